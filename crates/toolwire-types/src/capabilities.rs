@@ -1,0 +1,163 @@
+//! Client and server capabilities, for both eras.
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::JsonObject;
+
+/// What a client supports. Sent in `initialize` (legacy) or in every request's `_meta`
+/// (modern).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    /// Non-standard capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<JsonObject>,
+    /// The client can list roots (deprecated in `2026-07-28`, which drops `listChanged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roots: Option<RootsCapability>,
+    /// The client can sample from a model (deprecated in `2026-07-28`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SamplingCapability>,
+    /// The client can elicit input from the user; `{}` means form mode only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<ElicitationCapability>,
+    /// Task support (`2025-11-25`; an extension in `2026-07-28`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<JsonObject>,
+    /// Extensions by `<prefix>/<name>` (`2026-07-28`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<JsonObject>,
+    /// Tool-related client behaviour: the `wait_for` barrier of the WebMCP proposal
+    /// "Async Dynamic Tool Registration" (not part of the MCP spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ClientToolsCapability>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `roots` client capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RootsCapability {
+    /// The client notifies when its roots change (legacy only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `sampling` client capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingCapability {
+    /// The client honours `includeContext`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<JsonObject>,
+    /// The client supports tool use in sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<JsonObject>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `elicitation` client capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCapability {
+    /// Form-mode elicitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<JsonObject>,
+    /// URL-mode elicitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<JsonObject>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The proposal's `tools` client capability: hold a result until announced tool changes land.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientToolsCapability {
+    /// The client waits for announced `registers`/`unregisters`/`updates`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<bool>,
+    /// How long the client waits, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_for_timeout: Option<u64>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// What a server supports (`initialize` result or `server/discover` result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCapabilities {
+    /// Non-standard capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<JsonObject>,
+    /// The server sends log messages (deprecated in `2026-07-28`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logging: Option<JsonObject>,
+    /// The server offers argument completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<JsonObject>,
+    /// The server offers prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<ListChangedCapability>,
+    /// The server offers resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesCapability>,
+    /// The server offers tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ListChangedCapability>,
+    /// Task support (`2025-11-25`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<JsonObject>,
+    /// Extensions by `<prefix>/<name>` (`2026-07-28`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<JsonObject>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ServerCapabilities {
+    /// Whether the server announces tool-list changes.
+    pub fn tools_list_changed(&self) -> bool {
+        self.tools
+            .as_ref()
+            .and_then(|t| t.list_changed)
+            .unwrap_or(false)
+    }
+}
+
+/// A capability whose only option is `listChanged`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListChangedCapability {
+    /// The server sends a list-changed notification when the list changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `resources` server capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// The server supports `resources/subscribe` (legacy) or resource subscriptions (modern).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<bool>,
+    /// The server sends `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}

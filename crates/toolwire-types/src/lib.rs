@@ -1,0 +1,110 @@
+//! JSON-RPC 2.0 and Model Context Protocol messages, for every MCP revision from `2024-11-05`
+//! to `2026-07-28`.
+//!
+//! This crate does the JSON shape of MCP and nothing else: no I/O, no clock, no policy. It is
+//! the only crate of Toolwire that derives serde; every other crate reads and writes MCP through
+//! it.
+//!
+//! - [`Message::decode`] reads the JSON-RPC envelope (phase one); the dispatch enums
+//!   ([`ClientRequest`], [`ServerRequest`], [`ClientNotification`], [`ServerNotification`]) and
+//!   [`RequestMethod::decode_result`] decode the typed payload (phase two). No
+//!   `#[serde(untagged)]` unions: every error names what is wrong.
+//! - [`ProtocolVersion`] orders revisions and answers what each one allows.
+//! - Every struct keeps the members it does not know in `extra` (and `_meta` keys in
+//!   [`Meta::extra`]), so a message from a newer peer survives a decode/encode round trip.
+//! - The modern era's per-request envelope is [`Meta`]; its `input_required` results are
+//!   [`InputRequiredResult`] inside an [`Outcome`].
+//! - Outbound messages encode straight from typed params ([`encode_request`]) without a
+//!   `serde_json::Value` round trip.
+//!
+//! # Example
+//!
+//! ```
+//! use toolwire_types::methods::method::CallTool;
+//! use toolwire_types::{Message, Outcome, RequestMethod};
+//!
+//! let bytes = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}"#;
+//! let Message::Response(response) = Message::decode(bytes)? else { unreachable!() };
+//! let raw = response.payload.expect("a result, not an error");
+//! match CallTool::decode_result(&raw)? {
+//!     Outcome::Complete(result) => assert_eq!(result.content[0].as_text(), Some("hi")),
+//!     Outcome::InputRequired(_) => unreachable!(),
+//! }
+//! # Ok::<(), toolwire_types::DecodeError>(())
+//! ```
+//!
+//! Not here: the tasks extension (`io.modelcontextprotocol/tasks`; unknown methods decode as
+//! `Other` and its fields are kept in `extra`), and OAuth documents.
+//!
+//! # Dependencies
+//! - `serde`, `serde_json` (with `raw_value`, for two-phase decoding without re-parsing into a
+//!   `Value`).
+//! - `thiserror`, for the error enums.
+
+mod capabilities;
+mod client_features;
+mod common;
+mod content;
+pub mod error;
+mod id;
+mod jsonrpc;
+mod lifecycle;
+mod meta;
+pub mod methods;
+mod mrtr;
+mod notifications;
+mod prompts;
+mod resources;
+mod tools;
+mod version;
+
+pub use capabilities::{
+    ClientCapabilities, ClientToolsCapability, ElicitationCapability, ListChangedCapability,
+    ResourcesCapability, RootsCapability, SamplingCapability, ServerCapabilities,
+};
+pub use client_features::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult,
+    ElicitationCompleteParams, ListRootsResult, ModelPreferences, Root, SamplingMessage,
+};
+pub use common::{
+    Annotations, CacheScope, Cacheable, EmptyResult, Icon, Implementation, JsonObject,
+    LoggingLevel, MetaOnlyParams, OneOrMany, ResultType, Role,
+};
+pub use content::{
+    BinaryContent, BlobResourceContents, ContentBlock, EmbeddedResource, ResourceContents,
+    TextContent, TextResourceContents, ToolResultContent, ToolUseContent,
+};
+pub use error::{
+    DecodeError, EncodeError, ErrorObject, MissingClientCapabilityData,
+    UnsupportedProtocolVersionData,
+};
+pub use id::{ProgressToken, RequestId};
+pub use jsonrpc::{
+    Frame, JSONRPC_VERSION, Message, Notification, Request, Response, encode_error,
+    encode_notification, encode_request, encode_result,
+};
+pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};
+pub use meta::{Meta, key as meta_key};
+pub use methods::{
+    ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
+    ServerNotification, ServerRequest,
+};
+pub use mrtr::{InputRequest, InputRequiredResult, Outcome, decode_outcome, decode_result};
+pub use notifications::{
+    CancelledParams, ListenParams, LoggingMessageParams, ProgressParams, SetLevelParams,
+    SubscriptionFilter, SubscriptionsAcknowledgedParams,
+};
+pub use prompts::{
+    CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
+    CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,
+    PromptArgument, PromptMessage,
+};
+pub use resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
+    Resource, ResourceTemplate, ResourceUriParams,
+};
+pub use tools::{
+    CallToolParams, CallToolResult, ListParams, ListToolsResult, Tool, ToolAnnotations,
+    ToolExecution,
+};
+pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

@@ -1,0 +1,106 @@
+//! The `_meta` object, including the per-request envelope of `2026-07-28`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::{JsonObject, LoggingLevel};
+use crate::{ClientCapabilities, Implementation, ProgressToken, ProtocolVersion, RequestId};
+
+/// Reserved `_meta` keys, by name.
+pub mod key {
+    /// The protocol version of a modern request; MUST equal the `MCP-Protocol-Version` header.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's capabilities on a modern request.
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The client's implementation info on a modern request.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The requested log level of a modern request (deprecated).
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The server's implementation info on a modern result.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The subscription a notification belongs to (the `subscriptions/listen` request id).
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The progress token of a request.
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
+/// A `_meta` object: the reserved keys typed, everything else kept in `extra`
+/// (W3C trace context, vendor keys).
+///
+/// The large members are boxed: every message type carries an `Option<Meta>`, and most are
+/// absent or small.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// `io.modelcontextprotocol/protocolVersion` (modern requests).
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub protocol_version: Option<ProtocolVersion>,
+    /// `io.modelcontextprotocol/clientCapabilities` (modern requests).
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_capabilities: Option<Box<ClientCapabilities>>,
+    /// `io.modelcontextprotocol/clientInfo` (modern requests).
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub client_info: Option<Box<Implementation>>,
+    /// `io.modelcontextprotocol/logLevel` (modern requests; deprecated).
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub log_level: Option<LoggingLevel>,
+    /// `io.modelcontextprotocol/serverInfo` (modern results).
+    #[serde(
+        rename = "io.modelcontextprotocol/serverInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub server_info: Option<Box<Implementation>>,
+    /// `io.modelcontextprotocol/subscriptionId` (notifications on a listen stream).
+    #[serde(
+        rename = "io.modelcontextprotocol/subscriptionId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub subscription_id: Option<RequestId>,
+    /// `progressToken`: opts a request in to progress notifications.
+    #[serde(
+        rename = "progressToken",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub progress_token: Option<ProgressToken>,
+    /// Every other key, kept verbatim.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl Meta {
+    /// The per-request envelope of a modern request: version, capabilities and client info.
+    pub fn modern_envelope(
+        version: ProtocolVersion,
+        capabilities: ClientCapabilities,
+        client_info: Option<Implementation>,
+    ) -> Self {
+        Self {
+            protocol_version: Some(version),
+            client_capabilities: Some(Box::new(capabilities)),
+            client_info: client_info.map(Box::new),
+            ..Self::default()
+        }
+    }
+
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}

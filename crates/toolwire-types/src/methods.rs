@@ -1,0 +1,275 @@
+//! Methods by name: a marker type per method that ties its name to its params and result types,
+//! and the dispatch enums that do phase two of decoding for each direction.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::DecodeError;
+use crate::jsonrpc::decode_params;
+use crate::mrtr::{Outcome, decode_outcome, decode_result};
+
+/// A JSON-RPC method: its name and the type of its params.
+pub trait Method {
+    /// The method name on the wire.
+    const NAME: &'static str;
+    /// The params type.
+    type Params: Serialize + DeserializeOwned;
+}
+
+/// A request method: also has a result type.
+pub trait RequestMethod: Method {
+    /// The result type.
+    type Result: Serialize + DeserializeOwned;
+    /// Whether the method may answer `input_required` (MRTR, `2026-07-28`).
+    const MAY_REQUIRE_INPUT: bool;
+
+    /// Decodes a raw result of this method; a method that may require input decodes an
+    /// [`Outcome`], the others only [`Outcome::Complete`] (anything else is a typed error).
+    fn decode_result(raw: &RawValue) -> Result<Outcome<Self::Result>, DecodeError> {
+        if Self::MAY_REQUIRE_INPUT {
+            decode_outcome(Self::NAME, raw)
+        } else {
+            decode_result(Self::NAME, raw).map(Outcome::Complete)
+        }
+    }
+}
+
+/// A notification method.
+pub trait NotificationMethod: Method {}
+
+/// Marker types, one per method.
+pub mod method {
+    use super::{Method, NotificationMethod, RequestMethod};
+    use crate::*;
+
+    macro_rules! request {
+        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub enum $name {}
+            impl Method for $name {
+                const NAME: &'static str = $wire;
+                type Params = $params;
+            }
+            impl RequestMethod for $name {
+                type Result = $result;
+                const MAY_REQUIRE_INPUT: bool = $mrtr;
+            }
+        };
+    }
+
+    macro_rules! notification {
+        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub enum $name {}
+            impl Method for $name {
+                const NAME: &'static str = $wire;
+                type Params = $params;
+            }
+            impl NotificationMethod for $name {}
+        };
+    }
+
+    request!(/// `initialize` (legacy handshake).
+        Initialize = "initialize", InitializeParams => InitializeResult, mrtr = false);
+    request!(/// `server/discover` (modern).
+        Discover = "server/discover", DiscoverParams => DiscoverResult, mrtr = false);
+    request!(/// `ping` (legacy, either direction).
+        Ping = "ping", MetaOnlyParams => EmptyResult, mrtr = false);
+    request!(/// `tools/list`.
+        ListTools = "tools/list", ListParams => ListToolsResult, mrtr = false);
+    request!(/// `tools/call`.
+        CallTool = "tools/call", CallToolParams => CallToolResult, mrtr = true);
+    request!(/// `resources/list`.
+        ListResources = "resources/list", ListParams => ListResourcesResult, mrtr = false);
+    request!(/// `resources/templates/list`.
+        ListResourceTemplates = "resources/templates/list", ListParams => ListResourceTemplatesResult, mrtr = false);
+    request!(/// `resources/read`.
+        ReadResource = "resources/read", ReadResourceParams => ReadResourceResult, mrtr = true);
+    request!(/// `resources/subscribe` (legacy).
+        Subscribe = "resources/subscribe", ResourceUriParams => EmptyResult, mrtr = false);
+    request!(/// `resources/unsubscribe` (legacy).
+        Unsubscribe = "resources/unsubscribe", ResourceUriParams => EmptyResult, mrtr = false);
+    request!(/// `prompts/list`.
+        ListPrompts = "prompts/list", ListParams => ListPromptsResult, mrtr = false);
+    request!(/// `prompts/get`.
+        GetPrompt = "prompts/get", GetPromptParams => GetPromptResult, mrtr = true);
+    request!(/// `completion/complete`.
+        Complete = "completion/complete", CompleteParams => CompleteResult, mrtr = false);
+    request!(/// `logging/setLevel` (legacy).
+        SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false);
+    request!(/// `subscriptions/listen` (modern): its response stream carries list changes.
+        Listen = "subscriptions/listen", ListenParams => EmptyResult, mrtr = false);
+    request!(/// `sampling/createMessage` (server to client).
+        CreateMessage = "sampling/createMessage", CreateMessageParams => CreateMessageResult, mrtr = false);
+    request!(/// `elicitation/create` (server to client).
+        Elicit = "elicitation/create", ElicitParams => ElicitResult, mrtr = false);
+    request!(/// `roots/list` (server to client).
+        ListRoots = "roots/list", MetaOnlyParams => ListRootsResult, mrtr = false);
+
+    notification!(/// `notifications/initialized` (legacy).
+        Initialized = "notifications/initialized", MetaOnlyParams);
+    notification!(/// `notifications/cancelled`.
+        Cancelled = "notifications/cancelled", CancelledParams);
+    notification!(/// `notifications/progress`.
+        Progress = "notifications/progress", ProgressParams);
+    notification!(/// `notifications/message`.
+        LoggingMessage = "notifications/message", LoggingMessageParams);
+    notification!(/// `notifications/tools/list_changed`.
+        ToolsListChanged = "notifications/tools/list_changed", MetaOnlyParams);
+    notification!(/// `notifications/prompts/list_changed`.
+        PromptsListChanged = "notifications/prompts/list_changed", MetaOnlyParams);
+    notification!(/// `notifications/resources/list_changed`.
+        ResourcesListChanged = "notifications/resources/list_changed", MetaOnlyParams);
+    notification!(/// `notifications/resources/updated`.
+        ResourceUpdated = "notifications/resources/updated", ResourceUriParams);
+    notification!(/// `notifications/roots/list_changed` (legacy, client to server).
+        RootsListChanged = "notifications/roots/list_changed", MetaOnlyParams);
+    notification!(/// `notifications/subscriptions/acknowledged` (modern).
+        SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged", SubscriptionsAcknowledgedParams);
+    notification!(/// `notifications/elicitation/complete` (`2025-11-25`).
+        ElicitationComplete = "notifications/elicitation/complete", ElicitationCompleteParams);
+}
+
+macro_rules! dispatch {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident,)* }) => {
+        $(#[$doc])*
+        ///
+        /// Params are boxed: their sizes differ by an order of magnitude, and a decoded message
+        /// is allocated once anyway.
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub enum $name {
+            $($(#[$vdoc])* $variant(Box<<method::$variant as Method>::Params>),)*
+            /// A method this enum does not know; the caller still holds the raw message.
+            Other {
+                /// The method name.
+                method: String,
+            },
+        }
+
+        impl $name {
+            /// Phase two: decodes the params of `method` from the raw params of a message.
+            pub fn decode(method: &str, params: Option<&RawValue>) -> Result<Self, DecodeError> {
+                $(if method == <method::$variant as Method>::NAME {
+                    return decode_params(method, params).map(|p| Self::$variant(Box::new(p)));
+                })*
+                Ok(Self::Other { method: method.to_owned() })
+            }
+
+            /// Phase two from an already-parsed value (MRTR `inputRequests` carry params as
+            /// values).
+            pub fn decode_value(method: &str, params: Option<Value>) -> Result<Self, DecodeError> {
+                let params = params.unwrap_or_else(|| Value::Object(Default::default()));
+                $(if method == <method::$variant as Method>::NAME {
+                    return serde_json::from_value(params)
+                        .map(|p| Self::$variant(Box::new(p)))
+                        .map_err(|source| DecodeError::InvalidParams { method: method.to_owned(), source });
+                })*
+                Ok(Self::Other { method: method.to_owned() })
+            }
+
+            /// The method name.
+            pub fn method(&self) -> &str {
+                match self {
+                    $(Self::$variant(_) => <method::$variant as Method>::NAME,)*
+                    Self::Other { method } => method,
+                }
+            }
+
+            /// Every method name this enum knows.
+            pub const METHODS: &'static [&'static str] = &[$(<method::$variant as Method>::NAME,)*];
+        }
+    };
+}
+
+dispatch!(
+    /// A request from client to server, decoded (what a server or gateway receives).
+    ClientRequest {
+        /// `initialize`.
+        Initialize,
+        /// `server/discover`.
+        Discover,
+        /// `ping`.
+        Ping,
+        /// `tools/list`.
+        ListTools,
+        /// `tools/call`.
+        CallTool,
+        /// `resources/list`.
+        ListResources,
+        /// `resources/templates/list`.
+        ListResourceTemplates,
+        /// `resources/read`.
+        ReadResource,
+        /// `resources/subscribe`.
+        Subscribe,
+        /// `resources/unsubscribe`.
+        Unsubscribe,
+        /// `prompts/list`.
+        ListPrompts,
+        /// `prompts/get`.
+        GetPrompt,
+        /// `completion/complete`.
+        Complete,
+        /// `logging/setLevel`.
+        SetLevel,
+        /// `subscriptions/listen`.
+        Listen,
+    }
+);
+
+dispatch!(
+    /// A request from server to client, decoded (legacy requests, or modern MRTR input requests).
+    ServerRequest {
+        /// `ping`.
+        Ping,
+        /// `sampling/createMessage`.
+        CreateMessage,
+        /// `elicitation/create`.
+        Elicit,
+        /// `roots/list`.
+        ListRoots,
+    }
+);
+
+dispatch!(
+    /// A notification from client to server, decoded.
+    ClientNotification {
+        /// `notifications/initialized`.
+        Initialized,
+        /// `notifications/cancelled`.
+        Cancelled,
+        /// `notifications/progress`.
+        Progress,
+        /// `notifications/roots/list_changed`.
+        RootsListChanged,
+    }
+);
+
+dispatch!(
+    /// A notification from server to client, decoded.
+    ServerNotification {
+        /// `notifications/cancelled`.
+        Cancelled,
+        /// `notifications/progress`.
+        Progress,
+        /// `notifications/message`.
+        LoggingMessage,
+        /// `notifications/tools/list_changed`.
+        ToolsListChanged,
+        /// `notifications/prompts/list_changed`.
+        PromptsListChanged,
+        /// `notifications/resources/list_changed`.
+        ResourcesListChanged,
+        /// `notifications/resources/updated`.
+        ResourceUpdated,
+        /// `notifications/subscriptions/acknowledged`.
+        SubscriptionsAcknowledged,
+        /// `notifications/elicitation/complete`.
+        ElicitationComplete,
+    }
+);

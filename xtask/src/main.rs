@@ -1,0 +1,274 @@
+//! Toolwire's project automation, run as `cargo xtask <command>`.
+//!
+//! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
+//!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
+//!   doctests), rustdoc with `-D warnings`, `cargo deny check`, and `tidy`.
+//! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
+//!
+//! Plain `std::process::Command` and `serde_json` only: xtask must build fast on a fresh
+//! machine.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool reports on the terminal"
+)]
+
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("tidy") => tidy::run(&root),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|tidy>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    // xtask lives in <root>/xtask.
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map_or(manifest.clone(), Path::to_path_buf)
+}
+
+/// Runs a command in the workspace root and fails with its name when it fails.
+fn run(root: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    let shown = format!("{program} {}", args.join(" "));
+    eprintln!("\n==> {shown}");
+    let started = Instant::now();
+    let status = Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    eprintln!("    ({:.1}s)", started.elapsed().as_secs_f64());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{shown}` failed ({status})"))
+    }
+}
+
+/// The counts of nextest's closing `Summary` line.
+#[derive(Debug, Default, PartialEq)]
+struct TestSummary {
+    passed: u64,
+    failed: u64,
+}
+
+/// Reads `Summary [ 0.09s] 24 tests run: 24 passed, 1 failed, 0 skipped` (the counts after the
+/// colon, in any order).
+fn parse_summary(line: &str) -> Option<TestSummary> {
+    let (_, counts) = line
+        .trim_start()
+        .strip_prefix("Summary")?
+        .split_once("run:")?;
+    let mut summary = TestSummary::default();
+    for part in counts.split(',') {
+        let mut words = part.split_whitespace();
+        let n: u64 = words.next()?.parse().ok()?;
+        match words.next()? {
+            "passed" => summary.passed = n,
+            "failed" => summary.failed = n,
+            _ => {}
+        }
+    }
+    Some(summary)
+}
+
+/// Runs nextest, passing its output through, and returns its summary counts.
+fn nextest(root: &Path) -> Result<TestSummary, String> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let args = [
+        "nextest",
+        "run",
+        "--workspace",
+        "--locked",
+        "--no-fail-fast",
+    ];
+    eprintln!("\n==> cargo {}", args.join(" "));
+    let mut child = Command::new("cargo")
+        .args(args)
+        .current_dir(root)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start nextest: {e}"))?;
+    let mut summary = None;
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = writeln!(std::io::stderr(), "{line}");
+            if let Some(s) = parse_summary(&line) {
+                summary = Some(s);
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("nextest: {e}"))?;
+    match (status.success(), summary) {
+        (true, Some(s)) => Ok(s),
+        (true, None) => Err("nextest printed no summary line".into()),
+        (false, Some(s)) => Err(format!("nextest: {} passed, {} failed", s.passed, s.failed)),
+        (false, None) => Err(format!("nextest failed ({status})")),
+    }
+}
+
+fn ci(root: &Path) -> Result<(), String> {
+    check_msrv(root)?;
+    run(root, "cargo", &["fmt", "--all", "--check"], &[])?;
+    run(
+        root,
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    let summary = nextest(root)?;
+    run(
+        root,
+        "cargo",
+        &["test", "--workspace", "--doc", "--locked"],
+        &[],
+    )?;
+    run(
+        root,
+        "cargo",
+        &["doc", "--workspace", "--no-deps", "--locked"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    deny(root)?;
+    eprintln!("\n==> cargo xtask tidy");
+    tidy::run(root)?;
+    eprintln!("\nci: all checks passed");
+    // The plain closing line CI reads, from nextest's own summary.
+    println!(
+        "tests: {} passed, {} failed",
+        summary.passed, summary.failed
+    );
+    Ok(())
+}
+
+/// `cargo deny`: licenses, bans and sources always. Advisories need the RustSec database,
+/// which is fetched from GitHub; these machines reach only the package registries, so the
+/// advisories check runs only where a database is already on disk.
+fn deny(root: &Path) -> Result<(), String> {
+    run(
+        root,
+        "cargo",
+        &["deny", "--locked", "check", "bans", "licenses", "sources"],
+        &[],
+    )?;
+    if advisory_db_present() {
+        run(
+            root,
+            "cargo",
+            &["deny", "--locked", "check", "--disable-fetch", "advisories"],
+            &[],
+        )
+    } else {
+        eprintln!(
+            "\n==> cargo deny check advisories: NOT RUN (no RustSec database on disk and GitHub is \
+             unreachable from this machine)"
+        );
+        Ok(())
+    }
+}
+
+/// Whether `$CARGO_HOME/advisory-dbs` holds a cloned database (a failed clone leaves an empty
+/// folder behind, which does not count).
+fn advisory_db_present() -> bool {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let Some(dbs) = home.map(|h| h.join("advisory-dbs")) else {
+        return false;
+    };
+    std::fs::read_dir(dbs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| entry.path().join("crates").is_dir())
+}
+
+/// The toolchain must be at least the workspace's `rust-version`, the one source of the MSRV.
+fn check_msrv(root: &Path) -> Result<(), String> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))
+        .map_err(|e| format!("cannot read Cargo.toml: {e}"))?;
+    let msrv = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rust-version = "))
+        .map(|v| v.trim_matches('"').to_owned())
+        .ok_or("no rust-version in [workspace.package]")?;
+    let out = Command::new("rustc")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    let version = String::from_utf8_lossy(&out.stdout);
+    let current = version.split_whitespace().nth(1).unwrap_or("");
+    if version_tuple(current) < version_tuple(&msrv) {
+        return Err(format!("rustc {current} is older than the MSRV {msrv}"));
+    }
+    eprintln!("==> rustc {current} (MSRV {msrv})");
+    Ok(())
+}
+
+fn version_tuple(v: &str) -> Vec<u64> {
+    v.split(['.', '-']).map_while(|p| p.parse().ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_nextest_summaries() {
+        let ok = "     Summary [   0.092s] 24 tests run: 24 passed, 0 skipped";
+        assert_eq!(
+            parse_summary(ok),
+            Some(TestSummary {
+                passed: 24,
+                failed: 0
+            })
+        );
+        let bad = "     Summary [   1.000s] 10 tests run: 7 passed, 3 failed, 1 skipped";
+        assert_eq!(
+            parse_summary(bad),
+            Some(TestSummary {
+                passed: 7,
+                failed: 3
+            })
+        );
+        assert_eq!(parse_summary("PASS [ 0.1s] (1/2) Summary of things"), None);
+    }
+
+    #[test]
+    fn compares_versions_numerically() {
+        assert!(version_tuple("1.95.0") > version_tuple("1.88"));
+        assert!(version_tuple("1.9.0") < version_tuple("1.88"));
+    }
+}

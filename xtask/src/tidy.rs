@@ -1,0 +1,455 @@
+//! `cargo xtask tidy`: the architecture invariants that a compiler does not check.
+//!
+//! 1. Dependency arrows between workspace crates are exactly those of `ARCHITECTURE.md`
+//!    ([`ARROWS`]); a crate not in the table fails (add it to the design first).
+//! 2. The sans-IO crates ([`SANS_IO`]) do not reach an async runtime, a socket or an HTTP
+//!    stack through any chain of normal dependencies ([`IO_CRATES`]).
+//! 3. Their sources do not read the clock or touch the network, files or processes.
+//! 4. Every member inherits the workspace lints, and each `crates/<dir>` is the crate `<dir>`.
+//! 5. `ARCHITECTURE.md` names every crate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The allowed workspace-internal dependencies of each crate (normal and build dependencies).
+/// Dev-dependencies may also use `toolwire-test-support`.
+pub(crate) const ARROWS: &[(&str, &[&str])] = &[
+    ("toolwire-types", &[]),
+    ("toolwire-headers", &["toolwire-types"]),
+    ("toolwire-cache", &["toolwire-types", "toolwire-headers"]),
+    (
+        "toolwire-session",
+        &["toolwire-types", "toolwire-headers", "toolwire-cache"],
+    ),
+    ("toolwire-transport", &["toolwire-types"]),
+    ("toolwire-http", &["toolwire-transport", "toolwire-types"]),
+    (
+        "toolwire",
+        &[
+            "toolwire-types",
+            "toolwire-headers",
+            "toolwire-cache",
+            "toolwire-session",
+            "toolwire-transport",
+            "toolwire-http",
+        ],
+    ),
+    ("toolwire-cli", &["toolwire", "toolwire-refserver"]),
+    (
+        "toolwire-refserver",
+        &["toolwire-types", "toolwire-headers"],
+    ),
+    ("toolwire-conformance", &["toolwire"]),
+    ("toolwire-test-support", &["toolwire-types"]),
+    ("xtask", &[]),
+];
+
+/// Crates that never do I/O and never read the clock.
+pub(crate) const SANS_IO: &[&str] = &[
+    "toolwire-types",
+    "toolwire-headers",
+    "toolwire-cache",
+    "toolwire-session",
+];
+
+/// Crates whose presence in a sans-IO crate's dependency tree means I/O.
+pub(crate) const IO_CRATES: &[&str] = &[
+    "tokio",
+    "tokio-util",
+    "mio",
+    "socket2",
+    "hyper",
+    "hyper-util",
+    "h2",
+    "reqwest",
+    "async-std",
+    "smol",
+    "rustls",
+    "tokio-rustls",
+    "hyper-rustls",
+];
+
+/// Source patterns a sans-IO crate must not contain.
+const FORBIDDEN_IN_SANS_IO: &[&str] = &[
+    "Instant::now",
+    "SystemTime::now",
+    "std::net",
+    "std::fs",
+    "std::process",
+    "thread::sleep",
+];
+
+/// A dependency edge of a workspace package, as `cargo metadata` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Dep {
+    pub(crate) name: String,
+    /// `None` for normal, `Some("dev")`, `Some("build")`.
+    pub(crate) kind: Option<String>,
+}
+
+/// What tidy needs from `cargo metadata`.
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    /// Workspace members: name → their declared dependencies.
+    pub(crate) members: BTreeMap<String, Vec<Dep>>,
+    /// The resolved graph of every package: name → names of its normal dependencies.
+    pub(crate) resolved_normal: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Graph {
+    /// Reads the graph from `cargo metadata --format-version 1` output.
+    pub(crate) fn from_metadata(meta: &Value) -> Result<Self, String> {
+        let packages = meta["packages"]
+            .as_array()
+            .ok_or("metadata without packages")?;
+        let members: BTreeSet<&str> = meta["workspace_members"]
+            .as_array()
+            .ok_or("metadata without workspace_members")?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut id_to_name = BTreeMap::new();
+        let mut graph = Self::default();
+        for p in packages {
+            let (Some(id), Some(name)) = (p["id"].as_str(), p["name"].as_str()) else {
+                continue;
+            };
+            id_to_name.insert(id.to_owned(), name.to_owned());
+            if members.contains(id) {
+                let deps = p["dependencies"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| {
+                        Some(Dep {
+                            name: d["name"].as_str()?.to_owned(),
+                            kind: d["kind"].as_str().map(str::to_owned),
+                        })
+                    })
+                    .collect();
+                graph.members.insert(name.to_owned(), deps);
+            }
+        }
+        for node in meta["resolve"]["nodes"].as_array().into_iter().flatten() {
+            let Some(name) = node["id"].as_str().and_then(|id| id_to_name.get(id)) else {
+                continue;
+            };
+            let normal = graph.resolved_normal.entry(name.clone()).or_default();
+            for dep in node["deps"].as_array().into_iter().flatten() {
+                let is_normal = dep["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].is_null());
+                if let Some(dep_name) = dep["pkg"].as_str().and_then(|id| id_to_name.get(id))
+                    && is_normal
+                {
+                    normal.insert(dep_name.clone());
+                }
+            }
+        }
+        Ok(graph)
+    }
+}
+
+/// Checks rule 1: workspace-internal edges follow [`ARROWS`].
+pub(crate) fn check_arrows(graph: &Graph) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = ARROWS.iter().copied().collect();
+    let mut problems = Vec::new();
+    for (name, deps) in &graph.members {
+        let Some(allowed_deps) = allowed.get(name.as_str()) else {
+            problems.push(format!(
+                "crate `{name}` is not in the design: add it to ARCHITECTURE.md and xtask's ARROWS"
+            ));
+            continue;
+        };
+        for dep in deps.iter().filter(|d| graph.members.contains_key(&d.name)) {
+            let ok = allowed_deps.contains(&dep.name.as_str())
+                || (dep.kind.as_deref() == Some("dev") && dep.name == "toolwire-test-support");
+            if !ok {
+                let kind = dep.kind.as_deref().unwrap_or("normal");
+                problems.push(format!(
+                    "`{name}` must not depend on `{}` ({kind} dependency); the design allows {allowed_deps:?}",
+                    dep.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Checks rule 2: no sans-IO crate reaches an I/O crate through normal dependencies.
+pub(crate) fn check_sans_io(graph: &Graph) -> Vec<String> {
+    let mut problems = Vec::new();
+    for &krate in SANS_IO {
+        if !graph.members.contains_key(krate) {
+            continue;
+        }
+        // Breadth-first, remembering how each crate was reached to print the chain.
+        let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = vec![krate];
+        while let Some(current) = queue.pop() {
+            for dep in graph.resolved_normal.get(current).into_iter().flatten() {
+                if dep == krate || parent.contains_key(dep.as_str()) {
+                    continue;
+                }
+                parent.insert(dep, current);
+                if IO_CRATES.contains(&dep.as_str()) {
+                    let mut chain = vec![dep.as_str()];
+                    let mut at = dep.as_str();
+                    while let Some(&p) = parent.get(at) {
+                        chain.push(p);
+                        at = p;
+                    }
+                    chain.reverse();
+                    problems.push(format!(
+                        "sans-IO crate `{krate}` reaches `{dep}`: {}",
+                        chain.join(" -> ")
+                    ));
+                } else {
+                    queue.push(dep);
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Checks rule 3 on one source file's text.
+pub(crate) fn check_sans_io_source(path: &str, text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .flat_map(|(i, line)| {
+            FORBIDDEN_IN_SANS_IO
+                .iter()
+                .filter(move |pat| line.contains(*pat))
+                .map(move |pat| format!("{path}:{}: sans-IO code must not use `{pat}`", i + 1))
+        })
+        .collect()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Runs every check on the workspace at `root`.
+pub(crate) fn run(root: &Path) -> Result<(), String> {
+    let out = Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let meta: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("bad cargo metadata: {e}"))?;
+    let graph = Graph::from_metadata(&meta)?;
+
+    let mut problems = check_arrows(&graph);
+    problems.extend(check_sans_io(&graph));
+
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+    for name in graph.members.keys() {
+        let dir = if name == "xtask" {
+            root.join("xtask")
+        } else {
+            root.join("crates").join(name)
+        };
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        if manifest.is_empty() && name != "xtask" {
+            problems.push(format!("crate `{name}` must live in crates/{name}"));
+        }
+        if !manifest.contains("[lints]\nworkspace = true") {
+            problems.push(format!(
+                "crate `{name}` must inherit the workspace lints ([lints] workspace = true)"
+            ));
+        }
+        if name != "xtask" && !architecture.contains(&format!("`{name}`")) {
+            problems.push(format!("ARCHITECTURE.md does not name crate `{name}`"));
+        }
+        if SANS_IO.contains(&name.as_str()) {
+            let mut files = Vec::new();
+            rust_files(&dir.join("src"), &mut files);
+            for file in files {
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                let shown = file
+                    .strip_prefix(root)
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                problems.extend(check_sans_io_source(&shown, &text));
+            }
+        }
+    }
+
+    if problems.is_empty() {
+        eprintln!(
+            "tidy: {} crates, arrows and sans-IO rules hold",
+            graph.members.len()
+        );
+        Ok(())
+    } else {
+        for p in &problems {
+            eprintln!("tidy: {p}");
+        }
+        Err(format!("tidy found {} problem(s)", problems.len()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    type Members<'a> = &'a [(&'a str, &'a [(&'a str, Option<&'a str>)])];
+
+    /// Builds `cargo metadata`-shaped JSON: `members` with their declared deps, and resolved
+    /// normal edges for every package.
+    fn metadata(members: Members<'_>, resolved: &[(&str, &[&str])]) -> Value {
+        let mut names: BTreeSet<&str> = members.iter().map(|m| m.0).collect();
+        for (from, tos) in resolved {
+            names.insert(from);
+            names.extend(tos.iter());
+        }
+        let packages: Vec<Value> = names
+            .iter()
+            .map(|n| {
+                let deps: Vec<Value> = members
+                    .iter()
+                    .find(|m| m.0 == *n)
+                    .map(|m| {
+                        m.1.iter()
+                            .map(|(d, k)| json!({"name": d, "kind": k}))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                json!({"id": format!("id-{n}"), "name": n, "dependencies": deps})
+            })
+            .collect();
+        let nodes: Vec<Value> = resolved
+            .iter()
+            .map(|(from, tos)| {
+                let deps: Vec<Value> = tos
+                    .iter()
+                    .map(|t| json!({"pkg": format!("id-{t}"), "dep_kinds": [{"kind": null}]}))
+                    .collect();
+                json!({"id": format!("id-{from}"), "deps": deps})
+            })
+            .collect();
+        json!({
+            "packages": packages,
+            "workspace_members": members.iter().map(|m| format!("id-{}", m.0)).collect::<Vec<_>>(),
+            "resolve": {"nodes": nodes},
+        })
+    }
+
+    fn graph(members: Members<'_>, resolved: &[(&str, &[&str])]) -> Graph {
+        Graph::from_metadata(&metadata(members, resolved)).unwrap()
+    }
+
+    #[test]
+    fn the_designed_arrows_pass() {
+        let g = graph(
+            &[
+                ("toolwire-types", &[("serde", None)]),
+                (
+                    "toolwire-headers",
+                    &[
+                        ("toolwire-types", None),
+                        ("toolwire-test-support", Some("dev")),
+                    ],
+                ),
+                ("toolwire-test-support", &[("toolwire-types", None)]),
+            ],
+            &[
+                ("toolwire-headers", &["toolwire-types"]),
+                ("toolwire-types", &["serde"]),
+            ],
+        );
+        assert_eq!(check_arrows(&g), Vec::<String>::new());
+        assert_eq!(check_sans_io(&g), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_lower_crate_depending_on_a_higher_one_fails() {
+        let g = graph(
+            &[
+                ("toolwire-types", &[("toolwire-headers", None)]),
+                ("toolwire-headers", &[("toolwire-types", None)]),
+            ],
+            &[],
+        );
+        let problems = check_arrows(&g);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("`toolwire-types` must not depend on `toolwire-headers`"));
+    }
+
+    #[test]
+    fn a_dev_dependency_upwards_fails_too() {
+        let g = graph(
+            &[
+                ("toolwire-cache", &[("toolwire-session", Some("dev"))]),
+                ("toolwire-session", &[]),
+            ],
+            &[],
+        );
+        let problems = check_arrows(&g);
+        assert!(problems[0].contains("(dev dependency)"), "{problems:?}");
+    }
+
+    #[test]
+    fn an_undesigned_crate_fails() {
+        let g = graph(&[("toolwire-extra", &[])], &[]);
+        assert!(check_arrows(&g)[0].contains("not in the design"));
+    }
+
+    #[test]
+    fn a_sans_io_crate_reaching_tokio_fails_with_the_chain() {
+        let g = graph(
+            &[("toolwire-cache", &[("arc-swap", None)])],
+            &[
+                ("toolwire-cache", &["arc-swap"]),
+                ("arc-swap", &["helper"]),
+                ("helper", &["tokio"]),
+            ],
+        );
+        let problems = check_sans_io(&g);
+        assert_eq!(
+            problems,
+            [
+                "sans-IO crate `toolwire-cache` reaches `tokio`: toolwire-cache -> arc-swap -> helper -> tokio"
+            ]
+        );
+    }
+
+    #[test]
+    fn sans_io_sources_may_not_read_the_clock() {
+        let text = "// Instant::now is fine in a comment\nlet t = std::time::Instant::now();\nuse std::net::TcpStream;\n";
+        let problems = check_sans_io_source("x.rs", text);
+        assert_eq!(
+            problems,
+            [
+                "x.rs:2: sans-IO code must not use `Instant::now`",
+                "x.rs:3: sans-IO code must not use `std::net`"
+            ]
+        );
+    }
+}
