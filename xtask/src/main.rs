@@ -2,7 +2,8 @@
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
-//!   doctests), rustdoc with `-D warnings`, `cargo deny check`, and `tidy`.
+//!   doctests), rustdoc with `-D warnings`, a build of the fuzz targets, `cargo deny check`,
+//!   and `tidy`.
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //!
 //! Plain `std::process::Command` and `serde_json` only: xtask must build fast on a fresh
@@ -160,6 +161,14 @@ fn ci(root: &Path) -> Result<(), String> {
         "cargo",
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
+    // The fuzz targets live outside the workspace (cargo-fuzz builds them with its own flags);
+    // a plain build proves they still compile against the crates.
+    run(
+        root,
+        "cargo",
+        &["build", "--manifest-path", "fuzz/Cargo.toml", "--locked"],
+        &[],
     )?;
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");

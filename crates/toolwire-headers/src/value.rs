@@ -1,0 +1,273 @@
+//! Header names and values, and the `=?base64?…?=` wrapper.
+
+use std::fmt;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use compact_str::CompactString;
+
+/// The prefix of the Base64 wrapper (case-sensitive).
+pub const BASE64_PREFIX: &str = "=?base64?";
+/// The suffix of the Base64 wrapper (case-sensitive).
+pub const BASE64_SUFFIX: &str = "?=";
+
+/// A header name: a static standard name or a shared `Mcp-Param-{Name}`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct HeaderName(Repr);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Repr {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl HeaderName {
+    pub(crate) const fn from_static(name: &'static str) -> Self {
+        Self(Repr::Static(name))
+    }
+
+    pub(crate) fn shared(name: Arc<str>) -> Self {
+        Self(Repr::Shared(name))
+    }
+
+    /// The name as written (`Mcp-Param-Region`); compare case-insensitively.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Static(s) => s,
+            Repr::Shared(s) => s,
+        }
+    }
+}
+
+impl fmt::Debug for HeaderName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for HeaderName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A header value that is safe to send: printable ASCII and interior spaces only.
+///
+/// The only way to make one is [`encode_value`], which wraps anything else in Base64, so CR,
+/// LF, other control characters and non-ASCII can never reach a header.
+///
+/// Values of up to 24 bytes are stored inline (no allocation): most routing values, integers
+/// and method names are that short.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct HeaderValue(CompactString);
+
+impl HeaderValue {
+    /// A value known to be safe (`true`, a method name); checked in debug builds.
+    pub(crate) fn from_static(s: &'static str) -> Self {
+        debug_assert!(!needs_base64(s), "{s:?} is not a safe header value");
+        Self(CompactString::const_new(s))
+    }
+
+    /// A value built from safe characters only (decimal digits and `-`).
+    pub(crate) fn from_safe(s: CompactString) -> Self {
+        debug_assert!(!needs_base64(&s), "{s:?} is not a safe header value");
+        Self(s)
+    }
+
+    /// The value.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The value as bytes (what an HTTP library takes).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// Whether the value is the Base64 wrapper.
+    pub fn is_base64(&self) -> bool {
+        is_wrapped(&self.0)
+    }
+}
+
+impl fmt::Debug for HeaderValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for HeaderValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One header to send.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// Its name.
+    pub name: HeaderName,
+    /// Its value.
+    pub value: HeaderValue,
+}
+
+fn is_wrapped(s: &str) -> bool {
+    s.len() >= BASE64_PREFIX.len() + BASE64_SUFFIX.len()
+        && s.starts_with(BASE64_PREFIX)
+        && s.ends_with(BASE64_SUFFIX)
+}
+
+/// Whether a string must be Base64-wrapped to travel as a header value (SEP-2243 §Value
+/// Encoding): leading or trailing space or tab, any control character (interior tab included),
+/// anything outside ASCII, or a value that already looks like the wrapper.
+pub fn needs_base64(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let edge = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+    edge(bytes.first())
+        || edge(bytes.last())
+        || bytes.iter().any(|b| !(0x20..0x7f).contains(b))
+        || is_wrapped(s)
+}
+
+/// Encodes a string as a header value: as is when safe, else `=?base64?{standard, padded}?=`.
+pub fn encode_value(s: &str) -> HeaderValue {
+    if !needs_base64(s) {
+        return HeaderValue(CompactString::new(s));
+    }
+    let len = BASE64_PREFIX.len() + s.len().div_ceil(3) * 4 + BASE64_SUFFIX.len();
+    let mut out = CompactString::with_capacity(len);
+    out.push_str(BASE64_PREFIX);
+    // Encode in chunks of whole 3-byte groups through a stack buffer: no intermediate String.
+    let mut buf = [0u8; 256];
+    for chunk in s.as_bytes().chunks(192) {
+        // 192 input bytes encode to exactly 256 output bytes, so the buffer always fits.
+        let n = STANDARD.encode_slice(chunk, &mut buf).unwrap_or(0);
+        // Base64 output is ASCII, so this never fails.
+        out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or(""));
+    }
+    out.push_str(BASE64_SUFFIX);
+    HeaderValue(out)
+}
+
+/// Why a received header value could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueDecodeError {
+    /// The value holds bytes a header value may not (control characters other than tab, or
+    /// bytes outside ASCII).
+    #[error("header value contains a byte that is not allowed (0x{byte:02x})")]
+    InvalidByte {
+        /// The first offending byte.
+        byte: u8,
+    },
+    /// The wrapper's content is not standard padded Base64.
+    #[error("invalid Base64 inside the =?base64?…?= wrapper")]
+    BadBase64,
+    /// The wrapper's content decodes to bytes that are not UTF-8.
+    #[error("the =?base64?…?= wrapper does not decode to UTF-8")]
+    NotUtf8,
+}
+
+/// Decodes a received header value: the wrapper is unwrapped and decoded; anything else
+/// (including an upper-case `=?BASE64?`, or a missing prefix or suffix) is taken literally.
+pub fn decode_value(raw: &[u8]) -> Result<String, ValueDecodeError> {
+    if let Some(&byte) = raw.iter().find(|&&b| (b < 0x20 && b != b'\t') || b >= 0x7f) {
+        return Err(ValueDecodeError::InvalidByte { byte });
+    }
+    // Checked above: every byte is ASCII, so this cannot fail; keep the typed path anyway.
+    let text = std::str::from_utf8(raw).map_err(|_| ValueDecodeError::NotUtf8)?;
+    if !is_wrapped(text) {
+        return Ok(text.to_owned());
+    }
+    let inner = &text[BASE64_PREFIX.len()..text.len() - BASE64_SUFFIX.len()];
+    let bytes = STANDARD
+        .decode(inner)
+        .map_err(|_| ValueDecodeError::BadBase64)?;
+    String::from_utf8(bytes).map_err(|_| ValueDecodeError::NotUtf8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SEP's own vectors (recomputed in the digest, §1.5).
+    #[test]
+    fn sep_vectors() {
+        let table = [
+            ("us-west1", "us-west1"),
+            (" us-west1", "=?base64?IHVzLXdlc3Qx?="),
+            ("us-west1 ", "=?base64?dXMtd2VzdDEg?="),
+            (" us-west1 ", "=?base64?IHVzLXdlc3QxIA==?="),
+            ("us west 1", "us west 1"),
+            ("true", "true"),
+            ("42", "42"),
+            ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+            ("日本語", "=?base64?5pel5pys6Kqe?="),
+            (" padded ", "=?base64?IHBhZGRlZCA=?="),
+            ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+            ("line1\r\nline2", "=?base64?bGluZTENCmxpbmUy?="),
+            ("\tindented", "=?base64?CWluZGVudGVk?="),
+            ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+            ("", ""),
+            ("a\tb", "=?base64?YQli?="),
+            ("del\u{7f}", "=?base64?ZGVsfw==?="),
+        ];
+        for (input, expected) in table {
+            let v = encode_value(input);
+            assert_eq!(v.as_str(), expected, "encode {input:?}");
+            assert_eq!(
+                decode_value(v.as_bytes()).unwrap(),
+                input,
+                "decode {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn decoding_rules() {
+        let table: [(&[u8], Result<&str, ValueDecodeError>); 8] = [
+            (b"=?base64?SGVsbG8=?=", Ok("Hello")),
+            (b"=?base64?SGVsbG8?=", Err(ValueDecodeError::BadBase64)),
+            (b"=?base64?!!!!?=", Err(ValueDecodeError::BadBase64)),
+            (b"=?BASE64?SGVsbG8=?=", Ok("=?BASE64?SGVsbG8=?=")),
+            (b"=?base64?SGVsbG8=", Ok("=?base64?SGVsbG8=")),
+            (
+                b"a\r\nb",
+                Err(ValueDecodeError::InvalidByte { byte: b'\r' }),
+            ),
+            (b"=?base64?/w==?=", Err(ValueDecodeError::NotUtf8)),
+            (
+                b"caf\xc3\xa9",
+                Err(ValueDecodeError::InvalidByte { byte: 0xc3 }),
+            ),
+        ];
+        for (input, expected) in table {
+            assert_eq!(
+                decode_value(input).as_deref().map_err(Clone::clone),
+                expected,
+                "{input:?}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod long_values {
+    use super::*;
+
+    /// Values longer than one encoding chunk (192 bytes) and than the inline size.
+    #[test]
+    fn long_values_round_trip() {
+        for len in [23, 24, 25, 191, 192, 193, 1000] {
+            let s: String = "é ".repeat(len);
+            let v = encode_value(&s);
+            assert!(v.is_base64());
+            assert_eq!(
+                v.as_str().len(),
+                BASE64_PREFIX.len() + s.len().div_ceil(3) * 4 + BASE64_SUFFIX.len()
+            );
+            assert_eq!(decode_value(v.as_bytes()).unwrap(), s);
+        }
+    }
+}
