@@ -1,0 +1,113 @@
+//! Criterion benches for the tool cache (targets from issue #4: lookup + header plan fetch
+//! ≤ 50 ns and flat from 1 to 2 threads; ingesting a 10,000-tool listing ≤ 20 ms; memory per
+//! cached tool reported (in `cache_memory`); an `RwLock<HashMap>` baseline in the same run).
+
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::print_stderr,
+    reason = "bench harness"
+)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::sync::{Barrier, RwLock};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use toolwire_cache::ToolCache;
+use toolwire_headers::HeaderPlan;
+use toolwire_types::Tool;
+
+mod common;
+use common::tool;
+
+/// Runs `op` `iters` times on each of `threads` threads at once; the time per operation as one
+/// thread sees it.
+fn per_thread<F: Fn() + Sync>(threads: usize, iters: u64, op: F) -> Duration {
+    let start = Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    let t0 = Instant::now();
+                    for _ in 0..iters {
+                        op();
+                    }
+                    t0.elapsed()
+                })
+            })
+            .collect();
+        let total: Duration = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        total / threads as u32
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let cache = ToolCache::default();
+    let mut listing = cache.begin_listing();
+    listing.add_page((0..100).map(tool));
+    cache.commit_listing(listing);
+    let baseline: RwLock<HashMap<String, HeaderPlan>> = RwLock::new(
+        (0..100)
+            .map(|i| {
+                (
+                    format!("tool_{i:05}"),
+                    HeaderPlan::for_tool(&tool(i)).unwrap(),
+                )
+            })
+            .collect(),
+    );
+
+    for threads in [1, 2] {
+        c.bench_function(
+            &format!("lookup + plan: ToolCache ({threads} thread)"),
+            |b| {
+                b.iter_custom(|iters| {
+                    per_thread(threads, iters, || {
+                        let snapshot = cache.load();
+                        black_box(
+                            snapshot
+                                .plan(black_box("tool_00042"))
+                                .unwrap()
+                                .params()
+                                .len(),
+                        );
+                    })
+                })
+            },
+        );
+        c.bench_function(
+            &format!("lookup + plan: RwLock<HashMap> ({threads} thread)"),
+            |b| {
+                b.iter_custom(|iters| {
+                    per_thread(threads, iters, || {
+                        let map = baseline.read().unwrap();
+                        black_box(map.get(black_box("tool_00042")).unwrap().params().len());
+                    })
+                })
+            },
+        );
+    }
+
+    let ten_thousand: Vec<Tool> = (0..10_000).map(tool).collect();
+    let mut group = c.benchmark_group("ingest");
+    group.sample_size(10);
+    group.bench_function("commit a 10,000-tool listing", |b| {
+        b.iter_batched(
+            || (ToolCache::default(), ten_thousand.clone()),
+            |(cache, tools)| {
+                let mut listing = cache.begin_listing();
+                listing.add_page(tools);
+                cache.commit_listing(listing);
+                cache
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
