@@ -240,12 +240,12 @@ impl ToolCache {
 
     /// Builds the next snapshot from the current one and swaps it in. Call with the writer
     /// lock held.
-    fn swap(&self, tools: ToolMap, stale: bool) -> Commit {
+    fn swap(&self, tools: impl Into<Arc<ToolMap>>, stale: bool) -> Commit {
         let old = self.current.load_full();
         let next = Arc::new(ToolSnapshot {
             generation: old.generation + 1,
             stale,
-            tools: Arc::new(tools),
+            tools: tools.into(),
         });
         let diff = next.diff(&old);
         let generation = next.generation;
@@ -337,7 +337,7 @@ impl ToolCache {
     pub fn clear_known_tools(&self) -> Commit {
         let _writer = self.lock();
         let current = self.current.load();
-        let next = current
+        let next: ToolMap = current
             .tools
             .iter()
             .filter(|(_, t)| t.discovered)
@@ -360,23 +360,8 @@ impl ToolCache {
     pub fn mark_stale(&self) -> Commit {
         let mut writer = self.lock();
         writer.stale_epoch += 1;
-        let current = self.current.load_full();
-        let old = current.clone();
-        let next = Arc::new(ToolSnapshot {
-            generation: old.generation + 1,
-            stale: true,
-            tools: Arc::clone(&current.tools),
-        });
-        let generation = next.generation;
-        self.current.store(next);
-        Commit {
-            generation,
-            diff: SnapshotDiff {
-                from: old.generation,
-                to: generation,
-                ..SnapshotDiff::default()
-            },
-        }
+        let tools = Arc::clone(&self.current.load().tools);
+        self.swap(tools, true)
     }
 
     /// Starts collecting a `tools/list` walk.

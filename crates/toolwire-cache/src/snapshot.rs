@@ -158,6 +158,10 @@ impl ToolSnapshot {
             to: self.generation,
             ..SnapshotDiff::default()
         };
+        if Arc::ptr_eq(&self.tools, &older.tools) {
+            // Same map (a stale mark): nothing changed.
+            return diff;
+        }
         for (name, tool) in self.tools.iter() {
             match older.tools.get(name) {
                 None => diff.added.push(name.to_string()),
