@@ -1,0 +1,129 @@
+//! How the Toolwire MCP client moves bytes: the [`Transport`] trait that every transport
+//! implements (yours too), and the stdio child-process transport ([`StdioTransport`]).
+//!
+//! A transport carries whole JSON-RPC messages as bytes. It does not decode them, does not
+//! read the tool cache and makes no protocol decisions: the session above it serialises each
+//! message once into an [`Outbound`] (with the HTTP headers it computed from the tool cache),
+//! and decodes each [`Inbound`]. Transports that are not HTTP ignore the headers.
+//!
+//! The Streamable HTTP transport lives in `toolwire-http`.
+//!
+//! # Writing a transport
+//!
+//! ```
+//! use std::sync::Mutex;
+//! use std::collections::VecDeque;
+//! use toolwire_transport::{BoxFuture, Inbound, Outbound, Transport, TransportError};
+//!
+//! /// A transport that answers every message with itself (for tests).
+//! #[derive(Debug, Default)]
+//! struct Loopback(Mutex<VecDeque<Inbound>>);
+//!
+//! impl Transport for Loopback {
+//!     fn carries_headers(&self) -> bool {
+//!         false
+//!     }
+//!     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
+//!         self.0.lock().unwrap().push_back(Inbound::new(message.body));
+//!         Box::pin(async { Ok(()) })
+//!     }
+//!     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
+//!         let next = self.0.lock().unwrap().pop_front();
+//!         Box::pin(async move { next.map(Ok) })
+//!     }
+//!     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+//!         Box::pin(async { Ok(()) })
+//!     }
+//! }
+//! ```
+//!
+//! # Dependencies
+//! - `tokio` (process, io-util, sync, time): the stdio transport's child process and pipes.
+//! - `bytes`: message bodies are serialised once and shared, never copied.
+//! - `http`: header names and values of [`Outbound`], the types hyper takes.
+//! - `nix` (signal): SIGTERM for graceful shutdown without `unsafe` (tokio only offers SIGKILL).
+//! - `tracing`: the child's stderr, by default.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+mod error;
+mod stdio;
+
+pub use error::{ExitDescription, TransportError};
+pub use stdio::{DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport};
+
+/// A boxed future, so that [`Transport`] can be used as `dyn Transport`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Whether repeating a message is safe, as the session judged it. HTTP transports retry only
+/// [`RetryClass::Safe`] messages; others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryClass {
+    /// Never resend: the server may already have acted on it.
+    #[default]
+    Never,
+    /// Resending cannot do harm (`ping`, lists, reads, idempotent or read-only tools, or the
+    /// caller opted in).
+    Safe,
+}
+
+/// One message to send: the JSON-RPC bytes, serialised once, and what travels with them.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// One compact JSON-RPC message (no embedded newline).
+    pub body: Bytes,
+    /// HTTP headers for this message (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`); transports that are not HTTP ignore them.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// Whether it may be resent.
+    pub retry: RetryClass,
+}
+
+impl Outbound {
+    /// A message with no headers that must not be resent.
+    pub fn new(body: impl Into<Bytes>) -> Self {
+        Self {
+            body: body.into(),
+            headers: Vec::new(),
+            retry: RetryClass::Never,
+        }
+    }
+}
+
+/// One message received: the JSON-RPC bytes, undecoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// One JSON-RPC message (or batch), as received.
+    pub body: Bytes,
+}
+
+impl Inbound {
+    /// Wraps received bytes.
+    pub fn new(body: impl Into<Bytes>) -> Self {
+        Self { body: body.into() }
+    }
+}
+
+/// A way to exchange JSON-RPC messages with one MCP server.
+///
+/// Methods take `&self` so one driver can send and receive at once; implementations
+/// synchronise inside. Every method must be cancel-safe in the sense that dropping its future
+/// loses at most the message being sent.
+pub trait Transport: Send + Sync + 'static {
+    /// Whether messages travel with HTTP headers. The session warns about a `tools/call` that
+    /// would silently lack `Mcp-Param-*` headers only on such transports.
+    fn carries_headers(&self) -> bool;
+
+    /// Sends one message.
+    fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// The next message from the server; `None` once the transport is closed and everything
+    /// received has been handed out. An error is followed by more messages or by `None`.
+    fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>>;
+
+    /// Closes the transport gracefully (bounded in time).
+    fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
+}

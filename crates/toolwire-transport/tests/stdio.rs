@@ -1,0 +1,234 @@
+//! The stdio transport against real child processes (`sh` scripts).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail the test by panicking"
+)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use toolwire_transport::*;
+
+const ECHO: &str = r#"while IFS= read -r line; do printf '%s\n' "$line"; done"#;
+
+/// `sh -c script`, with short shutdown waits (most scripts here ignore stdin EOF).
+fn sh(script: &str) -> StdioConfig {
+    StdioConfig::new("sh", ["-c", script])
+        .with_stderr(StderrMode::Discard)
+        .with_shutdown_waits(Duration::from_millis(200), Duration::from_millis(200))
+}
+
+async fn recv_text(t: &StdioTransport) -> String {
+    let inbound = tokio::time::timeout(Duration::from_secs(10), t.recv())
+        .await
+        .expect("recv timed out");
+    String::from_utf8(inbound.expect("closed").expect("error").body.to_vec()).unwrap()
+}
+
+async fn recv_error(t: &StdioTransport) -> TransportError {
+    let inbound = tokio::time::timeout(Duration::from_secs(10), t.recv())
+        .await
+        .expect("recv timed out");
+    match inbound {
+        Some(Err(e)) => e,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test]
+async fn messages_round_trip_line_by_line() {
+    let t = StdioTransport::spawn(sh(ECHO)).unwrap();
+    assert!(!t.carries_headers());
+    for i in 0..3 {
+        let msg = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#);
+        t.send(Outbound::new(msg.clone())).await.unwrap();
+        assert_eq!(recv_text(&t).await, msg);
+    }
+    let pid = t.pid().unwrap();
+    t.close().await.unwrap();
+    assert!(t.recv().await.is_none(), "a closed transport yields None");
+    assert!(!process_exists(pid), "the child was reaped");
+    assert!(matches!(
+        t.send(Outbound::new("{}")).await,
+        Err(TransportError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn outgoing_newlines_are_refused() {
+    let t = StdioTransport::spawn(sh(ECHO)).unwrap();
+    let err = t.send(Outbound::new("{\n}")).await.unwrap_err();
+    assert!(matches!(err, TransportError::EmbeddedNewline));
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn blank_lines_and_crlf_are_tolerated() {
+    let t = StdioTransport::spawn(sh(r#"printf '\n  \n{"a":1}\r\n{"b":2}'; sleep 5"#)).unwrap();
+    assert_eq!(recv_text(&t).await, r#"{"a":1}"#);
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_last_line_without_newline_is_delivered() {
+    let t = StdioTransport::spawn(sh(r#"printf '{"partial":true}'"#)).unwrap();
+    assert_eq!(recv_text(&t).await, r#"{"partial":true}"#);
+    let err = recv_error(&t).await;
+    assert!(matches!(err, TransportError::ChildExited { .. }), "{err}");
+    assert!(t.recv().await.is_none());
+}
+
+#[tokio::test]
+async fn stderr_goes_to_the_callback_and_into_errors() {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let config = sh(r#"echo "starting up" >&2; read -r line; echo "fatal: boom" >&2; exit 3"#)
+        .with_stderr(StderrMode::Callback(Arc::new(move |l: &str| {
+            sink.lock().unwrap().push(l.to_owned())
+        })));
+    let t = StdioTransport::spawn(config).unwrap();
+    t.send(Outbound::new("{}")).await.unwrap();
+    let err = recv_error(&t).await;
+    let TransportError::ChildExited {
+        status,
+        stderr_tail,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(status.code, Some(3));
+    assert_eq!(stderr_tail, &["starting up", "fatal: boom"]);
+    assert!(
+        err.to_string().contains("exit code 3") && err.to_string().contains("fatal: boom"),
+        "{err}"
+    );
+    assert_eq!(*lines.lock().unwrap(), ["starting up", "fatal: boom"]);
+    assert!(t.recv().await.is_none());
+}
+
+#[tokio::test]
+async fn a_stderr_flood_stays_bounded() {
+    let config = sh(
+        r#"i=0; while [ $i -lt 2000 ]; do echo "noise $i" >&2; i=$((i+1)); done; head -c 100000 /dev/zero | tr '\0' x >&2; echo >&2; exit 1"#,
+    );
+    let t = StdioTransport::spawn(config).unwrap();
+    let err = recv_error(&t).await;
+    let TransportError::ChildExited { stderr_tail, .. } = err else {
+        panic!()
+    };
+    assert_eq!(stderr_tail.len(), 20, "only the last 20 lines are kept");
+    assert!(
+        stderr_tail.iter().all(|l| l.len() <= 8 * 1024),
+        "long lines are split"
+    );
+}
+
+#[tokio::test]
+async fn the_environment_is_allow_listed() {
+    // cargo sets CARGO_MANIFEST_DIR for this test process; it is not on the allow-list.
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let config = sh(r#"printf '{"path":"%s","manifest":"%s","added":"%s"}\n' "${PATH:+set}" "${CARGO_MANIFEST_DIR:-unset}" "$ADDED"; sleep 5"#)
+        .with_env("ADDED", "yes");
+    let t = StdioTransport::spawn(config).unwrap();
+    assert_eq!(
+        recv_text(&t).await,
+        r#"{"path":"set","manifest":"unset","added":"yes"}"#
+    );
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn oversized_messages_are_dropped_and_reading_goes_on() {
+    let config = sh(r#"head -c 5000 /dev/zero | tr '\0' a; echo; echo '{"ok":1}'; sleep 5"#)
+        .with_max_message_size(1024);
+    let t = StdioTransport::spawn(config).unwrap();
+    let err = recv_error(&t).await;
+    assert!(
+        matches!(err, TransportError::MessageTooLarge { limit: 1024 }),
+        "{err}"
+    );
+    assert_eq!(recv_text(&t).await, r#"{"ok":1}"#);
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_child_that_closes_stdout_but_keeps_running_is_stopped() {
+    let config = sh("exec 1>&-; echo 'closed stdout' >&2; exec sleep 30")
+        .with_shutdown_waits(Duration::from_millis(300), Duration::from_millis(300));
+    let t = StdioTransport::spawn(config).unwrap();
+    let pid = t.pid().unwrap();
+    let started = Instant::now();
+    let err = recv_error(&t).await;
+    assert!(matches!(err, TransportError::StdoutClosed { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!process_exists(pid), "the child was killed and reaped");
+    assert!(t.recv().await.is_none());
+}
+
+#[tokio::test]
+async fn a_child_ignoring_eof_and_sigterm_is_killed_within_bounds() {
+    let config = sh(r#"trap '' TERM; while :; do sleep 0.05; done"#)
+        .with_shutdown_waits(Duration::from_millis(200), Duration::from_millis(200));
+    let t = StdioTransport::spawn(config).unwrap();
+    let pid = t.pid().unwrap();
+    let started = Instant::now();
+    t.close().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!process_exists(pid), "the child was killed and reaped");
+}
+
+#[tokio::test]
+async fn a_child_that_honours_sigterm_stops_there() {
+    let config = sh(r#"trap 'exit 0' TERM; while :; do sleep 0.05; done"#)
+        .with_shutdown_waits(Duration::from_millis(100), Duration::from_secs(10));
+    let t = StdioTransport::spawn(config).unwrap();
+    let started = Instant::now();
+    t.close().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "SIGTERM, not the 10 s SIGKILL wait"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_program_is_a_spawn_error() {
+    let err = StdioTransport::spawn(StdioConfig::new(
+        "/nonexistent/mcp-server",
+        Vec::<String>::new(),
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("could not start `/nonexistent/mcp-server`"),
+        "{err}"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+#[test]
+fn spawning_outside_a_runtime_is_an_error_not_a_panic() {
+    let err = StdioTransport::spawn(sh(ECHO)).unwrap_err();
+    assert!(matches!(err, TransportError::Spawn { .. }));
+}
+
+#[tokio::test]
+async fn it_is_usable_as_dyn_transport() {
+    let t: Arc<dyn Transport> = Arc::new(StdioTransport::spawn(sh(ECHO)).unwrap());
+    let (a, b) = (t.clone(), t.clone());
+    // Sending and receiving at once from two tasks.
+    let reader = tokio::spawn(async move { a.recv().await.unwrap().unwrap().body });
+    b.send(Outbound::new(r#"{"x":1}"#)).await.unwrap();
+    assert_eq!(&reader.await.unwrap()[..], br#"{"x":1}"#);
+    t.close().await.unwrap();
+}
