@@ -104,3 +104,35 @@ impl Meta {
         *self == Self::default()
     }
 }
+
+/// Params that carry a `_meta` object, so a session can put the modern envelope (or a progress
+/// token) on any request without a `serde_json::Value` round trip.
+pub trait HasMeta {
+    /// The params' `_meta`.
+    fn meta_mut(&mut self) -> &mut Option<Meta>;
+}
+
+macro_rules! has_meta {
+    ($($t:ty),* $(,)?) => {$(
+        impl HasMeta for $t {
+            fn meta_mut(&mut self) -> &mut Option<Meta> {
+                &mut self.meta
+            }
+        }
+    )*};
+}
+
+has_meta!(
+    crate::InitializeParams,
+    crate::MetaOnlyParams,
+    crate::ListParams,
+    crate::CallToolParams,
+    crate::ReadResourceParams,
+    crate::ResourceUriParams,
+    crate::GetPromptParams,
+    crate::CompleteParams,
+    crate::SetLevelParams,
+    crate::ListenParams,
+    crate::CancelledParams,
+    crate::ProgressParams,
+);

@@ -1,0 +1,39 @@
+//! The MCP client protocol as a deterministic, sans-IO state machine.
+//!
+//! A [`Session`] never touches a socket, a process or the clock: the caller feeds it bytes
+//! ([`Session::handle_inbound`]) and the time ([`Session::handle_timeout`]), and drains what it
+//! wants sent ([`Session::poll_transmit`]) and what happened ([`Session::poll_event`]), in the
+//! style of `quinn-proto`. The async facade only shuttles bytes and wakes timers.
+//!
+//! This first slice does:
+//! - era negotiation ([`ProtocolMode`]): `server/discover` first (modern, `2026-07-28`); a
+//!   `-32022` answer is retried once with a version from `data.supported`; other modern errors
+//!   (`-32020`, `-32021`) fail without fallback; any other error, or no answer within the probe
+//!   timeout, falls back to `initialize` at the newest legacy version, then
+//!   `notifications/initialized`. Pinned modes skip the probe or the fallback.
+//! - request ids, the pending table and per-request deadlines; late responses are dropped.
+//! - the modern `_meta` envelope on every request, and the headers every request carries over
+//!   HTTP (`MCP-Protocol-Version`; `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` from `2026-07-28`).
+//! - `tools/list` walked page by page into the [`ToolCache`] as one listing (page cap, repeated
+//!   cursors detected), invalid tools logged.
+//! - `tools/call` with headers from the cached tool's plan or a per-call tool or header map,
+//!   the retry class (safe only for read-only or idempotent tools, or on opt-in), and a
+//!   `warn!` when a call over a header-carrying transport would silently lack its
+//!   `Mcp-Param-*` headers (seed 000).
+//! - `ping` from a legacy server answered; other server requests and notifications handed up
+//!   as events; `notifications/tools/list_changed` marks the cache stale.
+//!
+//! Not yet (issue #5 goes on): progress routing, cancellation, MRTR rounds, answering server
+//! requests through handlers, structured-output validation.
+//!
+//! # Dependencies
+//! - `tracing`: the warnings the spec asks a client to log (rejected tools, missing headers).
+
+mod session;
+
+pub use session::{
+    CallOptions, Event, Negotiated, OpId, ProtocolMode, RequestError, Session, SessionConfig,
+    SessionError, Transmit,
+};
+
+pub use toolwire_cache::ToolCache;

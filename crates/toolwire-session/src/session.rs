@@ -1,0 +1,945 @@
+//! The session state machine.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use toolwire_cache::{ListOutcome, Listing, ToolCache};
+use toolwire_headers::{
+    ArgumentError, Header, HeaderPlan, InvalidToolHeaders, protocol_version_header,
+    standard_headers,
+};
+use toolwire_types::methods::method;
+use toolwire_types::{
+    CallToolParams, ClientCapabilities, DecodeError, DiscoverResult, EncodeError, ErrorObject,
+    Frame, HasMeta, Implementation, InitializeParams, InitializeResult, JsonObject, ListParams,
+    ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, RequestId,
+    RequestMethod, ServerCapabilities, Tool, encode_notification, encode_request, encode_result,
+};
+
+/// Which protocol era to speak.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProtocolMode {
+    /// Probe with `server/discover` at the newest modern version; fall back to `initialize`.
+    #[default]
+    Auto,
+    /// Speak exactly this version (modern: no fallback; legacy: no probe).
+    Pinned(ProtocolVersion),
+}
+
+/// How the session behaves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// Sent as `clientInfo`.
+    pub client_info: Implementation,
+    /// Declared to the server.
+    pub capabilities: ClientCapabilities,
+    /// Which era to speak.
+    pub mode: ProtocolMode,
+    /// Default deadline of a request (default 60 s).
+    pub request_timeout: Duration,
+    /// How long the `server/discover` probe waits before falling back (default 5 s).
+    pub probe_timeout: Duration,
+    /// The most pages one `tools/list` walk may take (default 1,000).
+    pub max_list_pages: usize,
+}
+
+impl SessionConfig {
+    /// A configuration with this client identity and the defaults.
+    pub fn new(client_info: Implementation) -> Self {
+        Self {
+            client_info,
+            capabilities: ClientCapabilities::default(),
+            mode: ProtocolMode::Auto,
+            request_timeout: Duration::from_secs(60),
+            probe_timeout: Duration::from_secs(5),
+            max_list_pages: 1000,
+        }
+    }
+
+    /// Sets the protocol mode.
+    pub fn with_mode(mut self, mode: ProtocolMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the declared capabilities.
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sets the default request deadline and the probe timeout.
+    pub fn with_timeouts(mut self, request: Duration, probe: Duration) -> Self {
+        self.request_timeout = request;
+        self.probe_timeout = probe;
+        self
+    }
+
+    /// Sets the page cap of a `tools/list` walk.
+    pub fn with_max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages;
+        self
+    }
+}
+
+/// What negotiation settled on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Negotiated {
+    /// The version both sides speak.
+    pub version: ProtocolVersion,
+    /// The server's implementation info, if it sent one.
+    pub server_info: Option<Implementation>,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's instructions for the model.
+    pub instructions: Option<String>,
+}
+
+/// One message for the transport: the bytes, serialised once, and the HTTP headers that go with
+/// them (non-HTTP transports ignore them).
+#[derive(Debug, Clone)]
+pub struct Transmit {
+    /// One compact JSON-RPC message.
+    pub body: Vec<u8>,
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` as the version calls for.
+    pub headers: Vec<Header>,
+    /// Whether resending it is safe (only requests the session judged so).
+    pub retry_safe: bool,
+}
+
+/// Identifies one operation the caller started (a request, or a whole `tools/list` walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpId(u64);
+
+/// Why negotiation failed; the session cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The server answered with an error that rules out every era this session may use.
+    #[error("the server refused {method}: {} ({})", error.message, error.code)]
+    Refused {
+        /// The negotiation request.
+        method: &'static str,
+        /// Its error.
+        error: ErrorObject,
+    },
+    /// The server picked a version this client does not speak.
+    #[error("the server chose protocol version {version}, which this client does not speak")]
+    UnsupportedVersion {
+        /// What it chose.
+        version: ProtocolVersion,
+    },
+    /// The negotiation request got no answer in time.
+    #[error("no answer to {method} in time")]
+    Timeout {
+        /// The negotiation request.
+        method: &'static str,
+    },
+    /// The server's answer could not be decoded.
+    #[error("the server's answer to {method} is malformed: {detail}")]
+    Malformed {
+        /// The negotiation request.
+        method: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// Why one operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error.
+    #[error("the server answered {}: {}", error.code, error.message)]
+    Server {
+        /// The error as received.
+        error: ErrorObject,
+    },
+    /// No answer before the deadline (raised here, not by the server).
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// Negotiation has not finished (or failed); wait for [`Event::Ready`].
+    #[error("the session is not ready")]
+    NotReady,
+    /// The answer could not be decoded.
+    #[error("the server's answer could not be decoded")]
+    Decode(#[source] DecodeError),
+    /// The request could not be encoded.
+    #[error("the request could not be encoded")]
+    Encode(#[source] EncodeError),
+    /// The per-call tool definition or header map breaks the `x-mcp-header` rules.
+    #[error("the tool definition given for this call is invalid")]
+    InvalidTool(#[source] InvalidToolHeaders),
+    /// An argument cannot become its `Mcp-Param-*` header.
+    #[error("an argument cannot be sent as its header")]
+    Argument(#[source] ArgumentError),
+    /// A `tools/list` walk exceeded the page cap.
+    #[error("tools/list went on for more than {0} pages")]
+    TooManyPages(usize),
+    /// A `tools/list` walk got a cursor it had already followed.
+    #[error("tools/list repeated the cursor {0:?}")]
+    RepeatedCursor(String),
+}
+
+/// Something the caller should know.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// Negotiation finished; requests may be sent.
+    Ready(Box<Negotiated>),
+    /// Negotiation failed; the session cannot be used.
+    Failed(SessionError),
+    /// A request finished: its raw result (decode it with the method's
+    /// [`RequestMethod::decode_result`]) or why it failed.
+    Completed {
+        /// The operation.
+        op: OpId,
+        /// The raw result or the error.
+        result: Result<Box<RawValue>, RequestError>,
+    },
+    /// A `tools/list` walk finished and its listing is in the cache (or why not).
+    ToolsListed {
+        /// The operation.
+        op: OpId,
+        /// What the cache did with the listing.
+        result: Result<ListOutcome, RequestError>,
+    },
+    /// A notification from the server that the session does not handle itself (a
+    /// `tools/list_changed` is handled, marking the cache stale, and passed up too).
+    Notification(toolwire_types::Notification),
+    /// A request from the server that the session does not answer itself.
+    ServerRequest(toolwire_types::Request),
+    /// Bytes from the server that are not JSON-RPC.
+    Malformed(DecodeError),
+}
+
+/// Per-call choices for [`Session::call_tool`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The deadline for this call (default: the session's).
+    pub timeout: Option<Duration>,
+    /// A tool definition for this call only: its `x-mcp-header` annotations decide the
+    /// headers, and the cache is neither read nor changed (seed 000's stateless variant).
+    pub tool: Option<Tool>,
+    /// Argument → header annotation for this call only (when no definition is at hand).
+    pub header_map: Option<Vec<(String, String)>>,
+    /// Allow the transport to resend the call (default: only for tools annotated
+    /// `readOnlyHint` or `idempotentHint`).
+    pub retry_safe: Option<bool>,
+}
+
+impl CallOptions {
+    /// Sets the deadline.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Supplies the tool definition for this call.
+    pub fn with_tool(mut self, tool: Tool) -> Self {
+        self.tool = Some(tool);
+        self
+    }
+
+    /// Supplies an argument → header annotation map for this call.
+    pub fn with_header_map(mut self, map: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.header_map = Some(map.into_iter().collect());
+        self
+    }
+
+    /// Allows or forbids resending.
+    pub fn with_retry_safe(mut self, safe: bool) -> Self {
+        self.retry_safe = Some(safe);
+        self
+    }
+}
+
+enum Phase {
+    Created,
+    Probing {
+        version: ProtocolVersion,
+        retried: bool,
+    },
+    Initializing,
+    Ready(Box<Negotiated>),
+    Failed,
+}
+
+enum PendingKind {
+    Probe,
+    Initialize,
+    Request {
+        op: OpId,
+    },
+    ListPage {
+        op: OpId,
+        listing: Listing,
+        pages: usize,
+        cursors: HashSet<String>,
+    },
+}
+
+struct Pending {
+    kind: PendingKind,
+    deadline: Instant,
+    timeout: Duration,
+}
+
+/// The client side of one MCP connection, without I/O. See the crate docs.
+pub struct Session {
+    config: SessionConfig,
+    cache: Arc<ToolCache>,
+    carries_headers: bool,
+    phase: Phase,
+    next_id: i64,
+    next_op: u64,
+    pending: HashMap<RequestId, Pending>,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("version", &self.version())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session over a transport that does (`carries_headers`) or does not carry HTTP headers,
+    /// reading and filling `cache`.
+    pub fn new(config: SessionConfig, cache: Arc<ToolCache>, carries_headers: bool) -> Self {
+        Self {
+            config,
+            cache,
+            carries_headers,
+            phase: Phase::Created,
+            next_id: 0,
+            next_op: 0,
+            pending: HashMap::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The tool cache.
+    pub fn cache(&self) -> &Arc<ToolCache> {
+        &self.cache
+    }
+
+    /// The negotiated version, once ready.
+    pub fn version(&self) -> Option<&ProtocolVersion> {
+        match &self.phase {
+            Phase::Ready(n) => Some(&n.version),
+            _ => None,
+        }
+    }
+
+    /// What negotiation settled on, once ready.
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        match &self.phase {
+            Phase::Ready(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Starts negotiation (once; later calls do nothing).
+    pub fn start(&mut self, now: Instant) {
+        if !matches!(self.phase, Phase::Created) {
+            return;
+        }
+        match self.config.mode.clone() {
+            ProtocolMode::Pinned(v) if !v.is_modern() => self.send_initialize(v, now),
+            ProtocolMode::Pinned(v) => self.send_probe(v, false, now),
+            ProtocolMode::Auto => self.send_probe(ProtocolVersion::LATEST, false, now),
+        }
+    }
+
+    /// The next message to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Session::handle_timeout`] should next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// Expires every request whose deadline is at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<RequestId> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            if let Some(p) = self.pending.remove(&id) {
+                self.expire(p, now);
+            }
+        }
+    }
+
+    fn expire(&mut self, p: Pending, now: Instant) {
+        match p.kind {
+            PendingKind::Probe if self.config.mode == ProtocolMode::Auto => {
+                tracing::debug!("no answer to server/discover; falling back to initialize");
+                self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
+            }
+            PendingKind::Probe => self.fail(SessionError::Timeout {
+                method: "server/discover",
+            }),
+            PendingKind::Initialize => self.fail(SessionError::Timeout {
+                method: "initialize",
+            }),
+            PendingKind::Request { op } => self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Timeout(p.timeout)),
+            }),
+            PendingKind::ListPage { op, .. } => self.events.push_back(Event::ToolsListed {
+                op,
+                result: Err(RequestError::Timeout(p.timeout)),
+            }),
+        }
+    }
+
+    fn fail(&mut self, error: SessionError) {
+        self.phase = Phase::Failed;
+        self.events.push_back(Event::Failed(error));
+    }
+
+    fn allocate_id(&mut self) -> RequestId {
+        self.next_id += 1;
+        RequestId::Number(self.next_id)
+    }
+
+    fn allocate_op(&mut self) -> OpId {
+        self.next_op += 1;
+        OpId(self.next_op)
+    }
+
+    /// Puts the modern envelope on `params` when `version` is modern.
+    fn envelope<P: HasMeta>(&self, version: &ProtocolVersion, params: &mut P) {
+        if version.is_modern() {
+            let meta = params.meta_mut().get_or_insert_with(Meta::default);
+            meta.protocol_version = Some(version.clone());
+            meta.client_capabilities = Some(Box::new(self.config.capabilities.clone()));
+            meta.client_info = Some(Box::new(self.config.client_info.clone()));
+        }
+    }
+
+    /// Encodes and queues a request; `headers` are the SEP-2243 ones (the version header is
+    /// added here).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one private funnel for every request"
+    )]
+    fn queue_request<P: Serialize>(
+        &mut self,
+        version: &ProtocolVersion,
+        method: &str,
+        params: &P,
+        mut headers: Vec<Header>,
+        retry_safe: bool,
+        kind: PendingKind,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<RequestId, EncodeError> {
+        let id = self.allocate_id();
+        let body = encode_request(&id, method, Some(params))?;
+        if version.sends_version_header() {
+            headers.insert(0, protocol_version_header(version));
+        }
+        self.pending.insert(
+            id.clone(),
+            Pending {
+                kind,
+                deadline: now + timeout,
+                timeout,
+            },
+        );
+        self.transmits.push_back(Transmit {
+            body,
+            headers,
+            retry_safe,
+        });
+        Ok(id)
+    }
+
+    fn send_probe(&mut self, version: ProtocolVersion, retried: bool, now: Instant) {
+        let mut params = MetaOnlyParams::default();
+        self.envelope(&version, &mut params);
+        let headers = standard_headers(<method::Discover as toolwire_types::Method>::NAME, None);
+        let timeout = self.config.probe_timeout;
+        match self.queue_request(
+            &version,
+            "server/discover",
+            &params,
+            headers,
+            true,
+            PendingKind::Probe,
+            timeout,
+            now,
+        ) {
+            Ok(_) => self.phase = Phase::Probing { version, retried },
+            Err(e) => self.fail(SessionError::Malformed {
+                method: "server/discover",
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    fn send_initialize(&mut self, version: ProtocolVersion, now: Instant) {
+        let params = InitializeParams {
+            protocol_version: version.clone(),
+            capabilities: self.config.capabilities.clone(),
+            client_info: self.config.client_info.clone(),
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        let timeout = self.config.request_timeout;
+        // The version header goes only on requests *after* initialize.
+        let queued = self.queue_request(
+            &ProtocolVersion::V2024_11_05,
+            "initialize",
+            &params,
+            Vec::new(),
+            false,
+            PendingKind::Initialize,
+            timeout,
+            now,
+        );
+        match queued {
+            Ok(_) => self.phase = Phase::Initializing,
+            Err(e) => self.fail(SessionError::Malformed {
+                method: "initialize",
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    fn ready_version(&self) -> Result<ProtocolVersion, RequestError> {
+        self.version().cloned().ok_or(RequestError::NotReady)
+    }
+
+    /// Sends any request by its method marker; the result arrives as [`Event::Completed`].
+    pub fn request<M>(
+        &mut self,
+        mut params: M::Params,
+        retry_safe: bool,
+        now: Instant,
+    ) -> Result<OpId, RequestError>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta,
+    {
+        let version = self.ready_version()?;
+        self.envelope(&version, &mut params);
+        let headers = if version.uses_sep2243_headers() {
+            standard_headers(M::NAME, None)
+        } else {
+            Vec::new()
+        };
+        let op = self.allocate_op();
+        let timeout = self.config.request_timeout;
+        self.queue_request(
+            &version,
+            M::NAME,
+            &params,
+            headers,
+            retry_safe,
+            PendingKind::Request { op },
+            timeout,
+            now,
+        )
+        .map_err(RequestError::Encode)?;
+        Ok(op)
+    }
+
+    /// Walks every page of `tools/list` and commits the listing to the cache in one swap; the
+    /// result arrives as [`Event::ToolsListed`].
+    pub fn list_tools(&mut self, now: Instant) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        let listing = self.cache.begin_listing();
+        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        Ok(op)
+    }
+
+    fn send_list_page(
+        &mut self,
+        op: OpId,
+        listing: Listing,
+        cursor: Option<String>,
+        pages: usize,
+        cursors: HashSet<String>,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        let version = self.ready_version()?;
+        let mut params = ListParams {
+            cursor,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.envelope(&version, &mut params);
+        let headers = if version.uses_sep2243_headers() {
+            standard_headers("tools/list", None)
+        } else {
+            Vec::new()
+        };
+        let kind = PendingKind::ListPage {
+            op,
+            listing,
+            pages,
+            cursors,
+        };
+        let timeout = self.config.request_timeout;
+        self.queue_request(
+            &version,
+            "tools/list",
+            &params,
+            headers,
+            true,
+            kind,
+            timeout,
+            now,
+        )
+        .map_err(RequestError::Encode)?;
+        Ok(())
+    }
+
+    /// Calls a tool. Its headers come from `options.tool` or `options.header_map` when given,
+    /// else from the cached tool's plan; the result arrives as [`Event::Completed`].
+    pub fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        let version = self.ready_version()?;
+        let snapshot = self.cache.load();
+        let cached = snapshot.get(name);
+        let plan = match (&options.tool, &options.header_map) {
+            (Some(tool), _) => Some(
+                HeaderPlan::from_input_schema(name, &tool.input_schema)
+                    .map_err(RequestError::InvalidTool)?,
+            ),
+            (None, Some(map)) => Some(
+                HeaderPlan::from_param_map(name, map.iter().map(|(a, h)| (a, h)))
+                    .map_err(RequestError::InvalidTool)?,
+            ),
+            (None, None) => cached.map(|t| t.plan().clone()),
+        };
+        let headers = if version.uses_sep2243_headers() {
+            match &plan {
+                Some(plan) => plan
+                    .call_headers(arguments.as_ref())
+                    .map_err(RequestError::Argument)?,
+                None => {
+                    if self.carries_headers {
+                        tracing::warn!(
+                            tool = name,
+                            "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
+                             tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
+                             definition in CallOptions"
+                        );
+                    }
+                    standard_headers("tools/call", Some(name))
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let definition = options.tool.as_ref().or(cached.map(|t| &**t.tool()));
+        let retry_safe = options
+            .retry_safe
+            .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
+        drop(snapshot);
+        let mut params = CallToolParams::new(name, arguments);
+        self.envelope(&version, &mut params);
+        let op = self.allocate_op();
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        self.queue_request(
+            &version,
+            "tools/call",
+            &params,
+            headers,
+            retry_safe,
+            PendingKind::Request { op },
+            timeout,
+            now,
+        )
+        .map_err(RequestError::Encode)?;
+        Ok(op)
+    }
+
+    /// Feeds bytes received from the transport (one message or a batch).
+    pub fn handle_inbound(&mut self, bytes: &[u8], now: Instant) {
+        match Frame::decode(bytes) {
+            Ok(Frame::Single(message)) => self.handle_message(message, now),
+            Ok(Frame::Batch(items)) => {
+                for item in items {
+                    match item {
+                        Ok(message) => self.handle_message(message, now),
+                        Err(e) => self.events.push_back(Event::Malformed(e)),
+                    }
+                }
+            }
+            Err(e) => self.events.push_back(Event::Malformed(e)),
+        }
+    }
+
+    fn handle_message(&mut self, message: Message, now: Instant) {
+        match message {
+            Message::Response(response) => {
+                let Some(id) = response.id else {
+                    tracing::debug!(error = ?response.payload.err(), "error response without an id");
+                    return;
+                };
+                match self.pending.remove(&id) {
+                    Some(pending) => self.complete(pending, response.payload, now),
+                    None => {
+                        tracing::debug!(%id, "response to no pending request (late or unknown); dropped")
+                    }
+                }
+            }
+            Message::Request(request) if request.method == "ping" => {
+                match encode_result(&request.id, &toolwire_types::EmptyResult::default()) {
+                    Ok(body) => self.transmits.push_back(Transmit {
+                        body,
+                        headers: Vec::new(),
+                        retry_safe: false,
+                    }),
+                    Err(e) => tracing::warn!(error = %e, "could not answer ping"),
+                }
+            }
+            Message::Request(request) => self.events.push_back(Event::ServerRequest(request)),
+            Message::Notification(notification) => {
+                if notification.method == "notifications/tools/list_changed" {
+                    self.cache.mark_stale();
+                }
+                self.events.push_back(Event::Notification(notification));
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        pending: Pending,
+        payload: Result<Box<RawValue>, ErrorObject>,
+        now: Instant,
+    ) {
+        match pending.kind {
+            PendingKind::Probe => self.probe_answered(payload, now),
+            PendingKind::Initialize => self.initialize_answered(payload, now),
+            PendingKind::Request { op } => self.events.push_back(Event::Completed {
+                op,
+                result: payload.map_err(|error| RequestError::Server { error }),
+            }),
+            PendingKind::ListPage {
+                op,
+                mut listing,
+                pages,
+                mut cursors,
+            } => {
+                let page = payload
+                    .map_err(|error| RequestError::Server { error })
+                    .and_then(|raw| {
+                        method::ListTools::decode_result(&raw).map_err(RequestError::Decode)
+                    });
+                let page: ListToolsResult = match page {
+                    Ok(Outcome::Complete(page)) => page,
+                    Ok(Outcome::InputRequired(_)) => {
+                        // decode_result only yields Complete for tools/list; kept total anyway.
+                        let e = DecodeError::UnexpectedInputRequired {
+                            method: "tools/list".into(),
+                        };
+                        self.events.push_back(Event::ToolsListed {
+                            op,
+                            result: Err(RequestError::Decode(e)),
+                        });
+                        return;
+                    }
+                    Err(e) => {
+                        self.events
+                            .push_back(Event::ToolsListed { op, result: Err(e) });
+                        return;
+                    }
+                };
+                listing.add_page(page.tools);
+                let Some(cursor) = page.next_cursor else {
+                    let outcome = self.cache.commit_listing(listing);
+                    for rejected in &outcome.rejected {
+                        tracing::warn!(tool = %rejected.name, "tool excluded from the tool list: {}", rejected.reason);
+                    }
+                    self.events.push_back(Event::ToolsListed {
+                        op,
+                        result: Ok(outcome),
+                    });
+                    return;
+                };
+                let error = if !cursors.insert(cursor.clone()) {
+                    Some(RequestError::RepeatedCursor(cursor.clone()))
+                } else if pages >= self.config.max_list_pages {
+                    Some(RequestError::TooManyPages(self.config.max_list_pages))
+                } else {
+                    None
+                };
+                let sent = match error {
+                    Some(e) => Err(e),
+                    None => self.send_list_page(op, listing, Some(cursor), pages + 1, cursors, now),
+                };
+                if let Err(e) = sent {
+                    self.events
+                        .push_back(Event::ToolsListed { op, result: Err(e) });
+                }
+            }
+        }
+    }
+
+    fn probe_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>, now: Instant) {
+        let Phase::Probing { version, retried } =
+            std::mem::replace(&mut self.phase, Phase::Created)
+        else {
+            return;
+        };
+        let auto = self.config.mode == ProtocolMode::Auto;
+        match payload {
+            Ok(raw) => match method::Discover::decode_result(&raw) {
+                Ok(Outcome::Complete(result)) => self.ready_modern(version, result),
+                Ok(Outcome::InputRequired(_)) => self.fail(SessionError::Malformed {
+                    method: "server/discover",
+                    detail: "input_required".into(),
+                }),
+                Err(e) => self.fail(SessionError::Malformed {
+                    method: "server/discover",
+                    detail: e.to_string(),
+                }),
+            },
+            Err(error)
+                if error.code == toolwire_types::error::code::UNSUPPORTED_PROTOCOL_VERSION =>
+            {
+                let supported: Vec<ProtocolVersion> = error
+                    .unsupported_version()
+                    .map(|d| {
+                        d.supported
+                            .into_iter()
+                            .filter_map(|v| ProtocolVersion::new(v).ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let modern = supported
+                    .iter()
+                    .filter(|v| v.is_supported() && v.is_modern())
+                    .max()
+                    .cloned();
+                let legacy = supported
+                    .iter()
+                    .filter(|v| v.is_supported() && !v.is_modern())
+                    .max()
+                    .cloned();
+                match (modern, legacy) {
+                    (Some(v), _) if !retried && v != version => self.send_probe(v, true, now),
+                    (_, Some(v)) if auto => self.send_initialize(v, now),
+                    _ => self.fail(SessionError::Refused {
+                        method: "server/discover",
+                        error,
+                    }),
+                }
+            }
+            Err(error) if error.is_modern_era_evidence() || !auto => {
+                // A modern server that refuses us: falling back would not help.
+                self.fail(SessionError::Refused {
+                    method: "server/discover",
+                    error,
+                })
+            }
+            Err(error) => {
+                tracing::debug!(
+                    code = error.code,
+                    "server/discover refused; falling back to initialize"
+                );
+                self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
+            }
+        }
+    }
+
+    fn ready_modern(&mut self, version: ProtocolVersion, result: DiscoverResult) {
+        let server_info = result.server_info().cloned();
+        let negotiated = Negotiated {
+            version,
+            server_info,
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        };
+        self.phase = Phase::Ready(Box::new(negotiated.clone()));
+        self.events.push_back(Event::Ready(Box::new(negotiated)));
+    }
+
+    fn initialize_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>, _now: Instant) {
+        let result: InitializeResult = match payload {
+            Err(error) => {
+                return self.fail(SessionError::Refused {
+                    method: "initialize",
+                    error,
+                });
+            }
+            Ok(raw) => match method::Initialize::decode_result(&raw) {
+                Ok(Outcome::Complete(r)) => r,
+                Ok(Outcome::InputRequired(_)) => {
+                    return self.fail(SessionError::Malformed {
+                        method: "initialize",
+                        detail: "input_required".into(),
+                    });
+                }
+                Err(e) => {
+                    return self.fail(SessionError::Malformed {
+                        method: "initialize",
+                        detail: e.to_string(),
+                    });
+                }
+            },
+        };
+        let version = result.protocol_version.clone();
+        if !version.is_supported() || version.is_modern() {
+            return self.fail(SessionError::UnsupportedVersion { version });
+        }
+        let mut headers = Vec::new();
+        if version.sends_version_header() {
+            headers.push(protocol_version_header(&version));
+        }
+        match encode_notification("notifications/initialized", None::<&()>) {
+            Ok(body) => self.transmits.push_back(Transmit {
+                body,
+                headers,
+                retry_safe: false,
+            }),
+            Err(e) => {
+                return self.fail(SessionError::Malformed {
+                    method: "initialize",
+                    detail: e.to_string(),
+                });
+            }
+        }
+        let negotiated = Negotiated {
+            version,
+            server_info: Some(result.server_info),
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        };
+        self.phase = Phase::Ready(Box::new(negotiated.clone()));
+        self.events.push_back(Event::Ready(Box::new(negotiated)));
+    }
+}

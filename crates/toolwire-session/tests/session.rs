@@ -1,0 +1,650 @@
+//! The session against a scripted peer with a fake clock: no sockets, no sleeps.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail the test by panicking"
+)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolwire_cache::ToolCache;
+use toolwire_session::*;
+use toolwire_types::{Implementation, ProtocolVersion, Tool};
+
+/// A session, its cache and the fake clock's origin.
+struct Peer {
+    session: Session,
+    t0: Instant,
+}
+
+impl Peer {
+    fn new(mode: ProtocolMode, carries_headers: bool) -> Self {
+        let config =
+            SessionConfig::new(Implementation::new("toolwire-test", "0.1.0")).with_mode(mode);
+        Self {
+            session: Session::new(config, Arc::new(ToolCache::default()), carries_headers),
+            t0: Instant::now(),
+        }
+    }
+
+    fn at(&self, ms: u64) -> Instant {
+        self.t0 + Duration::from_millis(ms)
+    }
+
+    /// The next message the session sends, as JSON, with its headers.
+    fn sent(&mut self) -> (Value, Vec<(String, String)>) {
+        let t = self
+            .session
+            .poll_transmit()
+            .expect("the session should have sent something");
+        let headers = t
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
+            .collect();
+        (serde_json::from_slice(&t.body).unwrap(), headers)
+    }
+
+    fn nothing_sent(&mut self) {
+        if let Some(t) = self.session.poll_transmit() {
+            panic!("unexpected transmit {}", String::from_utf8_lossy(&t.body));
+        }
+    }
+
+    fn reply(&mut self, request: &Value, result: Value, ms: u64) {
+        let msg = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+        self.session
+            .handle_inbound(msg.to_string().as_bytes(), self.at(ms));
+    }
+
+    fn reply_error(&mut self, request: &Value, code: i64, data: Value, ms: u64) {
+        let msg = json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": code, "message": "no", "data": data}});
+        self.session
+            .handle_inbound(msg.to_string().as_bytes(), self.at(ms));
+    }
+
+    fn event(&mut self) -> Event {
+        self.session.poll_event().expect("an event")
+    }
+
+    /// Negotiates the modern era.
+    fn ready_modern(carries_headers: bool) -> Self {
+        let mut p = Self::new(ProtocolMode::Auto, carries_headers);
+        p.session.start(p.at(0));
+        let (discover, _) = p.sent();
+        p.reply(&discover, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1"}}}), 1);
+        assert!(matches!(p.event(), Event::Ready(_)));
+        p
+    }
+
+    /// Negotiates the legacy era at 2025-11-25.
+    fn ready_legacy(carries_headers: bool) -> Self {
+        let mut p = Self::new(
+            ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+            carries_headers,
+        );
+        p.session.start(p.at(0));
+        let (init, _) = p.sent();
+        p.reply(&init, init_result("2025-11-25"), 1);
+        let (initialized, _) = p.sent();
+        assert_eq!(initialized["method"], "notifications/initialized");
+        assert!(matches!(p.event(), Event::Ready(_)));
+        p
+    }
+}
+
+fn init_result(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "legacy", "version": "1"}})
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn region_tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}})
+}
+
+#[test]
+fn modern_negotiation_sends_the_envelope_and_headers() {
+    let mut p = Peer::new(ProtocolMode::Auto, true);
+    p.session.start(p.at(0));
+    let (discover, headers) = p.sent();
+    assert_eq!(discover["method"], "server/discover");
+    let meta = &discover["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "toolwire-test"
+    );
+    assert_eq!(header(&headers, "MCP-Protocol-Version"), Some("2026-07-28"));
+    assert_eq!(header(&headers, "Mcp-Method"), Some("server/discover"));
+    p.reply(&discover, json!({"supportedVersions": ["2026-07-28"], "capabilities": {}, "serverInfo": {"name": "mock", "version": "0"}}), 5);
+    let Event::Ready(n) = p.event() else { panic!() };
+    assert_eq!(n.version, ProtocolVersion::V2026_07_28);
+    assert_eq!(n.server_info.unwrap().name, "mock");
+    p.nothing_sent();
+}
+
+#[test]
+fn any_other_error_falls_back_to_initialize() {
+    let mut p = Peer::new(ProtocolMode::Auto, true);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply_error(&discover, -32601, Value::Null, 1);
+    let (init, headers) = p.sent();
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert!(init["params"].get("_meta").is_none());
+    assert!(
+        headers.is_empty(),
+        "no version header before initialize: {headers:?}"
+    );
+    p.reply(&init, init_result("2025-06-18"), 2);
+    let (initialized, headers) = p.sent();
+    assert_eq!(
+        initialized,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    );
+    assert_eq!(header(&headers, "MCP-Protocol-Version"), Some("2025-06-18"));
+    let Event::Ready(n) = p.event() else { panic!() };
+    assert_eq!(n.version, ProtocolVersion::V2025_06_18);
+}
+
+#[test]
+fn unsupported_version_with_only_legacy_versions_goes_legacy() {
+    let mut p = Peer::new(ProtocolMode::Auto, true);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply_error(
+        &discover,
+        -32022,
+        json!({"supported": ["2025-03-26", "2024-11-05"], "requested": "2026-07-28"}),
+        1,
+    );
+    let (init, _) = p.sent();
+    assert_eq!(
+        init["params"]["protocolVersion"], "2025-03-26",
+        "the newest one both speak"
+    );
+}
+
+#[test]
+fn a_silent_probe_falls_back_after_its_timeout() {
+    let mut p = Peer::new(ProtocolMode::Auto, false);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    assert_eq!(p.session.poll_timeout(), Some(p.at(5000)));
+    p.session.handle_timeout(p.at(4999));
+    p.nothing_sent();
+    p.session.handle_timeout(p.at(5000));
+    let (init, _) = p.sent();
+    assert_eq!(init["method"], "initialize");
+    // The probe's late answer is dropped.
+    p.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
+        6000,
+    );
+    assert!(p.session.poll_event().is_none());
+}
+
+#[test]
+fn modern_refusals_do_not_fall_back() {
+    for code in [-32020, -32021] {
+        let mut p = Peer::new(ProtocolMode::Auto, true);
+        p.session.start(p.at(0));
+        let (discover, _) = p.sent();
+        p.reply_error(&discover, code, Value::Null, 1);
+        let Event::Failed(e) = p.event() else {
+            panic!()
+        };
+        assert!(
+            matches!(
+                e,
+                SessionError::Refused {
+                    method: "server/discover",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        p.nothing_sent();
+    }
+}
+
+#[test]
+fn pinned_modes() {
+    let mut p = Peer::new(ProtocolMode::Pinned(ProtocolVersion::V2026_07_28), true);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply_error(&discover, -32601, Value::Null, 1);
+    assert!(
+        matches!(p.event(), Event::Failed(_)),
+        "pinned modern: no fallback"
+    );
+
+    let mut p = Peer::new(ProtocolMode::Pinned(ProtocolVersion::V2024_11_05), false);
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    assert_eq!(init["params"]["protocolVersion"], "2024-11-05");
+    p.reply(&init, init_result("1999-01-01"), 1);
+    let Event::Failed(e) = p.event() else {
+        panic!()
+    };
+    assert_eq!(
+        e.to_string(),
+        "the server chose protocol version 1999-01-01, which this client does not speak"
+    );
+}
+
+#[test]
+fn nothing_is_sent_before_ready() {
+    let mut p = Peer::new(ProtocolMode::Auto, true);
+    assert!(matches!(
+        p.session.list_tools(p.at(0)),
+        Err(RequestError::NotReady)
+    ));
+    assert!(matches!(
+        p.session
+            .call_tool("x", None, CallOptions::default(), p.at(0)),
+        Err(RequestError::NotReady)
+    ));
+}
+
+#[test]
+fn tools_list_walks_pages_into_the_cache() {
+    let mut p = Peer::ready_modern(true);
+    let op = p.session.list_tools(p.at(10)).unwrap();
+    let (page1, headers) = p.sent();
+    assert_eq!(page1["method"], "tools/list");
+    assert!(page1["params"].get("cursor").is_none());
+    assert_eq!(
+        page1["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(header(&headers, "Mcp-Method"), Some("tools/list"));
+    p.reply(
+        &page1,
+        json!({"tools": [region_tool("execute_sql")], "nextCursor": ""}),
+        11,
+    );
+    assert!(
+        p.session.cache().load().is_empty(),
+        "nothing reaches the cache before the last page"
+    );
+    let (page2, _) = p.sent();
+    assert_eq!(page2["params"]["cursor"], "", "an empty cursor is a cursor");
+    p.reply(&page2, json!({"tools": [{"name": "bad", "inputSchema": {"properties": {"r": {"type": "object", "x-mcp-header": "R"}}}}, {"name": "plain", "inputSchema": {"type": "object"}}]}), 12);
+    let Event::ToolsListed { op: done, result } = p.event() else {
+        panic!()
+    };
+    assert_eq!(done, op);
+    let outcome = result.unwrap();
+    assert_eq!(outcome.commit.diff.added, ["execute_sql", "plain"]);
+    assert_eq!(outcome.rejected.len(), 1);
+    assert_eq!(p.session.cache().load().names(), ["execute_sql", "plain"]);
+}
+
+#[test]
+fn a_repeated_cursor_stops_the_walk_and_changes_nothing() {
+    let mut p = Peer::ready_modern(true);
+    p.session.list_tools(p.at(10)).unwrap();
+    let (page1, _) = p.sent();
+    p.reply(
+        &page1,
+        json!({"tools": [region_tool("a")], "nextCursor": "c1"}),
+        11,
+    );
+    let (page2, _) = p.sent();
+    p.reply(
+        &page2,
+        json!({"tools": [region_tool("b")], "nextCursor": "c1"}),
+        12,
+    );
+    let Event::ToolsListed { result, .. } = p.event() else {
+        panic!()
+    };
+    assert!(matches!(result, Err(RequestError::RepeatedCursor(c)) if c == "c1"));
+    assert!(p.session.cache().load().is_empty());
+    assert_eq!(p.session.cache().load().generation(), 0);
+}
+
+#[test]
+fn an_endless_listing_hits_the_page_cap() {
+    let config = SessionConfig::new(Implementation::new("t", "0")).with_max_list_pages(3);
+    let mut p = Peer {
+        session: Session::new(config, Arc::new(ToolCache::default()), true),
+        t0: Instant::now(),
+    };
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
+        1,
+    );
+    p.event();
+    p.session.list_tools(p.at(2)).unwrap();
+    for i in 0..3 {
+        let (page, _) = p.sent();
+        p.reply(
+            &page,
+            json!({"tools": [], "nextCursor": format!("c{i}")}),
+            3,
+        );
+    }
+    let Event::ToolsListed { result, .. } = p.event() else {
+        panic!()
+    };
+    assert!(matches!(result, Err(RequestError::TooManyPages(3))));
+}
+
+/// Collects `warn!` messages (a minimal `tracing` subscriber).
+#[derive(Default, Clone)]
+struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message<'a>(&'a mut String);
+        impl tracing::field::Visit for Message<'_> {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0.push_str(&format!("{value:?}"));
+                }
+            }
+        }
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut text = String::new();
+            event.record(&mut Message(&mut text));
+            self.0.lock().unwrap().push(text);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn call(
+    p: &mut Peer,
+    name: &str,
+    args: Value,
+    options: CallOptions,
+) -> (Value, Vec<(String, String)>, bool, Vec<String>) {
+    let warnings = Warnings::default();
+    tracing::subscriber::with_default(warnings.clone(), || {
+        p.session
+            .call_tool(name, args.as_object().cloned(), options, p.at(20))
+            .unwrap();
+    });
+    let t = p.session.poll_transmit().unwrap();
+    let headers = t
+        .headers
+        .iter()
+        .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
+        .collect();
+    let w = warnings.0.lock().unwrap().clone();
+    (
+        serde_json::from_slice(&t.body).unwrap(),
+        headers,
+        t.retry_safe,
+        w,
+    )
+}
+
+#[test]
+fn calls_carry_headers_from_the_cached_plan() {
+    let mut p = Peer::ready_modern(true);
+    let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
+    p.session.cache().add_known_tools([tool]).unwrap();
+    let (body, headers, retry, warnings) = call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "us-west-2", "query": "SELECT 1"}),
+        CallOptions::default(),
+    );
+    assert_eq!(body["params"]["name"], "execute_sql");
+    assert_eq!(
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let names: Vec<_> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+    assert_eq!(
+        names,
+        [
+            "MCP-Protocol-Version: 2026-07-28",
+            "Mcp-Method: tools/call",
+            "Mcp-Name: execute_sql",
+            "Mcp-Param-Region: us-west-2"
+        ]
+    );
+    assert!(!retry, "not annotated read-only or idempotent");
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn an_unknown_tool_over_http_warns_and_over_stdio_does_not() {
+    let mut p = Peer::ready_modern(true);
+    let (_, headers, _, warnings) = call(
+        &mut p,
+        "mystery",
+        json!({"region": "eu"}),
+        CallOptions::default(),
+    );
+    assert_eq!(header(&headers, "Mcp-Name"), Some("mystery"));
+    assert!(header(&headers, "Mcp-Param-Region").is_none());
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("`mystery`") && warnings[0].contains("add_known_tools"),
+        "{warnings:?}"
+    );
+
+    let mut p = Peer::ready_modern(false);
+    let (_, _, _, warnings) = call(&mut p, "mystery", json!({}), CallOptions::default());
+    assert!(warnings.is_empty(), "no warning on stdio");
+}
+
+#[test]
+fn per_call_definitions_and_header_maps_leave_the_cache_alone() {
+    let mut p = Peer::ready_modern(true);
+    let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
+    let (_, headers, _, warnings) = call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "ap"}),
+        CallOptions::default().with_tool(tool),
+    );
+    assert_eq!(header(&headers, "Mcp-Param-Region"), Some("ap"));
+    assert!(warnings.is_empty());
+    let map = [("tenant".to_owned(), "Tenant".to_owned())];
+    let (_, headers, _, _) = call(
+        &mut p,
+        "anything",
+        json!({"tenant": "acme"}),
+        CallOptions::default().with_header_map(map),
+    );
+    assert_eq!(header(&headers, "Mcp-Param-Tenant"), Some("acme"));
+    assert!(p.session.cache().load().is_empty());
+    // A bad per-call definition is the caller's error, before anything is sent.
+    let bad: Tool = serde_json::from_value(json!({"name": "b", "inputSchema": {"properties": {"x": {"type": "number", "x-mcp-header": "X"}}}})).unwrap();
+    let err = p
+        .session
+        .call_tool("b", None, CallOptions::default().with_tool(bad), p.at(30))
+        .unwrap_err();
+    assert!(matches!(err, RequestError::InvalidTool(_)));
+    p.nothing_sent();
+}
+
+#[test]
+fn a_bad_argument_fails_the_call_before_sending() {
+    let mut p = Peer::ready_modern(true);
+    let tool: Tool = serde_json::from_value(json!({"name": "n", "inputSchema": {"properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}})).unwrap();
+    p.session.cache().add_known_tools([tool]).unwrap();
+    let err = p
+        .session
+        .call_tool(
+            "n",
+            json!({"n": 1.5}).as_object().cloned(),
+            CallOptions::default(),
+            p.at(1),
+        )
+        .unwrap_err();
+    assert!(matches!(err, RequestError::Argument(_)), "{err}");
+    p.nothing_sent();
+}
+
+#[test]
+fn retry_class_follows_annotations_or_the_caller() {
+    let mut p = Peer::ready_modern(true);
+    let mut read_only = region_tool("read");
+    read_only["annotations"] = json!({"readOnlyHint": true});
+    p.session
+        .cache()
+        .add_known_tools([serde_json::from_value::<Tool>(read_only).unwrap()])
+        .unwrap();
+    assert!(call(&mut p, "read", json!({}), CallOptions::default()).2);
+    assert!(
+        !call(
+            &mut p,
+            "read",
+            json!({}),
+            CallOptions::default().with_retry_safe(false)
+        )
+        .2
+    );
+    assert!(
+        call(
+            &mut p,
+            "other",
+            json!({}),
+            CallOptions::default().with_retry_safe(true)
+        )
+        .2
+    );
+}
+
+#[test]
+fn legacy_calls_carry_no_sep2243_headers_and_no_envelope() {
+    let mut p = Peer::ready_legacy(true);
+    let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
+    p.session.cache().add_known_tools([tool]).unwrap();
+    let (body, headers, _, warnings) = call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "us"}),
+        CallOptions::default(),
+    );
+    assert!(body["params"].get("_meta").is_none());
+    let names: Vec<_> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+    assert_eq!(names, ["MCP-Protocol-Version: 2025-11-25"]);
+    assert!(warnings.is_empty());
+    // Unknown tools do not warn either: no version of this era sends Mcp-Param-*.
+    let (_, _, _, warnings) = call(&mut p, "unknown", json!({}), CallOptions::default());
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn deadlines_expire_and_late_answers_are_dropped() {
+    let mut p = Peer::ready_modern(false);
+    let op = p
+        .session
+        .call_tool(
+            "slow",
+            None,
+            CallOptions::default().with_timeout(Duration::from_secs(1)),
+            p.at(100),
+        )
+        .unwrap();
+    let (request, _) = p.sent();
+    assert_eq!(p.session.poll_timeout(), Some(p.at(1100)));
+    p.session.handle_timeout(p.at(1100));
+    let Event::Completed { op: done, result } = p.event() else {
+        panic!()
+    };
+    assert_eq!(done, op);
+    assert!(matches!(result, Err(RequestError::Timeout(d)) if d == Duration::from_secs(1)));
+    p.reply(&request, json!({"content": []}), 1200);
+    assert!(p.session.poll_event().is_none());
+    assert_eq!(p.session.poll_timeout(), None);
+}
+
+#[test]
+fn results_and_errors_reach_their_operation() {
+    let mut p = Peer::ready_modern(false);
+    let a = p
+        .session
+        .call_tool("a", None, CallOptions::default(), p.at(1))
+        .unwrap();
+    let b = p
+        .session
+        .call_tool("b", None, CallOptions::default(), p.at(1))
+        .unwrap();
+    let (ra, _) = p.sent();
+    let (rb, _) = p.sent();
+    p.reply_error(&rb, -32602, json!({"tool": "b"}), 2);
+    p.reply(
+        &ra,
+        json!({"content": [{"type": "text", "text": "A"}], "isError": true}),
+        3,
+    );
+    let Event::Completed { op, result } = p.event() else {
+        panic!()
+    };
+    assert_eq!(op, b);
+    assert!(matches!(result, Err(RequestError::Server { error }) if error.code == -32602));
+    let Event::Completed { op, result } = p.event() else {
+        panic!()
+    };
+    assert_eq!(op, a);
+    assert!(
+        result.unwrap().get().contains("\"isError\":true"),
+        "a tool error is a result, not an error"
+    );
+}
+
+#[test]
+fn server_ping_is_answered_and_list_changed_marks_the_cache_stale() {
+    let mut p = Peer::ready_legacy(false);
+    p.session
+        .handle_inbound(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#, p.at(5));
+    let (pong, _) = p.sent();
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 0, "result": {}}));
+    p.session.handle_inbound(
+        br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        p.at(6),
+    );
+    assert!(p.session.cache().load().is_stale());
+    assert!(
+        matches!(p.event(), Event::Notification(n) if n.method == "notifications/tools/list_changed")
+    );
+    p.session.handle_inbound(
+        br#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#,
+        p.at(7),
+    );
+    assert!(matches!(p.event(), Event::ServerRequest(r) if r.method == "sampling/createMessage"));
+    p.session.handle_inbound(b"not json", p.at(8));
+    assert!(matches!(p.event(), Event::Malformed(_)));
+}
