@@ -552,17 +552,34 @@ impl Session {
         } else {
             Vec::new()
         };
-        let op = self.allocate_op();
         let timeout = self.config.request_timeout;
-        self.queue_request(
+        self.queue_operation(
             &version,
             M::NAME,
             &params,
             headers,
             retry_safe,
-            PendingKind::Request { op },
             timeout,
             now,
+        )
+    }
+
+    /// Queues a request that completes one operation ([`Event::Completed`]).
+    #[allow(clippy::too_many_arguments, reason = "forwards to queue_request")]
+    fn queue_operation<P: Serialize>(
+        &mut self,
+        version: &ProtocolVersion,
+        method: &str,
+        params: &P,
+        headers: Vec<Header>,
+        retry_safe: bool,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        let kind = PendingKind::Request { op };
+        self.queue_request(
+            version, method, params, headers, retry_safe, kind, timeout, now,
         )
         .map_err(RequestError::Encode)?;
         Ok(op)
@@ -669,20 +686,16 @@ impl Session {
         drop(snapshot);
         let mut params = CallToolParams::new(name, arguments);
         self.envelope(&version, &mut params);
-        let op = self.allocate_op();
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
-        self.queue_request(
+        self.queue_operation(
             &version,
             "tools/call",
             &params,
             headers,
             retry_safe,
-            PendingKind::Request { op },
             timeout,
             now,
         )
-        .map_err(RequestError::Encode)?;
-        Ok(op)
     }
 
     /// Feeds bytes received from the transport (one message or a batch).
