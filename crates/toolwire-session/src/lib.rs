@@ -20,11 +20,20 @@
 //!   the retry class (safe only for read-only or idempotent tools, or on opt-in), and a
 //!   `warn!` when a call over a header-carrying transport would silently lack its
 //!   `Mcp-Param-*` headers (seed 000).
-//! - `ping` from a legacy server answered; other server requests and notifications handed up
-//!   as events; `notifications/tools/list_changed` marks the cache stale.
+//! - progress: a call that asks for it carries a progress token; `notifications/progress`
+//!   reaches its operation ([`Event::Progress`]) and pushes its deadline forward, never past
+//!   [`SessionConfig::max_request_time`].
+//! - cancellation ([`Session::cancel`]): the operation completes as cancelled, a late answer
+//!   is dropped, and `notifications/cancelled` goes out where the era and transport call for
+//!   it (legacy, or modern over stdio); over modern HTTP the request id is returned so the
+//!   transport can close its stream.
+//! - server requests: `ping` answered; `sampling/createMessage`, `elicitation/create` and
+//!   `roots/list` refused with `-32601` when the capability was not declared, else handed up
+//!   ([`Event::ServerRequest`]) and answered with [`Session::respond`]; notifications handed
+//!   up; `notifications/tools/list_changed` marks the cache stale.
 //!
-//! Not yet (issue #5 goes on): progress routing, cancellation, MRTR rounds, answering server
-//! requests through handlers, structured-output validation.
+//! Not yet (issue #5 goes on): MRTR rounds, structured-output validation, re-initialisation
+//! after session loss.
 //!
 //! # Dependencies
 //! - `tracing`: the warnings the spec asks a client to log (rejected tools, missing headers).

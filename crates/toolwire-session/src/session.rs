@@ -45,6 +45,9 @@ pub struct SessionConfig {
     pub probe_timeout: Duration,
     /// The most pages one `tools/list` walk may take (default 1,000).
     pub max_list_pages: usize,
+    /// The longest a request may run even while progress keeps resetting its deadline
+    /// (default 10 min).
+    pub max_request_time: Duration,
 }
 
 impl SessionConfig {
@@ -57,6 +60,7 @@ impl SessionConfig {
             request_timeout: Duration::from_secs(60),
             probe_timeout: Duration::from_secs(5),
             max_list_pages: 1000,
+            max_request_time: Duration::from_secs(600),
         }
     }
 
@@ -183,6 +187,9 @@ pub enum RequestError {
     /// A `tools/list` walk got a cursor it had already followed.
     #[error("tools/list repeated the cursor {0:?}")]
     RepeatedCursor(String),
+    /// The caller cancelled the operation.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Something the caller should know.
@@ -208,6 +215,13 @@ pub enum Event {
         /// What the cache did with the listing.
         result: Result<ListOutcome, RequestError>,
     },
+    /// A progress notification for an operation that asked for progress.
+    Progress {
+        /// The operation.
+        op: OpId,
+        /// The notification's params.
+        params: toolwire_types::ProgressParams,
+    },
     /// A notification from the server that the session does not handle itself (a
     /// `tools/list_changed` is handled, marking the cache stale, and passed up too).
     Notification(toolwire_types::Notification),
@@ -231,6 +245,9 @@ pub struct CallOptions {
     /// Allow the transport to resend the call (default: only for tools annotated
     /// `readOnlyHint` or `idempotentHint`).
     pub retry_safe: Option<bool>,
+    /// Ask the server for progress notifications ([`Event::Progress`]); each one also resets
+    /// the call's deadline, up to [`SessionConfig::max_request_time`].
+    pub progress: bool,
 }
 
 impl CallOptions {
@@ -255,6 +272,12 @@ impl CallOptions {
     /// Allows or forbids resending.
     pub fn with_retry_safe(mut self, safe: bool) -> Self {
         self.retry_safe = Some(safe);
+        self
+    }
+
+    /// Asks for progress notifications.
+    pub fn with_progress(mut self) -> Self {
+        self.progress = true;
         self
     }
 }
@@ -288,6 +311,20 @@ struct Pending {
     kind: PendingKind,
     deadline: Instant,
     timeout: Duration,
+    /// Progress may push `deadline` forward, never past this.
+    hard_deadline: Instant,
+    /// The progress token the request carries, if it asked for progress.
+    progress_token: Option<RequestId>,
+}
+
+impl Pending {
+    /// The caller's operation this request belongs to.
+    fn op(&self) -> Option<OpId> {
+        match &self.kind {
+            PendingKind::Request { op } | PendingKind::ListPage { op, .. } => Some(*op),
+            PendingKind::Probe | PendingKind::Initialize => None,
+        }
+    }
 }
 
 /// The client side of one MCP connection, without I/O. See the crate docs.
@@ -299,6 +336,8 @@ pub struct Session {
     next_id: i64,
     next_op: u64,
     pending: HashMap<RequestId, Pending>,
+    /// Progress token → the request it belongs to.
+    progress: HashMap<RequestId, RequestId>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
 }
@@ -324,6 +363,7 @@ impl Session {
             next_id: 0,
             next_op: 0,
             pending: HashMap::new(),
+            progress: HashMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -387,6 +427,7 @@ impl Session {
             .collect();
         for id in expired {
             if let Some(p) = self.pending.remove(&id) {
+                self.forget(&p);
                 self.expire(p, now);
             }
         }
@@ -462,14 +503,15 @@ impl Session {
         if version.sends_version_header() {
             headers.insert(0, protocol_version_header(version));
         }
-        self.pending.insert(
-            id.clone(),
-            Pending {
-                kind,
-                deadline: now + timeout,
-                timeout,
-            },
-        );
+        let hard_deadline = now + self.config.max_request_time.max(timeout);
+        let pending = Pending {
+            kind,
+            deadline: now + timeout,
+            timeout,
+            hard_deadline,
+            progress_token: None,
+        };
+        self.pending.insert(id.clone(), pending);
         self.transmits.push_back(Transmit {
             body,
             headers,
@@ -585,6 +627,93 @@ impl Session {
         Ok(op)
     }
 
+    /// Forgets a finished request's progress token.
+    fn forget(&mut self, pending: &Pending) {
+        if let Some(token) = &pending.progress_token {
+            self.progress.remove(token);
+        }
+    }
+
+    /// Cancels an operation. Its pending request is forgotten (a late answer is dropped) and
+    /// it completes with [`RequestError::Cancelled`]. Where the era and transport call for
+    /// it (legacy, or modern over stdio) a `notifications/cancelled` is sent; over modern
+    /// HTTP cancelling means closing the request's response stream, so the request's id is
+    /// returned for the transport to do that. `None` if the operation is not pending.
+    pub fn cancel(&mut self, op: OpId, reason: Option<&str>) -> Option<RequestId> {
+        let id = self
+            .pending
+            .iter()
+            .find(|(_, p)| p.op() == Some(op))
+            .map(|(id, _)| id.clone())?;
+        let pending = self.pending.remove(&id)?;
+        self.forget(&pending);
+        let event = match pending.kind {
+            PendingKind::ListPage { .. } => Event::ToolsListed {
+                op,
+                result: Err(RequestError::Cancelled),
+            },
+            _ => Event::Completed {
+                op,
+                result: Err(RequestError::Cancelled),
+            },
+        };
+        self.events.push_back(event);
+        let version = self.version().cloned()?;
+        if !version.is_modern() || !self.carries_headers {
+            let params = toolwire_types::CancelledParams {
+                request_id: Some(id.clone()),
+                reason: reason.map(str::to_owned),
+                meta: None,
+                extra: JsonObject::new(),
+            };
+            match encode_notification("notifications/cancelled", Some(&params)) {
+                Ok(body) => {
+                    let headers = self.version_headers(&version);
+                    self.transmits.push_back(Transmit {
+                        body,
+                        headers,
+                        retry_safe: false,
+                    });
+                }
+                Err(e) => tracing::warn!(error = %e, "could not encode notifications/cancelled"),
+            }
+        }
+        Some(id)
+    }
+
+    /// The version header alone, where the version sends it.
+    fn version_headers(&self, version: &ProtocolVersion) -> Vec<Header> {
+        if version.sends_version_header() {
+            vec![protocol_version_header(version)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Answers a request from the server (legacy era): `Ok` with its result, or `Err` with a
+    /// JSON-RPC error.
+    pub fn respond<R: Serialize>(
+        &mut self,
+        id: &RequestId,
+        result: Result<&R, ErrorObject>,
+    ) -> Result<(), RequestError> {
+        let body = match result {
+            Ok(r) => encode_result(id, r),
+            Err(e) => toolwire_types::encode_error(Some(id), &e),
+        }
+        .map_err(RequestError::Encode)?;
+        let headers = self
+            .version()
+            .map(|v| self.version_headers(v))
+            .unwrap_or_default();
+        self.transmits.push_back(Transmit {
+            body,
+            headers,
+            retry_safe: false,
+        });
+        Ok(())
+    }
+
     /// Walks every page of `tools/list` and commits the listing to the cache in one swap; the
     /// result arrives as [`Event::ToolsListed`].
     pub fn list_tools(&mut self, now: Instant) -> Result<OpId, RequestError> {
@@ -686,8 +815,15 @@ impl Session {
         drop(snapshot);
         let mut params = CallToolParams::new(name, arguments);
         self.envelope(&version, &mut params);
+        // The token is the id the request is about to get: unique among active requests.
+        let token = options
+            .progress
+            .then(|| RequestId::Number(self.next_id + 1));
+        if let Some(token) = &token {
+            params.meta.get_or_insert_with(Meta::default).progress_token = Some(token.clone());
+        }
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
-        self.queue_operation(
+        let op = self.queue_operation(
             &version,
             "tools/call",
             &params,
@@ -695,7 +831,14 @@ impl Session {
             retry_safe,
             timeout,
             now,
-        )
+        )?;
+        if let Some(token) = token {
+            if let Some(pending) = self.pending.get_mut(&token) {
+                pending.progress_token = Some(token.clone());
+            }
+            self.progress.insert(token.clone(), token);
+        }
+        Ok(op)
     }
 
     /// Feeds bytes received from the transport (one message or a batch).
@@ -722,7 +865,10 @@ impl Session {
                     return;
                 };
                 match self.pending.remove(&id) {
-                    Some(pending) => self.complete(pending, response.payload, now),
+                    Some(pending) => {
+                        self.forget(&pending);
+                        self.complete(pending, response.payload, now);
+                    }
                     None => {
                         tracing::debug!(%id, "response to no pending request (late or unknown); dropped")
                     }
@@ -738,13 +884,61 @@ impl Session {
                     Err(e) => tracing::warn!(error = %e, "could not answer ping"),
                 }
             }
-            Message::Request(request) => self.events.push_back(Event::ServerRequest(request)),
+            Message::Request(request) => {
+                let caps = &self.config.capabilities;
+                let undeclared = match request.method.as_str() {
+                    "sampling/createMessage" if caps.sampling.is_none() => Some("sampling"),
+                    "elicitation/create" if caps.elicitation.is_none() => Some("elicitation"),
+                    "roots/list" if caps.roots.is_none() => Some("roots"),
+                    _ => None,
+                };
+                match undeclared {
+                    Some(capability) => {
+                        let error = ErrorObject::new(
+                            toolwire_types::error::code::METHOD_NOT_FOUND,
+                            format!(
+                                "Method not found: this client did not declare the `{capability}` capability"
+                            ),
+                        );
+                        if let Err(e) = self.respond(&request.id, Err::<&(), _>(error)) {
+                            tracing::warn!(error = %e, "could not answer {}", request.method);
+                        }
+                    }
+                    None => self.events.push_back(Event::ServerRequest(request)),
+                }
+            }
+            Message::Notification(notification)
+                if notification.method == "notifications/progress" =>
+            {
+                self.progress_notified(notification, now);
+            }
             Message::Notification(notification) => {
                 if notification.method == "notifications/tools/list_changed" {
                     self.cache.mark_stale();
                 }
                 self.events.push_back(Event::Notification(notification));
             }
+        }
+    }
+
+    /// Routes a progress notification to its operation and pushes the deadline forward.
+    fn progress_notified(&mut self, notification: toolwire_types::Notification, now: Instant) {
+        let params: toolwire_types::ProgressParams = match notification.params() {
+            Ok(p) => p,
+            Err(e) => return self.events.push_back(Event::Malformed(e)),
+        };
+        let pending = self
+            .progress
+            .get(&params.progress_token)
+            .and_then(|id| self.pending.get_mut(id));
+        match pending {
+            Some(pending) => {
+                pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
+                if let Some(op) = pending.op() {
+                    self.events.push_back(Event::Progress { op, params });
+                }
+            }
+            None => self.events.push_back(Event::Notification(notification)),
         }
     }
 

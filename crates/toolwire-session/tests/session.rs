@@ -640,11 +640,157 @@ fn server_ping_is_answered_and_list_changed_marks_the_cache_stale() {
     assert!(
         matches!(p.event(), Event::Notification(n) if n.method == "notifications/tools/list_changed")
     );
+    // A method the session has no rule for is handed up (the caller may have a handler).
     p.session.handle_inbound(
-        br#"{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}"#,
+        br#"{"jsonrpc":"2.0","id":"s1","method":"vendor/custom","params":{}}"#,
         p.at(7),
     );
-    assert!(matches!(p.event(), Event::ServerRequest(r) if r.method == "sampling/createMessage"));
+    assert!(matches!(p.event(), Event::ServerRequest(r) if r.method == "vendor/custom"));
     p.session.handle_inbound(b"not json", p.at(8));
     assert!(matches!(p.event(), Event::Malformed(_)));
+}
+
+#[test]
+fn progress_reaches_its_call_and_pushes_the_deadline_up_to_a_maximum() {
+    let config = SessionConfig::new(Implementation::new("t", "0"));
+    let mut config = config;
+    config.max_request_time = Duration::from_secs(3);
+    let mut p = Peer {
+        session: Session::new(config, Arc::new(ToolCache::default()), false),
+        t0: Instant::now(),
+    };
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
+        0,
+    );
+    p.event();
+    let options = CallOptions::default()
+        .with_progress()
+        .with_timeout(Duration::from_secs(1));
+    let op = p.session.call_tool("slow", None, options, p.at(0)).unwrap();
+    let (request, _) = p.sent();
+    let token = request["params"]["_meta"]["progressToken"].clone();
+    assert_eq!(token, request["id"], "the token is the request's id");
+    let progress = |ms: u64, n: u64, p: &mut Peer| {
+        let msg = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": n, "total": 10}});
+        p.session
+            .handle_inbound(msg.to_string().as_bytes(), p.at(ms));
+    };
+    progress(900, 1, &mut p);
+    let Event::Progress { op: got, params } = p.event() else {
+        panic!()
+    };
+    assert_eq!((got, params.progress, params.total), (op, 1.0, Some(10.0)));
+    assert_eq!(
+        p.session.poll_timeout(),
+        Some(p.at(1900)),
+        "reset by progress"
+    );
+    progress(1800, 2, &mut p);
+    progress(2700, 3, &mut p);
+    assert_eq!(
+        p.session.poll_timeout(),
+        Some(p.at(3000)),
+        "never past the hard maximum"
+    );
+    p.session.handle_timeout(p.at(3000));
+    assert!(matches!(p.event(), Event::Progress { .. }));
+    assert!(matches!(p.event(), Event::Progress { .. }));
+    assert!(matches!(
+        p.event(),
+        Event::Completed {
+            result: Err(RequestError::Timeout(_)),
+            ..
+        }
+    ));
+    // Progress for a finished request is passed up as a plain notification.
+    progress(3100, 4, &mut p);
+    assert!(matches!(p.event(), Event::Notification(n) if n.method == "notifications/progress"));
+}
+
+#[test]
+fn cancelling_sends_notifications_where_the_era_and_transport_call_for_it() {
+    // Modern over stdio and legacy anywhere: notifications/cancelled.
+    for (mut p, expects_notification) in [
+        (Peer::ready_modern(false), true),
+        (Peer::ready_legacy(true), true),
+        (Peer::ready_modern(true), false),
+    ] {
+        let op = p
+            .session
+            .call_tool("long", None, CallOptions::default(), p.at(1))
+            .unwrap();
+        let (request, _) = p.sent();
+        let id = p
+            .session
+            .cancel(op, Some("user pressed stop"))
+            .expect("pending");
+        assert_eq!(serde_json::to_value(&id).unwrap(), request["id"]);
+        assert!(
+            matches!(p.event(), Event::Completed { op: o, result: Err(RequestError::Cancelled) } if o == op)
+        );
+        if expects_notification {
+            let (note, _) = p.sent();
+            assert_eq!(note["method"], "notifications/cancelled");
+            assert_eq!(note["params"]["requestId"], request["id"]);
+            assert_eq!(note["params"]["reason"], "user pressed stop");
+        } else {
+            p.nothing_sent();
+        }
+        // A late answer is dropped, and cancelling again does nothing.
+        p.reply(&request, json!({"content": []}), 2);
+        assert!(p.session.poll_event().is_none());
+        assert_eq!(p.session.cancel(op, None), None);
+    }
+}
+
+#[test]
+fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
+    let mut p = Peer::ready_legacy(true);
+    p.session.handle_inbound(br#"{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}"#, p.at(2));
+    let (answer, headers) = p.sent();
+    assert_eq!(answer["id"], 0);
+    assert_eq!(answer["error"]["code"], -32601);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`sampling`")
+    );
+    assert_eq!(header(&headers, "MCP-Protocol-Version"), Some("2025-11-25"));
+    assert!(p.session.poll_event().is_none());
+
+    let caps: toolwire_types::ClientCapabilities =
+        serde_json::from_value(json!({"elicitation": {}})).unwrap();
+    let config = SessionConfig::new(Implementation::new("t", "0"))
+        .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+        .with_capabilities(caps);
+    let mut p = Peer {
+        session: Session::new(config, Arc::new(ToolCache::default()), false),
+        t0: Instant::now(),
+    };
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    assert_eq!(init["params"]["capabilities"], json!({"elicitation": {}}));
+    p.reply(&init, init_result("2025-11-25"), 1);
+    p.sent();
+    p.event();
+    p.session.handle_inbound(br#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"name?"}}"#, p.at(2));
+    let Event::ServerRequest(request) = p.event() else {
+        panic!()
+    };
+    p.session
+        .respond(
+            &request.id,
+            Ok(&json!({"action": "accept", "content": {"name": "octocat"}})),
+        )
+        .unwrap();
+    let (answer, _) = p.sent();
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept", "content": {"name": "octocat"}}})
+    );
 }
