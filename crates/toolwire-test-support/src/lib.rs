@@ -1,0 +1,247 @@
+//! Test peers for Toolwire.
+//!
+//! [`ScriptedServer`] is a small MCP server as a pure function from one received line to the
+//! lines it answers with, speaking the modern era (`server/discover`, `_meta` envelope), the
+//! legacy era (`initialize`) or both. [`serve_stdio`] runs it on stdin/stdout, for end-to-end
+//! tests through real child processes. It is a peer for tests, not a reference server: it
+//! knows a handful of tools and the behaviours the tests need (pages, progress, list changes,
+//! a slow tool for cancellation).
+//!
+//! Its tools: `echo {text}`, `execute_sql {region (x-mcp-header Region), query}`,
+//! `count {to}` (progress notifications, one per step), `slow` (answers only when cancelled
+//! or never), `unlock` (announces `registers: ["read_file"]`, then sends
+//! `notifications/tools/list_changed` and lists `read_file` from then on).
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Value, json};
+use toolwire_types::{
+    ErrorObject, Message, ProtocolVersion, RequestId, encode_error, encode_notification,
+    encode_result, error::code,
+};
+
+/// Which eras the scripted server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eras {
+    /// `server/discover` and per-request `_meta` only; `initialize` is refused.
+    Modern,
+    /// `initialize` only; `server/discover` is an unknown method.
+    Legacy,
+    /// Both.
+    Both,
+}
+
+/// A scripted MCP server: state plus a line-in, lines-out step function.
+#[derive(Debug)]
+pub struct ScriptedServer {
+    eras: Eras,
+    unlocked: bool,
+    /// Requests seen, by method (for assertions).
+    pub seen: Vec<String>,
+}
+
+fn tool(name: &str, schema: Value) -> Value {
+    json!({"name": name, "description": format!("the {name} tool"), "inputSchema": schema})
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+impl ScriptedServer {
+    /// A server speaking `eras`.
+    pub fn new(eras: Eras) -> Self {
+        Self {
+            eras,
+            unlocked: false,
+            seen: Vec::new(),
+        }
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let mut tools = vec![
+            tool(
+                "echo",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            ),
+            tool(
+                "execute_sql",
+                json!({"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}),
+            ),
+            tool(
+                "count",
+                json!({"type": "object", "properties": {"to": {"type": "integer"}}}),
+            ),
+            tool("slow", json!({"type": "object"})),
+            tool("unlock", json!({"type": "object"})),
+        ];
+        if self.unlocked {
+            tools.push(tool(
+                "read_file",
+                json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            ));
+        }
+        tools
+    }
+
+    /// Answers one received line with zero or more lines (each one JSON-RPC message).
+    pub fn handle_line(&mut self, line: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        match Message::decode(line) {
+            Ok(Message::Request(request)) => {
+                self.seen.push(request.method.clone());
+                let params: Value = request.params().unwrap_or(Value::Null);
+                self.answer(&request.id, &request.method, &params, &mut out);
+            }
+            Ok(Message::Notification(n)) => self.seen.push(n.method),
+            Ok(Message::Response(_)) => {}
+            Err(e) => push(
+                &mut out,
+                encode_error(None, &ErrorObject::new(code::PARSE_ERROR, e.to_string())),
+            ),
+        }
+        out
+    }
+
+    fn answer(&mut self, id: &RequestId, method: &str, params: &Value, out: &mut Vec<Vec<u8>>) {
+        let modern_ok = self.eras != Eras::Legacy;
+        let legacy_ok = self.eras != Eras::Modern;
+        let modern_request = params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string();
+        let result = match method {
+            "server/discover" if modern_ok => Ok(json!({
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": true}}, "ttlMs": 0, "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}})),
+            "initialize" if legacy_ok => {
+                let asked = params["protocolVersion"].as_str().unwrap_or("");
+                let version = if ProtocolVersion::new(asked)
+                    .is_ok_and(|v| v.is_supported() && !v.is_modern())
+                {
+                    asked.to_owned()
+                } else {
+                    ProtocolVersion::LATEST_LEGACY.to_string()
+                };
+                Ok(
+                    json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "scripted-legacy", "version": "1"}}),
+                )
+            }
+            "ping" if legacy_ok => Ok(json!({})),
+            _ if modern_ok && !legacy_ok && !modern_request => Err(ErrorObject::new(
+                code::INVALID_PARAMS,
+                "missing _meta protocolVersion",
+            )),
+            "tools/list" => {
+                // Two pages: the first two tools, then the rest (cursor "2").
+                let tools = self.tools();
+                let (page, next) = match params["cursor"].as_str() {
+                    None => (tools[..2].to_vec(), Some("2")),
+                    Some(_) => (tools[2..].to_vec(), None),
+                };
+                let mut r = json!({"tools": page});
+                if let Some(next) = next {
+                    r["nextCursor"] = json!(next);
+                }
+                Ok(r)
+            }
+            "tools/call" => self.call(params, out),
+            _ => Err(ErrorObject::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {method}"),
+            )),
+        };
+        if method == "tools/call" && params["name"] == "slow" && result.is_ok() {
+            return; // never answers
+        }
+        match result {
+            Ok(mut r) => {
+                if modern_request && r.get("resultType").is_none() {
+                    r["resultType"] = json!("complete");
+                }
+                push(out, encode_result(id, &r));
+            }
+            Err(e) => push(out, encode_error(Some(id), &e)),
+        }
+    }
+
+    fn call(&mut self, params: &Value, out: &mut Vec<Vec<u8>>) -> Result<Value, ErrorObject> {
+        let args = &params["arguments"];
+        match params["name"].as_str().unwrap_or("") {
+            "echo" => Ok(text_result(args["text"].as_str().unwrap_or(""))),
+            "execute_sql" => Ok(text_result(&format!(
+                "region={} rows=1",
+                args["region"].as_str().unwrap_or("?")
+            ))),
+            "count" => {
+                let to = args["to"].as_u64().unwrap_or(3);
+                if let Some(token) = params["_meta"].get("progressToken") {
+                    for i in 1..=to {
+                        let p = json!({"progressToken": token, "progress": i, "total": to});
+                        push(out, encode_notification("notifications/progress", Some(&p)));
+                    }
+                }
+                Ok(text_result(&format!("counted to {to}")))
+            }
+            "slow" => Ok(json!({})),
+            "unlock" => {
+                self.unlocked = true;
+                let mut r = text_result("unlocked");
+                // Announced in the result; the list change follows it (see `after`): the race
+                // seed 003 is about.
+                r["registers"] = json!(["read_file"]);
+                Ok(r)
+            }
+            other => Err(ErrorObject::new(
+                code::INVALID_PARAMS,
+                format!("Unknown tool: {other}"),
+            )),
+        }
+    }
+
+    /// Lines to send after the answer to `method` (the list change after `unlock`).
+    pub fn after(&mut self, method_and_name: (&str, &str)) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        if method_and_name == ("tools/call", "unlock") {
+            push(
+                &mut out,
+                encode_notification("notifications/tools/list_changed", None::<&()>),
+            );
+        }
+        out
+    }
+}
+
+fn push(out: &mut Vec<Vec<u8>>, encoded: Result<Vec<u8>, toolwire_types::EncodeError>) {
+    if let Ok(bytes) = encoded {
+        out.push(bytes);
+    }
+}
+
+/// Serves `eras` on stdin/stdout until stdin ends.
+pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
+    let mut server = ScriptedServer::new(eras);
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().split(b'\n') {
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let (method, name) = match serde_json::from_slice::<Value>(&line) {
+            Ok(v) => (
+                v["method"].as_str().unwrap_or("").to_owned(),
+                v["params"]["name"].as_str().unwrap_or("").to_owned(),
+            ),
+            Err(_) => (String::new(), String::new()),
+        };
+        let mut lines = server.handle_line(&line);
+        lines.extend(server.after((&method, &name)));
+        for l in lines {
+            stdout.write_all(&l)?;
+            stdout.write_all(b"\n")?;
+        }
+        stdout.flush()?;
+    }
+    Ok(())
+}
