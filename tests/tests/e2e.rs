@@ -230,3 +230,162 @@ async fn a_tool_that_registers_tools_announces_the_change() {
     assert!(!h.session.cache().load().is_stale());
     h.transport.close().await.unwrap();
 }
+
+mod facade {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::json;
+    use toolwire::{
+        BoxFuture, Client, ClientConfig, Error, Inbound, Outbound, ProtocolMode, ProtocolVersion,
+        StderrMode, StdioConfig, StdioTransport, Transport, TransportError,
+    };
+
+    fn server(eras: &str) -> StdioConfig {
+        StdioConfig::new(env!("CARGO_BIN_EXE_toolwire-test-server"), [eras])
+            .with_stderr(StderrMode::Discard)
+    }
+
+    /// A custom transport: stdio, counting the negotiation requests it carries.
+    struct Counting {
+        inner: StdioTransport,
+        probes: Arc<AtomicUsize>,
+    }
+
+    impl Transport for Counting {
+        fn carries_headers(&self) -> bool {
+            self.inner.carries_headers()
+        }
+        fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
+            let text = String::from_utf8_lossy(&message.body);
+            if text.contains("\"server/discover\"") || text.contains("\"initialize\"") {
+                self.probes.fetch_add(1, Ordering::SeqCst);
+            }
+            self.inner.send(message)
+        }
+        fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
+            self.inner.recv()
+        }
+        fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+            self.inner.close()
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_first_callers_share_one_negotiation() {
+        let probes = Arc::new(AtomicUsize::new(0));
+        let transport = Counting {
+            inner: StdioTransport::spawn(server("modern")).unwrap(),
+            probes: probes.clone(),
+        };
+        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    client
+                        .call_tool("echo", json!({"text": format!("call {i}")}))
+                        .await
+                })
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let result = call.await.unwrap().unwrap();
+            assert_eq!(
+                result.content[0].as_text(),
+                Some(format!("call {i}").as_str())
+            );
+        }
+        assert_eq!(
+            probes.load(Ordering::SeqCst),
+            1,
+            "one server/discover for eight first callers"
+        );
+        assert_eq!(
+            client.ready().await.unwrap().version,
+            ProtocolVersion::V2026_07_28
+        );
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn list_call_and_errors_over_a_legacy_server() {
+        let client =
+            Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let outcome = client.list_tools().await.unwrap();
+        assert_eq!(outcome.commit.diff.added.len(), 5);
+        assert!(client.tools().contains("execute_sql"));
+        let n = client.ready().await.unwrap();
+        assert_eq!(n.version, ProtocolVersion::V2025_11_25);
+        assert_eq!(n.server_info.as_ref().unwrap().name, "scripted-legacy");
+
+        let result = client
+            .call_tool("execute_sql", json!({"region": "us", "query": "q"}))
+            .await
+            .unwrap();
+        assert!(!result.is_error());
+        assert_eq!(result.content[0].as_text(), Some("region=us rows=1"));
+
+        let err = client.call_tool("nope", json!({})).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Server(e) if e.code == -32602),
+            "{err}"
+        );
+        assert!(matches!(
+            client.call_tool("echo", json!([1])).await,
+            Err(Error::ArgumentsNotAnObject)
+        ));
+
+        client.close().await;
+        assert!(matches!(
+            client.call_tool("echo", json!({})).await,
+            Err(Error::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn known_tools_and_a_pinned_version() {
+        let config = ClientConfig::new("e2e", "0")
+            .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2026_07_28));
+        let client = Client::connect_stdio(server("both"), config).unwrap();
+        let tool: toolwire::Tool = serde_json::from_value(json!({"name": "execute_sql", "inputSchema": {
+            "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}))
+        .unwrap();
+        client.add_known_tools([tool]).unwrap();
+        let bad: toolwire::Tool = serde_json::from_value(json!({"name": "bad", "inputSchema": {
+            "properties": {"r": {"type": "string", "x-mcp-header": "a b"}}}}))
+        .unwrap();
+        assert!(matches!(
+            client.add_known_tools([bad]),
+            Err(Error::KnownTools(_))
+        ));
+        let result = client
+            .call_tool("execute_sql", json!({"region": "eu", "query": "q"}))
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("region=eu rows=1"));
+        assert!(client.tools().get("execute_sql").unwrap().is_known());
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_server_that_dies_fails_pending_calls_with_the_reason() {
+        let config = StdioConfig::new(
+            "sh",
+            [
+                "-c",
+                "read -r line; echo 'fatal: out of memory' >&2; exit 7",
+            ],
+        )
+        .with_stderr(StderrMode::Discard);
+        let client = Client::connect_stdio(config, ClientConfig::new("e2e", "0")).unwrap();
+        let err = client.call_tool("echo", json!({})).await.unwrap_err();
+        let Error::Transport(e) = &err else {
+            panic!("{err}")
+        };
+        assert!(
+            e.to_string().contains("exit code 7") && e.to_string().contains("out of memory"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! The one error type of the facade.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolwire_session::{RequestError, SessionError};
+use toolwire_transport::TransportError;
+use toolwire_types::{DecodeError, ErrorObject};
+
+/// Everything that can go wrong, with the server's JSON-RPC errors, transport failures,
+/// timeouts and the caller's own mistakes kept apart. A tool that fails is not an error: its
+/// result has `is_error()` set. Cheap to clone (causes are shared).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error (code, message, data as received).
+    #[error("the server answered with error {}: {}", .0.code, .0.message)]
+    Server(ErrorObject),
+    /// No answer before the deadline (local; never a server error code).
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    /// The transport failed (the server process ended, a pipe broke).
+    #[error("the transport failed")]
+    Transport(#[source] Arc<TransportError>),
+    /// Protocol negotiation failed.
+    #[error("protocol negotiation failed")]
+    Negotiation(#[source] Arc<SessionError>),
+    /// The server's answer could not be decoded.
+    #[error("the server's answer could not be decoded")]
+    Decode(#[source] Arc<DecodeError>),
+    /// The server broke the protocol in a way the session caught (an endless or looping
+    /// `tools/list`).
+    #[error("the server broke the protocol")]
+    Protocol(#[source] Arc<RequestError>),
+    /// The call itself is invalid (a per-call tool definition that breaks the header rules, an
+    /// argument that cannot be sent as its header).
+    #[error("invalid call")]
+    InvalidCall(#[source] Arc<RequestError>),
+    /// Tool arguments must be a JSON object (or `null`).
+    #[error("tool arguments must be a JSON object")]
+    ArgumentsNotAnObject,
+    /// The server asked for input (`input_required`), which this client does not answer yet.
+    #[error("the server asked for input (input_required), which this client does not answer yet")]
+    InputRequired,
+    /// Known tools were rejected; nothing was changed.
+    #[error("known tools rejected")]
+    KnownTools(#[source] Arc<toolwire_cache::KnownToolsError>),
+    /// The client was closed, or its connection ended.
+    #[error("the client is closed")]
+    Closed,
+    /// `connect` was called outside a tokio runtime.
+    #[error("Toolwire needs a tokio runtime")]
+    NoRuntime,
+}
+
+impl From<RequestError> for Error {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::Server { error } => Self::Server(error),
+            RequestError::Timeout(d) => Self::Timeout(d),
+            RequestError::Decode(e) => Self::Decode(Arc::new(e)),
+            RequestError::Cancelled | RequestError::NotReady => Self::Closed,
+            e @ (RequestError::InvalidTool(_)
+            | RequestError::Argument(_)
+            | RequestError::Encode(_)) => Self::InvalidCall(Arc::new(e)),
+            e => Self::Protocol(Arc::new(e)),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Toolwire: a Rust client for the Model Context Protocol.
+//!
+//! ```no_run
+//! use serde_json::json;
+//! use toolwire::{Client, ClientConfig, StdioConfig};
+//!
+//! # async fn demo() -> Result<(), toolwire::Error> {
+//! let client = Client::connect_stdio(
+//!     StdioConfig::new("my-mcp-server", ["--stdio"]),
+//!     ClientConfig::new("my-agent", "1.0.0"),
+//! )?;
+//! client.list_tools().await?;
+//! let result = client.call_tool("echo", json!({"text": "hello"})).await?;
+//! if result.is_error() {
+//!     // A tool error is a result for the model, not an `Err`.
+//! }
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The client negotiates the protocol era on first use (`server/discover` for `2026-07-28`,
+//! else `initialize`), shared by every concurrent first caller; keeps the tools it knows in a
+//! lock-free cache ([`Client::tools`], [`Client::add_known_tools`]); and computes the SEP-2243
+//! headers of every call from that cache, warning where a call would silently go without them.
+//!
+//! The layers below are separate crates: `toolwire-types` (messages), `toolwire-headers`
+//! (SEP-2243), `toolwire-cache`, `toolwire-session` (the sans-IO protocol),
+//! `toolwire-transport` (the [`Transport`] trait and stdio). This crate drives the session over
+//! a transport on tokio and re-exports what a user needs, by name.
+//!
+//! Status: stdio and custom transports; the Streamable HTTP transport, MRTR rounds, handlers
+//! for server requests and a blocking API come next (issue #5, #6).
+//!
+//! # Crate features
+//! None yet.
+//!
+//! # Cancel safety
+//! Dropping a `call_tool` future stops waiting for it, but does not cancel the call on the
+//! server: the answer is discarded when it arrives. Explicit cancellation comes with the next
+//! slice of the facade.
+
+mod client;
+mod error;
+
+pub use client::{Client, ClientConfig};
+pub use error::Error;
+
+pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
+pub use toolwire_session::{CallOptions, Negotiated, ProtocolMode};
+pub use toolwire_transport::{
+    BoxFuture, Inbound, Outbound, RetryClass, StderrMode, StdioConfig, StdioTransport, Transport,
+    TransportError,
+};
+pub use toolwire_types::{
+    CallToolResult, ContentBlock, ErrorObject, Implementation, JsonObject, ProtocolVersion, Tool,
+};
