@@ -115,10 +115,10 @@ async fn modern_over_stdio_lists_calls_and_reports_progress() {
     let Some(Event::ToolsListed { result, .. }) = h.completed(op).await.pop() else {
         panic!()
     };
-    assert_eq!(result.unwrap().commit.diff.added.len(), 5, "both pages");
+    assert_eq!(result.unwrap().commit.diff.added.len(), 6, "both pages");
     assert_eq!(
         h.session.cache().load().names(),
-        ["count", "echo", "execute_sql", "slow", "unlock"]
+        ["ask", "count", "echo", "execute_sql", "slow", "unlock"]
     );
     assert_eq!(
         h.call_text(
@@ -250,6 +250,7 @@ mod facade {
     struct Counting {
         inner: StdioTransport,
         probes: Arc<AtomicUsize>,
+        cancels: Arc<AtomicUsize>,
     }
 
     impl Transport for Counting {
@@ -260,6 +261,9 @@ mod facade {
             let text = String::from_utf8_lossy(&message.body);
             if text.contains("\"server/discover\"") || text.contains("\"initialize\"") {
                 self.probes.fetch_add(1, Ordering::SeqCst);
+            }
+            if text.contains("\"notifications/cancelled\"") {
+                self.cancels.fetch_add(1, Ordering::SeqCst);
             }
             self.inner.send(message)
         }
@@ -277,6 +281,7 @@ mod facade {
         let transport = Counting {
             inner: StdioTransport::spawn(server("modern")).unwrap(),
             probes: probes.clone(),
+            cancels: Arc::default(),
         };
         let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
         let calls: Vec<_> = (0..8)
@@ -313,7 +318,7 @@ mod facade {
         let client =
             Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
         let outcome = client.list_tools().await.unwrap();
-        assert_eq!(outcome.commit.diff.added.len(), 5);
+        assert_eq!(outcome.commit.diff.added.len(), 6);
         assert!(client.tools().contains("execute_sql"));
         let n = client.ready().await.unwrap();
         assert_eq!(n.version, ProtocolVersion::V2025_11_25);
@@ -387,5 +392,99 @@ mod facade {
             e.to_string().contains("exit code 7") && e.to_string().contains("out of memory"),
             "{e}"
         );
+    }
+
+    #[tokio::test]
+    async fn progress_reaches_the_callback() {
+        let client =
+            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let result = client
+            .call_tool_with_progress(
+                "count",
+                json!({"to": 4}),
+                toolwire::CallOptions::default(),
+                move |p| {
+                    sink.lock().unwrap().push((p.progress, p.total));
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("counted to 4"));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                (1.0, Some(4.0)),
+                (2.0, Some(4.0)),
+                (3.0, Some(4.0)),
+                (4.0, Some(4.0))
+            ]
+        );
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn dropping_a_call_cancels_it_on_the_server() {
+        let cancels = Arc::new(AtomicUsize::new(0));
+        let transport = Counting {
+            inner: StdioTransport::spawn(server("modern")).unwrap(),
+            probes: Arc::default(),
+            cancels: cancels.clone(),
+        };
+        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        client.ready().await.unwrap();
+        let slow = client.call_tool("slow", json!({}));
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(100), slow)
+                .await
+                .is_err()
+        );
+        // The next call goes through the same driver, after the cancellation.
+        let echo = client
+            .call_tool("echo", json!({"text": "after"}))
+            .await
+            .unwrap();
+        assert_eq!(echo.content[0].as_text(), Some("after"));
+        assert_eq!(
+            cancels.load(Ordering::SeqCst),
+            1,
+            "modern over stdio sends notifications/cancelled"
+        );
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn the_handler_answers_the_servers_elicitation() {
+        let capabilities: toolwire::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}})).unwrap();
+        let config = ClientConfig::new("e2e", "0").with_handler(capabilities, |request| {
+            Box::pin(async move {
+                match request {
+                    toolwire::ServerRequest::Elicit(params) => {
+                        assert_eq!(params.message, "Your name?");
+                        Ok(json!({"action": "accept", "content": {"name": "ferris"}}))
+                    }
+                    other => Err(toolwire::ErrorObject::new(
+                        -32601,
+                        format!("unexpected {}", other.method()),
+                    )),
+                }
+            })
+        });
+        let client = Client::connect_stdio(server("legacy"), config).unwrap();
+        let result = client.call_tool("ask", json!({})).await.unwrap();
+        assert_eq!(result.content[0].as_text(), Some("hello ferris"));
+        client.close().await;
+
+        // Without the capability the session refuses the request itself.
+        let client =
+            Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let result = client.call_tool("ask", json!({})).await.unwrap();
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("elicitation refused: -32601")
+        );
+        client.close().await;
     }
 }

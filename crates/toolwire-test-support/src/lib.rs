@@ -9,7 +9,8 @@
 //!
 //! Its tools: `echo {text}`, `execute_sql {region (x-mcp-header Region), query}`,
 //! `count {to}` (progress notifications, one per step), `slow` (answers only when cancelled
-//! or never), `unlock` (announces `registers: ["read_file"]`, then sends
+//! or never), `ask` (legacy: sends `elicitation/create` and answers with the name it gets),
+//! `unlock` (announces `registers: ["read_file"]`, then sends
 //! `notifications/tools/list_changed` and lists `read_file` from then on).
 
 use std::io::{BufRead, Write};
@@ -36,6 +37,8 @@ pub enum Eras {
 pub struct ScriptedServer {
     eras: Eras,
     unlocked: bool,
+    /// The `ask` call waiting for the client's answer to `elicitation/create`.
+    asking: Option<RequestId>,
     /// Requests seen, by method (for assertions).
     pub seen: Vec<String>,
 }
@@ -54,6 +57,7 @@ impl ScriptedServer {
         Self {
             eras,
             unlocked: false,
+            asking: None,
             seen: Vec::new(),
         }
     }
@@ -75,6 +79,7 @@ impl ScriptedServer {
             ),
             tool("slow", json!({"type": "object"})),
             tool("unlock", json!({"type": "object"})),
+            tool("ask", json!({"type": "object"})),
         ];
         if self.unlocked {
             tools.push(tool(
@@ -95,7 +100,28 @@ impl ScriptedServer {
                 self.answer(&request.id, &request.method, &params, &mut out);
             }
             Ok(Message::Notification(n)) => self.seen.push(n.method),
-            Ok(Message::Response(_)) => {}
+            Ok(Message::Response(response)) => {
+                // The client's answer to `ask`'s elicitation: now the call can finish.
+                if let (Some(call), Some(RequestId::String(id))) = (&self.asking, &response.id)
+                    && id == "ask-1"
+                {
+                    let text = match &response.payload {
+                        Ok(raw) => {
+                            let v: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                            match v["action"].as_str() {
+                                Some("accept") => format!(
+                                    "hello {}",
+                                    v["content"]["name"].as_str().unwrap_or("?")
+                                ),
+                                other => format!("no name ({})", other.unwrap_or("?")),
+                            }
+                        }
+                        Err(e) => format!("elicitation refused: {}", e.code),
+                    };
+                    push(&mut out, encode_result(call, &text_result(&text)));
+                    self.asking = None;
+                }
+            }
             Err(e) => push(
                 &mut out,
                 encode_error(None, &ErrorObject::new(code::PARSE_ERROR, e.to_string())),
@@ -151,8 +177,14 @@ impl ScriptedServer {
                 format!("Method not found: {method}"),
             )),
         };
-        if method == "tools/call" && params["name"] == "slow" && result.is_ok() {
-            return; // never answers
+        if method == "tools/call" && params["name"] == "ask" && result.is_ok() {
+            self.asking = Some(id.clone());
+        }
+        if method == "tools/call"
+            && matches!(params["name"].as_str(), Some("slow" | "ask"))
+            && result.is_ok()
+        {
+            return; // `slow` never answers; `ask` answers when the client does
         }
         match result {
             Ok(mut r) => {
@@ -184,6 +216,19 @@ impl ScriptedServer {
                 Ok(text_result(&format!("counted to {to}")))
             }
             "slow" => Ok(json!({})),
+            "ask" if self.eras != Eras::Modern => {
+                let p = json!({"message": "Your name?", "requestedSchema": {"type": "object",
+                    "properties": {"name": {"type": "string", "default": "octocat"}}}});
+                push(
+                    out,
+                    toolwire_types::encode_request(
+                        &RequestId::from("ask-1"),
+                        "elicitation/create",
+                        Some(&p),
+                    ),
+                );
+                Ok(json!({}))
+            }
             "unlock" => {
                 self.unlocked = true;
                 let mut r = text_result("unlocked");

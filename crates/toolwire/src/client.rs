@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -13,23 +14,46 @@ use toolwire_session::{
     Transmit,
 };
 use toolwire_transport::{
-    Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
+    BoxFuture, Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
 };
 use toolwire_types::methods::method::CallTool;
 use toolwire_types::{
-    CallToolResult, ErrorObject, Implementation, JsonObject, Outcome, RequestMethod, Tool,
+    CallToolResult, ErrorObject, Implementation, JsonObject, Outcome, ProgressParams, RequestId,
+    RequestMethod, ServerRequest, Tool,
 };
 
 use crate::Error;
 
+/// Answers requests from the server (`elicitation/create`, `sampling/createMessage`,
+/// `roots/list`): the decoded request in, the result (any JSON value) or a JSON-RPC error out.
+pub type ServerRequestHandler =
+    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
+
+/// A per-call progress callback.
+pub type ProgressCallback = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
+
 /// How a [`Client`] behaves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClientConfig {
     /// The protocol session's settings (client info, capabilities, mode, timeouts).
     pub session: SessionConfig,
     /// The tool cache's settings.
     pub cache: CacheConfig,
+    /// Answers the server's requests; without one they are refused with `-32601`. Declare the
+    /// matching capabilities in [`SessionConfig::capabilities`]: requests for undeclared ones
+    /// are refused before they reach the handler.
+    pub handler: Option<ServerRequestHandler>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("session", &self.session)
+            .field("cache", &self.cache)
+            .field("handler", &self.handler.as_ref().map(|_| "Fn"))
+            .finish()
+    }
 }
 
 impl ClientConfig {
@@ -38,7 +62,22 @@ impl ClientConfig {
         Self {
             session: SessionConfig::new(Implementation::new(name, version)),
             cache: CacheConfig::default(),
+            handler: None,
         }
+    }
+
+    /// Sets the handler for the server's requests and declares `capabilities` for it.
+    pub fn with_handler(
+        mut self,
+        capabilities: toolwire_types::ClientCapabilities,
+        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.session = self.session.with_capabilities(capabilities);
+        self.handler = Some(Arc::new(handler));
+        self
     }
 
     /// Sets the protocol mode.
@@ -66,6 +105,8 @@ enum Negotiation {
 enum Command {
     Start,
     Call {
+        call: u64,
+        progress: Option<ProgressCallback>,
         name: String,
         arguments: Option<JsonObject>,
         /// Boxed: it may hold a whole tool definition.
@@ -78,6 +119,15 @@ enum Command {
     Close {
         reply: oneshot::Sender<()>,
     },
+    /// A call's future was dropped before its answer.
+    Cancel {
+        call: u64,
+    },
+    /// A handler finished answering a server request.
+    Respond {
+        id: RequestId,
+        result: Result<Value, ErrorObject>,
+    },
 }
 
 /// A connection to one MCP server. Clones share the connection; it closes when
@@ -87,6 +137,7 @@ pub struct Client {
     commands: mpsc::UnboundedSender<Command>,
     cache: Arc<ToolCache>,
     negotiation: watch::Receiver<Negotiation>,
+    next_call: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Command {
@@ -96,6 +147,8 @@ impl std::fmt::Debug for Command {
             Self::Call { .. } => "Call",
             Self::ListTools { .. } => "ListTools",
             Self::Close { .. } => "Close",
+            Self::Cancel { .. } => "Cancel",
+            Self::Respond { .. } => "Respond",
         })
     }
 }
@@ -110,11 +163,19 @@ impl Client {
         let session = Session::new(config.session, cache.clone(), transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
-        runtime.spawn(Driver::new(session, transport, state).run(rx));
+        let driver = Driver::new(
+            session,
+            transport,
+            state,
+            config.handler,
+            commands.downgrade(),
+        );
+        runtime.spawn(driver.run(rx));
         Ok(Self {
             commands,
             cache,
             negotiation,
+            next_call: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -161,12 +222,43 @@ impl Client {
     }
 
     /// Calls a tool with per-call options (deadline, a tool definition or header map for this
-    /// call, retry opt-in, progress).
+    /// call, retry opt-in).
+    ///
+    /// Dropping the future cancels the call: the server is told where the era and transport
+    /// allow it, and a late answer is discarded.
     pub async fn call_tool_with(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.call(name, arguments, options, None).await
+    }
+
+    /// Calls a tool, asking the server for progress and handing each notification to
+    /// `on_progress` (each one also pushes the call's deadline forward).
+    pub async fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, Error> {
+        self.call(
+            name,
+            arguments,
+            options.with_progress(),
+            Some(Arc::new(on_progress)),
+        )
+        .await
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        progress: Option<ProgressCallback>,
     ) -> Result<CallToolResult, Error> {
         let arguments = match arguments {
             Value::Object(map) => Some(map),
@@ -174,15 +266,25 @@ impl Client {
             _ => return Err(Error::ArgumentsNotAnObject),
         };
         self.ready().await?;
+        let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
+        let options = Box::new(options);
         self.send(Command::Call {
+            call,
+            progress,
             name: name.to_owned(),
             arguments,
-            options: Box::new(options),
+            options,
             reply,
         })?;
-        let raw = answer.await.map_err(|_| Error::Closed)??;
-        match CallTool::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))? {
+        let mut guard = CancelOnDrop {
+            commands: &self.commands,
+            call,
+            armed: true,
+        };
+        let raw = answer.await.map_err(|_| Error::Closed)?;
+        guard.armed = false;
+        match CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))? {
             Outcome::Complete(result) => Ok(result),
             Outcome::InputRequired(_) => Err(Error::InputRequired),
         }
@@ -226,13 +328,40 @@ impl Client {
     }
 }
 
+/// Cancels a call whose future is dropped before its answer arrives.
+struct CancelOnDrop<'a> {
+    commands: &'a mpsc::UnboundedSender<Command>,
+    call: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.commands.send(Command::Cancel { call: self.call });
+        }
+    }
+}
+
+/// A call in flight, as the driver tracks it.
+struct CallSlot {
+    call: u64,
+    reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+    progress: Option<ProgressCallback>,
+}
+
 /// The task that owns the session and the transport.
 struct Driver {
     session: Session,
     transport: Arc<dyn Transport>,
     state: watch::Sender<Negotiation>,
-    calls: HashMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
+    calls: HashMap<OpId, CallSlot>,
+    /// The caller's call id → the session's operation.
+    call_ops: HashMap<u64, OpId>,
     lists: HashMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
+    handler: Option<ServerRequestHandler>,
+    /// To post handler answers back to this driver without keeping the channel open.
+    own_commands: mpsc::WeakUnboundedSender<Command>,
     queued: Vec<Command>,
     ready: bool,
     last_transport_error: Option<Arc<TransportError>>,
@@ -266,13 +395,18 @@ impl Driver {
         session: Session,
         transport: Arc<dyn Transport>,
         state: watch::Sender<Negotiation>,
+        handler: Option<ServerRequestHandler>,
+        own_commands: mpsc::WeakUnboundedSender<Command>,
     ) -> Self {
         Self {
             session,
             transport,
             state,
             calls: HashMap::new(),
+            call_ops: HashMap::new(),
             lists: HashMap::new(),
+            handler,
+            own_commands,
             queued: Vec::new(),
             ready: false,
             last_transport_error: None,
@@ -287,8 +421,9 @@ impl Driver {
 
     /// Fails everything waiting.
     fn fail_all(&mut self, error: &Error) {
-        for (_, reply) in self.calls.drain() {
-            let _ = reply.send(Err(error.clone()));
+        self.call_ops.clear();
+        for (_, slot) in self.calls.drain() {
+            let _ = slot.reply.send(Err(error.clone()));
         }
         for (_, reply) in self.lists.drain() {
             let _ = reply.send(Err(error.clone()));
@@ -298,7 +433,7 @@ impl Driver {
                 Command::Call { reply, .. } => drop(reply.send(Err(error.clone()))),
                 Command::ListTools { reply } => drop(reply.send(Err(error.clone()))),
                 Command::Close { reply } => drop(reply.send(())),
-                Command::Start => {}
+                Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
             }
         }
     }
@@ -307,20 +442,92 @@ impl Driver {
         let now = Instant::now();
         match command {
             Command::Call {
+                call,
+                progress,
                 name,
                 arguments,
                 options,
                 reply,
             } => match self.session.call_tool(&name, arguments, *options, now) {
-                Ok(op) => drop(self.calls.insert(op, reply)),
+                Ok(op) => {
+                    self.call_ops.insert(call, op);
+                    self.calls.insert(
+                        op,
+                        CallSlot {
+                            call,
+                            reply,
+                            progress,
+                        },
+                    );
+                }
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::ListTools { reply } => match self.session.list_tools(now) {
                 Ok(op) => drop(self.lists.insert(op, reply)),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
+            Command::Cancel { call } => self.cancel(call),
+            Command::Respond { id, result } => {
+                let answered = match &result {
+                    Ok(value) => self.session.respond(&id, Ok(value)),
+                    Err(error) => self.session.respond(&id, Err::<&Value, _>(error.clone())),
+                };
+                if let Err(e) = answered {
+                    tracing::warn!(error = %e, %id, "could not answer the server's request");
+                }
+            }
             Command::Start | Command::Close { .. } => {}
         }
+    }
+
+    /// The caller stopped waiting for a call.
+    fn cancel(&mut self, call: u64) {
+        // Still queued before negotiation finished: it was never sent.
+        self.queued
+            .retain(|c| !matches!(c, Command::Call { call: queued, .. } if *queued == call));
+        if let Some(op) = self.call_ops.remove(&call) {
+            // The Completed(Cancelled) event that follows finds no one waiting.
+            let _ = self.session.cancel(op, Some("the caller stopped waiting"));
+        }
+    }
+
+    /// Hands a server request to the handler on a task of its own; its answer comes back as
+    /// a `Respond` command.
+    fn serve(&mut self, request: toolwire_types::Request) {
+        let refuse = |message: String| {
+            ErrorObject::new(toolwire_types::error::code::METHOD_NOT_FOUND, message)
+        };
+        let Some(handler) = self.handler.clone() else {
+            let error = refuse(format!(
+                "Method not found: no handler for {} in this client",
+                request.method
+            ));
+            if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
+                tracing::warn!(error = %e, "could not answer {}", request.method);
+            }
+            return;
+        };
+        let decoded = match ServerRequest::decode(&request.method, request.params.as_deref()) {
+            Ok(ServerRequest::Other { method }) => {
+                Err(refuse(format!("Method not found: {method}")))
+            }
+            Ok(decoded) => Ok(decoded),
+            Err(e) => Err(ErrorObject::new(
+                toolwire_types::error::code::INVALID_PARAMS,
+                e.to_string(),
+            )),
+        };
+        let id = request.id;
+        let commands = self.own_commands.clone();
+        tokio::spawn(async move {
+            let result = match decoded {
+                Ok(decoded) => handler(decoded).await,
+                Err(error) => Err(error),
+            };
+            if let Some(commands) = commands.upgrade() {
+                let _ = commands.send(Command::Respond { id, result });
+            }
+        });
     }
 
     fn handle_events(&mut self) {
@@ -339,8 +546,9 @@ impl Driver {
                     self.fail_all(&Error::Negotiation(e));
                 }
                 Event::Completed { op, result } => {
-                    if let Some(reply) = self.calls.remove(&op) {
-                        let _ = reply.send(result.map_err(Error::from));
+                    if let Some(slot) = self.calls.remove(&op) {
+                        self.call_ops.remove(&slot.call);
+                        let _ = slot.reply.send(result.map_err(Error::from));
                     }
                 }
                 Event::ToolsListed { op, result } => {
@@ -348,26 +556,13 @@ impl Driver {
                         let _ = reply.send(result.map_err(Error::from));
                     }
                 }
-                Event::ServerRequest(request) => {
-                    // No handlers yet: a clear -32601, so the server does not wait in vain.
-                    let error = ErrorObject::new(
-                        toolwire_types::error::code::METHOD_NOT_FOUND,
-                        format!(
-                            "Method not found: no handler for {} in this client",
-                            request.method
-                        ),
-                    );
-                    if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
-                        tracing::warn!(error = %e, "could not answer {}", request.method);
-                    }
-                }
+                Event::ServerRequest(request) => self.serve(request),
                 Event::Progress { op, params } => {
-                    tracing::debug!(
-                        ?op,
-                        progress = params.progress,
-                        total = params.total,
-                        "progress"
-                    );
+                    if let Some(callback) =
+                        self.calls.get(&op).and_then(|slot| slot.progress.as_ref())
+                    {
+                        callback(&params);
+                    }
                 }
                 Event::Notification(n) => tracing::debug!(method = %n.method, "notification"),
                 Event::Malformed(e) => {
@@ -412,7 +607,9 @@ impl Driver {
                             self.session.start(Instant::now());
                         }
                     }
-                    Some(command) if !self.ready => self.queued.push(command),
+                    Some(command @ (Command::Call { .. } | Command::ListTools { .. })) if !self.ready => {
+                        self.queued.push(command);
+                    }
                     Some(command) => self.issue(command),
                 },
                 inbound = self.transport.recv() => match inbound {

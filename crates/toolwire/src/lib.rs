@@ -28,21 +28,22 @@
 //! `toolwire-transport` (the [`Transport`] trait and stdio). This crate drives the session over
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
-//! Status: stdio and custom transports; the Streamable HTTP transport, MRTR rounds, handlers
-//! for server requests and a blocking API come next (issue #5, #6).
+//! Status: stdio and custom transports, progress callbacks, cancellation on drop, a handler for
+//! the server's requests; the Streamable HTTP transport, MRTR rounds, structured-output
+//! validation and a blocking API come next (issues #5, #6).
 //!
 //! # Crate features
 //! None yet.
 //!
 //! # Cancel safety
-//! Dropping a `call_tool` future stops waiting for it, but does not cancel the call on the
-//! server: the answer is discarded when it arrives. Explicit cancellation comes with the next
-//! slice of the facade.
+//! Dropping a `call_tool` future cancels the call: where the era and transport allow it the
+//! server gets `notifications/cancelled`, and a late answer is discarded. Dropping a
+//! `list_tools` future stops waiting; the walk finishes and still lands in the cache.
 
 mod client;
 mod error;
 
-pub use client::{Client, ClientConfig};
+pub use client::{Client, ClientConfig, ProgressCallback, ServerRequestHandler};
 pub use error::Error;
 
 pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
@@ -52,5 +53,6 @@ pub use toolwire_transport::{
     TransportError,
 };
 pub use toolwire_types::{
-    CallToolResult, ContentBlock, ErrorObject, Implementation, JsonObject, ProtocolVersion, Tool,
+    CallToolResult, ClientCapabilities, ContentBlock, ElicitAction, ElicitResult, ErrorObject,
+    Implementation, JsonObject, ProgressParams, ProtocolVersion, ServerRequest, Tool,
 };
