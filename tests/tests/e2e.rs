@@ -115,10 +115,21 @@ async fn modern_over_stdio_lists_calls_and_reports_progress() {
     let Some(Event::ToolsListed { result, .. }) = h.completed(op).await.pop() else {
         panic!()
     };
-    assert_eq!(result.unwrap().commit.diff.added.len(), 6, "both pages");
+    assert_eq!(result.unwrap().commit.diff.added.len(), 10, "both pages");
     assert_eq!(
         h.session.cache().load().names(),
-        ["ask", "count", "echo", "execute_sql", "slow", "unlock"]
+        [
+            "ask",
+            "count",
+            "echo",
+            "execute_sql",
+            "failing_liar",
+            "liar",
+            "remote_ref",
+            "slow",
+            "unlock",
+            "weather"
+        ]
     );
     assert_eq!(
         h.call_text(
@@ -318,7 +329,7 @@ mod facade {
         let client =
             Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
         let outcome = client.list_tools().await.unwrap();
-        assert_eq!(outcome.commit.diff.added.len(), 6);
+        assert_eq!(outcome.commit.diff.added.len(), 10);
         assert!(client.tools().contains("execute_sql"));
         let n = client.ready().await.unwrap();
         assert_eq!(n.version, ProtocolVersion::V2025_11_25);
@@ -484,6 +495,57 @@ mod facade {
         assert_eq!(
             result.content[0].as_text(),
             Some("elicitation refused: -32601")
+        );
+        client.close().await;
+    }
+
+    #[tokio::test]
+    async fn structured_output_is_validated_against_the_output_schema() {
+        let client =
+            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        client.list_tools().await.unwrap();
+        let ok = client.call_tool("weather", json!({})).await.unwrap();
+        assert_eq!(ok.structured_content, Some(json!({"temp": 21})));
+
+        let err = client.call_tool("liar", json!({})).await.unwrap_err();
+        let Error::StructuredOutput { tool, message } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(tool, "liar");
+        assert!(
+            message.contains("\"hot\"") && message.contains("/temp"),
+            "{message}"
+        );
+
+        // A tool error is passed to the model as it is.
+        assert!(
+            client
+                .call_tool("failing_liar", json!({}))
+                .await
+                .unwrap()
+                .is_error()
+        );
+
+        // A remote $ref is never fetched: the schema cannot be used, and the call says so.
+        let err = client.call_tool("remote_ref", json!({})).await.unwrap_err();
+        assert!(
+            err.to_string().contains("outputSchema cannot be used"),
+            "{err}"
+        );
+        client.close().await;
+
+        // Switched off, the same results pass.
+        let mut config = ClientConfig::new("e2e", "0");
+        config.validate_structured_output = false;
+        let client = Client::connect_stdio(server("modern"), config).unwrap();
+        client.list_tools().await.unwrap();
+        assert_eq!(
+            client
+                .call_tool("liar", json!({}))
+                .await
+                .unwrap()
+                .structured_content,
+            Some(json!({"temp": "hot"}))
         );
         client.close().await;
     }

@@ -10,7 +10,8 @@
 //! Its tools: `echo {text}`, `execute_sql {region (x-mcp-header Region), query}`,
 //! `count {to}` (progress notifications, one per step), `slow` (answers only when cancelled
 //! or never), `ask` (legacy: sends `elicitation/create` and answers with the name it gets),
-//! `unlock` (announces `registers: ["read_file"]`, then sends
+//! `weather`/`liar`/`failing_liar`/`remote_ref` (structured output against an `outputSchema`:
+//! conforming, not conforming, not conforming but `isError`, a remote `$ref`), `unlock` (announces `registers: ["read_file"]`, then sends
 //! `notifications/tools/list_changed` and lists `read_file` from then on).
 
 use std::io::{BufRead, Write};
@@ -81,6 +82,20 @@ impl ScriptedServer {
             tool("unlock", json!({"type": "object"})),
             tool("ask", json!({"type": "object"})),
         ];
+        let weather = json!({"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]});
+        for (name, schema) in [
+            ("weather", weather.clone()),
+            ("liar", weather.clone()),
+            ("failing_liar", weather),
+            (
+                "remote_ref",
+                json!({"$ref": "https://schemas.example.com/weather.json"}),
+            ),
+        ] {
+            let mut t = tool(name, json!({"type": "object"}));
+            t["outputSchema"] = schema;
+            tools.push(t);
+        }
         if self.unlocked {
             tools.push(tool(
                 "read_file",
@@ -216,6 +231,14 @@ impl ScriptedServer {
                 Ok(text_result(&format!("counted to {to}")))
             }
             "slow" => Ok(json!({})),
+            "weather" | "remote_ref" => Ok(
+                json!({"content": [{"type": "text", "text": "{\"temp\":21}"}], "structuredContent": {"temp": 21}}),
+            ),
+            "liar" => Ok(
+                json!({"content": [{"type": "text", "text": "hot"}], "structuredContent": {"temp": "hot"}}),
+            ),
+            "failing_liar" => Ok(json!({"content": [{"type": "text", "text": "sensor down"}],
+                "structuredContent": {"error": "sensor down"}, "isError": true})),
             "ask" if self.eras != Eras::Modern => {
                 let p = json!({"message": "Your name?", "requestedSchema": {"type": "object",
                     "properties": {"name": {"type": "string", "default": "octocat"}}}});

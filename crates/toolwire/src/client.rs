@@ -23,6 +23,7 @@ use toolwire_types::{
 };
 
 use crate::Error;
+use crate::output::OutputValidators;
 
 /// Answers requests from the server (`elicitation/create`, `sampling/createMessage`,
 /// `roots/list`): the decoded request in, the result (any JSON value) or a JSON-RPC error out.
@@ -44,6 +45,9 @@ pub struct ClientConfig {
     /// matching capabilities in [`SessionConfig::capabilities`]: requests for undeclared ones
     /// are refused before they reach the handler.
     pub handler: Option<ServerRequestHandler>,
+    /// Check `structuredContent` against the tool's `outputSchema` (default `true`; skipped
+    /// for `isError` results and when the result has no structured content).
+    pub validate_structured_output: bool,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -52,6 +56,10 @@ impl std::fmt::Debug for ClientConfig {
             .field("session", &self.session)
             .field("cache", &self.cache)
             .field("handler", &self.handler.as_ref().map(|_| "Fn"))
+            .field(
+                "validate_structured_output",
+                &self.validate_structured_output,
+            )
             .finish()
     }
 }
@@ -63,6 +71,7 @@ impl ClientConfig {
             session: SessionConfig::new(Implementation::new(name, version)),
             cache: CacheConfig::default(),
             handler: None,
+            validate_structured_output: true,
         }
     }
 
@@ -138,6 +147,8 @@ pub struct Client {
     cache: Arc<ToolCache>,
     negotiation: watch::Receiver<Negotiation>,
     next_call: Arc<AtomicU64>,
+    /// `None` when validation is off.
+    validators: Option<Arc<OutputValidators>>,
 }
 
 impl std::fmt::Debug for Command {
@@ -171,11 +182,13 @@ impl Client {
             commands.downgrade(),
         );
         runtime.spawn(driver.run(rx));
+        let validators = config.validate_structured_output.then(Arc::default);
         Ok(Self {
             commands,
             cache,
             negotiation,
             next_call: Arc::new(AtomicU64::new(0)),
+            validators,
         })
     }
 
@@ -268,6 +281,16 @@ impl Client {
         self.ready().await?;
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
+        // The output schema to check the result against: the per-call definition's, else the
+        // cached tool's (as it is when the call is made).
+        let output_schema = match &options.tool {
+            Some(tool) => tool.output_schema.clone(),
+            None => self
+                .cache
+                .load()
+                .get(name)
+                .and_then(|t| t.tool().output_schema.clone()),
+        };
         let options = Box::new(options);
         self.send(Command::Call {
             call,
@@ -284,10 +307,19 @@ impl Client {
         };
         let raw = answer.await.map_err(|_| Error::Closed)?;
         guard.armed = false;
-        match CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))? {
-            Outcome::Complete(result) => Ok(result),
-            Outcome::InputRequired(_) => Err(Error::InputRequired),
+        let result = match CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))? {
+            Outcome::Complete(result) => result,
+            Outcome::InputRequired(_) => return Err(Error::InputRequired),
+        };
+        if let (Some(validators), Some(schema), Some(structured), false) = (
+            &self.validators,
+            &output_schema,
+            &result.structured_content,
+            result.is_error(),
+        ) {
+            validators.check(name, schema, structured)?;
         }
+        Ok(result)
     }
 
     /// The tools the client knows now.

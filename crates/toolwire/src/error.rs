@@ -36,6 +36,15 @@ pub enum Error {
     /// argument that cannot be sent as its header).
     #[error("invalid call")]
     InvalidCall(#[source] Arc<RequestError>),
+    /// The tool's `structuredContent` does not match its `outputSchema` (or the schema cannot
+    /// be used). Switch validation off with `ClientConfig::validate_structured_output`.
+    #[error("structured output of `{tool}` is invalid: {message}")]
+    StructuredOutput {
+        /// The tool.
+        tool: String,
+        /// The validator's message, with the path into the value.
+        message: String,
+    },
     /// Tool arguments must be a JSON object (or `null`).
     #[error("tool arguments must be a JSON object")]
     ArgumentsNotAnObject,

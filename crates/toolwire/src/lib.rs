@@ -29,8 +29,12 @@
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
 //! Status: stdio and custom transports, progress callbacks, cancellation on drop, a handler for
-//! the server's requests; the Streamable HTTP transport, MRTR rounds, structured-output
-//! validation and a blocking API come next (issues #5, #6).
+//! the server's requests, structured-output validation; the Streamable HTTP transport, MRTR
+//! rounds, resources and prompts, reconnecting and a blocking API come next (issues #5, #6).
+//!
+//! # Dependencies
+//! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
+//!   forbids a client to do automatically, and build aws-lc.
 //!
 //! # Crate features
 //! None yet.
@@ -42,6 +46,7 @@
 
 mod client;
 mod error;
+mod output;
 
 pub use client::{Client, ClientConfig, ProgressCallback, ServerRequestHandler};
 pub use error::Error;
