@@ -549,4 +549,61 @@ mod facade {
         );
         client.close().await;
     }
+
+    #[tokio::test]
+    async fn shutdown_then_reuse_reconnects_and_keeps_known_tools() {
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = connections.clone();
+        let connector: toolwire::Connector = Arc::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            StdioTransport::spawn(server("both")).map(|t| Arc::new(t) as Arc<dyn Transport>)
+        });
+        let client = Client::connect_with(connector, ClientConfig::new("e2e", "0")).unwrap();
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            0,
+            "lazy: nothing started yet"
+        );
+        let known: toolwire::Tool = serde_json::from_value(
+            json!({"name": "offline_tool", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        client.add_known_tools([known]).unwrap();
+        client.list_tools().await.unwrap();
+        assert!(client.tools().contains("echo"));
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+
+        client.shutdown().await;
+        assert_eq!(
+            client.tools().names(),
+            ["offline_tool"],
+            "discovered tools forgotten, known kept"
+        );
+
+        let again = client
+            .call_tool("echo", json!({"text": "back"}))
+            .await
+            .unwrap();
+        assert_eq!(again.content[0].as_text(), Some("back"));
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            2,
+            "a new connection (a new child process)"
+        );
+        assert_eq!(
+            client.ready().await.unwrap().version,
+            ProtocolVersion::V2026_07_28
+        );
+
+        client.close().await;
+        assert!(matches!(
+            client.call_tool("echo", json!({})).await,
+            Err(Error::Closed)
+        ));
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            2,
+            "closed for good: no reconnect"
+        );
+    }
 }

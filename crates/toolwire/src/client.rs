@@ -139,16 +139,49 @@ enum Command {
     },
 }
 
-/// A connection to one MCP server. Clones share the connection; it closes when
-/// [`Client::close`] is called or the last clone is dropped.
-#[derive(Debug, Clone)]
-pub struct Client {
-    commands: mpsc::UnboundedSender<Command>,
+/// Makes a fresh transport for each connection (used to reconnect after
+/// [`Client::shutdown`]).
+pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;
+
+/// The current connection of a client.
+#[derive(Clone)]
+enum Connection {
+    /// None yet (or shut down): the next use connects.
+    Idle,
+    /// A driver task runs it.
+    Running {
+        commands: mpsc::UnboundedSender<Command>,
+        negotiation: watch::Receiver<Negotiation>,
+    },
+    /// Closed for good.
+    Closed,
+}
+
+struct Inner {
+    connection: std::sync::Mutex<Connection>,
+    connector: Option<Connector>,
+    config: ClientConfig,
     cache: Arc<ToolCache>,
-    negotiation: watch::Receiver<Negotiation>,
-    next_call: Arc<AtomicU64>,
+    next_call: AtomicU64,
     /// `None` when validation is off.
-    validators: Option<Arc<OutputValidators>>,
+    validators: Option<OutputValidators>,
+    runtime: tokio::runtime::Handle,
+}
+
+/// A connection to one MCP server. Clones share it. [`Client::shutdown`] ends the connection
+/// but keeps the client: the next call connects again (a new child process, a new
+/// negotiation). [`Client::close`] ends it for good; so does dropping the last clone.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("tools", &self.inner.cache.load().len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for Command {
@@ -165,48 +198,80 @@ impl std::fmt::Debug for Command {
 }
 
 impl Client {
-    /// Connects over any transport. Nothing is sent until the first use; then one negotiation
-    /// serves every caller. Must be called inside a tokio runtime.
-    pub fn connect(transport: impl Transport, config: ClientConfig) -> Result<Self, Error> {
+    fn new(
+        config: ClientConfig,
+        connection: Option<Arc<dyn Transport>>,
+        connector: Option<Connector>,
+    ) -> Result<Self, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
-        let cache = Arc::new(ToolCache::new(config.cache));
-        let transport: Arc<dyn Transport> = Arc::new(transport);
-        let session = Session::new(config.session, cache.clone(), transport.carries_headers());
-        let (commands, rx) = mpsc::unbounded_channel();
-        let (state, negotiation) = watch::channel(Negotiation::NotStarted);
-        let driver = Driver::new(
-            session,
-            transport,
-            state,
-            config.handler,
-            commands.downgrade(),
-        );
-        runtime.spawn(driver.run(rx));
-        let validators = config.validate_structured_output.then(Arc::default);
-        Ok(Self {
-            commands,
+        let cache = Arc::new(ToolCache::new(config.cache.clone()));
+        let validators = config
+            .validate_structured_output
+            .then(OutputValidators::default);
+        let inner = Arc::new(Inner {
+            connection: std::sync::Mutex::new(Connection::Idle),
+            connector,
+            config,
             cache,
-            negotiation,
-            next_call: Arc::new(AtomicU64::new(0)),
+            next_call: AtomicU64::new(0),
             validators,
-        })
+            runtime,
+        });
+        if let Some(transport) = connection {
+            let running = inner.start(transport);
+            *inner.lock() = running;
+        }
+        Ok(Self { inner })
     }
 
-    /// Starts `config` as a child process and connects to it over stdio.
+    /// Connects over any transport. Nothing is sent until the first use; then one negotiation
+    /// serves every caller. Must be called inside a tokio runtime. Without a [`Connector`] the
+    /// client cannot reconnect after [`Client::shutdown`].
+    pub fn connect(transport: impl Transport, config: ClientConfig) -> Result<Self, Error> {
+        Self::new(config, Some(Arc::new(transport)), None)
+    }
+
+    /// Connects lazily through `connector`, which is called again to reconnect after
+    /// [`Client::shutdown`].
+    pub fn connect_with(connector: Connector, config: ClientConfig) -> Result<Self, Error> {
+        Self::new(config, None, Some(connector))
+    }
+
+    /// Starts the server as a child process now (so a bad command fails here) and connects
+    /// over stdio; after [`Client::shutdown`] the next call starts a new one.
     pub fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<Self, Error> {
-        let transport = StdioTransport::spawn(stdio).map_err(|e| Error::Transport(Arc::new(e)))?;
-        Self::connect(transport, config)
+        let first =
+            StdioTransport::spawn(stdio.clone()).map_err(|e| Error::Transport(Arc::new(e)))?;
+        let connector: Connector = Arc::new(move || {
+            StdioTransport::spawn(stdio.clone()).map(|t| Arc::new(t) as Arc<dyn Transport>)
+        });
+        Self::new(config, Some(Arc::new(first)), Some(connector))
     }
 
-    fn send(&self, command: Command) -> Result<(), Error> {
-        self.commands.send(command).map_err(|_| Error::Closed)
+    /// The current connection's command channel and negotiation state, connecting if idle.
+    fn connection(
+        &self,
+    ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
+        let mut connection = self.inner.lock();
+        if matches!(*connection, Connection::Idle) {
+            let connector = self.inner.connector.as_ref().ok_or(Error::Closed)?;
+            let transport = connector().map_err(|e| Error::Transport(Arc::new(e)))?;
+            *connection = self.inner.start(transport);
+        }
+        match &*connection {
+            Connection::Running {
+                commands,
+                negotiation,
+            } => Ok((commands.clone(), negotiation.clone())),
+            Connection::Idle | Connection::Closed => Err(Error::Closed),
+        }
     }
 
-    /// Negotiates (once, shared by every caller) and returns what was agreed.
+    /// Negotiates (once per connection, shared by every caller) and returns what was agreed.
     pub async fn ready(&self) -> Result<Arc<Negotiated>, Error> {
-        let mut rx = self.negotiation.clone();
+        let (commands, mut rx) = self.connection()?;
         if matches!(*rx.borrow(), Negotiation::NotStarted) {
-            self.send(Command::Start)?;
+            commands.send(Command::Start).map_err(|_| Error::Closed)?;
         }
         loop {
             match &*rx.borrow_and_update() {
@@ -223,8 +288,11 @@ impl Client {
     /// Lists the server's tools (every page) into the cache, in one swap.
     pub async fn list_tools(&self) -> Result<ListOutcome, Error> {
         self.ready().await?;
+        let (commands, _) = self.connection()?;
         let (reply, answer) = oneshot::channel();
-        self.send(Command::ListTools { reply })?;
+        commands
+            .send(Command::ListTools { reply })
+            .map_err(|_| Error::Closed)?;
         answer.await.map_err(|_| Error::Closed)?
     }
 
@@ -279,29 +347,32 @@ impl Client {
             _ => return Err(Error::ArgumentsNotAnObject),
         };
         self.ready().await?;
-        let call = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
+        let (commands, _) = self.connection()?;
+        let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         // The output schema to check the result against: the per-call definition's, else the
         // cached tool's (as it is when the call is made).
         let output_schema = match &options.tool {
             Some(tool) => tool.output_schema.clone(),
             None => self
+                .inner
                 .cache
                 .load()
                 .get(name)
                 .and_then(|t| t.tool().output_schema.clone()),
         };
+        let (reply, answer) = oneshot::channel();
         let options = Box::new(options);
-        self.send(Command::Call {
+        let command = Command::Call {
             call,
             progress,
             name: name.to_owned(),
             arguments,
             options,
             reply,
-        })?;
+        };
+        commands.send(command).map_err(|_| Error::Closed)?;
         let mut guard = CancelOnDrop {
-            commands: &self.commands,
+            commands: &commands,
             call,
             armed: true,
         };
@@ -312,7 +383,7 @@ impl Client {
             Outcome::InputRequired(_) => return Err(Error::InputRequired),
         };
         if let (Some(validators), Some(schema), Some(structured), false) = (
-            &self.validators,
+            &self.inner.validators,
             &output_schema,
             &result.structured_content,
             result.is_error(),
@@ -324,13 +395,14 @@ impl Client {
 
     /// The tools the client knows now.
     pub fn tools(&self) -> Arc<ToolSnapshot> {
-        self.cache.snapshot()
+        self.inner.cache.snapshot()
     }
 
     /// Pre-loads tool definitions so their calls carry `Mcp-Param-*` headers without a
-    /// `tools/list` (all or nothing; they survive refreshes until removed).
+    /// `tools/list` (all or nothing; they survive refreshes and reconnects until removed).
     pub fn add_known_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<Commit, Error> {
-        self.cache
+        self.inner
+            .cache
             .add_known_tools(tools)
             .map_err(|e| Error::KnownTools(Arc::new(e)))
     }
@@ -340,22 +412,77 @@ impl Client {
         &self,
         names: impl IntoIterator<Item = S>,
     ) -> Result<Commit, Error> {
-        self.cache
+        self.inner
+            .cache
             .remove_known_tools(names)
             .map_err(|e| Error::KnownTools(Arc::new(e)))
     }
 
     /// Removes the known status of every tool.
     pub fn clear_known_tools(&self) -> Commit {
-        self.cache.clear_known_tools()
+        self.inner.cache.clear_known_tools()
     }
 
-    /// Closes the connection (the transport's graceful shutdown); pending calls fail with
-    /// [`Error::Closed`].
+    /// Ends the current connection (pending calls fail with [`Error::Closed`]) and forgets the
+    /// tools the server listed (known tools stay), but keeps the client: the next call
+    /// connects again through the connector. Without a connector this is [`Client::close`].
+    pub async fn shutdown(&self) {
+        let next = if self.inner.connector.is_some() {
+            Connection::Idle
+        } else {
+            Connection::Closed
+        };
+        let previous = std::mem::replace(&mut *self.inner.lock(), next);
+        close_connection(previous).await;
+        let listing = self.inner.cache.begin_listing();
+        self.inner.cache.commit_listing(listing);
+    }
+
+    /// Closes the client for good (the transport's graceful shutdown); pending and later calls
+    /// fail with [`Error::Closed`].
     pub async fn close(&self) {
+        let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
+        close_connection(previous).await;
+    }
+}
+
+async fn close_connection(connection: Connection) {
+    if let Connection::Running { commands, .. } = connection {
         let (reply, done) = oneshot::channel();
-        if self.send(Command::Close { reply }).is_ok() {
+        if commands.send(Command::Close { reply }).is_ok() {
             let _ = done.await;
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // The connection is replaced whole, so a panicked holder left nothing half-done.
+        self.connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a driver task for a new connection over `transport`.
+    fn start(&self, transport: Arc<dyn Transport>) -> Connection {
+        let session = Session::new(
+            self.config.session.clone(),
+            self.cache.clone(),
+            transport.carries_headers(),
+        );
+        let (commands, rx) = mpsc::unbounded_channel();
+        let (state, negotiation) = watch::channel(Negotiation::NotStarted);
+        let driver = Driver::new(
+            session,
+            transport,
+            state,
+            self.config.handler.clone(),
+            commands.downgrade(),
+        );
+        self.runtime.spawn(driver.run(rx));
+        Connection::Running {
+            commands,
+            negotiation,
         }
     }
 }

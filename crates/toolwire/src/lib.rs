@@ -29,8 +29,9 @@
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
 //! Status: stdio and custom transports, progress callbacks, cancellation on drop, a handler for
-//! the server's requests, structured-output validation; the Streamable HTTP transport, MRTR
-//! rounds, resources and prompts, reconnecting and a blocking API come next (issues #5, #6).
+//! the server's requests, structured-output validation, shutdown and reuse; the Streamable HTTP
+//! transport, MRTR rounds, resources, prompts and ping, and a blocking API come next (issues
+//! #5, #6).
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
@@ -48,7 +49,7 @@ mod client;
 mod error;
 mod output;
 
-pub use client::{Client, ClientConfig, ProgressCallback, ServerRequestHandler};
+pub use client::{Client, ClientConfig, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::Error;
 
 pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
