@@ -606,4 +606,39 @@ mod facade {
             "closed for good: no reconnect"
         );
     }
+
+    #[tokio::test]
+    async fn resources_prompts_and_ping_in_both_eras() {
+        for eras in ["legacy", "modern"] {
+            let client =
+                Client::connect_stdio(server(eras), ClientConfig::new("e2e", "0")).unwrap();
+            let resources = client.list_resources(None).await.unwrap();
+            assert_eq!(resources.resources[0].uri, "file:///notes.txt");
+            let read = client.read_resource("file:///notes.txt").await.unwrap();
+            assert_eq!(read.contents[0].uri(), "file:///notes.txt");
+            let missing = client.read_resource("file:///nope").await.unwrap_err();
+            let expected = if eras == "legacy" { -32002 } else { -32602 };
+            assert!(
+                matches!(&missing, Error::Server(e) if e.code == expected),
+                "{eras}: {missing}"
+            );
+            let prompts = client.list_prompts(None).await.unwrap();
+            assert_eq!(prompts.prompts[0].name, "greet");
+            let prompt = client
+                .get_prompt("greet", [("who".to_owned(), "Ferris".to_owned())])
+                .await
+                .unwrap();
+            assert_eq!(prompt.messages[0].content.as_text(), Some("Hello, Ferris!"));
+            let ping = client.ping().await;
+            if eras == "legacy" {
+                ping.unwrap();
+            } else {
+                assert!(
+                    matches!(ping, Err(Error::Server(e)) if e.code == -32601),
+                    "no ping in 2026-07-28"
+                );
+            }
+            client.close().await;
+        }
+    }
 }

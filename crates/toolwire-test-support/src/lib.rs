@@ -7,6 +7,9 @@
 //! knows a handful of tools and the behaviours the tests need (pages, progress, list changes,
 //! a slow tool for cancellation).
 //!
+//! It also serves one resource (`file:///notes.txt`), one prompt (`greet {who}`) and, in the
+//! legacy era, `ping`.
+//!
 //! Its tools: `echo {text}`, `execute_sql {region (x-mcp-header Region), query}`,
 //! `count {to}` (progress notifications, one per step), `slow` (answers only when cancelled
 //! or never), `ask` (legacy: sends `elicitation/create` and answers with the name it gets),
@@ -187,6 +190,27 @@ impl ScriptedServer {
                 Ok(r)
             }
             "tools/call" => self.call(params, out),
+            "resources/list" => Ok(
+                json!({"resources": [{"uri": "file:///notes.txt", "name": "notes.txt", "mimeType": "text/plain"}]}),
+            ),
+            "resources/read" if params["uri"] == "file:///notes.txt" => Ok(
+                json!({"contents": [{"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "remember the milk"}]}),
+            ),
+            "resources/read" => {
+                let code = if modern_request {
+                    code::INVALID_PARAMS
+                } else {
+                    code::RESOURCE_NOT_FOUND_LEGACY
+                };
+                Err(ErrorObject::new(code, "Resource not found"))
+            }
+            "prompts/list" => Ok(
+                json!({"prompts": [{"name": "greet", "arguments": [{"name": "who", "required": true}]}]}),
+            ),
+            "prompts/get" => Ok(
+                json!({"messages": [{"role": "user", "content": {"type": "text",
+                "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]}),
+            ),
             _ => Err(ErrorObject::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {method}"),

@@ -16,9 +16,11 @@ use toolwire_session::{
 use toolwire_transport::{
     BoxFuture, Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
 };
-use toolwire_types::methods::method::CallTool;
+use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
-    CallToolResult, ErrorObject, Implementation, JsonObject, Outcome, ProgressParams, RequestId,
+    CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, HasMeta, Implementation,
+    JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams, ReadResourceResult, RequestId,
     RequestMethod, ServerRequest, Tool,
 };
 
@@ -111,6 +113,10 @@ enum Negotiation {
     Closed(Option<Arc<TransportError>>),
 }
 
+/// Issues one request on the session (the driver calls it when the session is ready).
+type IssueRequest =
+    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
+
 enum Command {
     Start,
     Call {
@@ -124,6 +130,11 @@ enum Command {
     },
     ListTools {
         reply: oneshot::Sender<Result<ListOutcome, Error>>,
+    },
+    /// Any other request: issued on the session by the closure.
+    Request {
+        issue: IssueRequest,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
     Close {
         reply: oneshot::Sender<()>,
@@ -190,6 +201,7 @@ impl std::fmt::Debug for Command {
             Self::Start => "Start",
             Self::Call { .. } => "Call",
             Self::ListTools { .. } => "ListTools",
+            Self::Request { .. } => "Request",
             Self::Close { .. } => "Close",
             Self::Cancel { .. } => "Cancel",
             Self::Respond { .. } => "Respond",
@@ -393,6 +405,92 @@ impl Client {
         Ok(result)
     }
 
+    /// Sends any request by its method marker and decodes its result, e.g.
+    /// `client.request::<method::ListResources>(ListParams::default())`. Methods that may
+    /// answer `input_required` give [`Error::InputRequired`] for now.
+    pub async fn request<M>(&self, params: M::Params) -> Result<M::Result, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + Send + 'static,
+    {
+        self.ready().await?;
+        let (commands, _) = self.connection()?;
+        let (reply, answer) = oneshot::channel();
+        // Reads and lists are safe to resend; anything else is the caller's to opt in.
+        let retry_safe = M::NAME.ends_with("/list") || matches!(M::NAME, "resources/read" | "ping");
+        let issue = Box::new(move |session: &mut Session, now| {
+            session.request::<M>(params, retry_safe, now)
+        });
+        commands
+            .send(Command::Request { issue, reply })
+            .map_err(|_| Error::Closed)?;
+        let raw = answer.await.map_err(|_| Error::Closed)??;
+        match M::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))? {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(Error::InputRequired),
+        }
+    }
+
+    /// `ping` (legacy era; a modern server has none and answers `-32601`).
+    pub async fn ping(&self) -> Result<(), Error> {
+        self.request::<method::Ping>(MetaOnlyParams::default())
+            .await
+            .map(drop)
+    }
+
+    /// One page of `resources/list` (`cursor` from the previous page's `next_cursor`).
+    pub async fn list_resources(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourcesResult, Error> {
+        self.request::<method::ListResources>(list_params(cursor))
+            .await
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourceTemplatesResult, Error> {
+        self.request::<method::ListResourceTemplates>(list_params(cursor))
+            .await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
+        let params = ReadResourceParams {
+            uri: uri.to_owned(),
+            input_responses: None,
+            request_state: None,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.request::<method::ReadResource>(params).await
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, Error> {
+        self.request::<method::ListPrompts>(list_params(cursor))
+            .await
+    }
+
+    /// `prompts/get` with string arguments.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<GetPromptResult, Error> {
+        let params = GetPromptParams {
+            name: name.to_owned(),
+            arguments: Some(arguments.into_iter().collect()),
+            input_responses: None,
+            request_state: None,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.request::<method::GetPrompt>(params).await
+    }
+
     /// The tools the client knows now.
     pub fn tools(&self) -> Arc<ToolSnapshot> {
         self.inner.cache.snapshot()
@@ -443,6 +541,14 @@ impl Client {
     pub async fn close(&self) {
         let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
         close_connection(previous).await;
+    }
+}
+
+fn list_params(cursor: Option<String>) -> ListParams {
+    ListParams {
+        cursor,
+        meta: None,
+        extra: JsonObject::new(),
     }
 }
 
@@ -518,6 +624,7 @@ struct Driver {
     /// The caller's call id → the session's operation.
     call_ops: HashMap<u64, OpId>,
     lists: HashMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
+    requests: HashMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
@@ -564,6 +671,7 @@ impl Driver {
             calls: HashMap::new(),
             call_ops: HashMap::new(),
             lists: HashMap::new(),
+            requests: HashMap::new(),
             handler,
             own_commands,
             queued: Vec::new(),
@@ -587,10 +695,14 @@ impl Driver {
         for (_, reply) in self.lists.drain() {
             let _ = reply.send(Err(error.clone()));
         }
+        for (_, reply) in self.requests.drain() {
+            let _ = reply.send(Err(error.clone()));
+        }
         for command in self.queued.drain(..) {
             match command {
                 Command::Call { reply, .. } => drop(reply.send(Err(error.clone()))),
                 Command::ListTools { reply } => drop(reply.send(Err(error.clone()))),
+                Command::Request { reply, .. } => drop(reply.send(Err(error.clone()))),
                 Command::Close { reply } => drop(reply.send(())),
                 Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
             }
@@ -623,6 +735,10 @@ impl Driver {
             },
             Command::ListTools { reply } => match self.session.list_tools(now) {
                 Ok(op) => drop(self.lists.insert(op, reply)),
+                Err(e) => drop(reply.send(Err(e.into()))),
+            },
+            Command::Request { issue, reply } => match issue(&mut self.session, now) {
+                Ok(op) => drop(self.requests.insert(op, reply)),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
@@ -708,6 +824,8 @@ impl Driver {
                     if let Some(slot) = self.calls.remove(&op) {
                         self.call_ops.remove(&slot.call);
                         let _ = slot.reply.send(result.map_err(Error::from));
+                    } else if let Some(reply) = self.requests.remove(&op) {
+                        let _ = reply.send(result.map_err(Error::from));
                     }
                 }
                 Event::ToolsListed { op, result } => {
@@ -766,7 +884,9 @@ impl Driver {
                             self.session.start(Instant::now());
                         }
                     }
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. })) if !self.ready => {
+                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. }))
+                        if !self.ready =>
+                    {
                         self.queued.push(command);
                     }
                     Some(command) => self.issue(command),

@@ -28,10 +28,10 @@
 //! `toolwire-transport` (the [`Transport`] trait and stdio). This crate drives the session over
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
-//! Status: stdio and custom transports, progress callbacks, cancellation on drop, a handler for
-//! the server's requests, structured-output validation, shutdown and reuse; the Streamable HTTP
-//! transport, MRTR rounds, resources, prompts and ping, and a blocking API come next (issues
-//! #5, #6).
+//! Status: stdio and custom transports, tools, resources, prompts, ping and any typed request
+//! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
+//! requests, structured-output validation, shutdown and reuse; the Streamable HTTP transport,
+//! MRTR rounds and a blocking API come next (issues #5, #6).
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
