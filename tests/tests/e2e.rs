@@ -115,7 +115,7 @@ async fn modern_over_stdio_lists_calls_and_reports_progress() {
     let Some(Event::ToolsListed { result, .. }) = h.completed(op).await.pop() else {
         panic!()
     };
-    assert_eq!(result.unwrap().commit.diff.added.len(), 10, "both pages");
+    assert_eq!(result.unwrap().commit.diff.added.len(), 11, "both pages");
     assert_eq!(
         h.session.cache().load().names(),
         [
@@ -125,6 +125,7 @@ async fn modern_over_stdio_lists_calls_and_reports_progress() {
             "execute_sql",
             "failing_liar",
             "liar",
+            "login",
             "remote_ref",
             "slow",
             "unlock",
@@ -329,7 +330,7 @@ mod facade {
         let client =
             Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
         let outcome = client.list_tools().await.unwrap();
-        assert_eq!(outcome.commit.diff.added.len(), 10);
+        assert_eq!(outcome.commit.diff.added.len(), 11);
         assert!(client.tools().contains("execute_sql"));
         let n = client.ready().await.unwrap();
         assert_eq!(n.version, ProtocolVersion::V2025_11_25);
@@ -640,5 +641,41 @@ mod facade {
             }
             client.close().await;
         }
+    }
+
+    #[tokio::test]
+    async fn input_required_rounds_go_through_the_handler() {
+        let capabilities: toolwire::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}})).unwrap();
+        let config = ClientConfig::new("e2e", "0").with_handler(capabilities, |request| {
+            Box::pin(async move {
+                match request {
+                    toolwire::ServerRequest::Elicit(p) if p.message == "GitHub login?" => {
+                        Ok(json!({"action": "accept", "content": {"name": "ferris"}}))
+                    }
+                    other => Err(toolwire::ErrorObject::new(
+                        -32601,
+                        format!("unexpected {}", other.method()),
+                    )),
+                }
+            })
+        });
+        let client = Client::connect_stdio(server("modern"), config).unwrap();
+        let result = client.call_tool("login", json!({})).await.unwrap();
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("welcome ferris"),
+            "requestState echoed exactly"
+        );
+        client.close().await;
+
+        // Without a handler the call cannot go on.
+        let client =
+            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        assert!(matches!(
+            client.call_tool("login", json!({})).await,
+            Err(Error::InputRequired)
+        ));
+        client.close().await;
     }
 }

@@ -248,6 +248,10 @@ pub struct CallOptions {
     /// Ask the server for progress notifications ([`Event::Progress`]); each one also resets
     /// the call's deadline, up to [`SessionConfig::max_request_time`].
     pub progress: bool,
+    /// An MRTR retry: the answers to the server's `inputRequests`, by key.
+    pub input_responses: Option<JsonObject>,
+    /// An MRTR retry: the server's `requestState`, echoed exactly.
+    pub request_state: Option<String>,
 }
 
 impl CallOptions {
@@ -278,6 +282,18 @@ impl CallOptions {
     /// Asks for progress notifications.
     pub fn with_progress(mut self) -> Self {
         self.progress = true;
+        self
+    }
+
+    /// Makes this call an MRTR retry: the answers to the server's `inputRequests` and its
+    /// `requestState` (echoed exactly; `None` if it sent none).
+    pub fn with_input_responses(
+        mut self,
+        responses: JsonObject,
+        request_state: Option<String>,
+    ) -> Self {
+        self.input_responses = Some(responses);
+        self.request_state = request_state;
         self
     }
 }
@@ -814,6 +830,8 @@ impl Session {
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
         drop(snapshot);
         let mut params = CallToolParams::new(name, arguments);
+        params.input_responses = options.input_responses;
+        params.request_state = options.request_state;
         self.envelope(&version, &mut params);
         // The token is the id the request is about to get: unique among active requests.
         let token = options

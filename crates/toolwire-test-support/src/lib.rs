@@ -84,6 +84,7 @@ impl ScriptedServer {
             tool("slow", json!({"type": "object"})),
             tool("unlock", json!({"type": "object"})),
             tool("ask", json!({"type": "object"})),
+            tool("login", json!({"type": "object"})),
         ];
         let weather = json!({"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]});
         for (name, schema) in [
@@ -255,6 +256,30 @@ impl ScriptedServer {
                 Ok(text_result(&format!("counted to {to}")))
             }
             "slow" => Ok(json!({})),
+            "login" => Ok(
+                match (
+                    &params["inputResponses"]["github_login"],
+                    params["requestState"].as_str(),
+                ) {
+                    (Value::Null, _) => json!({"resultType": "input_required",
+                    "inputRequests": {"github_login": {"method": "elicitation/create", "params": {
+                        "message": "GitHub login?", "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}, "required": ["name"]}}}},
+                    "requestState": "state-1 opaque=+/"}),
+                    (answer, Some("state-1 opaque=+/")) if answer["action"] == "accept" => {
+                        text_result(&format!(
+                            "welcome {}",
+                            answer["content"]["name"].as_str().unwrap_or("?")
+                        ))
+                    }
+                    (_, state) => {
+                        return Err(ErrorObject::new(
+                            code::INVALID_PARAMS,
+                            format!("bad retry (requestState {state:?})"),
+                        ));
+                    }
+                },
+            ),
             "weather" | "remote_ref" => Ok(
                 json!({"content": [{"type": "text", "text": "{\"temp\":21}"}], "structuredContent": {"temp": 21}}),
             ),

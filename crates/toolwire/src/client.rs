@@ -150,6 +150,9 @@ enum Command {
     },
 }
 
+/// How many `input_required` rounds one call may take.
+const MAX_INPUT_ROUNDS: usize = 8;
+
 /// Makes a fresh transport for each connection (used to reconnect after
 /// [`Client::shutdown`]).
 pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;
@@ -350,7 +353,7 @@ impl Client {
         &self,
         name: &str,
         arguments: Value,
-        options: CallOptions,
+        mut options: CallOptions,
         progress: Option<ProgressCallback>,
     ) -> Result<CallToolResult, Error> {
         let arguments = match arguments {
@@ -358,9 +361,6 @@ impl Client {
             Value::Null => None,
             _ => return Err(Error::ArgumentsNotAnObject),
         };
-        self.ready().await?;
-        let (commands, _) = self.connection()?;
-        let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         // The output schema to check the result against: the per-call definition's, else the
         // cached tool's (as it is when the call is made).
         let output_schema = match &options.tool {
@@ -372,6 +372,58 @@ impl Client {
                 .get(name)
                 .and_then(|t| t.tool().output_schema.clone()),
         };
+        // MRTR: each `input_required` answer is met by the handler and the call is retried
+        // (new id, the answers, the exact requestState), a bounded number of times.
+        let mut rounds = 0;
+        let result = loop {
+            let outcome = self
+                .call_once(name, arguments.clone(), options.clone(), progress.clone())
+                .await?;
+            let required = match outcome {
+                Outcome::Complete(result) => break result,
+                Outcome::InputRequired(required) => required,
+            };
+            rounds += 1;
+            if rounds > MAX_INPUT_ROUNDS {
+                return Err(Error::TooManyInputRounds(MAX_INPUT_ROUNDS));
+            }
+            let handler = self
+                .inner
+                .config
+                .handler
+                .as_ref()
+                .ok_or(Error::InputRequired)?;
+            let mut responses = JsonObject::new();
+            for (key, request) in required.input_requests.into_iter().flatten() {
+                let decoded = ServerRequest::decode_value(&request.method, request.params)
+                    .map_err(|e| Error::Decode(Arc::new(e)))?;
+                let answer = handler(decoded).await.map_err(Error::InputRequestFailed)?;
+                responses.insert(key, answer);
+            }
+            options = options.with_input_responses(responses, required.request_state);
+        };
+        if let (Some(validators), Some(schema), Some(structured), false) = (
+            &self.inner.validators,
+            &output_schema,
+            &result.structured_content,
+            result.is_error(),
+        ) {
+            validators.check(name, schema, structured)?;
+        }
+        Ok(result)
+    }
+
+    /// One round of a call: one request, its decoded outcome.
+    async fn call_once(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+        progress: Option<ProgressCallback>,
+    ) -> Result<Outcome<CallToolResult>, Error> {
+        self.ready().await?;
+        let (commands, _) = self.connection()?;
+        let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let options = Box::new(options);
         let command = Command::Call {
@@ -390,19 +442,7 @@ impl Client {
         };
         let raw = answer.await.map_err(|_| Error::Closed)?;
         guard.armed = false;
-        let result = match CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))? {
-            Outcome::Complete(result) => result,
-            Outcome::InputRequired(_) => return Err(Error::InputRequired),
-        };
-        if let (Some(validators), Some(schema), Some(structured), false) = (
-            &self.inner.validators,
-            &output_schema,
-            &result.structured_content,
-            result.is_error(),
-        ) {
-            validators.check(name, schema, structured)?;
-        }
-        Ok(result)
+        CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))
     }
 
     /// Sends any request by its method marker and decodes its result, e.g.

@@ -48,9 +48,16 @@ pub enum Error {
     /// Tool arguments must be a JSON object (or `null`).
     #[error("tool arguments must be a JSON object")]
     ArgumentsNotAnObject,
-    /// The server asked for input (`input_required`), which this client does not answer yet.
-    #[error("the server asked for input (input_required), which this client does not answer yet")]
+    /// The server asked for input (`input_required`) and no handler is configured to answer
+    /// (`ClientConfig::with_handler`), or a method other than `tools/call` asked for it.
+    #[error("the server asked for input (input_required) and this client has no handler for it")]
     InputRequired,
+    /// The handler refused one of the server's input requests; the call was abandoned.
+    #[error("an input request was refused: {}", .0.message)]
+    InputRequestFailed(ErrorObject),
+    /// The server kept asking for input past the limit.
+    #[error("the server asked for input more than {0} times")]
+    TooManyInputRounds(usize),
     /// Known tools were rejected; nothing was changed.
     #[error("known tools rejected")]
     KnownTools(#[source] Arc<toolwire_cache::KnownToolsError>),

@@ -30,8 +30,9 @@
 //!
 //! Status: stdio and custom transports, tools, resources, prompts, ping and any typed request
 //! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
-//! requests, structured-output validation, shutdown and reuse; the Streamable HTTP transport,
-//! MRTR rounds and a blocking API come next (issues #5, #6).
+//! requests (and MRTR `input_required` rounds of `tools/call` through the same handler),
+//! structured-output validation, shutdown and reuse; the Streamable HTTP transport and a
+//! blocking API come next (issues #5, #6).
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
