@@ -678,4 +678,57 @@ mod facade {
         ));
         client.close().await;
     }
+
+    /// The blocking client, from a plain thread (no runtime here).
+    #[test]
+    fn the_blocking_client_works_without_a_runtime() {
+        let client = toolwire::blocking::Client::connect_stdio(
+            server("legacy"),
+            ClientConfig::new("e2e", "0"),
+        )
+        .unwrap();
+        assert_eq!(
+            client.ready().unwrap().version,
+            ProtocolVersion::V2025_11_25
+        );
+        assert_eq!(client.list_tools().unwrap().commit.diff.added.len(), 11);
+        let result = client.call_tool("echo", json!({"text": "sync"})).unwrap();
+        assert_eq!(result.content[0].as_text(), Some("sync"));
+        client.shutdown().unwrap();
+        assert_eq!(
+            client
+                .call_tool("echo", json!({"text": "again"}))
+                .unwrap()
+                .content[0]
+                .as_text(),
+            Some("again")
+        );
+        client.close().unwrap();
+        assert!(matches!(
+            client.call_tool("echo", json!({})),
+            Err(Error::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_blocking_client_refuses_async_contexts_and_drops_safely() {
+        let err = toolwire::blocking::Client::connect_stdio(
+            server("legacy"),
+            ClientConfig::new("e2e", "0"),
+        )
+        .unwrap_err();
+        assert!(matches!(err, Error::BlockingInAsync));
+        // Made on a plain thread, dropped here inside a runtime: no panic.
+        let client = std::thread::spawn(|| {
+            toolwire::blocking::Client::connect_stdio(
+                server("legacy"),
+                ClientConfig::new("e2e", "0"),
+            )
+            .unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(matches!(client.list_tools(), Err(Error::BlockingInAsync)));
+        drop(client);
+    }
 }

@@ -67,6 +67,10 @@ pub enum Error {
     /// `connect` was called outside a tokio runtime.
     #[error("Toolwire needs a tokio runtime")]
     NoRuntime,
+    /// A [`crate::blocking::Client`] method was called inside an async runtime (use the async
+    /// client there).
+    #[error("the blocking client cannot be used inside an async runtime")]
+    BlockingInAsync,
 }
 
 impl From<RequestError> for Error {

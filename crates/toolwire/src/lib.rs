@@ -31,8 +31,8 @@
 //! Status: stdio and custom transports, tools, resources, prompts, ping and any typed request
 //! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
 //! requests (and MRTR `input_required` rounds of `tools/call` through the same handler),
-//! structured-output validation, shutdown and reuse; the Streamable HTTP transport and a
-//! blocking API come next (issues #5, #6).
+//! structured-output validation, shutdown and reuse, and a [`blocking`] client; the Streamable
+//! HTTP transport comes next (issue #6).
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
@@ -46,6 +46,7 @@
 //! server gets `notifications/cancelled`, and a late answer is discarded. Dropping a
 //! `list_tools` future stops waiting; the walk finishes and still lands in the cache.
 
+pub mod blocking;
 mod client;
 mod error;
 mod output;

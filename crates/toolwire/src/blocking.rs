@@ -1,0 +1,120 @@
+//! A blocking client, for callers without an async runtime (seed 002's synchronous variants).
+//!
+//! It owns a small tokio runtime (one worker thread, so the connection keeps reading between
+//! calls) and blocks on the async [`crate::Client`]. Calling it from inside an async runtime
+//! is an error ([`Error::BlockingInAsync`]), not a panic.
+
+use serde_json::Value;
+use toolwire_cache::{Commit, ListOutcome, ToolSnapshot};
+use toolwire_session::{CallOptions, Negotiated};
+use toolwire_transport::StdioConfig;
+use toolwire_types::{CallToolResult, Tool};
+
+use std::sync::Arc;
+
+use crate::{ClientConfig, Error};
+
+/// The blocking face of [`crate::Client`].
+#[derive(Debug)]
+pub struct Client {
+    /// `None` only while dropping.
+    runtime: Option<tokio::runtime::Runtime>,
+    inner: crate::Client,
+}
+
+fn not_in_async() -> Result<(), Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => Err(Error::BlockingInAsync),
+        Err(_) => Ok(()),
+    }
+}
+
+impl Client {
+    /// Starts the server as a child process and connects to it over stdio.
+    pub fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<Self, Error> {
+        not_in_async()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("toolwire-blocking")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Transport(Arc::new(crate::TransportError::Io(e))))?;
+        let inner = runtime.block_on(async { crate::Client::connect_stdio(stdio, config) })?;
+        Ok(Self {
+            runtime: Some(runtime),
+            inner,
+        })
+    }
+
+    fn block_on<T>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        not_in_async()?;
+        match &self.runtime {
+            Some(runtime) => runtime.block_on(f),
+            None => Err(Error::Closed),
+        }
+    }
+
+    /// See [`crate::Client::ready`].
+    pub fn ready(&self) -> Result<Arc<Negotiated>, Error> {
+        self.block_on(self.inner.ready())
+    }
+
+    /// See [`crate::Client::list_tools`].
+    pub fn list_tools(&self) -> Result<ListOutcome, Error> {
+        self.block_on(self.inner.list_tools())
+    }
+
+    /// See [`crate::Client::call_tool`].
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        self.block_on(self.inner.call_tool(name, arguments))
+    }
+
+    /// See [`crate::Client::call_tool_with`].
+    pub fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.block_on(self.inner.call_tool_with(name, arguments, options))
+    }
+
+    /// See [`crate::Client::tools`].
+    pub fn tools(&self) -> Arc<ToolSnapshot> {
+        self.inner.tools()
+    }
+
+    /// See [`crate::Client::add_known_tools`].
+    pub fn add_known_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<Commit, Error> {
+        self.inner.add_known_tools(tools)
+    }
+
+    /// See [`crate::Client::shutdown`].
+    pub fn shutdown(&self) -> Result<(), Error> {
+        self.block_on(async {
+            self.inner.shutdown().await;
+            Ok(())
+        })
+    }
+
+    /// See [`crate::Client::close`].
+    pub fn close(&self) -> Result<(), Error> {
+        self.block_on(async {
+            self.inner.close().await;
+            Ok(())
+        })
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // `shutdown_background` is allowed anywhere, even inside another runtime, where
+        // dropping a runtime would panic. The child process is killed with its transport.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
