@@ -653,6 +653,9 @@ mod facade {
                     toolwire::ServerRequest::Elicit(p) if p.message == "GitHub login?" => {
                         Ok(json!({"action": "accept", "content": {"name": "ferris"}}))
                     }
+                    toolwire::ServerRequest::Elicit(p) if p.message == "PIN?" => {
+                        Ok(json!({"action": "accept", "content": {"pin": 1234}}))
+                    }
                     other => Err(toolwire::ErrorObject::new(
                         -32601,
                         format!("unexpected {}", other.method()),
@@ -666,6 +669,12 @@ mod facade {
             result.content[0].as_text(),
             Some("welcome ferris"),
             "requestState echoed exactly"
+        );
+        // prompts/get may ask for input too.
+        let prompt = client.get_prompt("secret", []).await.unwrap();
+        assert_eq!(
+            prompt.messages[0].content.as_text(),
+            Some("the secret for PIN 1234")
         );
         client.close().await;
 

@@ -208,6 +208,18 @@ impl ScriptedServer {
             "prompts/list" => Ok(
                 json!({"prompts": [{"name": "greet", "arguments": [{"name": "who", "required": true}]}]}),
             ),
+            "prompts/get" if params["name"] == "secret" => match params["requestState"].as_str() {
+                None => Ok(json!({"resultType": "input_required", "requestState": "s",
+                    "inputRequests": {"pin": {"method": "elicitation/create", "params": {"message": "PIN?"}}}})),
+                Some("s") => Ok(
+                    json!({"messages": [{"role": "user", "content": {"type": "text",
+                    "text": format!("the secret for PIN {}", params["inputResponses"]["pin"]["content"]["pin"])}}]}),
+                ),
+                Some(other) => Err(ErrorObject::new(
+                    code::INVALID_PARAMS,
+                    format!("bad requestState {other}"),
+                )),
+            },
             "prompts/get" => Ok(
                 json!({"messages": [{"role": "user", "content": {"type": "text",
                 "text": format!("Hello, {}!", params["arguments"]["who"].as_str().unwrap_or("you"))}}]}),

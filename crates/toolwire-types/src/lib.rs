@@ -89,7 +89,9 @@ pub use methods::{
     ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
     ServerNotification, ServerRequest,
 };
-pub use mrtr::{InputRequest, InputRequiredResult, Outcome, decode_outcome, decode_result};
+pub use mrtr::{
+    InputRequest, InputRequiredResult, Outcome, RetryWithInput, decode_outcome, decode_result,
+};
 pub use notifications::{
     CancelledParams, ListenParams, LoggingMessageParams, ProgressParams, SetLevelParams,
     SubscriptionFilter, SubscriptionsAcknowledgedParams,

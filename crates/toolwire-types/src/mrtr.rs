@@ -112,3 +112,28 @@ pub fn decode_result<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
         }),
     }
 }
+
+/// Params of a method that may answer `input_required` (`tools/call`, `prompts/get`,
+/// `resources/read`): the retry carries the answers and the server's `requestState`.
+pub trait RetryWithInput {
+    /// Sets `inputResponses` and `requestState` (echoed exactly; `None` if the server sent
+    /// none) for the retry.
+    fn set_input(&mut self, responses: JsonObject, request_state: Option<String>);
+}
+
+macro_rules! retry_with_input {
+    ($($t:ty),*) => {$(
+        impl RetryWithInput for $t {
+            fn set_input(&mut self, responses: JsonObject, request_state: Option<String>) {
+                self.input_responses = Some(responses);
+                self.request_state = request_state;
+            }
+        }
+    )*};
+}
+
+retry_with_input!(
+    crate::CallToolParams,
+    crate::GetPromptParams,
+    crate::ReadResourceParams
+);

@@ -19,9 +19,9 @@ use toolwire_transport::{
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
     CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, HasMeta, Implementation,
-    JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams, ReadResourceResult, RequestId,
-    RequestMethod, ServerRequest, Tool,
+    InputRequiredResult, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams,
+    ReadResourceResult, RequestId, RequestMethod, RetryWithInput, ServerRequest, Tool,
 };
 
 use crate::Error;
@@ -379,28 +379,13 @@ impl Client {
             let outcome = self
                 .call_once(name, arguments.clone(), options.clone(), progress.clone())
                 .await?;
-            let required = match outcome {
+            match outcome {
                 Outcome::Complete(result) => break result,
-                Outcome::InputRequired(required) => required,
-            };
-            rounds += 1;
-            if rounds > MAX_INPUT_ROUNDS {
-                return Err(Error::TooManyInputRounds(MAX_INPUT_ROUNDS));
+                Outcome::InputRequired(required) => {
+                    let (responses, state) = self.answer_input(required, &mut rounds).await?;
+                    options = options.with_input_responses(responses, state);
+                }
             }
-            let handler = self
-                .inner
-                .config
-                .handler
-                .as_ref()
-                .ok_or(Error::InputRequired)?;
-            let mut responses = JsonObject::new();
-            for (key, request) in required.input_requests.into_iter().flatten() {
-                let decoded = ServerRequest::decode_value(&request.method, request.params)
-                    .map_err(|e| Error::Decode(Arc::new(e)))?;
-                let answer = handler(decoded).await.map_err(Error::InputRequestFailed)?;
-                responses.insert(key, answer);
-            }
-            options = options.with_input_responses(responses, required.request_state);
         };
         if let (Some(validators), Some(schema), Some(structured), false) = (
             &self.inner.validators,
@@ -446,9 +431,67 @@ impl Client {
     }
 
     /// Sends any request by its method marker and decodes its result, e.g.
-    /// `client.request::<method::ListResources>(ListParams::default())`. Methods that may
-    /// answer `input_required` give [`Error::InputRequired`] for now.
+    /// `client.request::<method::ListResources>(ListParams::default())`. For the methods that
+    /// may answer `input_required`, [`Client::request_with_input`] answers it.
     pub async fn request<M>(&self, params: M::Params) -> Result<M::Result, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + Send + 'static,
+    {
+        match self.request_once::<M>(params).await? {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(Error::InputRequired),
+        }
+    }
+
+    /// [`Client::request`] for `prompts/get` and `resources/read` (and `tools/call`): an
+    /// `input_required` answer is met by the handler and the request retried (MRTR).
+    pub async fn request_with_input<M>(&self, mut params: M::Params) -> Result<M::Result, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + RetryWithInput + Clone + Send + 'static,
+    {
+        let mut rounds = 0;
+        loop {
+            match self.request_once::<M>(params.clone()).await? {
+                Outcome::Complete(result) => return Ok(result),
+                Outcome::InputRequired(required) => {
+                    let (responses, state) = self.answer_input(required, &mut rounds).await?;
+                    params.set_input(responses, state);
+                }
+            }
+        }
+    }
+
+    /// Answers one `input_required` round through the handler: the responses by key, and
+    /// the state to echo.
+    async fn answer_input(
+        &self,
+        required: Box<InputRequiredResult>,
+        rounds: &mut usize,
+    ) -> Result<(JsonObject, Option<String>), Error> {
+        *rounds += 1;
+        if *rounds > MAX_INPUT_ROUNDS {
+            return Err(Error::TooManyInputRounds(MAX_INPUT_ROUNDS));
+        }
+        let handler = self
+            .inner
+            .config
+            .handler
+            .as_ref()
+            .ok_or(Error::InputRequired)?;
+        let required = *required;
+        let mut responses = JsonObject::new();
+        for (key, request) in required.input_requests.into_iter().flatten() {
+            let decoded = ServerRequest::decode_value(&request.method, request.params)
+                .map_err(|e| Error::Decode(Arc::new(e)))?;
+            let answer = handler(decoded).await.map_err(Error::InputRequestFailed)?;
+            responses.insert(key, answer);
+        }
+        Ok((responses, required.request_state))
+    }
+
+    async fn request_once<M>(&self, params: M::Params) -> Result<Outcome<M::Result>, Error>
     where
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
@@ -465,10 +508,7 @@ impl Client {
             .send(Command::Request { issue, reply })
             .map_err(|_| Error::Closed)?;
         let raw = answer.await.map_err(|_| Error::Closed)??;
-        match M::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))? {
-            Outcome::Complete(result) => Ok(result),
-            Outcome::InputRequired(_) => Err(Error::InputRequired),
-        }
+        M::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))
     }
 
     /// `ping` (legacy era; a modern server has none and answers `-32601`).
@@ -505,7 +545,8 @@ impl Client {
             meta: None,
             extra: JsonObject::new(),
         };
-        self.request::<method::ReadResource>(params).await
+        self.request_with_input::<method::ReadResource>(params)
+            .await
     }
 
     /// One page of `prompts/list`.
@@ -528,7 +569,7 @@ impl Client {
             meta: None,
             extra: JsonObject::new(),
         };
-        self.request::<method::GetPrompt>(params).await
+        self.request_with_input::<method::GetPrompt>(params).await
     }
 
     /// The tools the client knows now.
