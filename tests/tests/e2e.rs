@@ -740,4 +740,33 @@ mod facade {
         assert!(matches!(client.list_tools(), Err(Error::BlockingInAsync)));
         drop(client);
     }
+
+    /// Some stdio servers (rmcp-based ones) exit on any request before `initialize`: the probe
+    /// kills them. The client starts the server again and uses `initialize`.
+    #[tokio::test]
+    async fn a_server_that_dies_on_the_probe_is_restarted_in_the_legacy_era() {
+        let client =
+            Client::connect_stdio(server("strict-legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let result = client
+            .call_tool("echo", json!({"text": "second try"}))
+            .await
+            .unwrap();
+        assert_eq!(result.content[0].as_text(), Some("second try"));
+        assert_eq!(
+            client.ready().await.unwrap().version,
+            ProtocolVersion::V2025_11_25
+        );
+        // Reconnecting after a shutdown goes straight to initialize.
+        client.shutdown().await;
+        assert_eq!(
+            client.ready().await.unwrap().version,
+            ProtocolVersion::V2025_11_25
+        );
+        client.close().await;
+
+        // Without a way to start it again, the death is the caller's error.
+        let transport = StdioTransport::spawn(server("strict-legacy")).unwrap();
+        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        assert!(matches!(client.ready().await, Err(Error::Transport(_))));
+    }
 }

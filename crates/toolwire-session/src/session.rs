@@ -398,6 +398,12 @@ impl Session {
         }
     }
 
+    /// Whether the `server/discover` probe is in flight (a transport that dies now is probably
+    /// a legacy server that exits on anything before `initialize`).
+    pub fn is_probing(&self) -> bool {
+        matches!(self.phase, Phase::Probing { .. })
+    }
+
     /// What negotiation settled on, once ready.
     pub fn negotiated(&self) -> Option<&Negotiated> {
         match &self.phase {

@@ -34,6 +34,9 @@ pub enum Eras {
     Legacy,
     /// Both.
     Both,
+    /// Legacy, and the process exits if the first request is not `initialize` (as stdio
+    /// servers built on rmcp do).
+    StrictLegacy,
 }
 
 /// A scripted MCP server: state plus a line-in, lines-out step function.
@@ -45,6 +48,8 @@ pub struct ScriptedServer {
     asking: Option<RequestId>,
     /// Requests seen, by method (for assertions).
     pub seen: Vec<String>,
+    /// Set when the server wants its process to end (see [`Eras::StrictLegacy`]).
+    pub exit: bool,
 }
 
 fn tool(name: &str, schema: Value) -> Value {
@@ -63,6 +68,7 @@ impl ScriptedServer {
             unlocked: false,
             asking: None,
             seen: Vec::new(),
+            exit: false,
         }
     }
 
@@ -114,6 +120,13 @@ impl ScriptedServer {
         let mut out = Vec::new();
         match Message::decode(line) {
             Ok(Message::Request(request)) => {
+                if self.eras == Eras::StrictLegacy
+                    && self.seen.is_empty()
+                    && request.method != "initialize"
+                {
+                    self.exit = true;
+                    return out;
+                }
                 self.seen.push(request.method.clone());
                 let params: Value = request.params().unwrap_or(Value::Null);
                 self.answer(&request.id, &request.method, &params, &mut out);
@@ -150,7 +163,7 @@ impl ScriptedServer {
     }
 
     fn answer(&mut self, id: &RequestId, method: &str, params: &Value, out: &mut Vec<Vec<u8>>) {
-        let modern_ok = self.eras != Eras::Legacy;
+        let modern_ok = matches!(self.eras, Eras::Modern | Eras::Both);
         let legacy_ok = self.eras != Eras::Modern;
         let modern_request = params["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string();
         let result = match method {
@@ -365,6 +378,9 @@ pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
             Err(_) => (String::new(), String::new()),
         };
         let mut lines = server.handle_line(&line);
+        if server.exit {
+            return Ok(());
+        }
         lines.extend(server.after((&method, &name)));
         for l in lines {
             stdout.write_all(&l)?;

@@ -110,7 +110,11 @@ enum Negotiation {
     Pending,
     Ready(Arc<Negotiated>),
     Failed(Arc<SessionError>),
-    Closed(Option<Arc<TransportError>>),
+    Closed {
+        error: Option<Arc<TransportError>>,
+        /// The connection ended while the `server/discover` probe was in flight.
+        during_probe: bool,
+    },
 }
 
 /// Issues one request on the session (the driver calls it when the session is ready).
@@ -180,6 +184,8 @@ struct Inner {
     /// `None` when validation is off.
     validators: Option<OutputValidators>,
     runtime: tokio::runtime::Handle,
+    /// Set once a server died during the probe: later connections go straight to `initialize`.
+    legacy_only: std::sync::atomic::AtomicBool,
 }
 
 /// A connection to one MCP server. Clones share it. [`Client::shutdown`] ends the connection
@@ -231,6 +237,7 @@ impl Client {
             next_call: AtomicU64::new(0),
             validators,
             runtime,
+            legacy_only: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -289,15 +296,47 @@ impl Client {
             commands.send(Command::Start).map_err(|_| Error::Closed)?;
         }
         loop {
-            match &*rx.borrow_and_update() {
-                Negotiation::Ready(n) => return Ok(n.clone()),
-                Negotiation::Failed(e) => return Err(Error::Negotiation(e.clone())),
-                Negotiation::Closed(Some(e)) => return Err(Error::Transport(e.clone())),
-                Negotiation::Closed(None) => return Err(Error::Closed),
+            // Cloned out of the guard: it must not be held across an await.
+            let state = rx.borrow_and_update().clone();
+            match state {
+                Negotiation::Ready(n) => return Ok(n),
+                Negotiation::Failed(e) => return Err(Error::Negotiation(e)),
+                Negotiation::Closed {
+                    error: Some(e),
+                    during_probe,
+                } => {
+                    if during_probe && self.fall_back_to_legacy(&commands) {
+                        return Box::pin(self.ready()).await;
+                    }
+                    return Err(Error::Transport(e));
+                }
+                Negotiation::Closed { error: None, .. } => return Err(Error::Closed),
                 Negotiation::NotStarted | Negotiation::Pending => {}
             }
             rx.changed().await.map_err(|_| Error::Closed)?;
         }
+    }
+
+    /// The connection died during the `server/discover` probe: some stdio servers (those built
+    /// on rmcp, for one) exit on any request before `initialize`. The spec says to treat that
+    /// as legacy: start the server again and use `initialize`. Once per client, in `Auto` mode,
+    /// and only with a connector to start it again.
+    fn fall_back_to_legacy(&self, dead: &mpsc::UnboundedSender<Command>) -> bool {
+        if self.inner.connector.is_none()
+            || self.inner.config.session.mode != ProtocolMode::Auto
+            || self.inner.legacy_only.swap(true, Ordering::SeqCst)
+        {
+            return false;
+        }
+        tracing::info!(
+            "the server ended during the server/discover probe; starting it again with initialize"
+        );
+        let mut connection = self.inner.lock();
+        if matches!(&*connection, Connection::Running { commands, .. } if commands.same_channel(dead))
+        {
+            *connection = Connection::Idle;
+        }
+        true
     }
 
     /// Lists the server's tools (every page) into the cache, in one swap.
@@ -652,11 +691,13 @@ impl Inner {
 
     /// Starts a driver task for a new connection over `transport`.
     fn start(&self, transport: Arc<dyn Transport>) -> Connection {
-        let session = Session::new(
-            self.config.session.clone(),
-            self.cache.clone(),
-            transport.carries_headers(),
-        );
+        let mut config = self.config.session.clone();
+        if self.legacy_only.load(Ordering::SeqCst) {
+            config = config.with_mode(ProtocolMode::Pinned(
+                toolwire_types::ProtocolVersion::LATEST_LEGACY,
+            ));
+        }
+        let session = Session::new(config, self.cache.clone(), transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
         let driver = Driver::new(
@@ -997,7 +1038,10 @@ impl Driver {
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the transport");
         }
-        self.state
-            .send_replace(Negotiation::Closed(self.last_transport_error.clone()));
+        let during_probe = self.session.is_probing();
+        self.state.send_replace(Negotiation::Closed {
+            error: self.last_transport_error.clone(),
+            during_probe,
+        });
     }
 }

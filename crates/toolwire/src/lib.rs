@@ -30,7 +30,9 @@
 //!
 //! Status: stdio and custom transports, tools, resources, prompts, ping and any typed request
 //! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
-//! requests (and MRTR `input_required` rounds of `tools/call` through the same handler),
+//! requests (and MRTR `input_required` rounds of `tools/call`, `prompts/get` and
+//! `resources/read` through the same handler), a legacy fallback for stdio servers that exit on
+//! the `server/discover` probe,
 //! structured-output validation, shutdown and reuse, and a [`blocking`] client; the Streamable
 //! HTTP transport comes next (issue #6).
 //!

@@ -1,4 +1,5 @@
-//! The scripted MCP server on stdin/stdout: `toolwire-test-server [modern|legacy|both]`.
+//! The scripted MCP server on stdin/stdout:
+//! `toolwire-test-server [modern|legacy|both|strict-legacy]`.
 
 use std::process::ExitCode;
 
@@ -8,6 +9,7 @@ fn main() -> ExitCode {
     let eras = match std::env::args().nth(1).as_deref() {
         Some("modern") => Eras::Modern,
         Some("legacy") => Eras::Legacy,
+        Some("strict-legacy") => Eras::StrictLegacy,
         None | Some("both") => Eras::Both,
         Some(_) => return ExitCode::from(2),
     };
