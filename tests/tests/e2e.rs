@@ -769,4 +769,44 @@ mod facade {
         let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
         assert!(matches!(client.ready().await, Err(Error::Transport(_))));
     }
+
+    #[tokio::test]
+    async fn the_builder_and_what_was_negotiated() {
+        let client = Client::builder("e2e", "0")
+            .title("End to end")
+            .mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+            .timeouts(
+                std::time::Duration::from_secs(5),
+                std::time::Duration::from_secs(1),
+            )
+            .connect_stdio(server("both"))
+            .unwrap();
+        assert!(
+            client.negotiated().is_none(),
+            "nothing negotiated before the first use"
+        );
+        client.ready().await.unwrap();
+        assert_eq!(
+            client.protocol_version(),
+            Some(ProtocolVersion::V2025_11_25)
+        );
+        assert_eq!(client.server_info().unwrap().name, "scripted-legacy");
+        assert!(client.server_capabilities().unwrap().tools.is_some());
+        // A legacy server is held to what it declared: no `completions` here.
+        let params: toolwire_types::CompleteParams = serde_json::from_value(json!({
+            "ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "who", "value": "F"}}))
+        .unwrap();
+        let err = client
+            .request::<toolwire_types::methods::method::Complete>(params)
+            .await
+            .unwrap_err();
+        assert!(matches!(&err, Error::InvalidCall(_)), "{err}");
+        assert!(
+            std::error::Error::source(&err)
+                .unwrap()
+                .to_string()
+                .contains("`completions`")
+        );
+        client.close().await;
+    }
 }

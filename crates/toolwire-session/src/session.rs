@@ -190,6 +190,10 @@ pub enum RequestError {
     /// The caller cancelled the operation.
     #[error("cancelled")]
     Cancelled,
+    /// The server did not declare the capability this request needs (legacy era: both sides
+    /// may use only what was negotiated).
+    #[error("the server did not declare the `{0}` capability")]
+    NotAdvertised(&'static str),
 }
 
 /// Something the caller should know.
@@ -594,8 +598,34 @@ impl Session {
         }
     }
 
-    fn ready_version(&self) -> Result<ProtocolVersion, RequestError> {
-        self.version().cloned().ok_or(RequestError::NotReady)
+    /// The version, once ready, after checking that a legacy server declared what `method`
+    /// needs. Modern servers are not gated: they answer `-32601` themselves, and some answer
+    /// `server/discover` with fewer capabilities than they serve.
+    fn version_for(&self, method: &str) -> Result<ProtocolVersion, RequestError> {
+        let negotiated = self.negotiated().ok_or(RequestError::NotReady)?;
+        if !negotiated.version.is_modern() {
+            let caps = &negotiated.capabilities;
+            let needed = match method.split('/').next().unwrap_or("") {
+                "tools" => caps.tools.is_none().then_some("tools"),
+                "resources" if method.ends_with("subscribe") => {
+                    let ok = caps
+                        .resources
+                        .as_ref()
+                        .and_then(|r| r.subscribe)
+                        .unwrap_or(false);
+                    (!ok).then_some("resources.subscribe")
+                }
+                "resources" => caps.resources.is_none().then_some("resources"),
+                "prompts" => caps.prompts.is_none().then_some("prompts"),
+                "completion" => caps.completions.is_none().then_some("completions"),
+                "logging" => caps.logging.is_none().then_some("logging"),
+                _ => None,
+            };
+            if let Some(capability) = needed {
+                return Err(RequestError::NotAdvertised(capability));
+            }
+        }
+        Ok(negotiated.version.clone())
     }
 
     /// Sends any request by its method marker; the result arrives as [`Event::Completed`].
@@ -609,7 +639,7 @@ impl Session {
         M: RequestMethod,
         M::Params: HasMeta,
     {
-        let version = self.ready_version()?;
+        let version = self.version_for(M::NAME)?;
         self.envelope(&version, &mut params);
         let headers = if version.uses_sep2243_headers() {
             standard_headers(M::NAME, None)
@@ -754,7 +784,7 @@ impl Session {
         cursors: HashSet<String>,
         now: Instant,
     ) -> Result<(), RequestError> {
-        let version = self.ready_version()?;
+        let version = self.version_for("tools/list")?;
         let mut params = ListParams {
             cursor,
             meta: None,
@@ -796,7 +826,7 @@ impl Session {
         options: CallOptions,
         now: Instant,
     ) -> Result<OpId, RequestError> {
-        let version = self.ready_version()?;
+        let version = self.version_for("tools/call")?;
         let snapshot = self.cache.load();
         let cached = snapshot.get(name);
         let plan = match (&options.tool, &options.header_map) {

@@ -99,7 +99,7 @@ impl Peer {
 }
 
 fn init_result(version: &str) -> Value {
-    json!({"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "legacy", "version": "1"}})
+    json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "legacy", "version": "1"}})
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -793,4 +793,36 @@ fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
         answer,
         json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept", "content": {"name": "octocat"}}})
     );
+}
+
+#[test]
+fn legacy_servers_are_held_to_their_declared_capabilities() {
+    // The legacy server here declares tools only.
+    let mut p = Peer::ready_legacy(true);
+    p.session.list_tools(p.at(1)).unwrap();
+    let err = p
+        .session
+        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), true, p.at(1))
+        .unwrap_err();
+    assert!(
+        matches!(err, RequestError::NotAdvertised("prompts")),
+        "{err}"
+    );
+    let err = p
+        .session
+        .request::<toolwire_types::methods::method::Subscribe>(
+            serde_json::from_value(json!({"uri": "file:///a"})).unwrap(),
+            false,
+            p.at(1),
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        RequestError::NotAdvertised("resources.subscribe")
+    ));
+    // Modern servers answer for themselves.
+    let mut p = Peer::ready_modern(true);
+    p.session
+        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), true, p.at(1))
+        .unwrap();
 }

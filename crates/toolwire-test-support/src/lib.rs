@@ -181,7 +181,7 @@ impl ScriptedServer {
                     ProtocolVersion::LATEST_LEGACY.to_string()
                 };
                 Ok(
-                    json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}},
+                    json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}, "resources": {}, "prompts": {}},
                     "serverInfo": {"name": "scripted-legacy", "version": "1"}}),
                 )
             }

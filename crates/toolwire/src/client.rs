@@ -23,6 +23,7 @@ use toolwire_types::{
     ListResourcesResult, MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams,
     ReadResourceResult, RequestId, RequestMethod, RetryWithInput, ServerRequest, Tool,
 };
+use toolwire_types::{ProtocolVersion, ServerCapabilities};
 
 use crate::Error;
 use crate::output::OutputValidators;
@@ -161,6 +162,83 @@ const MAX_INPUT_ROUNDS: usize = 8;
 /// [`Client::shutdown`]).
 pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;
 
+/// Builds a [`Client`]: `Client::builder("my-agent", "1.0").title("My Agent").connect_stdio(..)`.
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    config: ClientConfig,
+}
+
+impl ClientBuilder {
+    /// The human-readable name in `clientInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.config.session.client_info.title = Some(title.into());
+        self
+    }
+
+    /// Which protocol era to speak (default: probe, then fall back).
+    pub fn mode(mut self, mode: ProtocolMode) -> Self {
+        self.config.session.mode = mode;
+        self
+    }
+
+    /// The default request deadline and the `server/discover` probe timeout.
+    pub fn timeouts(mut self, request: std::time::Duration, probe: std::time::Duration) -> Self {
+        self.config.session = self.config.session.with_timeouts(request, probe);
+        self
+    }
+
+    /// Declares client capabilities (a handler sets its own).
+    pub fn capabilities(mut self, capabilities: toolwire_types::ClientCapabilities) -> Self {
+        self.config.session.capabilities = capabilities;
+        self
+    }
+
+    /// Answers the server's requests and `input_required` rounds; declares `capabilities`.
+    pub fn handler(
+        mut self,
+        capabilities: toolwire_types::ClientCapabilities,
+        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.config = self.config.with_handler(capabilities, handler);
+        self
+    }
+
+    /// The tool cache's settings.
+    pub fn cache(mut self, cache: CacheConfig) -> Self {
+        self.config.cache = cache;
+        self
+    }
+
+    /// Whether to check `structuredContent` against `outputSchema` (default on).
+    pub fn validate_structured_output(mut self, validate: bool) -> Self {
+        self.config.validate_structured_output = validate;
+        self
+    }
+
+    /// The configuration built so far.
+    pub fn config(self) -> ClientConfig {
+        self.config
+    }
+
+    /// [`Client::connect`].
+    pub fn connect(self, transport: impl Transport) -> Result<Client, Error> {
+        Client::connect(transport, self.config)
+    }
+
+    /// [`Client::connect_stdio`].
+    pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
+        Client::connect_stdio(stdio, self.config)
+    }
+
+    /// [`Client::connect_with`].
+    pub fn connect_with(self, connector: Connector) -> Result<Client, Error> {
+        Client::connect_with(connector, self.config)
+    }
+}
+
 /// The current connection of a client.
 #[derive(Clone)]
 enum Connection {
@@ -244,6 +322,40 @@ impl Client {
             *inner.lock() = running;
         }
         Ok(Self { inner })
+    }
+
+    /// A builder: client info, protocol mode, timeouts, capabilities and handler, then
+    /// `connect*`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            config: ClientConfig::new(name, version),
+        }
+    }
+
+    /// What the current connection negotiated, if it has (no waiting, no connecting).
+    pub fn negotiated(&self) -> Option<Arc<Negotiated>> {
+        match &*self.inner.lock() {
+            Connection::Running { negotiation, .. } => match &*negotiation.borrow() {
+                Negotiation::Ready(n) => Some(n.clone()),
+                _ => None,
+            },
+            Connection::Idle | Connection::Closed => None,
+        }
+    }
+
+    /// The negotiated protocol version, once negotiated.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.negotiated().map(|n| n.version.clone())
+    }
+
+    /// The server's implementation info, once negotiated.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.negotiated().and_then(|n| n.server_info.clone())
+    }
+
+    /// The server's capabilities, once negotiated.
+    pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.negotiated().map(|n| n.capabilities.clone())
     }
 
     /// Connects over any transport. Nothing is sent until the first use; then one negotiation

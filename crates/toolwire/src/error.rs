@@ -82,7 +82,8 @@ impl From<RequestError> for Error {
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
-            | RequestError::Encode(_)) => Self::InvalidCall(Arc::new(e)),
+            | RequestError::Encode(_)
+            | RequestError::NotAdvertised(_)) => Self::InvalidCall(Arc::new(e)),
             e => Self::Protocol(Arc::new(e)),
         }
     }

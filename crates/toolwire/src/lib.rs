@@ -2,13 +2,12 @@
 //!
 //! ```no_run
 //! use serde_json::json;
-//! use toolwire::{Client, ClientConfig, StdioConfig};
+//! use toolwire::{Client, StdioConfig};
 //!
 //! # async fn demo() -> Result<(), toolwire::Error> {
-//! let client = Client::connect_stdio(
-//!     StdioConfig::new("my-mcp-server", ["--stdio"]),
-//!     ClientConfig::new("my-agent", "1.0.0"),
-//! )?;
+//! let client = Client::builder("my-agent", "1.0.0")
+//!     .title("My Agent")
+//!     .connect_stdio(StdioConfig::new("my-mcp-server", ["--stdio"]))?;
 //! client.list_tools().await?;
 //! let result = client.call_tool("echo", json!({"text": "hello"})).await?;
 //! if result.is_error() {
@@ -53,7 +52,9 @@ mod client;
 mod error;
 mod output;
 
-pub use client::{Client, ClientConfig, Connector, ProgressCallback, ServerRequestHandler};
+pub use client::{
+    Client, ClientBuilder, ClientConfig, Connector, ProgressCallback, ServerRequestHandler,
+};
 pub use error::Error;
 
 pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
@@ -64,5 +65,6 @@ pub use toolwire_transport::{
 };
 pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, ElicitAction, ElicitResult, ErrorObject,
-    Implementation, JsonObject, ProgressParams, ProtocolVersion, ServerRequest, Tool,
+    Implementation, JsonObject, ProgressParams, ProtocolVersion, ServerCapabilities, ServerRequest,
+    Tool,
 };
