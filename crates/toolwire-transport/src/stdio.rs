@@ -284,7 +284,8 @@ impl StdioTransport {
         };
         let error = match timeout(self.exit_wait, child.wait()).await {
             Ok(Ok(status)) => {
-                drop(guard.take());
+                // The child stays: `wait` keeps answering with this status, so a later call
+                // (this future dropped below, or `close`) gets the same answer at once.
                 drop(guard);
                 self.drain_stderr().await;
                 return TransportError::ChildExited {
@@ -371,11 +372,16 @@ impl Transport for StdioTransport {
                     Some(Err(TransportError::Io(e)))
                 }
                 Some(ReaderEvent::Eof) | None => {
-                    inbox.finished = true;
                     if self.closing.load(Ordering::SeqCst) {
+                        inbox.finished = true;
                         return None;
                     }
-                    Some(Err(self.stdout_closed().await))
+                    // Marked finished only once the error is known: if this future is dropped
+                    // while waiting for the child (a `select!` elsewhere won), the next call
+                    // sees the closed channel and asks again, so the exit status is not lost.
+                    let error = self.stdout_closed().await;
+                    inbox.finished = true;
+                    Some(Err(error))
                 }
             }
         })

@@ -232,3 +232,32 @@ async fn it_is_usable_as_dyn_transport() {
     assert_eq!(&reader.await.unwrap()[..], br#"{"x":1}"#);
     t.close().await.unwrap();
 }
+
+/// `recv` dropped while it waits for the child's exit status (as a `select!` does) loses
+/// nothing: the next call still reports how the child ended.
+#[tokio::test]
+async fn recv_is_cancel_safe_while_waiting_for_the_exit_status() {
+    let config = sh("exec 1>&-; echo 'going down' >&2; sleep 0.3; exit 5")
+        .with_shutdown_waits(Duration::from_secs(5), Duration::from_secs(1));
+    let t = StdioTransport::spawn(config).unwrap();
+    let mut cancelled = 0;
+    let error = loop {
+        match tokio::time::timeout(Duration::from_millis(50), t.recv()).await {
+            Err(_) => cancelled += 1,
+            Ok(Some(Err(e))) => break e,
+            Ok(other) => panic!("unexpected {other:?}"),
+        }
+        assert!(cancelled < 100, "never answered");
+    };
+    assert!(cancelled >= 1, "the test did cancel a waiting recv");
+    let TransportError::ChildExited {
+        status,
+        stderr_tail,
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    assert_eq!(status.code, Some(5));
+    assert_eq!(stderr_tail, &["going down"]);
+    assert!(t.recv().await.is_none());
+}
