@@ -514,14 +514,17 @@ impl Client {
         };
         // The output schema to check the result against: the per-call definition's, else the
         // cached tool's (as it is when the call is made).
-        let output_schema = match &options.tool {
-            Some(tool) => tool.output_schema.clone(),
+        // Which tool definition the result is checked against: the per-call one (its schema
+        // copied, as the options move into the call), else the cached one (an `Arc`, no copy).
+        let given_schema = options.tool.as_ref().map(|t| t.output_schema.clone());
+        let cached = match given_schema {
+            Some(_) => None,
             None => self
                 .inner
                 .cache
                 .load()
                 .get(name)
-                .and_then(|t| t.tool().output_schema.clone()),
+                .map(|t| Arc::clone(t.tool())),
         };
         // MRTR: each `input_required` answer is met by the handler and the call is retried
         // (new id, the answers, the exact requestState), a bounded number of times.
@@ -538,9 +541,13 @@ impl Client {
                 }
             }
         };
+        let output_schema = match &given_schema {
+            Some(given) => given.as_ref(),
+            None => cached.as_ref().and_then(|t| t.output_schema.as_ref()),
+        };
         if let (Some(validators), Some(schema), Some(structured), false) = (
             &self.inner.validators,
-            &output_schema,
+            output_schema,
             &result.structured_content,
             result.is_error(),
         ) {
