@@ -347,6 +347,16 @@ impl Pending {
     }
 }
 
+/// The standard SEP-2243 headers (`Mcp-Method`) of a request without a name, at versions that
+/// send them; none before `2026-07-28`.
+fn sep2243_headers(version: &ProtocolVersion, method: &str) -> Vec<Header> {
+    if version.uses_sep2243_headers() {
+        standard_headers(method, None)
+    } else {
+        Vec::new()
+    }
+}
+
 /// The client side of one MCP connection, without I/O. See the crate docs.
 pub struct Session {
     config: SessionConfig,
@@ -641,11 +651,7 @@ impl Session {
     {
         let version = self.version_for(M::NAME)?;
         self.envelope(&version, &mut params);
-        let headers = if version.uses_sep2243_headers() {
-            standard_headers(M::NAME, None)
-        } else {
-            Vec::new()
-        };
+        let headers = sep2243_headers(&version, M::NAME);
         let timeout = self.config.request_timeout;
         self.queue_operation(
             &version,
@@ -791,11 +797,7 @@ impl Session {
             extra: JsonObject::new(),
         };
         self.envelope(&version, &mut params);
-        let headers = if version.uses_sep2243_headers() {
-            standard_headers("tools/list", None)
-        } else {
-            Vec::new()
-        };
+        let headers = sep2243_headers(&version, "tools/list");
         let kind = PendingKind::ListPage {
             op,
             listing,
