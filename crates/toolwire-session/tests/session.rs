@@ -21,10 +21,17 @@ struct Peer {
     t0: Instant,
 }
 
+/// The test client's configuration.
+fn config() -> SessionConfig {
+    SessionConfig::new(Implementation::new("toolwire-test", "0.1.0"))
+}
+
 impl Peer {
     fn new(mode: ProtocolMode, carries_headers: bool) -> Self {
-        let config =
-            SessionConfig::new(Implementation::new("toolwire-test", "0.1.0")).with_mode(mode);
+        Self::with_config(config().with_mode(mode), carries_headers)
+    }
+
+    fn with_config(config: SessionConfig, carries_headers: bool) -> Self {
         Self {
             session: Session::new(config, Arc::new(ToolCache::default()), carries_headers),
             t0: Instant::now(),
@@ -73,7 +80,12 @@ impl Peer {
 
     /// Negotiates the modern era.
     fn ready_modern(carries_headers: bool) -> Self {
-        let mut p = Self::new(ProtocolMode::Auto, carries_headers);
+        Self::ready_modern_with(config(), carries_headers)
+    }
+
+    /// Negotiates the modern era with `config`.
+    fn ready_modern_with(config: SessionConfig, carries_headers: bool) -> Self {
+        let mut p = Self::with_config(config, carries_headers);
         p.session.start(p.at(0));
         let (discover, _) = p.sent();
         p.reply(&discover, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
@@ -328,19 +340,8 @@ fn a_repeated_cursor_stops_the_walk_and_changes_nothing() {
 
 #[test]
 fn an_endless_listing_hits_the_page_cap() {
-    let config = SessionConfig::new(Implementation::new("t", "0")).with_max_list_pages(3);
-    let mut p = Peer {
-        session: Session::new(config, Arc::new(ToolCache::default()), true),
-        t0: Instant::now(),
-    };
-    p.session.start(p.at(0));
-    let (discover, _) = p.sent();
-    p.reply(
-        &discover,
-        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
-        1,
-    );
-    p.event();
+    let config = config().with_max_list_pages(3);
+    let mut p = Peer::ready_modern_with(config, true);
     p.session.list_tools(p.at(2)).unwrap();
     for i in 0..3 {
         let (page, _) = p.sent();
@@ -652,21 +653,9 @@ fn server_ping_is_answered_and_list_changed_marks_the_cache_stale() {
 
 #[test]
 fn progress_reaches_its_call_and_pushes_the_deadline_up_to_a_maximum() {
-    let config = SessionConfig::new(Implementation::new("t", "0"));
-    let mut config = config;
+    let mut config = config();
     config.max_request_time = Duration::from_secs(3);
-    let mut p = Peer {
-        session: Session::new(config, Arc::new(ToolCache::default()), false),
-        t0: Instant::now(),
-    };
-    p.session.start(p.at(0));
-    let (discover, _) = p.sent();
-    p.reply(
-        &discover,
-        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
-        0,
-    );
-    p.event();
+    let mut p = Peer::ready_modern_with(config, false);
     let options = CallOptions::default()
         .with_progress()
         .with_timeout(Duration::from_secs(1));
@@ -765,13 +754,10 @@ fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
 
     let caps: toolwire_types::ClientCapabilities =
         serde_json::from_value(json!({"elicitation": {}})).unwrap();
-    let config = SessionConfig::new(Implementation::new("t", "0"))
+    let config = config()
         .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
         .with_capabilities(caps);
-    let mut p = Peer {
-        session: Session::new(config, Arc::new(ToolCache::default()), false),
-        t0: Instant::now(),
-    };
+    let mut p = Peer::with_config(config, false);
     p.session.start(p.at(0));
     let (init, _) = p.sent();
     assert_eq!(init["params"]["capabilities"], json!({"elicitation": {}}));
