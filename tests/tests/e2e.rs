@@ -47,7 +47,10 @@ impl Harness {
         let give_up = Instant::now() + Duration::from_secs(20);
         loop {
             while let Some(t) = self.session.poll_transmit() {
-                self.transport.send(Outbound::new(t.body)).await.unwrap();
+                self.transport
+                    .send(Outbound::new(t.body, t.kind))
+                    .await
+                    .unwrap();
             }
             while let Some(e) = self.session.poll_event() {
                 let stop = done(&e);
@@ -198,7 +201,10 @@ async fn a_cancelled_call_completes_as_cancelled_and_the_session_goes_on() {
         .unwrap();
     // Let the request reach the server, then cancel.
     while let Some(t) = h.session.poll_transmit() {
-        h.transport.send(Outbound::new(t.body)).await.unwrap();
+        h.transport
+            .send(Outbound::new(t.body, t.kind))
+            .await
+            .unwrap();
     }
     assert!(h.session.cancel(op, Some("test")).is_some());
     let Some(Event::Completed { result, .. }) = h.completed(op).await.pop() else {

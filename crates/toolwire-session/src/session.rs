@@ -113,6 +113,26 @@ pub struct Transmit {
     pub headers: Vec<Header>,
     /// Whether resending it is safe (only requests the session judged so).
     pub retry_safe: bool,
+    /// What kind of message it is, for transports that route on it (HTTP awaits an answer
+    /// only for requests, and reports a lost request back through
+    /// [`Session::handle_undelivered`]).
+    pub kind: TransmitKind,
+}
+
+/// What kind of JSON-RPC message a [`Transmit`] carries.
+pub type TransmitKind = toolwire_types::MessageKind;
+
+/// Why a request got no JSON-RPC answer through the transport: an HTTP error status (with
+/// whatever body came with it), a connection that failed, a response stream that broke.
+/// Given to [`Session::handle_undelivered`].
+#[derive(Debug, Clone)]
+pub struct Undelivered {
+    /// The HTTP status, when the server answered with one.
+    pub status: Option<u16>,
+    /// The body that came with the status (it may hold a JSON-RPC error); empty if none.
+    pub body: Vec<u8>,
+    /// What the transport saw, for the caller.
+    pub cause: Arc<dyn std::error::Error + Send + Sync>,
 }
 
 /// Identifies one operation the caller started (a request, or a whole `tools/list` walk).
@@ -136,6 +156,17 @@ pub enum SessionError {
     UnsupportedVersion {
         /// What it chose.
         version: ProtocolVersion,
+    },
+    /// The negotiation request got no answer from the transport (a connection that failed,
+    /// an HTTP status that decides nothing about the era, such as 401 or 503).
+    #[error("{method} got no answer{}: {reason}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Unreachable {
+        /// The negotiation request.
+        method: &'static str,
+        /// The HTTP status, if the server answered with one.
+        status: Option<u16>,
+        /// What the transport saw.
+        reason: String,
     },
     /// The negotiation request got no answer in time.
     #[error("no answer to {method} in time")]
@@ -190,6 +221,16 @@ pub enum RequestError {
     /// The caller cancelled the operation.
     #[error("cancelled")]
     Cancelled,
+    /// The transport could not deliver the request or its answer (see
+    /// [`Session::handle_undelivered`]).
+    #[error("the request got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Undelivered {
+        /// The HTTP status, if the server answered with one.
+        status: Option<u16>,
+        /// What the transport saw.
+        #[source]
+        cause: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The server did not declare the capability this request needs (legacy era: both sides
     /// may use only what was negotiated).
     #[error("the server did not declare the `{0}` capability")]
@@ -526,7 +567,7 @@ impl Session {
     fn queue_request<P: Serialize>(
         &mut self,
         version: &ProtocolVersion,
-        method: &str,
+        method: &'static str,
         params: &P,
         mut headers: Vec<Header>,
         retry_safe: bool,
@@ -552,6 +593,10 @@ impl Session {
             body,
             headers,
             retry_safe,
+            kind: TransmitKind::Request {
+                id: id.clone(),
+                method,
+            },
         });
         Ok(id)
     }
@@ -669,7 +714,7 @@ impl Session {
     fn queue_operation<P: Serialize>(
         &mut self,
         version: &ProtocolVersion,
-        method: &str,
+        method: &'static str,
         params: &P,
         headers: Vec<Header>,
         retry_safe: bool,
@@ -731,6 +776,9 @@ impl Session {
                         body,
                         headers,
                         retry_safe: false,
+                        kind: TransmitKind::Notification {
+                            method: "notifications/cancelled",
+                        },
                     });
                 }
                 Err(e) => tracing::warn!(error = %e, "could not encode notifications/cancelled"),
@@ -768,6 +816,7 @@ impl Session {
             body,
             headers,
             retry_safe: false,
+            kind: TransmitKind::Response,
         });
         Ok(())
     }
@@ -913,6 +962,62 @@ impl Session {
         }
     }
 
+    /// Tells the session that the request `id` got no JSON-RPC answer through the transport.
+    ///
+    /// An HTTP error body that holds a JSON-RPC error (with this id or none) is that request's
+    /// answer. Otherwise, during the `server/discover` probe in [`ProtocolMode::Auto`], a 400,
+    /// 404 or 405 marks a legacy server and the session falls back to `initialize`; any other
+    /// failure of a negotiation request fails negotiation (401, 403, 5xx and broken connections
+    /// say nothing about the era). A failed operation completes with
+    /// [`RequestError::Undelivered`]. An unknown id is ignored.
+    pub fn handle_undelivered(&mut self, id: &RequestId, failure: Undelivered, now: Instant) {
+        let Some(pending) = self.pending.remove(id) else {
+            tracing::debug!(%id, "transport failure for no pending request; ignored");
+            return;
+        };
+        self.forget(&pending);
+        if let Ok(Message::Response(response)) = Message::decode(&failure.body)
+            && response.id.as_ref().is_none_or(|r| r == id)
+            && let Err(error) = response.payload
+        {
+            return self.complete(pending, Err(error), now);
+        }
+        let Undelivered { status, cause, .. } = failure;
+        match pending.kind {
+            PendingKind::Probe
+                if self.config.mode == ProtocolMode::Auto
+                    && matches!(status, Some(400 | 404 | 405)) =>
+            {
+                tracing::debug!(
+                    status,
+                    "server/discover refused over HTTP; falling back to initialize"
+                );
+                self.phase = Phase::Created;
+                self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
+            }
+            PendingKind::Probe | PendingKind::Initialize => {
+                let method = if matches!(pending.kind, PendingKind::Probe) {
+                    "server/discover"
+                } else {
+                    "initialize"
+                };
+                self.fail(SessionError::Unreachable {
+                    method,
+                    status,
+                    reason: cause.to_string(),
+                });
+            }
+            PendingKind::Request { op } => self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Undelivered { status, cause }),
+            }),
+            PendingKind::ListPage { op, .. } => self.events.push_back(Event::ToolsListed {
+                op,
+                result: Err(RequestError::Undelivered { status, cause }),
+            }),
+        }
+    }
+
     fn handle_message(&mut self, message: Message, now: Instant) {
         match message {
             Message::Response(response) => {
@@ -931,13 +1036,9 @@ impl Session {
                 }
             }
             Message::Request(request) if request.method == "ping" => {
-                match encode_result(&request.id, &toolwire_types::EmptyResult::default()) {
-                    Ok(body) => self.transmits.push_back(Transmit {
-                        body,
-                        headers: Vec::new(),
-                        retry_safe: false,
-                    }),
-                    Err(e) => tracing::warn!(error = %e, "could not answer ping"),
+                let empty = toolwire_types::EmptyResult::default();
+                if let Err(e) = self.respond(&request.id, Ok(&empty)) {
+                    tracing::warn!(error = %e, "could not answer ping");
                 }
             }
             Message::Request(request) => {
@@ -1188,6 +1289,9 @@ impl Session {
                 body,
                 headers,
                 retry_safe: false,
+                kind: TransmitKind::Notification {
+                    method: "notifications/initialized",
+                },
             }),
             Err(e) => {
                 return self.fail(SessionError::Malformed {

@@ -16,6 +16,12 @@
 //! `weather`/`liar`/`failing_liar`/`remote_ref` (structured output against an `outputSchema`:
 //! conforming, not conforming, not conforming but `isError`, a remote `$ref`), `unlock` (announces `registers: ["read_file"]`, then sends
 //! `notifications/tools/list_changed` and lists `read_file` from then on).
+//!
+//! [`http`] has loopback HTTP peers: [`http::HttpPeer`] answers each request as the test's
+//! handler chooses and records it; [`http::scripted`] serves a [`ScriptedServer`] over
+//! Streamable HTTP.
+
+pub mod http;
 
 use std::io::{BufRead, Write};
 

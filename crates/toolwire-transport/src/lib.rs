@@ -24,6 +24,7 @@
 //!         false
 //!     }
 //!     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
+//!         // A real transport would route on `message.kind` (request, notification, response).
 //!         self.0.lock().unwrap().push_back(Inbound::new(message.body));
 //!         Box::pin(async { Ok(()) })
 //!     }
@@ -52,8 +53,9 @@ use bytes::Bytes;
 mod error;
 mod stdio;
 
-pub use error::{ExitDescription, TransportError};
+pub use error::{ExitDescription, RequestFailure, TransportError};
 pub use stdio::{DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport};
+pub use toolwire_types::{MessageKind, RequestId};
 
 /// A boxed future, so that [`Transport`] can be used as `dyn Transport`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -80,15 +82,18 @@ pub struct Outbound {
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
     /// Whether it may be resent.
     pub retry: RetryClass,
+    /// Request (with its id and method), notification or response.
+    pub kind: MessageKind,
 }
 
 impl Outbound {
-    /// A message with no headers that must not be resent.
-    pub fn new(body: impl Into<Bytes>) -> Self {
+    /// A message of `kind` with no headers that must not be resent.
+    pub fn new(body: impl Into<Bytes>, kind: MessageKind) -> Self {
         Self {
             body: body.into(),
             headers: Vec::new(),
             retry: RetryClass::Never,
+            kind,
         }
     }
 }
@@ -121,8 +126,16 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>>;
 
     /// The next message from the server; `None` once the transport is closed and everything
-    /// received has been handed out. An error is followed by more messages or by `None`.
+    /// received has been handed out. An error is followed by more messages or by `None`;
+    /// [`TransportError::Request`] fails one request and nothing else.
     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>>;
+
+    /// The caller gave up on request `id`. A transport that holds a stream for it closes it
+    /// (in the 2026-07-28 era over HTTP, closing the response stream *is* the cancellation);
+    /// the default does nothing.
+    fn cancel(&self, id: &RequestId) {
+        let _ = id;
+    }
 
     /// Closes the transport gracefully (bounded in time).
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use toolwire_transport::*;
 
+/// The kind every test message claims to be (stdio ignores it).
+const NOTE: MessageKind = MessageKind::Notification { method: "test" };
+
 const ECHO: &str = r#"while IFS= read -r line; do printf '%s\n' "$line"; done"#;
 
 /// `sh -c script`, with short shutdown waits (most scripts here ignore stdin EOF).
@@ -48,7 +51,7 @@ async fn messages_round_trip_line_by_line() {
     assert!(!t.carries_headers());
     for i in 0..3 {
         let msg = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#);
-        t.send(Outbound::new(msg.clone())).await.unwrap();
+        t.send(Outbound::new(msg.clone(), NOTE)).await.unwrap();
         assert_eq!(recv_text(&t).await, msg);
     }
     let pid = t.pid().unwrap();
@@ -56,7 +59,7 @@ async fn messages_round_trip_line_by_line() {
     assert!(t.recv().await.is_none(), "a closed transport yields None");
     assert!(!process_exists(pid), "the child was reaped");
     assert!(matches!(
-        t.send(Outbound::new("{}")).await,
+        t.send(Outbound::new("{}", NOTE)).await,
         Err(TransportError::Closed)
     ));
 }
@@ -64,7 +67,7 @@ async fn messages_round_trip_line_by_line() {
 #[tokio::test]
 async fn outgoing_newlines_are_refused() {
     let t = StdioTransport::spawn(sh(ECHO)).unwrap();
-    let err = t.send(Outbound::new("{\n}")).await.unwrap_err();
+    let err = t.send(Outbound::new("{\n}", NOTE)).await.unwrap_err();
     assert!(matches!(err, TransportError::EmbeddedNewline));
     t.close().await.unwrap();
 }
@@ -94,7 +97,7 @@ async fn stderr_goes_to_the_callback_and_into_errors() {
             sink.lock().unwrap().push(l.to_owned())
         })));
     let t = StdioTransport::spawn(config).unwrap();
-    t.send(Outbound::new("{}")).await.unwrap();
+    t.send(Outbound::new("{}", NOTE)).await.unwrap();
     let err = recv_error(&t).await;
     let TransportError::ChildExited {
         status,
@@ -228,7 +231,7 @@ async fn it_is_usable_as_dyn_transport() {
     let (a, b) = (t.clone(), t.clone());
     // Sending and receiving at once from two tasks.
     let reader = tokio::spawn(async move { a.recv().await.unwrap().unwrap().body });
-    b.send(Outbound::new(r#"{"x":1}"#)).await.unwrap();
+    b.send(Outbound::new(r#"{"x":1}"#, NOTE)).await.unwrap();
     assert_eq!(&reader.await.unwrap()[..], br#"{"x":1}"#);
     t.close().await.unwrap();
 }

@@ -59,6 +59,45 @@ pub struct Response {
     pub payload: Result<Box<RawValue>, ErrorObject>,
 }
 
+/// What kind of JSON-RPC message an outgoing message is, known to whoever encoded it, so that
+/// transports can route it without decoding it again (HTTP awaits an answer only for requests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MessageKind {
+    /// A request, answered by a response with this id.
+    Request {
+        /// Its id.
+        id: RequestId,
+        /// Its method.
+        method: &'static str,
+    },
+    /// A notification: no answer.
+    Notification {
+        /// Its method.
+        method: &'static str,
+    },
+    /// A response to a request from the other side.
+    Response,
+}
+
+impl MessageKind {
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&'static str> {
+        match self {
+            Self::Request { method, .. } | Self::Notification { method } => Some(method),
+            Self::Response => None,
+        }
+    }
+
+    /// The id, for requests.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match self {
+            Self::Request { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+}
+
 /// A decoded frame: one message, or a batch (allowed by `2025-03-26` only). Each element of a
 /// batch decodes on its own, so one bad element does not lose the others.
 #[derive(Debug)]

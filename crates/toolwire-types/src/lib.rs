@@ -80,7 +80,7 @@ pub use error::{
 };
 pub use id::{ProgressToken, RequestId};
 pub use jsonrpc::{
-    Frame, JSONRPC_VERSION, Message, Notification, Request, Response, encode_error,
+    Frame, JSONRPC_VERSION, Message, MessageKind, Notification, Request, Response, encode_error,
     encode_notification, encode_request, encode_result,
 };
 pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};

@@ -9,9 +9,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, watch};
 use toolwire_cache::{CacheConfig, Commit, ListOutcome, ToolCache, ToolSnapshot};
+use toolwire_http::HttpTransportBuilder;
 use toolwire_session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, Session, SessionConfig, SessionError,
-    Transmit,
+    Transmit, Undelivered,
 };
 use toolwire_transport::{
     BoxFuture, Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
@@ -237,6 +238,11 @@ impl ClientBuilder {
     pub fn connect_with(self, connector: Connector) -> Result<Client, Error> {
         Client::connect_with(connector, self.config)
     }
+
+    /// [`Client::connect_http`].
+    pub fn connect_http(self, http: HttpTransportBuilder) -> Result<Client, Error> {
+        Client::connect_http(http, self.config)
+    }
 }
 
 /// The current connection of a client.
@@ -378,6 +384,25 @@ impl Client {
             StdioTransport::spawn(stdio.clone()).map_err(|e| Error::Transport(Arc::new(e)))?;
         let connector: Connector = Arc::new(move || {
             StdioTransport::spawn(stdio.clone()).map(|t| Arc::new(t) as Arc<dyn Transport>)
+        });
+        Self::new(config, Some(Arc::new(first)), Some(connector))
+    }
+
+    /// Connects over Streamable HTTP (the URL is checked now; no request is sent until the
+    /// first use); after [`Client::shutdown`] the next call builds a new transport from the
+    /// same settings. To change the bearer token later, build the [`crate::HttpTransport`] yourself,
+    /// keep a clone, and use [`Client::connect`].
+    pub fn connect_http(http: HttpTransportBuilder, config: ClientConfig) -> Result<Self, Error> {
+        let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
+        let first = http
+            .clone()
+            .build()
+            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
+        let connector: Connector = Arc::new(move || {
+            http.clone()
+                .build()
+                .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                .map_err(setup)
         });
         Self::new(config, Some(Arc::new(first)), Some(connector))
     }
@@ -875,7 +900,7 @@ struct Driver {
 }
 
 fn outbound(t: Transmit) -> Outbound {
-    let mut out = Outbound::new(t.body);
+    let mut out = Outbound::new(t.body, t.kind);
     out.retry = if t.retry_safe {
         RetryClass::Safe
     } else {
@@ -1003,7 +1028,9 @@ impl Driver {
             .retain(|c| !matches!(c, Command::Call { call: queued, .. } if *queued == call));
         if let Some(op) = self.call_ops.remove(&call) {
             // The Completed(Cancelled) event that follows finds no one waiting.
-            let _ = self.session.cancel(op, Some("the caller stopped waiting"));
+            if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {
+                self.transport.cancel(&id);
+            }
         }
     }
 
@@ -1134,6 +1161,15 @@ impl Driver {
                 },
                 inbound = self.transport.recv() => match inbound {
                     Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
+                    Some(Err(TransportError::Request(failure))) => {
+                        tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
+                        let undelivered = Undelivered {
+                            status: failure.status,
+                            body: failure.body.to_vec(),
+                            cause: failure.cause,
+                        };
+                        self.session.handle_undelivered(&failure.id, undelivered, Instant::now());
+                    }
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "transport error");
                         self.last_transport_error = Some(Arc::new(e));

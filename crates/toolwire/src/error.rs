@@ -22,6 +22,17 @@ pub enum Error {
     /// The transport failed (the server process ended, a pipe broke).
     #[error("the transport failed")]
     Transport(#[source] Arc<TransportError>),
+    /// This request got no answer: the server answered with an HTTP error status (and no
+    /// JSON-RPC error), the connection failed, or the response stream broke. The client goes
+    /// on; a request whose retry class allowed it was already retried.
+    #[error("the request got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Undelivered {
+        /// The HTTP status, when the server answered with one.
+        status: Option<u16>,
+        /// What the transport saw (for HTTP, a `toolwire_http::HttpError`).
+        #[source]
+        cause: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// Protocol negotiation failed.
     #[error("protocol negotiation failed")]
     Negotiation(#[source] Arc<SessionError>),
@@ -80,6 +91,7 @@ impl From<RequestError> for Error {
             RequestError::Timeout(d) => Self::Timeout(d),
             RequestError::Decode(e) => Self::Decode(Arc::new(e)),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
+            RequestError::Undelivered { status, cause } => Self::Undelivered { status, cause },
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
             | RequestError::Encode(_)

@@ -24,16 +24,18 @@
 //!
 //! The layers below are separate crates: `toolwire-types` (messages), `toolwire-headers`
 //! (SEP-2243), `toolwire-cache`, `toolwire-session` (the sans-IO protocol),
-//! `toolwire-transport` (the [`Transport`] trait and stdio). This crate drives the session over
+//! `toolwire-transport` (the [`Transport`] trait and stdio), `toolwire-http` (Streamable HTTP,
+//! [`HttpTransport`]). This crate drives the session over
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
-//! Status: stdio and custom transports, tools, resources, prompts, ping and any typed request
+//! Over HTTP: `Client::builder(..).connect_http(HttpTransport::builder("http://127.0.0.1:8080/mcp"))`.
+//!
+//! Status: stdio, Streamable HTTP (both eras) and custom transports, tools, resources, prompts, ping and any typed request
 //! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
 //! requests (and MRTR `input_required` rounds of `tools/call`, `prompts/get` and
 //! `resources/read` through the same handler), a legacy fallback for stdio servers that exit on
 //! the `server/discover` probe,
-//! structured-output validation, shutdown and reuse, and a [`blocking`] client; the Streamable
-//! HTTP transport comes next (issue #6).
+//! structured-output validation, shutdown and reuse, and a [`blocking`] client.
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
@@ -58,6 +60,10 @@ pub use client::{
 pub use error::Error;
 
 pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
+pub use toolwire_http::{
+    AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
+    HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
+};
 pub use toolwire_session::{CallOptions, Negotiated, ProtocolMode};
 pub use toolwire_transport::{
     BoxFuture, Inbound, Outbound, RetryClass, StderrMode, StdioConfig, StdioTransport, Transport,

@@ -1,0 +1,110 @@
+//! What can go wrong over HTTP.
+
+use std::time::Duration;
+
+use crate::auth::Challenge;
+use crate::sse::SseError;
+
+/// Why an HTTP exchange failed. The cause inside a
+/// [`toolwire_transport::TransportError::Request`], and the error of
+/// [`crate::HttpTransportBuilder::build`]. Never shows the bearer token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The URL is not an absolute `http://` or `https://` URL.
+    #[error("`{url}` is not an absolute http:// or https:// URL")]
+    InvalidUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// A custom header is malformed or would clash with one the transport owns.
+    #[error("header `{name}` cannot be set here: {reason}")]
+    InvalidHeader {
+        /// The header name given.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// TLS could not be set up (no usable root certificates, say).
+    #[error("TLS set-up failed: {0}")]
+    Tls(String),
+    /// No connection could be made within the connect timeout.
+    #[error("could not connect within {0:?}")]
+    ConnectTimeout(Duration),
+    /// The request could not be sent or no response head came back (refused, reset, TLS).
+    #[error("the request could not be sent: {0}")]
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No response head or body data within the read timeout.
+    #[error("no data within the {0:?} read timeout")]
+    ReadTimeout(Duration),
+    /// The server answered with an error status (and no JSON-RPC error in the body).
+    #[error(
+        "HTTP {status}{}{}",
+        challenge_summary(challenges),
+        snippet_summary(snippet)
+    )]
+    Status {
+        /// The status.
+        status: http::StatusCode,
+        /// The start of the body, lossy UTF-8.
+        snippet: String,
+        /// `WWW-Authenticate` challenges (401, 403).
+        challenges: Vec<Challenge>,
+    },
+    /// The server refused every `Accept` profile with 406.
+    #[error("the server answered 406 Not Acceptable to every Accept profile")]
+    NotAcceptable,
+    /// A response body was larger than the limit.
+    #[error("a response is larger than the {limit}-byte limit")]
+    ResponseTooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// An SSE stream broke a limit.
+    #[error(transparent)]
+    Sse(#[from] SseError),
+    /// A response had a content type that is neither JSON nor SSE.
+    #[error("unexpected content type {0:?} (want application/json or text/event-stream)")]
+    UnexpectedContentType(String),
+    /// The server accepted a request (202, or an empty body) without answering it.
+    #[error("the server accepted the request without answering it (HTTP {0})")]
+    NoAnswer(http::StatusCode),
+    /// Reading the body failed mid-way.
+    #[error("the response body broke: {0}")]
+    Body(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The response stream ended before the answer, and it could not be resumed (2026-07-28
+    /// never resumes: reissue the request with a new id).
+    #[error("the response stream ended before the answer{}", if *.resumes > 0 { format!(" (after {} resumption attempts)", .resumes) } else { String::new() })]
+    StreamEnded {
+        /// How many resumptions were tried.
+        resumes: u32,
+    },
+    /// The legacy session expired (404) and re-initialising did not bring it back.
+    #[error("the session expired and could not be re-established: {0}")]
+    SessionLost(String),
+    /// The transport was closed.
+    #[error("the transport is closed")]
+    Closed,
+}
+
+fn challenge_summary(challenges: &[Challenge]) -> String {
+    match challenges.first() {
+        None => String::new(),
+        Some(c) => {
+            let params: Vec<String> = c
+                .params
+                .iter()
+                .map(|(n, v)| format!("{n}=\"{v}\""))
+                .collect();
+            format!(" ({} {})", c.scheme, params.join(", "))
+        }
+    }
+}
+
+fn snippet_summary(snippet: &str) -> String {
+    if snippet.is_empty() {
+        String::new()
+    } else {
+        format!(": {snippet}")
+    }
+}

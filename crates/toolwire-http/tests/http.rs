@@ -1,0 +1,710 @@
+//! The HTTP transport against scripted HTTP peers on loopback sockets.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use toolwire_http::{AcceptProfile, HttpError, HttpTransport, RetryPolicy};
+use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply, sse_event};
+use toolwire_transport::{
+    Inbound, MessageKind, Outbound, RequestId, RetryClass, Transport, TransportError,
+};
+
+fn request(id: i64, method: &'static str, retry: RetryClass) -> Outbound {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string();
+    let mut out = Outbound::new(
+        body,
+        MessageKind::Request {
+            id: RequestId::Number(id),
+            method,
+        },
+    );
+    out.retry = retry;
+    out
+}
+
+fn notification(method: &'static str) -> Outbound {
+    Outbound::new(
+        json!({"jsonrpc": "2.0", "method": method}).to_string(),
+        MessageKind::Notification { method },
+    )
+}
+
+fn answer(id: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"ok": true}}).to_string()
+}
+
+/// The next thing `recv` yields, within 10 s.
+async fn next(t: &HttpTransport) -> Result<Inbound, TransportError> {
+    tokio::time::timeout(Duration::from_secs(10), t.recv())
+        .await
+        .expect("no message within 10 s")
+        .expect("transport closed")
+}
+
+/// The failure of the next item, with its HTTP error.
+async fn failure(t: &HttpTransport) -> (Option<u16>, String, Bytes) {
+    match next(t).await {
+        Err(TransportError::Request(f)) => (f.status, f.cause.to_string(), f.body),
+        other => panic!("expected a request failure, got {other:?}"),
+    }
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy::new(3, Duration::from_millis(10), Duration::from_millis(50))
+}
+
+/// Answers every request with a JSON result, and notifications with 202.
+fn json_ok(req: &Recorded) -> Reply {
+    match req.rpc_id() {
+        Some(id) => Reply::json(200, answer(&id)),
+        None => Reply::status(202),
+    }
+}
+
+#[tokio::test]
+async fn json_answers_carry_every_header_and_notifications_get_202() {
+    let peer = HttpPeer::start(json_ok).await;
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let statuses = Arc::new(Mutex::new(Vec::new()));
+    let (s, r) = (sent.clone(), statuses.clone());
+    let t = HttpTransport::builder(peer.url())
+        .header("X-Tenant", "acme")
+        .unwrap()
+        .user_agent("agent/9")
+        .unwrap()
+        .bearer_token("tok")
+        .on_sending(move |m| s.lock().unwrap().push(m.to_owned()))
+        .on_received(move |r| {
+            statuses.lock().unwrap().push((
+                r.method.map(str::to_owned),
+                r.status.as_u16(),
+                r.snippet.to_owned(),
+            ))
+        })
+        .build()
+        .unwrap();
+    let mut out = request(1, "tools/call", RetryClass::Never);
+    out.headers.push((
+        http::HeaderName::from_static("mcp-param-region"),
+        http::HeaderValue::from_static("us-west1"),
+    ));
+    out.headers.push((
+        http::HeaderName::from_static("mcp-protocol-version"),
+        http::HeaderValue::from_static("2026-07-28"),
+    ));
+    t.send(out).await.unwrap();
+    let got = next(&t).await.unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&got.body).unwrap()["id"], 1);
+    t.send(notification("notifications/initialized"))
+        .await
+        .unwrap();
+
+    let reqs = peer.requests();
+    assert_eq!(reqs.len(), 2);
+    let call = &reqs[0];
+    assert_eq!(call.method, http::Method::POST);
+    assert_eq!(call.header("content-type"), "application/json");
+    assert_eq!(call.header("accept"), "application/json, text/event-stream");
+    assert_eq!(call.header("mcp-param-region"), "us-west1");
+    assert_eq!(call.header("mcp-protocol-version"), "2026-07-28");
+    assert_eq!(call.header("x-tenant"), "acme");
+    assert_eq!(call.header("user-agent"), "agent/9");
+    assert_eq!(call.header("authorization"), "Bearer tok");
+    assert_eq!(
+        call.header("mcp-session-id"),
+        "",
+        "no session in a stateless exchange"
+    );
+    assert_eq!(
+        *sent.lock().unwrap(),
+        ["tools/call", "notifications/initialized"]
+    );
+    let r = r.lock().unwrap();
+    assert_eq!(r[0].0.as_deref(), Some("tools/call"));
+    assert_eq!(r[0].1, 200);
+    assert!(r[0].2.contains("\"ok\":true"));
+    assert_eq!(r[1].1, 202);
+    assert!(!format!("{t:?}").contains("tok\""), "{t:?}");
+}
+
+#[tokio::test]
+async fn sse_skips_comments_priming_and_other_events_and_keeps_order() {
+    let peer = HttpPeer::start(|req| {
+        let id = req.rpc_id().unwrap();
+        Reply::sse([
+            ": keep-alive\n\n".to_owned(),
+            "id: 0\ndata:\n\n".to_owned(),
+            "event: ping\ndata: {}\n\n".to_owned(),
+            sse_event(
+                Some("1"),
+                br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+            ),
+            format!("id: 2\nevent: message\ndata: {}\n\n", answer(&id)),
+        ])
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(5, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let first: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(first["method"], "notifications/progress");
+    let second: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(second["id"], 5);
+}
+
+#[tokio::test]
+async fn the_answer_is_delivered_before_the_stream_ends() {
+    // The server keeps the stream open for a long time after the answer (or writes its tail
+    // slowly): the call must not wait for it.
+    let peer = HttpPeer::start(|req| {
+        let id = req.rpc_id().unwrap();
+        Reply::sse([sse_event(None, answer(&id).as_bytes())])
+            .part(Part::Sleep(Duration::from_secs(30)))
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    let start = Instant::now();
+    t.send(request(1, "ping", RetryClass::Safe)).await.unwrap();
+    next(&t).await.unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn accept_falls_back_on_406_and_remembers() {
+    let peer = HttpPeer::start(|req| match req.header("accept") {
+        "*/*" => json_ok(req),
+        _ => Reply::status(406),
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "tools/list", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(t.accept_profile(), AcceptProfile::Wildcard);
+    t.send(request(2, "tools/list", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    let accepts: Vec<String> = peer
+        .requests()
+        .iter()
+        .map(|r| r.header("accept").to_owned())
+        .collect();
+    assert_eq!(
+        accepts,
+        [
+            "application/json, text/event-stream",
+            "application/json",
+            "*/*",
+            "*/*"
+        ]
+    );
+
+    // A server that refuses everything, even no Accept at all.
+    let peer = HttpPeer::start(|_| Reply::status(406)).await;
+    let t = HttpTransport::builder(peer.url())
+        .accept_profile(AcceptProfile::JsonOnly)
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    let (_, cause, _) = failure(&t).await;
+    assert_eq!(cause, HttpError::NotAcceptable.to_string());
+    assert_eq!(peer.requests().len(), 3, "JsonOnly, Wildcard, Omit");
+    assert_eq!(peer.requests()[2].header("accept"), "");
+}
+
+#[tokio::test]
+async fn transient_statuses_are_retried_only_when_safe() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let peer = HttpPeer::start(move |req| {
+        if c.fetch_add(1, Ordering::SeqCst) < 2 {
+            Reply::status(503)
+        } else {
+            json_ok(req)
+        }
+    })
+    .await;
+    let t = HttpTransport::builder(peer.url())
+        .retry_policy(fast_retries())
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(peer.requests().len(), 3, "503, 503, then the answer");
+
+    // Not retry-safe: the 503 goes to the caller after one attempt.
+    count.store(0, Ordering::SeqCst);
+    t.send(request(2, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (status, _, _) = failure(&t).await;
+    assert_eq!(status, Some(503));
+    assert_eq!(peer.requests().len(), 4);
+
+    // 500 is never retried, even when safe.
+    let peer = HttpPeer::start(|_| Reply::json(500, "{\"oops\":1}")).await;
+    let t = HttpTransport::builder(peer.url())
+        .retry_policy(fast_retries())
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/call", RetryClass::Safe))
+        .await
+        .unwrap();
+    let (status, cause, body) = failure(&t).await;
+    assert_eq!(status, Some(500));
+    assert!(cause.contains("oops"), "{cause}");
+    assert_eq!(&body[..], b"{\"oops\":1}");
+    assert_eq!(peer.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_and_capped() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let peer = HttpPeer::start(move |req| {
+        if c.fetch_add(1, Ordering::SeqCst) == 0 {
+            Reply::status(429).header("retry-after", "1")
+        } else {
+            json_ok(req)
+        }
+    })
+    .await;
+    let t = HttpTransport::builder(peer.url())
+        .retry_policy(fast_retries())
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert!(
+        start.elapsed() >= Duration::from_millis(950),
+        "waited only {:?}",
+        start.elapsed()
+    );
+    assert_eq!(peer.requests().len(), 2);
+
+    // Asking for more than the cap: the 429 goes to the caller at once.
+    let peer = HttpPeer::start(|_| Reply::status(429).header("retry-after", "3600")).await;
+    let t = HttpTransport::builder(peer.url())
+        .retry_policy(fast_retries().with_max_retry_after(Duration::from_secs(5)))
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    assert_eq!(failure(&t).await.0, Some(429));
+    assert_eq!(peer.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn connection_failures_are_typed() {
+    // A port nobody listens on: bind, note it, close.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let t = HttpTransport::builder(format!("http://127.0.0.1:{port}/mcp"))
+        .retry_policy(fast_retries())
+        .build()
+        .unwrap();
+    t.send(request(1, "ping", RetryClass::Safe)).await.unwrap();
+    let (status, cause, _) = failure(&t).await;
+    assert_eq!(status, None);
+    assert!(
+        cause.starts_with("the request could not be sent"),
+        "{cause}"
+    );
+}
+
+#[tokio::test]
+async fn legacy_session_is_captured_sent_and_replayed_after_404() {
+    let session = Arc::new(AtomicUsize::new(0));
+    let s = session.clone();
+    let peer = HttpPeer::start(move |req| {
+        let method = req.rpc_method().unwrap_or_default();
+        match (req.method.as_str(), method.as_str()) {
+            ("GET", _) => Reply::status(405),
+            ("DELETE", _) => Reply::status(200),
+            (_, "initialize") => {
+                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
+                json_ok(req).header("mcp-session-id", &format!("s{n}"))
+            }
+            _ if req.header("mcp-session-id") != format!("s{}", s.load(Ordering::SeqCst)) => {
+                Reply::status(404)
+            }
+            _ => json_ok(req),
+        }
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(t.session_id().as_deref(), Some("s1"));
+    let mut initialized = notification("notifications/initialized");
+    initialized.headers.push((
+        http::HeaderName::from_static("mcp-protocol-version"),
+        http::HeaderValue::from_static("2025-11-25"),
+    ));
+    t.send(initialized).await.unwrap();
+    t.send(request(2, "tools/list", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+
+    // The server forgets the session: the next call replays the handshake and is resent.
+    session.store(5, Ordering::SeqCst);
+    t.send(request(3, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 3);
+    assert_eq!(t.session_id().as_deref(), Some("s6"));
+
+    let posts: Vec<(String, String)> = peer
+        .requests()
+        .iter()
+        .filter(|r| r.method == http::Method::POST)
+        .map(|r| {
+            (
+                r.rpc_method().unwrap_or_default(),
+                r.header("mcp-session-id").to_owned(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("initialize", ""),
+        ("notifications/initialized", "s1"),
+        ("tools/list", "s1"),
+        ("tools/call", "s1"),
+        ("initialize", ""),
+        ("notifications/initialized", "s6"),
+        ("tools/call", "s6"),
+    ];
+    let expect: Vec<(String, String)> = expect
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    assert_eq!(posts, expect);
+    // The GET stream was tried once per handshake (405: none) with the session and version.
+    let gets: Vec<Recorded> = peer
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == http::Method::GET)
+        .collect();
+    assert!(!gets.is_empty() && gets.len() <= 2, "{} GETs", gets.len());
+    assert_eq!(gets[0].header("accept"), "text/event-stream");
+    assert_eq!(gets[0].header("mcp-session-id"), "s1");
+    assert_eq!(gets[0].header("mcp-protocol-version"), "2025-11-25");
+
+    // close sends DELETE with the live session.
+    t.close().await.unwrap();
+    let deletes: Vec<Recorded> = peer
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == http::Method::DELETE)
+        .collect();
+    assert_eq!(deletes.len(), 1);
+    assert_eq!(deletes[0].header("mcp-session-id"), "s6");
+    assert!(matches!(
+        t.send(request(9, "ping", RetryClass::Safe)).await,
+        Err(TransportError::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn legacy_stream_cut_mid_way_resumes_with_last_event_id_after_retry() {
+    let peer = HttpPeer::start(|req| {
+        let method = req.rpc_method().unwrap_or_default();
+        match (req.method.as_str(), method.as_str()) {
+            ("GET", _) if req.header("last-event-id") == "e1" => Reply::sse([sse_event(
+                Some("e2"),
+                answer(&json!(2)).as_bytes(),
+            )]),
+            ("GET", _) => Reply::status(405),
+            ("DELETE", _) => Reply::status(405),
+            (_, "initialize") => json_ok(req).header("mcp-session-id", "abc"),
+            (_, "tools/call") => Reply::sse([
+                "id: e0\nretry: 500\ndata:\n\n".to_owned(),
+                sse_event(
+                    Some("e1"),
+                    br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"half"}}"#,
+                ),
+            ])
+            .part(Part::Cut),
+            _ => json_ok(req),
+        }
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    let start = Instant::now();
+    t.send(request(2, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let log: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(log["method"], "notifications/message");
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 2);
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(450),
+        "resumed after {waited:?}"
+    );
+    let resume = peer
+        .requests()
+        .into_iter()
+        .find(|r| r.method == http::Method::GET && !r.header("last-event-id").is_empty())
+        .expect("a resumption GET");
+    assert_eq!(resume.header("mcp-session-id"), "abc");
+    assert_eq!(peer.calls("tools/call").len(), 1, "never resent");
+    // A 405 to DELETE is fine.
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_streams_are_never_resumed_and_stray_session_ids_ignored() {
+    let peer = HttpPeer::start(|req| match req.rpc_method().as_deref() {
+        Some("server/discover") => json_ok(req).header("mcp-session-id", "stray"),
+        Some("tools/call") => {
+            Reply::sse(["id: 1\nretry: 10\ndata:\n\n".to_owned()]).part(Part::Cut)
+        }
+        _ => json_ok(req),
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "server/discover", RetryClass::Safe))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(t.session_id(), None);
+    t.send(request(2, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (status, cause, _) = failure(&t).await;
+    assert_eq!(status, None);
+    assert!(
+        cause.starts_with("the response stream ended before the answer"),
+        "{cause}"
+    );
+    t.send(request(3, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    t.close().await.unwrap();
+    for r in peer.requests() {
+        assert_eq!(
+            r.method,
+            http::Method::POST,
+            "no GET or DELETE in the modern era"
+        );
+        assert_eq!(r.header("mcp-session-id"), "");
+    }
+}
+
+#[tokio::test]
+async fn cancel_closes_the_request_stream() {
+    let peer = HttpPeer::start(|_| {
+        let mut reply = Reply::sse(["id: 0\ndata:\n\n".to_owned()]);
+        for _ in 0..50 {
+            reply = reply
+                .part(Part::Sleep(Duration::from_millis(100)))
+                .part(Part::Data(Bytes::from_static(b": tick\n\n")));
+        }
+        reply
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    t.cancel(&RequestId::Number(1));
+    let deadline = Instant::now() + Duration::from_secs(4);
+    while peer.disconnects() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(peer.disconnects(), 1, "the server saw the stream closed");
+    // Nothing is reported for a cancelled request.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), t.recv())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn limits_and_content_types_are_typed_errors() {
+    let peer = HttpPeer::start(|req| match req.rpc_method().as_deref() {
+        Some("big") => Reply::json(200, vec![b' '; 4096]),
+        Some("long_line") => Reply::sse([format!("data: {}\n\n", "x".repeat(4096))]),
+        Some("html") => Reply::status(200)
+            .header("content-type", "text/html")
+            .part(Part::Data(Bytes::from_static(b"<html>"))),
+        Some("empty") => Reply::status(202),
+        Some("stall") => Reply::status(200)
+            .header("content-type", "application/json")
+            .part(Part::Sleep(Duration::from_secs(5))),
+        _ => json_ok(req),
+    })
+    .await;
+    let t = HttpTransport::builder(peer.url())
+        .max_message_size(1024)
+        .max_sse_line(1024)
+        .read_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    for (method, expect) in [
+        (
+            "big",
+            HttpError::ResponseTooLarge { limit: 1024 }.to_string(),
+        ),
+        (
+            "long_line",
+            toolwire_http::SseError::LineTooLong { limit: 1024 }.to_string(),
+        ),
+        (
+            "html",
+            HttpError::UnexpectedContentType("text/html".into()).to_string(),
+        ),
+        (
+            "empty",
+            HttpError::NoAnswer(http::StatusCode::ACCEPTED).to_string(),
+        ),
+        (
+            "stall",
+            HttpError::ReadTimeout(Duration::from_millis(300)).to_string(),
+        ),
+    ] {
+        t.send(request(1, method, RetryClass::Never)).await.unwrap();
+        let (_, cause, _) = failure(&t).await;
+        assert_eq!(cause, expect, "{method}");
+    }
+}
+
+#[tokio::test]
+async fn a_401_challenge_reaches_the_hook_and_the_token_never_leaks() {
+    let peer = HttpPeer::start(|_| {
+        Reply::json(401, "{\"error\":\"invalid_token\"}").header(
+            "www-authenticate",
+            r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource", scope="tools:call""#,
+        )
+    })
+    .await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let t = HttpTransport::builder(peer.url())
+        .bearer_token("super-secret-token")
+        .on_auth_failed(move |f| {
+            s.lock().unwrap().push((
+                f.status.as_u16(),
+                f.challenges[0]
+                    .param("resource_metadata")
+                    .map(str::to_owned),
+                f.challenges[0].param("scope").map(str::to_owned),
+            ))
+        })
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    let (status, cause, _) = failure(&t).await;
+    assert_eq!(status, Some(401));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(
+            401,
+            Some("http://127.0.0.1/.well-known/oauth-protected-resource".to_owned()),
+            Some("tools:call".to_owned())
+        )]
+    );
+    assert!(cause.contains("resource_metadata"), "{cause}");
+    assert_eq!(peer.requests().len(), 1, "401 is not retried");
+    for text in [cause, format!("{t:?}")] {
+        assert!(!text.contains("super-secret-token"), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_new_token_reinitialises_the_legacy_session() {
+    let sessions = Arc::new(AtomicUsize::new(0));
+    let s = sessions.clone();
+    let peer = HttpPeer::start(move |req| match req.rpc_method().as_deref() {
+        Some("initialize") => {
+            let n = s.fetch_add(1, Ordering::SeqCst) + 1;
+            json_ok(req).header("mcp-session-id", &format!("s{n}"))
+        }
+        None if req.method == http::Method::GET => Reply::status(405),
+        _ => json_ok(req),
+    })
+    .await;
+    let t = HttpTransport::builder(peer.url())
+        .bearer_token("old")
+        .get_stream(false)
+        .build()
+        .unwrap();
+    t.send(request(1, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    t.send(notification("notifications/initialized"))
+        .await
+        .unwrap();
+    t.set_bearer_token(Some("new".into()));
+    t.send(request(2, "tools/list", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    let seen: Vec<(String, String, String)> = peer
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.rpc_method().unwrap_or_default(),
+                r.header("authorization").to_owned(),
+                r.header("mcp-session-id").to_owned(),
+            )
+        })
+        .collect();
+    let expect: Vec<(String, String, String)> = [
+        ("initialize", "Bearer old", ""),
+        ("notifications/initialized", "Bearer old", "s1"),
+        ("initialize", "Bearer new", ""),
+        ("notifications/initialized", "Bearer new", "s2"),
+        ("tools/list", "Bearer new", "s2"),
+    ]
+    .iter()
+    .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+    .collect();
+    assert_eq!(seen, expect);
+    assert!(
+        peer.requests()
+            .iter()
+            .all(|r| r.method != http::Method::GET),
+        "GET stream opted out"
+    );
+}
