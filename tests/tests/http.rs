@@ -1,0 +1,204 @@
+//! The facade over Streamable HTTP, in both eras, against the scripted server on a loopback
+//! socket.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use toolwire::{CallOptions, Client, Error, HttpTransport, ProtocolVersion};
+use toolwire_test_support::Eras;
+use toolwire_test_support::http::{Framing, HttpPeer, Reply, scripted};
+
+async fn client(peer: &HttpPeer) -> Client {
+    Client::builder("e2e", "0")
+        .connect_http(HttpTransport::builder(peer.url()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn modern_over_http_with_sep2243_headers_and_progress() {
+    let peer = HttpPeer::start(scripted(Eras::Both, Framing::Sse)).await;
+    let client = client(&peer).await;
+    assert_eq!(
+        client.ready().await.unwrap().version,
+        ProtocolVersion::V2026_07_28
+    );
+    client.list_tools().await.unwrap();
+    let result = client
+        .call_tool(
+            "execute_sql",
+            json!({"region": "us-west1", "query": "select 1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.content[0].as_text(), Some("region=us-west1 rows=1"));
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let counted = client
+        .call_tool_with_progress(
+            "count",
+            json!({"to": 3}),
+            CallOptions::default(),
+            move |p| sink.lock().unwrap().push(p.progress),
+        )
+        .await
+        .unwrap();
+    assert_eq!(counted.content[0].as_text(), Some("counted to 3"));
+    assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
+
+    let call = &peer.calls("tools/call")[0];
+    assert_eq!(call.header("mcp-protocol-version"), "2026-07-28");
+    assert_eq!(call.header("mcp-method"), "tools/call");
+    assert_eq!(call.header("mcp-name"), "execute_sql");
+    assert_eq!(call.header("mcp-param-region"), "us-west1");
+    client.close().await;
+    for r in peer.requests() {
+        assert_eq!(r.method, http::Method::POST, "modern: POST only");
+        assert_eq!(r.header("mcp-session-id"), "");
+    }
+}
+
+#[tokio::test]
+async fn a_legacy_http_server_is_reached_through_the_fallback_with_a_session() {
+    let peer = HttpPeer::start(scripted(Eras::Legacy, Framing::Json)).await;
+    let client = client(&peer).await;
+    let n = client.ready().await.unwrap();
+    assert_eq!(n.version, ProtocolVersion::V2025_11_25);
+    client.list_tools().await.unwrap();
+    let echo = client
+        .call_tool("echo", json!({"text": "over http"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.content[0].as_text(), Some("over http"));
+    // A JSON-RPC error in a 200 body is a server error, not a transport failure.
+    let err = client.call_tool("nope", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Server(e) if e.code == -32602),
+        "{err}"
+    );
+    client.close().await;
+
+    let methods: Vec<(String, String)> = peer
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.rpc_method().unwrap_or_else(|| r.method.to_string()),
+                r.header("mcp-session-id").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(methods[0], ("server/discover".to_owned(), String::new()));
+    assert_eq!(methods[1], ("initialize".to_owned(), String::new()));
+    assert!(
+        methods[2..].iter().all(|(_, s)| s == "session-1"),
+        "every later request carries the session: {methods:?}"
+    );
+    assert!(
+        methods.iter().any(|(m, _)| m == "GET"),
+        "the GET stream was tried"
+    );
+    assert_eq!(methods.last().unwrap().0, "DELETE");
+    let list = &peer.calls("tools/list")[0];
+    assert_eq!(list.header("mcp-protocol-version"), "2025-11-25");
+    assert_eq!(
+        list.header("mcp-method"),
+        "",
+        "no SEP-2243 headers before 2026-07-28"
+    );
+}
+
+#[tokio::test]
+async fn legacy_sse_answers_carry_progress() {
+    let peer = HttpPeer::start(scripted(Eras::Legacy, Framing::Sse)).await;
+    let client = client(&peer).await;
+    let seen = Arc::new(Mutex::new(0));
+    let sink = seen.clone();
+    let counted = client
+        .call_tool_with_progress(
+            "count",
+            json!({"to": 2}),
+            CallOptions::default(),
+            move |_| *sink.lock().unwrap() += 1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(counted.content[0].as_text(), Some("counted to 2"));
+    assert_eq!(*seen.lock().unwrap(), 2);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn dropping_a_modern_call_closes_its_stream_instead_of_notifying() {
+    let peer = HttpPeer::start(scripted(Eras::Modern, Framing::Sse)).await;
+    let client = client(&peer).await;
+    client.ready().await.unwrap();
+    let slow = client.call_tool("slow", json!({}));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), slow)
+            .await
+            .is_err()
+    );
+    let echo = client
+        .call_tool("echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.content[0].as_text(), Some("after"));
+    assert!(
+        peer.calls("notifications/cancelled").is_empty(),
+        "2026-07-28 over HTTP cancels by closing the stream"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn http_failures_fail_the_call_not_the_client() {
+    let script = scripted(Eras::Modern, Framing::Json);
+    let peer = HttpPeer::start(move |req| {
+        if req.body.windows(6).any(|w| w == b"\"boom\"") {
+            Reply::json(500, "internal error")
+        } else {
+            script(req)
+        }
+    })
+    .await;
+    let client = client(&peer).await;
+    let err = client.call_tool("boom", json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Undelivered {
+                status: Some(500),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let echo = client
+        .call_tool("echo", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.content[0].as_text(), Some("ok"));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_auth_challenge_fails_negotiation_instead_of_falling_back() {
+    let peer =
+        HttpPeer::start(|_| Reply::status(401).header("www-authenticate", r#"Bearer scope="mcp""#))
+            .await;
+    let client = client(&peer).await;
+    let err = client.ready().await.unwrap_err();
+    assert!(err.to_string().contains("negotiation"), "{err}");
+    let source = std::error::Error::source(&err).unwrap().to_string();
+    assert!(source.contains("HTTP 401"), "{source}");
+    assert_eq!(peer.requests().len(), 1, "401 says nothing about the era");
+}
