@@ -708,3 +708,63 @@ async fn a_new_token_reinitialises_the_legacy_session() {
         "GET stream opted out"
     );
 }
+
+#[tokio::test]
+async fn sequential_requests_reuse_one_connection() {
+    let peer = HttpPeer::start(json_ok).await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    for id in 1..=5 {
+        t.send(request(id, "ping", RetryClass::Safe)).await.unwrap();
+        next(&t).await.unwrap();
+    }
+    assert_eq!(peer.connections(), 1);
+}
+
+#[tokio::test]
+async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
+    let peer = HttpPeer::start(|req| match (req.method.as_str(), req.header("last-event-id")) {
+        ("GET", "") => Reply::sse([
+            "retry: 50\n\n".to_owned(),
+            sse_event(
+                Some("g1"),
+                br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            ),
+        ]),
+        ("GET", _) => Reply::status(405),
+        _ if req.rpc_method().as_deref() == Some("initialize") => {
+            json_ok(req).header("mcp-session-id", "s")
+        }
+        _ => json_ok(req),
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "initialize", RetryClass::Never)).await.unwrap();
+    next(&t).await.unwrap();
+    t.send(notification("notifications/initialized")).await.unwrap();
+    let pushed: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(pushed["method"], "notifications/tools/list_changed");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let gets = loop {
+        let gets: Vec<Recorded> = peer
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == http::Method::GET)
+            .collect();
+        if gets.len() >= 2 || Instant::now() > deadline {
+            break gets;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(gets.len(), 2, "reconnected once, then 405 ended it");
+    assert_eq!(gets[1].header("last-event-id"), "g1");
+    assert_eq!(gets[1].header("mcp-session-id"), "s");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        peer.requests()
+            .iter()
+            .filter(|r| r.method == http::Method::GET)
+            .count(),
+        2,
+        "405 means no stream: no more attempts"
+    );
+}

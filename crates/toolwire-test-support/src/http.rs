@@ -133,6 +133,7 @@ pub struct HttpPeer {
     pub addr: SocketAddr,
     log: Arc<Mutex<Vec<Recorded>>>,
     disconnects: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -168,13 +169,26 @@ impl HttpPeer {
         let log = Arc::new(Mutex::new(Vec::new()));
         let handler: Handler = Arc::new(handler);
         let disconnects = Arc::new(AtomicU64::new(0));
-        let task = tokio::spawn(accept(listener, handler, log.clone(), disconnects.clone()));
+        let connections = Arc::new(AtomicU64::new(0));
+        let task = tokio::spawn(accept(
+            listener,
+            handler,
+            log.clone(),
+            disconnects.clone(),
+            connections.clone(),
+        ));
         Self {
             addr,
             log,
             disconnects,
+            connections,
             task,
         }
+    }
+
+    /// How many TCP connections were accepted.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// How many response bodies the client stopped reading before they were written whole.
@@ -206,11 +220,13 @@ async fn accept(
     handler: Handler,
     log: Arc<Mutex<Vec<Recorded>>>,
     disconnects: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
 ) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
+        connections.fetch_add(1, Ordering::SeqCst);
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
         let log = log.clone();
