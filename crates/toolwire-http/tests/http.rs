@@ -722,25 +722,31 @@ async fn sequential_requests_reuse_one_connection() {
 
 #[tokio::test]
 async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
-    let peer = HttpPeer::start(|req| match (req.method.as_str(), req.header("last-event-id")) {
-        ("GET", "") => Reply::sse([
-            "retry: 50\n\n".to_owned(),
-            sse_event(
-                Some("g1"),
-                br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
-            ),
-        ]),
-        ("GET", _) => Reply::status(405),
-        _ if req.rpc_method().as_deref() == Some("initialize") => {
-            json_ok(req).header("mcp-session-id", "s")
-        }
-        _ => json_ok(req),
-    })
+    let peer = HttpPeer::start(
+        |req| match (req.method.as_str(), req.header("last-event-id")) {
+            ("GET", "") => Reply::sse([
+                "retry: 50\n\n".to_owned(),
+                sse_event(
+                    Some("g1"),
+                    br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+                ),
+            ]),
+            ("GET", _) => Reply::status(405),
+            _ if req.rpc_method().as_deref() == Some("initialize") => {
+                json_ok(req).header("mcp-session-id", "s")
+            }
+            _ => json_ok(req),
+        },
+    )
     .await;
     let t = HttpTransport::new(peer.url()).unwrap();
-    t.send(request(1, "initialize", RetryClass::Never)).await.unwrap();
+    t.send(request(1, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
     next(&t).await.unwrap();
-    t.send(notification("notifications/initialized")).await.unwrap();
+    t.send(notification("notifications/initialized"))
+        .await
+        .unwrap();
     let pushed: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
     assert_eq!(pushed["method"], "notifications/tools/list_changed");
     let deadline = Instant::now() + Duration::from_secs(5);
