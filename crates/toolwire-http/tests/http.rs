@@ -774,3 +774,68 @@ async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
         "405 means no stream: no more attempts"
     );
 }
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_token_never_reaches_the_logs() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || sink.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    let peer = HttpPeer::start(move |req| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => Reply::status(503),
+        1 => Reply::status(401).header("www-authenticate", r#"Bearer error="invalid_token""#),
+        _ => json_ok(req),
+    })
+    .await;
+    let t = HttpTransport::builder(peer.url())
+        .bearer_token("tok-0123456789-secret")
+        .retry_policy(fast_retries())
+        .build()
+        .unwrap();
+    tracing::info!(transport = ?t, "built");
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    let (status, cause, _) = failure(&t).await;
+    assert_eq!(status, Some(401));
+    tracing::warn!(%cause, "failed");
+    t.set_bearer_token(Some("tok-new-secret".into()));
+    t.send(request(2, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(
+        peer.requests()[2].header("authorization"),
+        "Bearer tok-new-secret",
+        "the token is sent"
+    );
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("resending after a transient status"),
+        "{logs}"
+    );
+    assert!(logs.contains("refused the credentials"), "{logs}");
+    assert!(!logs.contains("secret"), "{logs}");
+}
