@@ -42,7 +42,7 @@ mod session;
 
 pub use session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, RequestError, Session, SessionConfig,
-    SessionError, Transmit, TransmitKind, Undelivered,
+    SessionError, SettleMode, Transmit, TransmitKind, Undelivered,
 };
 
 pub use toolwire_cache::ToolCache;

@@ -48,6 +48,32 @@ pub struct SessionConfig {
     /// The longest a request may run even while progress keeps resetting its deadline
     /// (default 10 min).
     pub max_request_time: Duration,
+    /// The settle barrier for `tools/call` results that announce tool changes (seed 003;
+    /// default [`SettleMode::Announced`]).
+    pub settle: SettleMode,
+    /// How long the settle barrier holds a result at most (default 5 s).
+    pub settle_timeout: Duration,
+    /// Refetch the tool list when the server says it changed (default on).
+    pub auto_refresh: bool,
+    /// In the `2026-07-28` era, open a `subscriptions/listen` stream for tool-list changes
+    /// when the server declares `tools.listChanged` (default on).
+    pub listen: bool,
+}
+
+/// What the session does with a `tools/call` result that may change the tool list (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SettleMode {
+    /// Hand every result over at once.
+    Off,
+    /// Hold a result that announces `registers`, `unregisters` or `updates` until the tool
+    /// cache shows every registered tool, none of the unregistered ones and a changed
+    /// definition for each updated one, or until the settle timeout (default).
+    #[default]
+    Announced,
+    /// As `Announced`, and also hold a result that announces nothing while a tool-list refresh
+    /// is under way, until that refresh ends (for servers that do not announce).
+    AnnouncedOrRefresh,
 }
 
 impl SessionConfig {
@@ -61,7 +87,30 @@ impl SessionConfig {
             probe_timeout: Duration::from_secs(5),
             max_list_pages: 1000,
             max_request_time: Duration::from_secs(600),
+            settle: SettleMode::Announced,
+            settle_timeout: Duration::from_secs(5),
+            auto_refresh: true,
+            listen: true,
         }
+    }
+
+    /// Sets the settle barrier's mode and timeout.
+    pub fn with_settle(mut self, mode: SettleMode, timeout: Duration) -> Self {
+        self.settle = mode;
+        self.settle_timeout = timeout;
+        self
+    }
+
+    /// Turns the automatic tool-list refresh on list changes on or off.
+    pub fn with_auto_refresh(mut self, on: bool) -> Self {
+        self.auto_refresh = on;
+        self
+    }
+
+    /// Turns the `2026-07-28` listen subscription on or off.
+    pub fn with_listen(mut self, on: bool) -> Self {
+        self.listen = on;
+        self
     }
 
     /// Sets the protocol mode.
@@ -274,6 +323,15 @@ pub enum Event {
     ServerRequest(toolwire_types::Request),
     /// Bytes from the server that are not JSON-RPC.
     Malformed(DecodeError),
+    /// The session refetched the tool list by itself (after a list change, for the settle
+    /// barrier, or to recover from a header mismatch), and what the cache did with it.
+    ToolsRefreshed(Result<ListOutcome, RequestError>),
+    /// The settle barrier gave up waiting for operation `op`: its result follows as
+    /// [`Event::Completed`], although the tool list may not show the announced changes yet.
+    SettleTimedOut {
+        /// The operation.
+        op: OpId,
+    },
 }
 
 /// Per-call choices for [`Session::call_tool`].
@@ -297,6 +355,8 @@ pub struct CallOptions {
     pub input_responses: Option<JsonObject>,
     /// An MRTR retry: the server's `requestState`, echoed exactly.
     pub request_state: Option<String>,
+    /// Whether the settle barrier applies to this call (default: as the session is set up).
+    pub settle: Option<bool>,
 }
 
 impl CallOptions {
@@ -321,6 +381,12 @@ impl CallOptions {
     /// Allows or forbids resending.
     pub fn with_retry_safe(mut self, safe: bool) -> Self {
         self.retry_safe = Some(safe);
+        self
+    }
+
+    /// Turns the settle barrier on or off for this call.
+    pub fn with_settle(mut self, settle: bool) -> Self {
+        self.settle = Some(settle);
         self
     }
 
@@ -360,6 +426,14 @@ enum PendingKind {
     Request {
         op: OpId,
     },
+    /// A `tools/call`, with what it takes to reissue it once after a header mismatch.
+    ToolCall {
+        op: OpId,
+        retry: Option<Box<CallRetry>>,
+        settle: bool,
+    },
+    /// The `subscriptions/listen` stream (never times out).
+    Listen,
     ListPage {
         op: OpId,
         listing: Listing,
@@ -382,11 +456,70 @@ impl Pending {
     /// The caller's operation this request belongs to.
     fn op(&self) -> Option<OpId> {
         match &self.kind {
-            PendingKind::Request { op } | PendingKind::ListPage { op, .. } => Some(*op),
-            PendingKind::Probe | PendingKind::Initialize => None,
+            PendingKind::Request { op }
+            | PendingKind::ToolCall { op, .. }
+            | PendingKind::ListPage { op, .. } => Some(*op),
+            PendingKind::Probe | PendingKind::Initialize | PendingKind::Listen => None,
         }
     }
 }
+
+/// A `tools/call` as sent, kept to reissue it after a header mismatch.
+struct CallRetry {
+    params: CallToolParams,
+    options: CallOptions,
+}
+
+/// A result the settle barrier holds.
+struct Held {
+    op: OpId,
+    result: Box<RawValue>,
+    expect: Expect,
+    deadline: Instant,
+}
+
+/// What releases a held result.
+enum Expect {
+    /// The announced changes, with the definition hashes of the updated tools before.
+    Changes {
+        registers: Vec<String>,
+        unregisters: Vec<String>,
+        updates: Vec<(String, Option<u64>)>,
+    },
+    /// The end of refresh number `seq`.
+    Refresh { seq: u64 },
+}
+
+/// A call answered with a header mismatch, waiting for refresh number `seq` to reissue it.
+struct Relist {
+    op: OpId,
+    retry: Box<CallRetry>,
+    error: ErrorObject,
+    seq: u64,
+}
+
+/// The `subscriptions/listen` stream.
+#[derive(Default)]
+struct Listen {
+    id: Option<RequestId>,
+    failures: u32,
+    reopen_at: Option<Instant>,
+    disabled: bool,
+}
+
+/// The tool-change fields of a `CallToolResult` (the proposal in seed 003).
+#[derive(serde::Deserialize, Default)]
+struct Announced {
+    #[serde(default)]
+    registers: Option<Vec<String>>,
+    #[serde(default)]
+    unregisters: Option<Vec<String>>,
+    #[serde(default)]
+    updates: Option<Vec<String>>,
+}
+
+/// How long the listen stream's request may stay open: for all practical purposes forever.
+const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The standard SEP-2243 headers (`Mcp-Method`) of a request without a name, at versions that
 /// send them; none before `2026-07-28`.
@@ -411,6 +544,17 @@ pub struct Session {
     progress: HashMap<RequestId, RequestId>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
+    /// The refresh walk under way, if any.
+    refresh: Option<OpId>,
+    /// Another refresh is wanted after it (a burst of list changes becomes one more walk).
+    refresh_again: bool,
+    /// Refreshes started, and finished; whether the last one succeeded.
+    refresh_started: u64,
+    refresh_finished: u64,
+    refresh_ok: bool,
+    held: Vec<Held>,
+    relists: Vec<Relist>,
+    listen: Listen,
 }
 
 impl std::fmt::Debug for Session {
@@ -425,7 +569,17 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session over a transport that does (`carries_headers`) or does not carry HTTP headers,
     /// reading and filling `cache`.
-    pub fn new(config: SessionConfig, cache: Arc<ToolCache>, carries_headers: bool) -> Self {
+    pub fn new(mut config: SessionConfig, cache: Arc<ToolCache>, carries_headers: bool) -> Self {
+        if config.settle != SettleMode::Off && config.capabilities.tools.is_none() {
+            // The proposal's capability: tell the server that announcing changes is worth it.
+            config.capabilities.tools = Some(toolwire_types::ClientToolsCapability {
+                wait_for: Some(true),
+                wait_for_timeout: Some(
+                    u64::try_from(config.settle_timeout.as_millis()).unwrap_or(u64::MAX),
+                ),
+                extra: JsonObject::new(),
+            });
+        }
         Self {
             config,
             cache,
@@ -437,6 +591,14 @@ impl Session {
             progress: HashMap::new(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
+            refresh: None,
+            refresh_again: false,
+            refresh_started: 0,
+            refresh_finished: 0,
+            refresh_ok: false,
+            held: Vec::new(),
+            relists: Vec::new(),
+            listen: Listen::default(),
         }
     }
 
@@ -491,10 +653,14 @@ impl Session {
 
     /// When [`Session::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.pending.values().map(|p| p.deadline).min()
+        let requests = self.pending.values().map(|p| p.deadline);
+        let held = self.held.iter().map(|h| h.deadline);
+        requests.chain(held).chain(self.listen.reopen_at).min()
     }
 
-    /// Expires every request whose deadline is at or before `now`.
+    /// Expires every request whose deadline is at or before `now`, releases results the
+    /// settle barrier held that long, and reopens a dropped listen stream when its backoff
+    /// is over.
     pub fn handle_timeout(&mut self, now: Instant) {
         let expired: Vec<RequestId> = self
             .pending
@@ -507,6 +673,26 @@ impl Session {
                 self.forget(&p);
                 self.expire(p, now);
             }
+        }
+        let (late, held): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.deadline <= now);
+        self.held = held;
+        for h in late {
+            tracing::warn!(
+                op = h.op.0,
+                "the tool list may be stale: the changes this tool call announced did not show \
+                 up within the settle timeout; handing the result over anyway"
+            );
+            self.events.push_back(Event::SettleTimedOut { op: h.op });
+            self.events.push_back(Event::Completed {
+                op: h.op,
+                result: Ok(h.result),
+            });
+        }
+        if self.listen.reopen_at.is_some_and(|at| at <= now) {
+            self.listen.reopen_at = None;
+            self.send_listen(now);
         }
     }
 
@@ -522,14 +708,16 @@ impl Session {
             PendingKind::Initialize => self.fail(SessionError::Timeout {
                 method: "initialize",
             }),
-            PendingKind::Request { op } => self.events.push_back(Event::Completed {
-                op,
-                result: Err(RequestError::Timeout(p.timeout)),
-            }),
-            PendingKind::ListPage { op, .. } => self.events.push_back(Event::ToolsListed {
-                op,
-                result: Err(RequestError::Timeout(p.timeout)),
-            }),
+            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(RequestError::Timeout(p.timeout)),
+                })
+            }
+            PendingKind::Listen => self.listen_dropped(now),
+            PendingKind::ListPage { op, .. } => {
+                self.finish_listing(op, Err(RequestError::Timeout(p.timeout)), now)
+            }
         }
     }
 
@@ -743,6 +931,17 @@ impl Session {
     /// HTTP cancelling means closing the request's response stream, so the request's id is
     /// returned for the transport to do that. `None` if the operation is not pending.
     pub fn cancel(&mut self, op: OpId, reason: Option<&str>) -> Option<RequestId> {
+        // Answered already and held by the settle barrier, or waiting for a re-list.
+        let before = self.held.len() + self.relists.len();
+        self.held.retain(|h| h.op != op);
+        self.relists.retain(|r| r.op != op);
+        if self.held.len() + self.relists.len() < before {
+            self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Cancelled),
+            });
+            return None;
+        }
         let id = self
             .pending
             .iter()
@@ -870,6 +1069,11 @@ impl Session {
 
     /// Calls a tool. Its headers come from `options.tool` or `options.header_map` when given,
     /// else from the cached tool's plan; the result arrives as [`Event::Completed`].
+    ///
+    /// A call answered with a header mismatch (`-32020`, or `-32001` before the rename) is
+    /// reissued once, with a new id and headers from a fresh `tools/list` (unless its headers
+    /// came from a per-call definition or map, which a re-list cannot change). A result that
+    /// announces tool changes waits for them under the settle barrier ([`SettleMode`]).
     pub fn call_tool(
         &mut self,
         name: &str,
@@ -877,6 +1081,20 @@ impl Session {
         options: CallOptions,
         now: Instant,
     ) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        self.issue_call(op, name, arguments, options, true, now)?;
+        Ok(op)
+    }
+
+    fn issue_call(
+        &mut self,
+        op: OpId,
+        name: &str,
+        arguments: Option<JsonObject>,
+        mut options: CallOptions,
+        may_retry: bool,
+        now: Instant,
+    ) -> Result<(), RequestError> {
         let version = self.version_for("tools/call")?;
         let snapshot = self.cache.load();
         let cached = snapshot.get(name);
@@ -917,8 +1135,8 @@ impl Session {
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
         drop(snapshot);
         let mut params = CallToolParams::new(name, arguments);
-        params.input_responses = options.input_responses;
-        params.request_state = options.request_state;
+        params.input_responses = options.input_responses.take();
+        params.request_state = options.request_state.take();
         self.envelope(&version, &mut params);
         // The token is the id the request is about to get: unique among active requests.
         let token = options
@@ -928,22 +1146,305 @@ impl Session {
             params.meta.get_or_insert_with(Meta::default).progress_token = Some(token.clone());
         }
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
-        let op = self.queue_operation(
-            &version,
-            "tools/call",
-            &params,
-            headers,
-            retry_safe,
-            timeout,
-            now,
-        )?;
-        if let Some(token) = token {
-            if let Some(pending) = self.pending.get_mut(&token) {
-                pending.progress_token = Some(token.clone());
+        let settle = options
+            .settle
+            .unwrap_or(self.config.settle != SettleMode::Off);
+        let kind = PendingKind::ToolCall {
+            op,
+            retry: None,
+            settle,
+        };
+        let id = self
+            .queue_request(
+                &version,
+                "tools/call",
+                &params,
+                headers,
+                retry_safe,
+                kind,
+                timeout,
+                now,
+            )
+            .map_err(RequestError::Encode)?;
+        let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
+        if let Some(pending) = self.pending.get_mut(&id) {
+            if let PendingKind::ToolCall { retry, .. } = &mut pending.kind
+                && reissuable
+            {
+                // Kept, not copied: the arguments were going to be dropped after encoding.
+                *retry = Some(Box::new(CallRetry { params, options }));
             }
+            if token.is_some() {
+                pending.progress_token = token.clone();
+            }
+        }
+        if let Some(token) = token {
             self.progress.insert(token.clone(), token);
         }
-        Ok(op)
+        Ok(())
+    }
+
+    /// A call was answered with a header mismatch: re-list, then reissue it once.
+    fn relist_and_retry(
+        &mut self,
+        op: OpId,
+        retry: Box<CallRetry>,
+        error: ErrorObject,
+        now: Instant,
+    ) {
+        tracing::warn!(
+            tool = %retry.params.name,
+            code = error.code,
+            "the server says the Mcp-Param-* headers do not match the arguments; re-listing the \
+             tools and retrying once"
+        );
+        match self.request_refresh(now) {
+            Some(seq) => self.relists.push(Relist {
+                op,
+                retry,
+                error,
+                seq,
+            }),
+            None => self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Server { error }),
+            }),
+        }
+    }
+
+    /// Asks for a refresh walk; returns the number of the refresh whose end shows a list
+    /// fetched after now (`None` if none can be sent).
+    fn request_refresh(&mut self, now: Instant) -> Option<u64> {
+        if self.refresh.is_some() {
+            self.refresh_again = true;
+            return Some(self.refresh_started + 1);
+        }
+        match self.start_refresh(now) {
+            Ok(()) => Some(self.refresh_started),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not refresh the tool list");
+                None
+            }
+        }
+    }
+
+    fn start_refresh(&mut self, now: Instant) -> Result<(), RequestError> {
+        let op = self.allocate_op();
+        let listing = self.cache.begin_listing();
+        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        self.refresh = Some(op);
+        self.refresh_started += 1;
+        Ok(())
+    }
+
+    /// A `tools/list` walk ended: the caller's ([`Event::ToolsListed`]) or the session's own
+    /// refresh ([`Event::ToolsRefreshed`], then the next one if list changes came meanwhile).
+    /// Either way held results and re-list waiters are looked at again.
+    fn finish_listing(
+        &mut self,
+        op: OpId,
+        result: Result<ListOutcome, RequestError>,
+        now: Instant,
+    ) {
+        if self.refresh == Some(op) {
+            self.refresh = None;
+            self.refresh_finished = self.refresh_started;
+            self.refresh_ok = result.is_ok();
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "refreshing the tool list failed");
+            }
+            self.events.push_back(Event::ToolsRefreshed(result));
+            if std::mem::take(&mut self.refresh_again)
+                && let Err(e) = self.start_refresh(now)
+            {
+                tracing::warn!(error = %e, "could not refresh the tool list");
+            }
+        } else {
+            self.events.push_back(Event::ToolsListed { op, result });
+        }
+        self.recheck(now);
+    }
+
+    /// Releases held results whose changes the cache now shows, and reissues calls whose
+    /// re-list is done.
+    fn recheck(&mut self, now: Instant) {
+        let snapshot = self.cache.snapshot();
+        let finished = self.refresh_finished;
+        let (ready, held): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| match &h.expect {
+                Expect::Refresh { seq } => finished >= *seq,
+                Expect::Changes {
+                    registers,
+                    unregisters,
+                    updates,
+                } => {
+                    registers.iter().all(|n| snapshot.contains(n))
+                        && !unregisters.iter().any(|n| snapshot.contains(n))
+                        && updates.iter().all(|(n, before)| {
+                            snapshot
+                                .get(n)
+                                .is_some_and(|t| Some(t.definition_hash()) != *before)
+                        })
+                }
+            });
+        self.held = held;
+        for h in ready {
+            tracing::debug!(
+                op = h.op.0,
+                "the announced tool changes are in; releasing the result"
+            );
+            self.events.push_back(Event::Completed {
+                op: h.op,
+                result: Ok(h.result),
+            });
+        }
+        let (due, waiting): (Vec<Relist>, Vec<Relist>) = std::mem::take(&mut self.relists)
+            .into_iter()
+            .partition(|r| finished >= r.seq);
+        self.relists = waiting;
+        for r in due {
+            if !self.refresh_ok {
+                self.events.push_back(Event::Completed {
+                    op: r.op,
+                    result: Err(RequestError::Server { error: r.error }),
+                });
+                continue;
+            }
+            let CallRetry {
+                mut params,
+                mut options,
+            } = *r.retry;
+            options.input_responses = params.input_responses.take();
+            options.request_state = params.request_state.take();
+            tracing::info!(tool = %params.name, "retrying the call with headers from the fresh tool list");
+            let name = std::mem::take(&mut params.name);
+            if let Err(e) =
+                self.issue_call(r.op, &name, params.arguments.take(), options, false, now)
+            {
+                self.events.push_back(Event::Completed {
+                    op: r.op,
+                    result: Err(e),
+                });
+            }
+        }
+    }
+
+    /// The settle barrier (seed 003): hands `raw` over now, or holds it until the changes it
+    /// announces are in the cache.
+    fn settle(&mut self, op: OpId, raw: Box<RawValue>, now: Instant) {
+        let announced: Announced = serde_json::from_str(raw.get()).unwrap_or_default();
+        let registers = announced.registers.unwrap_or_default();
+        let unregisters = announced.unregisters.unwrap_or_default();
+        let updates = announced.updates.unwrap_or_default();
+        let expect = if registers.is_empty() && unregisters.is_empty() && updates.is_empty() {
+            if self.config.settle == SettleMode::AnnouncedOrRefresh && self.refresh.is_some() {
+                Expect::Refresh {
+                    seq: self.refresh_started + u64::from(self.refresh_again),
+                }
+            } else {
+                return self.events.push_back(Event::Completed {
+                    op,
+                    result: Ok(raw),
+                });
+            }
+        } else {
+            let snapshot = self.cache.snapshot();
+            let updates = updates
+                .into_iter()
+                .map(|n| {
+                    let before = snapshot.get(&n).map(|t| t.definition_hash());
+                    (n, before)
+                })
+                .collect();
+            Expect::Changes {
+                registers,
+                unregisters,
+                updates,
+            }
+        };
+        let announces = matches!(expect, Expect::Changes { .. });
+        self.held.push(Held {
+            op,
+            result: raw,
+            expect,
+            deadline: now + self.config.settle_timeout,
+        });
+        // Perhaps the cache shows them already (the list change came first).
+        self.recheck(now);
+        let still_held = self.held.iter().any(|h| h.op == op);
+        if still_held && announces && !self.server_announces_list_changes() {
+            // No list change will come: fetch the list now.
+            self.request_refresh(now);
+        }
+    }
+
+    /// Whether the server will tell us when its tool list changes.
+    fn server_announces_list_changes(&self) -> bool {
+        let declared = self
+            .negotiated()
+            .and_then(|n| n.capabilities.tools.as_ref())
+            .and_then(|t| t.list_changed)
+            .unwrap_or(false);
+        let modern = self.version().is_some_and(ProtocolVersion::is_modern);
+        // In the modern era list changes come only on the listen stream.
+        declared && (!modern || (self.listen.id.is_some() && !self.listen.disabled))
+    }
+
+    /// A list change arrived: the cache is stale; refresh it (bursts coalesce into one more
+    /// walk) when auto-refresh is on or a result is waiting for it.
+    fn list_changed(&mut self, now: Instant) {
+        self.cache.mark_stale();
+        if self.negotiated().is_some() && (self.config.auto_refresh || !self.held.is_empty()) {
+            self.request_refresh(now);
+        }
+    }
+
+    /// Opens the `subscriptions/listen` stream (modern era, when the server declares
+    /// `tools.listChanged`).
+    fn send_listen(&mut self, now: Instant) {
+        let Some(version) = self.version().cloned() else {
+            return;
+        };
+        if self.listen.disabled || self.listen.id.is_some() {
+            return;
+        }
+        let mut params = toolwire_types::ListenParams {
+            notifications: toolwire_types::SubscriptionFilter {
+                tools_list_changed: Some(true),
+                ..Default::default()
+            },
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.envelope(&version, &mut params);
+        let headers = sep2243_headers(&version, "subscriptions/listen");
+        match self.queue_request(
+            &version,
+            "subscriptions/listen",
+            &params,
+            headers,
+            true,
+            PendingKind::Listen,
+            LISTEN_LIFETIME,
+            now,
+        ) {
+            Ok(id) => self.listen.id = Some(id),
+            Err(e) => tracing::warn!(error = %e, "could not open the listen stream"),
+        }
+    }
+
+    /// The listen stream ended: reopen it after a backoff (1 s, doubling, at most 30 s).
+    fn listen_dropped(&mut self, now: Instant) {
+        self.listen.id = None;
+        if self.listen.disabled {
+            return;
+        }
+        let exponent = self.listen.failures.min(5);
+        self.listen.failures += 1;
+        let delay = Duration::from_secs(1 << exponent).min(Duration::from_secs(30));
+        tracing::debug!(?delay, "the listen stream ended; reopening it later");
+        self.listen.reopen_at = Some(now + delay);
     }
 
     /// Feeds bytes received from the transport (one message or a batch).
@@ -1007,14 +1508,16 @@ impl Session {
                     reason: cause.to_string(),
                 });
             }
-            PendingKind::Request { op } => self.events.push_back(Event::Completed {
-                op,
-                result: Err(RequestError::Undelivered { status, cause }),
-            }),
-            PendingKind::ListPage { op, .. } => self.events.push_back(Event::ToolsListed {
-                op,
-                result: Err(RequestError::Undelivered { status, cause }),
-            }),
+            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(RequestError::Undelivered { status, cause }),
+                })
+            }
+            PendingKind::Listen => self.listen_dropped(now),
+            PendingKind::ListPage { op, .. } => {
+                self.finish_listing(op, Err(RequestError::Undelivered { status, cause }), now)
+            }
         }
     }
 
@@ -1070,11 +1573,63 @@ impl Session {
                 self.progress_notified(notification, now);
             }
             Message::Notification(notification) => {
-                if notification.method == "notifications/tools/list_changed" {
-                    self.cache.mark_stale();
+                match notification.method.as_str() {
+                    "notifications/tools/list_changed" => {
+                        if self.foreign_subscription(&notification) {
+                            tracing::debug!("list change for another subscription; ignored");
+                            return;
+                        }
+                        self.list_changed(now);
+                    }
+                    "notifications/subscriptions/acknowledged" => {
+                        self.acknowledged(&notification, now)
+                    }
+                    _ => {}
                 }
                 self.events.push_back(Event::Notification(notification));
             }
+        }
+    }
+
+    /// Whether a notification names a subscription that is not this session's listen stream
+    /// (stdio carries every stream on one pipe).
+    fn foreign_subscription(&self, notification: &toolwire_types::Notification) -> bool {
+        #[derive(serde::Deserialize)]
+        struct WithMeta {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Meta>,
+        }
+        let subscription = notification
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<WithMeta>(p.get()).ok())
+            .and_then(|p| p.meta)
+            .and_then(|m| m.subscription_id);
+        match (subscription, &self.listen.id) {
+            (Some(theirs), Some(ours)) => theirs != *ours,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// The listen stream is up: check what the server agreed to send; after a reconnect,
+    /// refresh (changes may have been missed while it was down).
+    fn acknowledged(&mut self, notification: &toolwire_types::Notification, now: Instant) {
+        if self.foreign_subscription(notification) {
+            return;
+        }
+        let params: Result<toolwire_types::SubscriptionsAcknowledgedParams, _> =
+            notification.params();
+        match params {
+            Ok(p) if p.notifications.tools_list_changed != Some(true) => tracing::warn!(
+                "the server did not agree to send tool-list changes on the listen stream; \
+                 the tool list will refresh only on request"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "malformed subscription acknowledgement"),
+        }
+        if std::mem::take(&mut self.listen.failures) > 0 {
+            self.list_changed(now);
         }
     }
 
@@ -1112,6 +1667,39 @@ impl Session {
                 op,
                 result: payload.map_err(|error| RequestError::Server { error }),
             }),
+            PendingKind::ToolCall { op, retry, settle } => match payload {
+                Err(error)
+                    if matches!(
+                        error.code,
+                        toolwire_types::error::code::HEADER_MISMATCH
+                            | toolwire_types::error::code::HEADER_MISMATCH_PRE_RENAME
+                    ) && retry.is_some() =>
+                {
+                    if let Some(retry) = retry {
+                        self.relist_and_retry(op, retry, error, now);
+                    }
+                }
+                Err(error) => self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(RequestError::Server { error }),
+                }),
+                Ok(raw) if settle => self.settle(op, raw, now),
+                Ok(raw) => self.events.push_back(Event::Completed {
+                    op,
+                    result: Ok(raw),
+                }),
+            },
+            PendingKind::Listen => {
+                match &payload {
+                    Err(e) if e.code == toolwire_types::error::code::METHOD_NOT_FOUND => {
+                        tracing::debug!("the server has no subscriptions/listen; not reopening");
+                        self.listen.disabled = true;
+                    }
+                    Err(e) => tracing::debug!(code = e.code, "the listen stream was refused"),
+                    Ok(_) => tracing::debug!("the server ended the listen stream"),
+                }
+                self.listen_dropped(now);
+            }
             PendingKind::ListPage {
                 op,
                 mut listing,
@@ -1130,15 +1718,11 @@ impl Session {
                         let e = DecodeError::UnexpectedInputRequired {
                             method: "tools/list".into(),
                         };
-                        self.events.push_back(Event::ToolsListed {
-                            op,
-                            result: Err(RequestError::Decode(e)),
-                        });
+                        self.finish_listing(op, Err(RequestError::Decode(e)), now);
                         return;
                     }
                     Err(e) => {
-                        self.events
-                            .push_back(Event::ToolsListed { op, result: Err(e) });
+                        self.finish_listing(op, Err(e), now);
                         return;
                     }
                 };
@@ -1148,10 +1732,7 @@ impl Session {
                     for rejected in &outcome.rejected {
                         tracing::warn!(tool = %rejected.name, "tool excluded from the tool list: {}", rejected.reason);
                     }
-                    self.events.push_back(Event::ToolsListed {
-                        op,
-                        result: Ok(outcome),
-                    });
+                    self.finish_listing(op, Ok(outcome), now);
                     return;
                 };
                 let error = if !cursors.insert(cursor.clone()) {
@@ -1166,8 +1747,7 @@ impl Session {
                     None => self.send_list_page(op, listing, Some(cursor), pages + 1, cursors, now),
                 };
                 if let Err(e) = sent {
-                    self.events
-                        .push_back(Event::ToolsListed { op, result: Err(e) });
+                    self.finish_listing(op, Err(e), now);
                 }
             }
         }
@@ -1182,7 +1762,7 @@ impl Session {
         let auto = self.config.mode == ProtocolMode::Auto;
         match payload {
             Ok(raw) => match method::Discover::decode_result(&raw) {
-                Ok(Outcome::Complete(result)) => self.ready_modern(version, result),
+                Ok(Outcome::Complete(result)) => self.ready_modern(version, result, now),
                 Ok(Outcome::InputRequired(_)) => self.fail(SessionError::Malformed {
                     method: "server/discover",
                     detail: "input_required".into(),
@@ -1240,7 +1820,7 @@ impl Session {
         }
     }
 
-    fn ready_modern(&mut self, version: ProtocolVersion, result: DiscoverResult) {
+    fn ready_modern(&mut self, version: ProtocolVersion, result: DiscoverResult, now: Instant) {
         let server_info = result.server_info().cloned();
         let negotiated = Negotiated {
             version,
@@ -1248,8 +1828,18 @@ impl Session {
             capabilities: result.capabilities,
             instructions: result.instructions,
         };
+        let listens = self.config.listen
+            && negotiated
+                .capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                == Some(true);
         self.phase = Phase::Ready(Box::new(negotiated.clone()));
         self.events.push_back(Event::Ready(Box::new(negotiated)));
+        if listens {
+            self.send_listen(now);
+        }
     }
 
     fn initialize_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>, _now: Instant) {

@@ -21,8 +21,16 @@ struct Peer {
     t0: Instant,
 }
 
-/// The test client's configuration.
+/// The test client's configuration: the listen stream and automatic refreshes off, so each
+/// test sees only the messages of the behaviour it is about (`dynamic_config` turns them on).
 fn config() -> SessionConfig {
+    SessionConfig::new(Implementation::new("toolwire-test", "0.1.0"))
+        .with_listen(false)
+        .with_auto_refresh(false)
+}
+
+/// The defaults, as users get them.
+fn dynamic_config() -> SessionConfig {
     SessionConfig::new(Implementation::new("toolwire-test", "0.1.0"))
 }
 
@@ -139,7 +147,8 @@ fn modern_negotiation_sends_the_envelope_and_headers() {
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({})
+        json!({"tools": {"wait_for": true, "wait_for_timeout": 5000}}),
+        "the settle barrier is on by default and advertised as seed 003 proposes"
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],
@@ -760,7 +769,10 @@ fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
     let mut p = Peer::with_config(config, false);
     p.session.start(p.at(0));
     let (init, _) = p.sent();
-    assert_eq!(init["params"]["capabilities"], json!({"elicitation": {}}));
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"elicitation": {}, "tools": {"wait_for": true, "wait_for_timeout": 5000}})
+    );
     p.reply(&init, init_result("2025-11-25"), 1);
     p.sent();
     p.event();
@@ -811,4 +823,314 @@ fn legacy_servers_are_held_to_their_declared_capabilities() {
     p.session
         .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), true, p.at(1))
         .unwrap();
+}
+
+// ---- Dynamic tools: auto-refresh, the settle barrier, header-mismatch recovery (seed 003) ----
+
+impl Peer {
+    /// Every event so far.
+    fn events(&mut self) -> Vec<Event> {
+        std::iter::from_fn(|| self.session.poll_event()).collect()
+    }
+
+    /// Negotiates the modern era with the defaults and answers the listen request with its
+    /// acknowledgement; returns the listen request.
+    fn ready_dynamic() -> (Self, Value) {
+        let mut p = Self::ready_modern_with(dynamic_config(), true);
+        let (listen, headers) = p.sent();
+        assert_eq!(listen["method"], "subscriptions/listen");
+        assert_eq!(
+            listen["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert_eq!(header(&headers, "Mcp-Method"), Some("subscriptions/listen"));
+        p.listen_ack(&listen, 2);
+        p.nothing_sent();
+        p.events();
+        (p, listen)
+    }
+
+    fn listen_ack(&mut self, listen: &Value, ms: u64) {
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": {"toolsListChanged": true},
+                "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]}}});
+        self.session
+            .handle_inbound(ack.to_string().as_bytes(), self.at(ms));
+    }
+
+    fn list_changed(&mut self, listen: &Value, ms: u64) {
+        let n = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]}}});
+        self.session
+            .handle_inbound(n.to_string().as_bytes(), self.at(ms));
+    }
+
+    /// Expects a `tools/list` and answers it with `tools`.
+    fn answer_list(&mut self, tools: Value, ms: u64) {
+        let (list, _) = self.sent();
+        assert_eq!(list["method"], "tools/list");
+        self.reply(&list, json!({ "tools": tools }), ms);
+    }
+
+    fn completed(&mut self, op: OpId) -> Option<Result<String, String>> {
+        self.events().into_iter().find_map(|e| match e {
+            Event::Completed { op: o, result } if o == op => Some(
+                result
+                    .map(|r| r.get().to_owned())
+                    .map_err(|e| e.to_string()),
+            ),
+            _ => None,
+        })
+    }
+}
+
+/// Starts a call; its request is the next transmit.
+fn start_call(p: &mut Peer, name: &str, args: Value, options: CallOptions) -> OpId {
+    p.session
+        .call_tool(name, args.as_object().cloned(), options, p.at(5))
+        .unwrap()
+}
+
+fn named(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+fn unlock_result(field: &str, names: &[&str]) -> Value {
+    let mut r = json!({"content": [{"type": "text", "text": "ok"}]});
+    r[field] = json!(names);
+    r
+}
+
+#[test]
+fn the_barrier_holds_a_result_until_every_registered_tool_is_listed() {
+    let (mut p, listen) = Peer::ready_dynamic();
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(
+        &request,
+        unlock_result("registers", &["read_file", "write_file"]),
+        10,
+    );
+    // The server announces list changes on the listen stream: no refresh until it does.
+    p.nothing_sent();
+    assert_eq!(p.completed(op), None);
+    p.list_changed(&listen, 20);
+    p.answer_list(json!([named("unlock_files"), named("read_file")]), 30);
+    assert_eq!(
+        p.completed(op),
+        None,
+        "partial: still waiting for write_file"
+    );
+    p.list_changed(&listen, 40);
+    p.answer_list(
+        json!([
+            named("unlock_files"),
+            named("read_file"),
+            named("write_file")
+        ]),
+        50,
+    );
+    let result = p.completed(op).expect("released").unwrap();
+    assert!(result.contains("write_file"));
+    assert!(p.session.cache().load().contains("write_file"));
+}
+
+#[test]
+fn the_barrier_gives_up_at_its_timeout_and_says_so() {
+    let (mut p, _listen) = Peer::ready_dynamic();
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(&request, unlock_result("registers", &["never"]), 10);
+    assert_eq!(p.session.poll_timeout(), Some(p.at(10 + 5000)));
+    p.session.handle_timeout(p.at(5009));
+    assert_eq!(p.completed(op), None);
+    p.session.handle_timeout(p.at(5010));
+    let events = p.events();
+    assert!(matches!(events[0], Event::SettleTimedOut { op: o } if o == op));
+    assert!(matches!(&events[1], Event::Completed { op: o, result: Ok(_) } if *o == op));
+}
+
+#[test]
+fn unregistered_tools_must_be_gone_and_updates_must_change_the_definition() {
+    let (mut p, listen) = Peer::ready_dynamic();
+    p.session.list_tools(p.at(3)).unwrap();
+    p.answer_list(json!([named("temp_tool"), named("foo_tool")]), 4);
+    p.events();
+
+    let op = start_call(&mut p, "navigate", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    let mut result = unlock_result("unregisters", &["temp_tool"]);
+    result["updates"] = json!(["foo_tool"]);
+    p.reply(&request, result, 10);
+    // temp_tool gone, but foo_tool's definition is the same: not yet.
+    p.list_changed(&listen, 20);
+    p.answer_list(json!([named("foo_tool")]), 30);
+    assert_eq!(p.completed(op), None);
+    // foo_tool's schema changes: released.
+    p.list_changed(&listen, 40);
+    p.answer_list(
+        json!([{"name": "foo_tool", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}}]),
+        50,
+    );
+    assert!(p.completed(op).expect("released").is_ok());
+}
+
+#[test]
+fn the_barrier_can_be_turned_off_per_call_and_per_session() {
+    let (mut p, _listen) = Peer::ready_dynamic();
+    let op = start_call(
+        &mut p,
+        "unlock_files",
+        json!({}),
+        CallOptions::default().with_settle(false),
+    );
+    let (request, _) = p.sent();
+    p.reply(&request, unlock_result("registers", &["read_file"]), 10);
+    assert!(p.completed(op).expect("at once").is_ok());
+
+    let config = dynamic_config()
+        .with_settle(SettleMode::Off, Duration::from_secs(5))
+        .with_listen(false);
+    let mut p = Peer::ready_modern_with(config, true);
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(&request, unlock_result("registers", &["read_file"]), 10);
+    assert!(p.completed(op).expect("at once").is_ok());
+}
+
+#[test]
+fn a_server_that_does_not_announce_list_changes_is_asked_at_once() {
+    // The listen stream is off, so no list change will come: the barrier fetches the list.
+    let mut p = Peer::ready_modern_with(dynamic_config().with_listen(false), true);
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(&request, unlock_result("registers", &["read_file"]), 10);
+    p.answer_list(json!([named("read_file")]), 20);
+    assert!(p.completed(op).expect("released").is_ok());
+}
+
+#[test]
+fn a_burst_of_list_changes_causes_one_more_refresh() {
+    let (mut p, listen) = Peer::ready_dynamic();
+    p.list_changed(&listen, 10);
+    let (first, _) = p.sent();
+    assert_eq!(first["method"], "tools/list");
+    for ms in 11..16 {
+        p.list_changed(&listen, ms);
+    }
+    p.nothing_sent();
+    p.reply(&first, json!({"tools": [named("a")]}), 20);
+    p.answer_list(json!([named("a"), named("b")]), 30);
+    p.nothing_sent();
+    let refreshed: Vec<Event> = p
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e, Event::ToolsRefreshed(_)))
+        .collect();
+    assert_eq!(refreshed.len(), 2);
+    assert!(p.session.cache().load().contains("b"));
+}
+
+#[test]
+fn announced_or_refresh_mode_waits_for_a_refresh_under_way() {
+    let config =
+        dynamic_config().with_settle(SettleMode::AnnouncedOrRefresh, Duration::from_secs(5));
+    let mut p = Peer::ready_modern_with(config, true);
+    let (listen, _) = p.sent();
+    p.listen_ack(&listen, 2);
+    let op = start_call(&mut p, "navigate", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.list_changed(&listen, 5);
+    let (list, _) = p.sent();
+    p.reply(&request, json!({"content": []}), 10);
+    assert_eq!(p.completed(op), None, "held: a refresh is under way");
+    p.reply(&list, json!({"tools": [named("page2_tool")]}), 20);
+    assert!(p.completed(op).expect("released").is_ok());
+}
+
+#[test]
+fn a_header_mismatch_relists_and_retries_once_with_a_new_id() {
+    let (mut p, _listen) = Peer::ready_dynamic();
+    let op = start_call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "eu", "query": "q"}),
+        CallOptions::default(),
+    );
+    let (first, headers) = p.sent();
+    assert_eq!(
+        header(&headers, "Mcp-Param-Region"),
+        None,
+        "unknown tool: no header"
+    );
+    p.reply_error(&first, -32020, json!({}), 10);
+    p.answer_list(json!([region_tool("execute_sql")]), 20);
+    let (second, headers) = p.sent();
+    assert_eq!(second["method"], "tools/call");
+    assert_ne!(second["id"], first["id"]);
+    assert_eq!(
+        second["params"]["arguments"],
+        json!({"region": "eu", "query": "q"})
+    );
+    assert_eq!(header(&headers, "Mcp-Param-Region"), Some("eu"));
+    // A second mismatch is final.
+    p.reply_error(&second, -32001, json!({}), 30);
+    p.nothing_sent();
+    let err = p.completed(op).expect("failed").unwrap_err();
+    assert!(err.contains("-32001"), "{err}");
+
+    // Other errors are never retried.
+    let op = start_call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "eu"}),
+        CallOptions::default(),
+    );
+    let (request, _) = p.sent();
+    p.reply_error(&request, -32022, json!({}), 40);
+    p.nothing_sent();
+    assert!(p.completed(op).expect("failed").is_err());
+}
+
+#[test]
+fn the_listen_stream_reopens_with_backoff_and_refreshes_after_a_gap() {
+    let (mut p, listen) = Peer::ready_dynamic();
+    // The stream drops.
+    p.session.handle_undelivered(
+        &serde_json::from_value(listen["id"].clone()).unwrap(),
+        Undelivered {
+            status: None,
+            body: Vec::new(),
+            cause: Arc::new(std::io::Error::other("stream ended")),
+        },
+        p.at(100),
+    );
+    assert_eq!(p.session.poll_timeout(), Some(p.at(1100)));
+    p.session.handle_timeout(p.at(1100));
+    let (again, _) = p.sent();
+    assert_eq!(again["method"], "subscriptions/listen");
+    assert_ne!(again["id"], listen["id"]);
+    // Once it is back, changes missed meanwhile are fetched.
+    p.listen_ack(&again, 1200);
+    p.answer_list(json!([named("a")]), 1300);
+    // A list change for another subscription is not ours.
+    p.list_changed(&listen, 1400);
+    p.nothing_sent();
+    // A server without subscriptions/listen is not asked again.
+    let (mut p, listen) = Peer::ready_dynamic();
+    p.reply_error(&listen, -32601, json!({}), 10);
+    assert_eq!(p.session.poll_timeout(), None);
+}
+
+#[test]
+fn cancelling_a_held_call_completes_it_as_cancelled() {
+    let (mut p, _listen) = Peer::ready_dynamic();
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(&request, unlock_result("registers", &["x"]), 10);
+    assert_eq!(p.session.cancel(op, None), None, "nothing left to close");
+    let err = p.completed(op).expect("cancelled").unwrap_err();
+    assert_eq!(err, "cancelled");
+    p.session.handle_timeout(p.at(10_000));
+    assert!(p.events().is_empty());
 }

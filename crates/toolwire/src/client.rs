@@ -7,12 +7,12 @@ use std::time::Instant;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{CacheConfig, Commit, ListOutcome, ToolCache, ToolSnapshot};
 use toolwire_http::HttpTransportBuilder;
 use toolwire_session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, Session, SessionConfig, SessionError,
-    Transmit, Undelivered,
+    SettleMode, Transmit, Undelivered,
 };
 use toolwire_transport::{
     BoxFuture, Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
@@ -213,6 +213,19 @@ impl ClientBuilder {
         self
     }
 
+    /// The settle barrier for results that announce tool changes (default: announced
+    /// changes, 5 s).
+    pub fn settle(mut self, mode: SettleMode, timeout: std::time::Duration) -> Self {
+        self.config.session = self.config.session.with_settle(mode, timeout);
+        self
+    }
+
+    /// Whether to refetch the tool list when the server says it changed (default on).
+    pub fn auto_refresh(mut self, on: bool) -> Self {
+        self.config.session = self.config.session.with_auto_refresh(on);
+        self
+    }
+
     /// Whether to check `structuredContent` against `outputSchema` (default on).
     pub fn validate_structured_output(mut self, validate: bool) -> Self {
         self.config.validate_structured_output = validate;
@@ -270,6 +283,46 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     /// Set once a server died during the probe: later connections go straight to `initialize`.
     legacy_only: std::sync::atomic::AtomicBool,
+    /// Every change of the tool cache made through this client.
+    changes: broadcast::Sender<Commit>,
+}
+
+/// The `_meta` key set to `true` on a `tools/call` result that the settle barrier released
+/// on its timeout: the tool list may not show the changes the result announced yet.
+pub const TOOLS_STALE_META: &str = "dev.toolwire/toolsStale";
+
+/// Whether the settle barrier released `result` on its timeout (see [`TOOLS_STALE_META`]).
+pub fn tools_may_be_stale(result: &CallToolResult) -> bool {
+    result
+        .meta
+        .as_ref()
+        .and_then(|m| m.extra.get(TOOLS_STALE_META))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Sets [`TOOLS_STALE_META`] on a raw `tools/call` result.
+fn mark_tools_stale(raw: Box<RawValue>) -> Box<RawValue> {
+    let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
+        return raw;
+    };
+    if let Some(object) = value.as_object_mut() {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(TOOLS_STALE_META.to_owned(), Value::Bool(true));
+        }
+    }
+    serde_json::value::to_raw_value(&value).unwrap_or(raw)
+}
+
+/// Sends a commit to subscribers when it changed something.
+fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
+    if !commit.diff.is_empty() {
+        // No subscriber is not an error.
+        let _ = changes.send(commit.clone());
+    }
 }
 
 /// A connection to one MCP server. Clones share it. [`Client::shutdown`] ends the connection
@@ -322,6 +375,7 @@ impl Client {
             validators,
             runtime,
             legacy_only: std::sync::atomic::AtomicBool::new(false),
+            changes: broadcast::channel(64).0,
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -763,10 +817,20 @@ impl Client {
     /// Pre-loads tool definitions so their calls carry `Mcp-Param-*` headers without a
     /// `tools/list` (all or nothing; they survive refreshes and reconnects until removed).
     pub fn add_known_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<Commit, Error> {
-        self.inner
+        let commit = self
+            .inner
             .cache
             .add_known_tools(tools)
-            .map_err(|e| Error::KnownTools(Arc::new(e)))
+            .map_err(|e| Error::KnownTools(Arc::new(e)))?;
+        announce(&self.inner.changes, &commit);
+        Ok(commit)
+    }
+
+    /// Every change of the tool cache from now on (listings, automatic refreshes after list
+    /// changes, known tools), each with its generation and diff. A receiver that falls more
+    /// than 64 changes behind gets `Lagged` and can read [`Client::tools`].
+    pub fn subscribe_tools(&self) -> broadcast::Receiver<Commit> {
+        self.inner.changes.subscribe()
     }
 
     /// Removes the known status of these tools.
@@ -774,15 +838,20 @@ impl Client {
         &self,
         names: impl IntoIterator<Item = S>,
     ) -> Result<Commit, Error> {
-        self.inner
+        let commit = self
+            .inner
             .cache
             .remove_known_tools(names)
-            .map_err(|e| Error::KnownTools(Arc::new(e)))
+            .map_err(|e| Error::KnownTools(Arc::new(e)))?;
+        announce(&self.inner.changes, &commit);
+        Ok(commit)
     }
 
     /// Removes the known status of every tool.
     pub fn clear_known_tools(&self) -> Commit {
-        self.inner.cache.clear_known_tools()
+        let commit = self.inner.cache.clear_known_tools();
+        announce(&self.inner.changes, &commit);
+        commit
     }
 
     /// Ends the current connection (pending calls fail with [`Error::Closed`]) and forgets the
@@ -844,13 +913,14 @@ impl Inner {
         let session = Session::new(config, self.cache.clone(), transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
-        let driver = Driver::new(
+        let mut driver = Driver::new(
             session,
             transport,
             state,
             self.config.handler.clone(),
             commands.downgrade(),
         );
+        driver.changes = Some(self.changes.clone());
         self.runtime.spawn(driver.run(rx));
         Connection::Running {
             commands,
@@ -897,6 +967,10 @@ struct Driver {
     queued: Vec<Command>,
     ready: bool,
     last_transport_error: Option<Arc<TransportError>>,
+    /// Where cache changes are announced.
+    changes: Option<broadcast::Sender<Commit>>,
+    /// Calls the settle barrier released on its timeout.
+    stale: std::collections::HashSet<OpId>,
 }
 
 fn outbound(t: Transmit) -> Outbound {
@@ -943,6 +1017,8 @@ impl Driver {
             queued: Vec::new(),
             ready: false,
             last_transport_error: None,
+            changes: None,
+            stale: std::collections::HashSet::new(),
         }
     }
 
@@ -1091,12 +1167,34 @@ impl Driver {
                 Event::Completed { op, result } => {
                     if let Some(slot) = self.calls.remove(&op) {
                         self.call_ops.remove(&slot.call);
+                        let result = match result {
+                            Ok(raw) if self.stale.remove(&op) => Ok(mark_tools_stale(raw)),
+                            other => other,
+                        };
                         let _ = slot.reply.send(result.map_err(Error::from));
                     } else if let Some(reply) = self.requests.remove(&op) {
                         let _ = reply.send(result.map_err(Error::from));
                     }
                 }
+                Event::SettleTimedOut { op } => {
+                    self.stale.insert(op);
+                }
+                Event::ToolsRefreshed(result) => match result {
+                    Ok(outcome) => {
+                        tracing::debug!(
+                            generation = outcome.commit.generation,
+                            "tool list refreshed"
+                        );
+                        if let Some(changes) = &self.changes {
+                            announce(changes, &outcome.commit);
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "tool list refresh failed"),
+                },
                 Event::ToolsListed { op, result } => {
+                    if let (Ok(outcome), Some(changes)) = (&result, &self.changes) {
+                        announce(changes, &outcome.commit);
+                    }
                     if let Some(reply) = self.lists.remove(&op) {
                         let _ = reply.send(result.map_err(Error::from));
                     }

@@ -56,6 +56,7 @@ mod output;
 
 pub use client::{
     Client, ClientBuilder, ClientConfig, Connector, ProgressCallback, ServerRequestHandler,
+    TOOLS_STALE_META, tools_may_be_stale,
 };
 pub use error::Error;
 
@@ -64,7 +65,7 @@ pub use toolwire_http::{
     AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
     HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
 };
-pub use toolwire_session::{CallOptions, Negotiated, ProtocolMode};
+pub use toolwire_session::{CallOptions, Negotiated, ProtocolMode, SettleMode};
 pub use toolwire_transport::{
     BoxFuture, Inbound, Outbound, RetryClass, StderrMode, StdioConfig, StdioTransport, Transport,
     TransportError,
