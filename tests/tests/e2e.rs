@@ -818,4 +818,18 @@ mod facade {
         );
         client.close().await;
     }
+
+    #[tokio::test]
+    async fn the_settle_barrier_over_stdio_in_both_eras() {
+        for eras in ["both", "legacy"] {
+            let client =
+                Client::connect_stdio(server(eras), ClientConfig::new("e2e", "0")).unwrap();
+            client.list_tools().await.unwrap();
+            assert!(!client.tools().contains("read_file"));
+            let result = client.call_tool("unlock", json!({})).await.unwrap();
+            assert!(!toolwire::tools_may_be_stale(&result), "{eras}");
+            assert!(client.tools().contains("read_file"), "{eras}");
+            client.close().await;
+        }
+    }
 }

@@ -202,3 +202,57 @@ async fn an_auth_challenge_fails_negotiation_instead_of_falling_back() {
     assert!(source.contains("HTTP 401"), "{source}");
     assert_eq!(peer.requests().len(), 1, "401 says nothing about the era");
 }
+
+/// `unlock` registers `read_file` and announces it; the list change follows the result.
+async fn unlock_returns_with_read_file_listed(client: &Client) {
+    let mut changes = client.subscribe_tools();
+    client.list_tools().await.unwrap();
+    assert!(!client.tools().contains("read_file"));
+    let result = client.call_tool("unlock", json!({})).await.unwrap();
+    assert_eq!(
+        result.registers.as_deref(),
+        Some(&["read_file".to_owned()][..])
+    );
+    assert!(!toolwire::tools_may_be_stale(&result));
+    assert!(
+        client.tools().contains("read_file"),
+        "the result came back before the tool it registered was listed"
+    );
+    let mut added = Vec::new();
+    while let Ok(commit) = changes.try_recv() {
+        added.extend(commit.diff.added);
+    }
+    assert!(added.iter().any(|n| n == "read_file"), "{added:?}");
+}
+
+#[tokio::test]
+async fn the_settle_barrier_over_http_in_both_eras() {
+    for (eras, framing) in [
+        (Eras::Modern, Framing::Sse),
+        (Eras::Modern, Framing::Json),
+        (Eras::Legacy, Framing::Sse),
+    ] {
+        let peer = HttpPeer::start(scripted(eras, framing)).await;
+        let client = client(&peer).await;
+        unlock_returns_with_read_file_listed(&client).await;
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_barrier_that_times_out_says_so_on_the_result() {
+    // Legacy JSON answers cannot carry the list change, and this server has no GET stream:
+    // the change never arrives.
+    let peer = HttpPeer::start(scripted(Eras::Legacy, Framing::Json)).await;
+    let client = Client::builder("e2e", "0")
+        .settle(toolwire::SettleMode::Announced, Duration::from_millis(300))
+        .connect_http(HttpTransport::builder(peer.url()))
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let started = std::time::Instant::now();
+    let result = client.call_tool("unlock", json!({})).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(toolwire::tools_may_be_stale(&result));
+    assert!(!client.tools().contains("read_file"));
+    client.close().await;
+}
