@@ -236,6 +236,14 @@ async fn the_settle_barrier_over_http_in_both_eras() {
         let client = client(&peer).await;
         unlock_returns_with_read_file_listed(&client).await;
         client.close().await;
+        let listens = peer.calls("subscriptions/listen").len();
+        // Modern: one listen stream (the SSE server keeps it open and announces on it; the
+        // JSON one refuses it, so the barrier fetches the list itself). Legacy: none.
+        assert_eq!(
+            listens,
+            usize::from(eras == Eras::Modern),
+            "{eras:?} {framing:?}"
+        );
     }
 }
 

@@ -61,6 +61,20 @@ pub enum Part {
     Sleep(Duration),
     /// Breaks the stream (the connection is reset mid-body).
     Cut,
+    /// Whatever the feed's sender sends, as it comes, until the sender is dropped.
+    Feed(Feed),
+}
+
+/// The receiving end of a live body part ([`Part::Feed`]).
+#[derive(Debug, Clone)]
+pub struct Feed(Arc<Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Bytes>>>>);
+
+impl Feed {
+    /// A feed and the sender that writes into it.
+    pub fn new() -> (tokio::sync::mpsc::UnboundedSender<Bytes>, Self) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (tx, Self(Arc::new(Mutex::new(Some(rx)))))
+    }
 }
 
 /// A response a handler chooses.
@@ -287,6 +301,17 @@ async fn answer(
                     }
                 }
                 Part::Sleep(d) => tokio::time::sleep(d).await,
+                Part::Feed(feed) => {
+                    let rx = feed.0.lock().ok().and_then(|mut r| r.take());
+                    if let Some(mut rx) = rx {
+                        while let Some(data) = rx.recv().await {
+                            if tx.send(Frame::data(data)).await.is_err() {
+                                disconnects.fetch_add(1, Ordering::SeqCst);
+                                return;
+                            }
+                        }
+                    }
+                }
                 Part::Cut => {
                     // Let hyper write what was sent first (an abort overtakes queued frames).
                     for _ in 0..100 {
@@ -314,14 +339,23 @@ pub enum Framing {
     Sse,
 }
 
+/// How long after its answer the scripted HTTP server announces the tools `unlock` registers.
+pub const REGISTER_DELAY: Duration = Duration::from_millis(200);
+
 /// A handler that serves a [`ScriptedServer`] over Streamable HTTP: legacy `initialize` gets
 /// an `Mcp-Session-Id`, later legacy requests must carry it (400 without, 404 for an unknown
 /// one); GET answers 405; DELETE 200; notifications and responses 202. A request the script
 /// never answers (`slow`) gets a stream that stays open.
+///
+/// Tool-list changes come [`REGISTER_DELAY`] after the answer that causes them: on the open
+/// `subscriptions/listen` streams (modern, with SSE framing: acknowledged, each notification
+/// carrying its subscription id), else on the answer's own SSE stream (legacy).
 pub fn scripted(eras: Eras, framing: Framing) -> impl Fn(&Recorded) -> Reply + Send + Sync {
     let server = Mutex::new(ScriptedServer::new(eras));
     let sessions = AtomicU64::new(0);
     let event_ids = AtomicU64::new(0);
+    let listeners: Mutex<Vec<(Value, tokio::sync::mpsc::UnboundedSender<Bytes>)>> =
+        Mutex::new(Vec::new());
     move |req: &Recorded| {
         if req.method == Method::GET {
             return Reply::status(405);
@@ -350,12 +384,46 @@ pub fn scripted(eras: Eras, framing: Framing) -> impl Fn(&Recorded) -> Reply + S
                 return Reply::status(404);
             }
         }
+        if method == "subscriptions/listen" && framing == Framing::Sse && session == 0 {
+            let id = v["id"].clone();
+            let (tx, feed) = Feed::new();
+            let ack = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": {"toolsListChanged": true},
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            let _ = tx.send(Bytes::from(sse_event(None, ack.to_string().as_bytes())));
+            if let Ok(mut l) = listeners.lock() {
+                l.push((id, tx));
+            }
+            return Reply::sse([]).part(Part::Feed(feed));
+        }
         let Ok(mut server) = server.lock() else {
             return Reply::status(500);
         };
-        let mut lines = server.handle_line(&req.body);
-        lines.extend(server.after((&method, &name)));
+        let lines = server.handle_line(&req.body);
+        let later = server.after((&method, &name));
         drop(server);
+        let mut delayed = Vec::new();
+        let live: Vec<(Value, tokio::sync::mpsc::UnboundedSender<Bytes>)> = listeners
+            .lock()
+            .map(|mut l| {
+                l.retain(|(_, tx)| !tx.is_closed());
+                l.clone()
+            })
+            .unwrap_or_default();
+        if !later.is_empty() && !live.is_empty() {
+            tokio::spawn(async move {
+                tokio::time::sleep(REGISTER_DELAY).await;
+                for line in later {
+                    for (id, tx) in &live {
+                        let mut n: Value = serde_json::from_slice(&line).unwrap_or(Value::Null);
+                        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] = id.clone();
+                        let _ = tx.send(Bytes::from(sse_event(None, n.to_string().as_bytes())));
+                    }
+                }
+            });
+        } else {
+            delayed = later;
+        }
         if v.get("id").is_none() || method.is_empty() {
             return Reply::status(202);
         }
@@ -386,6 +454,13 @@ pub fn scripted(eras: Eras, framing: Framing) -> impl Fn(&Recorded) -> Reply + S
                 let mut reply = Reply::sse(events);
                 if empty {
                     reply = reply.part(Part::Sleep(Duration::from_secs(3600)));
+                }
+                if !delayed.is_empty() {
+                    reply = reply.part(Part::Sleep(REGISTER_DELAY));
+                    for l in delayed {
+                        let id = event_ids.fetch_add(1, Ordering::SeqCst).to_string();
+                        reply = reply.part(Part::Data(Bytes::from(sse_event(Some(&id), &l))));
+                    }
                 }
                 reply
             }
