@@ -366,11 +366,11 @@ fn push(out: &mut Vec<Vec<u8>>, encoded: Result<Vec<u8>, toolwire_types::EncodeE
     }
 }
 
-/// Serves `eras` on stdin/stdout until stdin ends.
+/// Serves `eras` on stdin/stdout until stdin ends. Tool-list changes are written
+/// [`http::REGISTER_DELAY`] after the answer that causes them.
 pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
     let mut server = ScriptedServer::new(eras);
     let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().split(b'\n') {
         let line = line?;
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -383,16 +383,32 @@ pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
             ),
             Err(_) => (String::new(), String::new()),
         };
-        let mut lines = server.handle_line(&line);
+        let lines = server.handle_line(&line);
         if server.exit {
             return Ok(());
         }
-        lines.extend(server.after((&method, &name)));
-        for l in lines {
-            stdout.write_all(&l)?;
-            stdout.write_all(b"\n")?;
+        {
+            // Locked per batch, not for the whole loop: delayed writers need their turn.
+            let mut stdout = std::io::stdout().lock();
+            for l in lines {
+                stdout.write_all(&l)?;
+                stdout.write_all(b"\n")?;
+            }
+            stdout.flush()?;
         }
-        stdout.flush()?;
+        let later = server.after((&method, &name));
+        if !later.is_empty() {
+            // Registered a little after the answer, as real servers do (seed 003's race).
+            std::thread::spawn(move || {
+                std::thread::sleep(http::REGISTER_DELAY);
+                let mut out = std::io::stdout().lock();
+                for mut l in later {
+                    l.push(b'\n');
+                    let _ = out.write_all(&l);
+                }
+                let _ = out.flush();
+            });
+        }
     }
     Ok(())
 }
