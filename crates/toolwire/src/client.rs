@@ -408,6 +408,39 @@ impl Client {
         self.negotiated().map(|n| n.version.clone())
     }
 
+    /// The protocol headers a `tools/call` of `name` with `arguments` carries over HTTP at the
+    /// negotiated version (`MCP-Protocol-Version`, and from `2026-07-28` `Mcp-Method`,
+    /// `Mcp-Name` and the `Mcp-Param-*` of the cached tool's plan), as the session computes
+    /// them; empty before negotiation. For display and debugging.
+    pub fn call_headers(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Vec<(String, String)>, Error> {
+        let Some(version) = self.protocol_version() else {
+            return Ok(Vec::new());
+        };
+        let mut headers = Vec::new();
+        if version.sends_version_header() {
+            headers.push(toolwire_headers::protocol_version_header(&version));
+        }
+        if version.uses_sep2243_headers() {
+            let arguments = arguments.as_object();
+            match self.inner.cache.snapshot().plan(name) {
+                Some(plan) => headers.extend(plan.call_headers(arguments).map_err(|e| {
+                    Error::InvalidCall(Arc::new(toolwire_session::RequestError::Argument(e)))
+                })?),
+                None => {
+                    headers.extend(toolwire_headers::standard_headers("tools/call", Some(name)))
+                }
+            }
+        }
+        Ok(headers
+            .into_iter()
+            .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
+            .collect())
+    }
+
     /// The server's implementation info, once negotiated.
     pub fn server_info(&self) -> Option<Implementation> {
         self.negotiated().and_then(|n| n.server_info.clone())

@@ -1,0 +1,609 @@
+//! `toolwire`: list and call the tools of an MCP server from the command line.
+//!
+//! ```text
+//! toolwire [--url URL | --stdio 'CMD ARGS'] [--protocol auto|2026-07-28|2025-11-25|2025-06-18|2025-03-26|2024-11-05]
+//!          [--header 'Name: value']... [--bearer TOKEN] [--known-tools FILE] [--timeout SECS] [--json] [-v|-vv] COMMAND
+//! ```
+//! With neither `--url` nor `--stdio` it runs against the embedded reference server. Exit
+//! codes: 0 success, 1 the tool returned `isError`, 2 usage error, 3 connection, protocol or
+//! server error (one line on stderr).
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line tool's output is its interface"
+)]
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use clap::{Parser, Subcommand};
+use serde_json::{Map, Value, json};
+use toolwire::{
+    CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, ProtocolMode,
+    ProtocolVersion, StderrMode, StdioConfig, Tool,
+};
+
+/// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
+#[derive(Debug, Parser)]
+#[command(name = "toolwire", version)]
+struct Cli {
+    /// The server's Streamable HTTP endpoint.
+    #[arg(long, conflicts_with = "stdio")]
+    url: Option<String>,
+    /// Start the server as a child process: the command line, split like a POSIX shell.
+    #[arg(long, value_name = "CMD ARGS")]
+    stdio: Option<String>,
+    /// The protocol version, or `auto` (probe 2026-07-28, fall back to initialize).
+    #[arg(long, default_value = "auto")]
+    protocol: String,
+    /// An extra HTTP header, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// A bearer token for HTTP.
+    #[arg(long)]
+    bearer: Option<String>,
+    /// A JSON array of tool definitions to pre-load as known tools.
+    #[arg(long, value_name = "FILE")]
+    known_tools: Option<PathBuf>,
+    /// Request timeout in seconds.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// Print exactly one JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Log to stderr (-v: info, -vv: debug).
+    #[arg(short, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Negotiated version, server info, capabilities, session id.
+    Info,
+    /// Ping the server.
+    Ping,
+    /// List or call tools.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
+    /// Run the reference server.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// List the server's tools.
+    List,
+    /// Call a tool: `KEY=VALUE` arguments, typed by the tool's input schema.
+    Call {
+        /// The tool.
+        name: String,
+        /// Arguments as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Arguments as a JSON object (wins over KEY=VALUE).
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Do not list tools first, even when the tool is unknown.
+        #[arg(long)]
+        no_list: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Serve Streamable HTTP on this address.
+    #[arg(long, conflicts_with = "stdio", value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Serve on stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
+    /// Which eras: both, modern or legacy.
+    #[arg(long, default_value = "both")]
+    eras: String,
+    /// Answer with one JSON body instead of an SSE stream.
+    #[arg(long = "json-responses")]
+    json_responses: bool,
+    /// Latency added to every HTTP answer, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    latency_ms: u64,
+    /// Delay before unlock_files registers its tools, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    register_delay_ms: u64,
+    /// Answer 406 to POSTs with exactly this Accept header.
+    #[arg(long)]
+    reject_accept: Option<String>,
+    /// Answer the first N POSTs 429 with Retry-After: 1.
+    #[arg(long, default_value_t = 0)]
+    fail_429: u64,
+    /// Answer the next N POSTs 503.
+    #[arg(long, default_value_t = 0)]
+    fail_503: u64,
+    /// Expire a legacy session after N requests.
+    #[arg(long)]
+    session_expiry: Option<u64>,
+    /// Cut every N-th legacy SSE answer before its answer event.
+    #[arg(long)]
+    cut_sse_every: Option<u64>,
+    /// Leave Nagle's algorithm on.
+    #[arg(long)]
+    nagle: bool,
+}
+
+/// Why the command failed, and its exit code.
+enum Failure {
+    /// Exit 2.
+    Usage(String),
+    /// Exit 3.
+    Remote(String),
+}
+
+/// An error and its causes, on one line.
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let next = s.to_string();
+        if !line.contains(&next) {
+            line.push_str(": ");
+            line.push_str(&next);
+        }
+        source = s.source();
+    }
+    line
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self::Remote(one_line(&e))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => tracing::Level::WARN,
+        1 => tracing::Level::INFO,
+        _ => tracing::Level::DEBUG,
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("toolwire: cannot start the runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(Failure::Usage(reason)) => {
+            eprintln!("toolwire: {reason}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Remote(reason)) => {
+            eprintln!("toolwire: {reason}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Command::Serve(args) = &cli.command {
+        return serve(args).await;
+    }
+    // The embedded reference server, when no server is named.
+    let mut embedded = None;
+    let url = match (&cli.url, &cli.stdio) {
+        (Some(url), _) => Some(url.clone()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            let server = toolwire_refserver::serve_http(
+                SocketAddr::from(([127, 0, 0, 1], 0)),
+                toolwire_refserver::Options::default(),
+            )
+            .await
+            .map_err(|e| Failure::Remote(format!("cannot start the embedded server: {e}")))?;
+            let url = server.url();
+            embedded = Some(server);
+            Some(url)
+        }
+    };
+    let mut builder =
+        Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION")).mode(mode(&cli.protocol)?);
+    if let Some(secs) = cli.timeout {
+        if !(secs.is_finite() && secs > 0.0) {
+            return Err(Failure::Usage(format!(
+                "--timeout {secs}: must be a positive number"
+            )));
+        }
+        let t = Duration::from_secs_f64(secs);
+        builder = builder.timeouts(t, t.min(Duration::from_secs(5)));
+    }
+    let mut http = None;
+    let client = match (&url, &cli.stdio) {
+        (Some(url), _) => {
+            let mut b = HttpTransport::builder(url.clone());
+            for h in &cli.headers {
+                let (name, value) = h.split_once(':').ok_or_else(|| {
+                    Failure::Usage(format!("--header {h:?}: expected 'Name: value'"))
+                })?;
+                b = b
+                    .header(name.trim(), value.trim())
+                    .map_err(|e| Failure::Usage(one_line(&e)))?;
+            }
+            if let Some(token) = &cli.bearer {
+                b = b.bearer_token(token.as_str());
+            }
+            let transport = b.build().map_err(|e| Failure::Usage(one_line(&e)))?;
+            http = Some(transport.clone());
+            builder.connect(transport)?
+        }
+        (None, Some(command)) => {
+            if !cli.headers.is_empty() || cli.bearer.is_some() {
+                return Err(Failure::Usage(
+                    "--header and --bearer apply to HTTP servers only".into(),
+                ));
+            }
+            let words = shlex::split(command)
+                .ok_or_else(|| Failure::Usage(format!("--stdio {command:?}: unbalanced quotes")))?;
+            let Some((program, args)) = words.split_first() else {
+                return Err(Failure::Usage("--stdio: empty command".into()));
+            };
+            let stderr = if cli.verbose > 0 {
+                StderrMode::Tracing
+            } else {
+                StderrMode::Discard
+            };
+            builder.connect_stdio(StdioConfig::new(program, args).with_stderr(stderr))?
+        }
+        (None, None) => return Err(Failure::Usage("no server".into())),
+    };
+    if let Some(path) = &cli.known_tools {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("--known-tools {}: {e}", path.display())))?;
+        let tools: Vec<Tool> = serde_json::from_str(&text).map_err(|e| {
+            Failure::Usage(format!(
+                "--known-tools {}: not a JSON array of tools: {e}",
+                path.display()
+            ))
+        })?;
+        client.add_known_tools(tools).map_err(|e| {
+            Failure::Usage(format!(
+                "--known-tools {}: {}",
+                path.display(),
+                one_line(&e)
+            ))
+        })?;
+    }
+    let outcome = command(&cli, &client, http.as_ref()).await;
+    client.close().await;
+    drop(embedded);
+    outcome
+}
+
+fn mode(protocol: &str) -> Result<ProtocolMode, Failure> {
+    if protocol == "auto" {
+        return Ok(ProtocolMode::Auto);
+    }
+    match ProtocolVersion::new(protocol) {
+        Ok(v) if v.is_supported() => Ok(ProtocolMode::Pinned(v)),
+        _ => Err(Failure::Usage(format!(
+            "--protocol {protocol}: expected auto, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05"
+        ))),
+    }
+}
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    );
+}
+
+async fn command(
+    cli: &Cli,
+    client: &Client,
+    http: Option<&HttpTransport>,
+) -> Result<ExitCode, Failure> {
+    match &cli.command {
+        Command::Serve(_) => Ok(ExitCode::SUCCESS),
+        Command::Info => {
+            let n = client.ready().await?;
+            let session = http.and_then(HttpTransport::session_id);
+            if cli.json {
+                print_json(&json!({
+                    "protocolVersion": n.version,
+                    "serverInfo": n.server_info,
+                    "capabilities": n.capabilities,
+                    "sessionId": session,
+                }));
+            } else {
+                println!("protocol version: {}", n.version);
+                if let Some(info) = &n.server_info {
+                    println!("server: {} {}", info.name, info.version);
+                }
+                println!(
+                    "capabilities: {}",
+                    serde_json::to_string(&n.capabilities).unwrap_or_default()
+                );
+                println!("session id: {}", session.as_deref().unwrap_or("(none)"));
+                if let Some(instructions) = &n.instructions {
+                    println!("instructions: {instructions}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ping => {
+            client.ready().await?;
+            let started = Instant::now();
+            client.ping().await?;
+            if cli.json {
+                println!("{{}}");
+            } else {
+                println!("pong in {:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools {
+            command: ToolsCommand::List,
+        } => {
+            client.list_tools().await?;
+            let snapshot = client.tools();
+            let mut tools: Vec<(&str, &Tool)> =
+                snapshot.iter().map(|(n, t)| (n, &**t.tool())).collect();
+            tools.sort_by(|a, b| a.0.cmp(b.0));
+            if cli.json {
+                let tools: Vec<&Tool> = tools.iter().map(|(_, t)| *t).collect();
+                print_json(&json!({ "tools": tools }));
+            } else {
+                for (name, tool) in tools {
+                    let headers: Vec<String> = snapshot
+                        .plan(name)
+                        .map(|p| {
+                            p.params()
+                                .iter()
+                                .map(|h| h.header_name().to_owned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let description = tool.description.as_deref().unwrap_or("");
+                    if headers.is_empty() {
+                        println!("{name}  {description}");
+                    } else {
+                        println!("{name}  {description}  [{}]", headers.join(", "));
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools {
+            command:
+                ToolsCommand::Call {
+                    name,
+                    params,
+                    args,
+                    no_list,
+                },
+        } => {
+            call(
+                cli,
+                client,
+                http.is_some(),
+                name,
+                params,
+                args.as_deref(),
+                *no_list,
+            )
+            .await
+        }
+    }
+}
+
+/// A `KEY=VALUE` value typed by the property's schema (integer, number, boolean, string;
+/// objects and arrays as JSON).
+fn typed(schema: Option<&Value>, raw: &str) -> Value {
+    let kind = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
+    match kind {
+        Some("integer") => raw
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| Value::from(raw)),
+        Some("number") => raw
+            .parse::<f64>()
+            .ok()
+            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number))
+            .unwrap_or_else(|| Value::from(raw)),
+        Some("boolean") => match raw {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::from(raw),
+        },
+        Some("string") => Value::from(raw),
+        _ => serde_json::from_str::<Value>(raw)
+            .ok()
+            .filter(|v| v.is_object() || v.is_array())
+            .unwrap_or_else(|| Value::from(raw)),
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "one command's inputs")]
+async fn call(
+    cli: &Cli,
+    client: &Client,
+    over_http: bool,
+    name: &str,
+    params: &[String],
+    args: Option<&str>,
+    no_list: bool,
+) -> Result<ExitCode, Failure> {
+    client.ready().await?;
+    if !no_list && !client.tools().contains(name) {
+        client.list_tools().await?;
+    }
+    let snapshot = client.tools();
+    let properties = snapshot
+        .get(name)
+        .and_then(|t| t.tool().input_schema.get("properties").cloned());
+    let mut arguments = Map::new();
+    for p in params {
+        let (key, raw) = p
+            .split_once('=')
+            .ok_or_else(|| Failure::Usage(format!("{p:?}: expected KEY=VALUE")))?;
+        let schema = properties.as_ref().and_then(|ps| ps.get(key));
+        arguments.insert(key.to_owned(), typed(schema, raw));
+    }
+    if let Some(json) = args {
+        let Ok(Value::Object(extra)) = serde_json::from_str::<Value>(json) else {
+            return Err(Failure::Usage(format!(
+                "--args {json:?}: expected a JSON object"
+            )));
+        };
+        arguments.extend(extra);
+    }
+    let arguments = Value::Object(arguments);
+    let headers = client.call_headers(name, &arguments).unwrap_or_default();
+    let interactive = std::io::stderr().is_terminal() && !cli.json;
+    let result = client
+        .call_tool_with_progress(name, arguments, CallOptions::default(), move |p| {
+            if interactive {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let message = p.message.as_deref().unwrap_or("");
+                eprint!("\r\x1b[2K⠿ {}{total} {message}", p.progress);
+            }
+        })
+        .await;
+    if interactive {
+        eprint!("\r\x1b[2K");
+    }
+    let result = result?;
+    if cli.json {
+        print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
+    } else {
+        if over_http {
+            for (n, v) in &headers {
+                println!("> {n}: {v}");
+            }
+        }
+        render(&result);
+    }
+    Ok(if result.is_error() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn size(data: &str) -> usize {
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map(|b| b.len())
+        .unwrap_or(data.len() * 3 / 4)
+}
+
+/// Content blocks for people.
+fn render(result: &CallToolResult) {
+    if result.is_error() {
+        println!("(the tool reported an error)");
+    }
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(t) => println!("{}", t.text),
+            ContentBlock::Image(b) => println!("[image {}, {} bytes]", b.mime_type, size(&b.data)),
+            ContentBlock::Audio(b) => println!("[audio {}, {} bytes]", b.mime_type, size(&b.data)),
+            ContentBlock::ResourceLink(r) => println!(
+                "[link {} {}{}]",
+                r.name,
+                r.uri,
+                r.mime_type
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            ),
+            ContentBlock::Resource(e) => {
+                let value = serde_json::to_value(&e.resource).unwrap_or(Value::Null);
+                match value.get("text").and_then(Value::as_str) {
+                    Some(text) => println!("[resource {}]\n{text}", e.resource.uri()),
+                    None => println!("[resource {}, binary]", e.resource.uri()),
+                }
+            }
+            other => println!(
+                "{}",
+                serde_json::to_string(other).unwrap_or_else(|_| "[content]".into())
+            ),
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        println!(
+            "structuredContent: {}",
+            serde_json::to_string_pretty(structured).unwrap_or_default()
+        );
+    }
+    for (label, names) in [
+        ("registers", &result.registers),
+        ("unregisters", &result.unregisters),
+        ("updates", &result.updates),
+    ] {
+        if let Some(names) = names.as_ref().filter(|n| !n.is_empty()) {
+            println!("{label}: {}", names.join(", "));
+        }
+    }
+    if toolwire::tools_may_be_stale(result) {
+        println!("(the tool list may be stale: the announced changes did not arrive in time)");
+    }
+}
+
+async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
+    let mut options = toolwire_refserver::Options::default();
+    options.eras = match args.eras.as_str() {
+        "both" => toolwire_refserver::Eras::Both,
+        "modern" => toolwire_refserver::Eras::Modern,
+        "legacy" => toolwire_refserver::Eras::Legacy,
+        other => {
+            return Err(Failure::Usage(format!(
+                "--eras {other}: expected both, modern or legacy"
+            )));
+        }
+    };
+    if args.json_responses {
+        options.framing = toolwire_refserver::Framing::Json;
+    }
+    options.latency = Duration::from_millis(args.latency_ms);
+    options.register_delay = Duration::from_millis(args.register_delay_ms);
+    options.faults.reject_accept = args.reject_accept.clone();
+    options.faults.fail_429 = args.fail_429;
+    options.faults.fail_503 = args.fail_503;
+    options.faults.session_expiry = args.session_expiry;
+    options.faults.cut_sse_every = args.cut_sse_every;
+    options.faults.nagle = args.nagle;
+    if args.stdio {
+        toolwire_refserver::serve_stdio(options)
+            .await
+            .map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let addr = args
+        .http
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+    let server = toolwire_refserver::serve_http(addr, options)
+        .await
+        .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?;
+    eprintln!("toolwire reference server on {}", server.url());
+    server.wait().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,325 @@
+//! The server's JSON-RPC dispatch, shared by the HTTP and stdio front ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use toolwire_headers::HeaderPlan;
+use toolwire_types::{Tool, error::code, meta_key};
+
+use crate::tools;
+use crate::{Eras, Options};
+
+/// The versions of the legacy era this server speaks, newest first.
+pub(crate) const LEGACY_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The modern version.
+pub(crate) const MODERN: &str = "2026-07-28";
+
+/// Locks a mutex; the data under every lock here stays consistent if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[derive(Clone)]
+struct Entry {
+    def: Value,
+    plan: Option<HeaderPlan>,
+}
+
+impl Entry {
+    fn new(def: Value) -> Self {
+        let plan = serde_json::from_value::<Tool>(def.clone())
+            .ok()
+            .and_then(|t| HeaderPlan::for_tool(&t).ok());
+        Self { def, plan }
+    }
+
+    fn name(&self) -> &str {
+        self.def["name"].as_str().unwrap_or("")
+    }
+}
+
+/// What handling one message gave.
+pub(crate) enum Handled {
+    /// The response to send.
+    Answer(Value),
+    /// Nothing to send (a notification or a response from the client).
+    Nothing,
+    /// A `subscriptions/listen` the front end keeps open (its request id).
+    Listen(Value),
+}
+
+/// The server's state.
+pub(crate) struct Core {
+    pub(crate) options: Options,
+    tools: Mutex<Vec<Entry>>,
+    files: Mutex<HashMap<String, String>>,
+    changes: broadcast::Sender<()>,
+}
+
+pub(crate) fn error(
+    id: &Value,
+    code: i64,
+    message: impl Into<String>,
+    data: Option<Value>,
+) -> Value {
+    let mut e = json!({"code": code, "message": message.into()});
+    if let Some(data) = data {
+        e["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// The `_meta.protocolVersion` a modern request carries.
+pub(crate) fn request_version(message: &Value) -> Option<&str> {
+    message["params"]["_meta"][meta_key::PROTOCOL_VERSION].as_str()
+}
+
+impl Core {
+    pub(crate) fn new(options: Options) -> Arc<Self> {
+        Arc::new(Self {
+            options,
+            tools: Mutex::new(tools::base_tools().into_iter().map(Entry::new).collect()),
+            files: Mutex::new(HashMap::new()),
+            changes: broadcast::channel(64).0,
+        })
+    }
+
+    /// Tool-list changes, as they happen.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<()> {
+        self.changes.subscribe()
+    }
+
+    /// The header plan of tool `name`, if it has one.
+    pub(crate) fn plan(&self, name: &str) -> Option<HeaderPlan> {
+        lock(&self.tools)
+            .iter()
+            .find(|e| e.name() == name)
+            .and_then(|e| e.plan.clone())
+    }
+
+    fn modern_ok(&self) -> bool {
+        self.options.eras != Eras::Legacy
+    }
+
+    fn legacy_ok(&self) -> bool {
+        self.options.eras != Eras::Modern
+    }
+
+    /// Handles one message; progress notifications go to `notify` as they happen.
+    pub(crate) async fn handle(
+        self: &Arc<Self>,
+        message: &Value,
+        notify: &mpsc::UnboundedSender<Value>,
+    ) -> Handled {
+        let Some(method) = message["method"].as_str() else {
+            return Handled::Nothing;
+        };
+        let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
+            return Handled::Nothing;
+        };
+        let params = &message["params"];
+        let modern = request_version(message);
+        if self.modern_ok() && method != "initialize" {
+            match modern {
+                Some(v) if v != MODERN => {
+                    return Handled::Answer(error(
+                        id,
+                        code::UNSUPPORTED_PROTOCOL_VERSION,
+                        format!("Unsupported protocol version {v}"),
+                        Some(json!({"supported": [MODERN], "requested": v})),
+                    ));
+                }
+                None if !self.legacy_ok() => {
+                    return Handled::Answer(error(
+                        id,
+                        code::INVALID_PARAMS,
+                        "Missing _meta.io.modelcontextprotocol/protocolVersion",
+                        None,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let answer = match method {
+            "server/discover" if self.modern_ok() => Ok(json!({
+                "resultType": "complete",
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {"listChanged": true}},
+                "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
+                "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
+            })),
+            "initialize" if self.legacy_ok() => {
+                let asked = params["protocolVersion"].as_str().unwrap_or("");
+                let version = if LEGACY_VERSIONS.contains(&asked) {
+                    asked
+                } else {
+                    LEGACY_VERSIONS[0]
+                };
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
+                }))
+            }
+            "subscriptions/listen" if modern.is_some() => return Handled::Listen(id.clone()),
+            "ping" => Ok(json!({})),
+            "tools/list" => {
+                let tools: Vec<Value> = lock(&self.tools).iter().map(|e| e.def.clone()).collect();
+                Ok(json!({ "tools": tools }))
+            }
+            "tools/call" => self.call(params, notify).await,
+            other => Err((code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+        };
+        Handled::Answer(match answer {
+            Ok(r) => result(id, r),
+            Err((c, m)) => error(id, c, m, None),
+        })
+    }
+
+    async fn call(
+        self: &Arc<Self>,
+        params: &Value,
+        notify: &mpsc::UnboundedSender<Value>,
+    ) -> Result<Value, (i64, String)> {
+        let name = params["name"].as_str().unwrap_or("");
+        let args = params.get("arguments").cloned().unwrap_or(json!({}));
+        let known = lock(&self.tools).iter().any(|e| e.name() == name);
+        if !known {
+            return Err((code::INVALID_PARAMS, format!("Unknown tool: {name}")));
+        }
+        let str_arg = |k: &str| args[k].as_str().unwrap_or("").to_owned();
+        Ok(match name {
+            "echo" => tools::text(str_arg("text")),
+            "add" => {
+                let (Some(a), Some(b)) = (args["a"].as_i64(), args["b"].as_i64()) else {
+                    return Err((code::INVALID_PARAMS, "add needs integers a and b".into()));
+                };
+                let Some(sum) = a.checked_add(b) else {
+                    return Ok(
+                        json!({"content": [{"type": "text", "text": "overflow"}], "isError": true}),
+                    );
+                };
+                json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}})
+            }
+            "execute_sql" => tools::text(format!(
+                "region={} rows=1 query={}",
+                str_arg("region"),
+                str_arg("query")
+            )),
+            "deploy" => {
+                let target = &args["target"];
+                tools::text(format!(
+                    "deployed to {} at priority {}{}",
+                    target["cluster"].as_str().unwrap_or("default"),
+                    target["priority"].as_i64().unwrap_or(0),
+                    if args["dry_run"].as_bool() == Some(true) {
+                        " (dry run)"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+            "sample_content" => tools::sample_content(&str_arg("kind")).ok_or((
+                code::INVALID_PARAMS,
+                format!("unknown kind {:?}", args["kind"]),
+            ))?,
+            "fail" => {
+                json!({"content": [{"type": "text", "text": "this tool always fails"}], "isError": true})
+            }
+            "protocol_error" => {
+                return Err((
+                    code::INTERNAL_ERROR,
+                    "protocol_error answers with a JSON-RPC error".into(),
+                ));
+            }
+            "slow" => {
+                let (steps, delay) = tools::slow_plan(&args);
+                let token = params["_meta"]["progressToken"].clone();
+                for step in 1..=steps {
+                    tokio::time::sleep(delay).await;
+                    if !token.is_null() {
+                        let _ = notify.send(
+                            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": step, "total": steps,
+                                "message": format!("step {step} of {steps}")}}),
+                        );
+                    }
+                }
+                tools::text(format!("done after {steps} steps"))
+            }
+            "unlock_files" => {
+                self.later(|core| core.register(tools::file_tools()));
+                let mut r = tools::text("files unlocked: read_file and write_file are coming");
+                r["registers"] = json!(["read_file", "write_file"]);
+                r
+            }
+            "ephemeral" => {
+                self.later(|core| core.unregister("ephemeral"));
+                let mut r = tools::text("gone after this call");
+                r["unregisters"] = json!(["ephemeral"]);
+                r
+            }
+            "read_file" => match lock(&self.files).get(&str_arg("path")) {
+                Some(content) => tools::text(content.clone()),
+                None => {
+                    json!({"content": [{"type": "text", "text": format!("no such file: {}", str_arg("path"))}], "isError": true})
+                }
+            },
+            "write_file" => {
+                lock(&self.files).insert(str_arg("path"), str_arg("content"));
+                tools::text(format!("wrote {}", str_arg("path")))
+            }
+            other => return Err((code::INVALID_PARAMS, format!("Unknown tool: {other}"))),
+        })
+    }
+
+    /// Runs `change` after the registration delay (the race of seed 003).
+    fn later(self: &Arc<Self>, change: impl FnOnce(&Core) + Send + 'static) {
+        let core = self.clone();
+        let delay = self.options.register_delay;
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            change(&core);
+        });
+    }
+
+    fn register(&self, defs: Vec<Value>) {
+        let mut tools = lock(&self.tools);
+        for def in defs {
+            let entry = Entry::new(def);
+            tools.retain(|e| e.name() != entry.name());
+            tools.push(entry);
+        }
+        drop(tools);
+        let _ = self.changes.send(());
+    }
+
+    fn unregister(&self, name: &str) {
+        lock(&self.tools).retain(|e| e.name() != name);
+        let _ = self.changes.send(());
+    }
+}
+
+/// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.
+pub(crate) fn list_changed(subscription: Option<&Value>) -> Value {
+    match subscription {
+        Some(id) => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {meta_key::SUBSCRIPTION_ID: id}}}),
+        None => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    }
+}
+
+/// The first message of a listen stream.
+pub(crate) fn acknowledged(subscription: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
+}

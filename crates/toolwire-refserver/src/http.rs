@@ -1,0 +1,498 @@
+//! The Streamable HTTP front end: both eras, sessions, SSE with event ids and resumption,
+//! SEP-2243 header validation, and the fault knobs.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use http_body_util::channel::{Channel, Sender};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use toolwire_headers::{ReceivedHeaders, check_request};
+
+use crate::core::{Core, Handled, acknowledged, error, list_changed, lock, request_version};
+use crate::{Eras, Framing};
+
+type Body = Channel<Bytes, std::io::Error>;
+
+/// The largest request body accepted.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Events kept per session for resumption.
+const EVENT_LOG: usize = 1000;
+
+#[derive(Default)]
+struct Session {
+    requests: u64,
+    next_stream: u64,
+    /// (stream, sequence, event data) for `Last-Event-ID` replays.
+    events: Vec<(u64, u64, Bytes)>,
+}
+
+/// The HTTP side's state: sessions and fault counters.
+pub(crate) struct Front {
+    core: Arc<Core>,
+    sessions: std::sync::Mutex<HashMap<String, Session>>,
+    minted: AtomicU64,
+    posts: AtomicU64,
+    sse_answers: AtomicU64,
+}
+
+/// One SSE event, with an id when given.
+fn sse(id: Option<&str>, data: &Value) -> Bytes {
+    let mut out = String::new();
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(id);
+        out.push('\n');
+    }
+    out.push_str("data: ");
+    out.push_str(&data.to_string());
+    out.push_str("\n\n");
+    Bytes::from(out)
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let (_, body) = Channel::new(1);
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+fn with_body(status: StatusCode, content_type: &'static str, data: Bytes) -> Response<Body> {
+    let (mut tx, body) = Channel::new(1);
+    let _ = tx.try_send(Frame::data(data));
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    r
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    with_body(status, "application/json", Bytes::from(value.to_string()))
+}
+
+fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
+    let (tx, body) = Channel::new(16);
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    (tx, r)
+}
+
+fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Front {
+    pub(crate) fn new(core: Arc<Core>) -> Arc<Self> {
+        Arc::new(Self {
+            core,
+            sessions: std::sync::Mutex::new(HashMap::new()),
+            minted: AtomicU64::new(0),
+            posts: AtomicU64::new(0),
+            sse_answers: AtomicU64::new(0),
+        })
+    }
+
+    /// Accepts connections until the task is dropped.
+    pub(crate) async fn run(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            // Off only for the stall benchmark, which needs Nagle's algorithm on.
+            let _ = stream.set_nodelay(!self.core.options.faults.nagle);
+            let front = self.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<Incoming>| {
+                    let front = front.clone();
+                    async move { Ok::<_, Infallible>(front.answer(req).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+
+    async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let options = &self.core.options;
+        if req.uri().path() != options.path {
+            return empty(StatusCode::NOT_FOUND);
+        }
+        let (parts, body) = req.into_parts();
+        if !options.latency.is_zero() {
+            tokio::time::sleep(options.latency).await;
+        }
+        match parts.method {
+            Method::POST => {}
+            Method::GET => return self.get(&parts).await,
+            Method::DELETE => return self.delete(&parts),
+            _ => return empty(StatusCode::METHOD_NOT_ALLOWED),
+        }
+        let n = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
+        let faults = &options.faults;
+        if n <= faults.fail_429 {
+            let mut r = empty(StatusCode::TOO_MANY_REQUESTS);
+            r.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+        if n <= faults.fail_429 + faults.fail_503 {
+            return empty(StatusCode::SERVICE_UNAVAILABLE);
+        }
+        if let Some(refused) = &faults.reject_accept
+            && header(&parts, "accept").unwrap_or("") == refused
+        {
+            return empty(StatusCode::NOT_ACCEPTABLE);
+        }
+        let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return empty(StatusCode::PAYLOAD_TOO_LARGE),
+        };
+        let message: Value = match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &error(&Value::Null, -32700, format!("Parse error: {e}"), None),
+                );
+            }
+        };
+        let method = message["method"].as_str().unwrap_or("").to_owned();
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let modern = request_version(&message).is_some() && options.eras != Eras::Legacy;
+
+        if modern {
+            if options.validate_headers {
+                let received = ReceivedHeaders::new(
+                    parts
+                        .headers
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
+                );
+                let params = message["params"].as_object();
+                let plan = (method == "tools/call")
+                    .then(|| {
+                        self.core
+                            .plan(message["params"]["name"].as_str().unwrap_or(""))
+                    })
+                    .flatten();
+                if let Err(mismatch) = check_request(&received, &method, params, plan.as_ref()) {
+                    tracing::info!(%mismatch, "refusing a request whose headers do not match its body");
+                    let e = mismatch.to_error();
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &error(&id, e.code, e.message, e.data.clone()),
+                    );
+                }
+            }
+        } else if method == "server/discover" && options.eras == Eras::Legacy {
+            // What the TypeScript SDK's legacy servers answer to anything before initialize.
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &error(
+                    &Value::Null,
+                    -32000,
+                    "Bad Request: Server not initialized",
+                    None,
+                ),
+            );
+        }
+
+        // Legacy sessions.
+        let mut session = None;
+        if !modern && options.eras != Eras::Modern && options.sessions && method != "initialize" {
+            let Some(sid) = header(&parts, "mcp-session-id") else {
+                if message.get("id").is_some() || !method.is_empty() {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        &error(
+                            &id,
+                            -32000,
+                            "Bad Request: no valid session ID provided",
+                            None,
+                        ),
+                    );
+                }
+                return empty(StatusCode::BAD_REQUEST);
+            };
+            let mut sessions = lock(&self.sessions);
+            let Some(s) = sessions.get_mut(sid) else {
+                return empty(StatusCode::NOT_FOUND);
+            };
+            s.requests += 1;
+            if faults
+                .session_expiry
+                .is_some_and(|limit| s.requests > limit)
+            {
+                sessions.remove(sid);
+                return empty(StatusCode::NOT_FOUND);
+            }
+            session = Some(sid.to_owned());
+        }
+
+        let (notify, mut notes) = mpsc::unbounded_channel();
+        let framing = options.framing;
+        let core = self.core.clone();
+        let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
+        if !is_request {
+            let _ = core.handle(&message, &notify).await;
+            return empty(StatusCode::ACCEPTED);
+        }
+        if method == "subscriptions/listen" && modern {
+            return match core.handle(&message, &notify).await {
+                Handled::Listen(id) => self.listen(id),
+                Handled::Answer(a) => json_response(StatusCode::OK, &a),
+                Handled::Nothing => empty(StatusCode::ACCEPTED),
+            };
+        }
+        let new_session = (method == "initialize" && options.sessions && !modern).then(|| {
+            let n = self.minted.fetch_add(1, Ordering::SeqCst) + 1;
+            format!(
+                "{:016x}{:016x}",
+                n,
+                std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15
+            )
+        });
+        if let Some(sid) = &new_session {
+            lock(&self.sessions).insert(sid.clone(), Session::default());
+            session = Some(sid.clone());
+        }
+        let mut response = match framing {
+            Framing::Json => {
+                let answer = match core.handle(&message, &notify).await {
+                    Handled::Answer(a) => a,
+                    Handled::Listen(_) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
+                };
+                json_response(StatusCode::OK, &answer)
+            }
+            Framing::Sse => {
+                let (mut tx, response) = sse_response();
+                let front = self.clone();
+                let k = self.sse_answers.fetch_add(1, Ordering::SeqCst) + 1;
+                let cut = !modern
+                    && faults
+                        .cut_sse_every
+                        .is_some_and(|every| every > 0 && k.is_multiple_of(every));
+                tokio::spawn(async move {
+                    let stream = session.as_ref().map(|sid| front.open_stream(sid));
+                    let mut sent_ok = true;
+                    if let (Some(sid), Some(stream)) = (&session, stream) {
+                        // Priming event: an id and empty data, with the reconnection delay.
+                        let prime = front.log(sid, stream, Bytes::new());
+                        let _ = tx
+                            .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
+                            .await;
+                    }
+                    let handling = core.handle(&message, &notify);
+                    tokio::pin!(handling);
+                    let answer = loop {
+                        tokio::select! {
+                            a = &mut handling => break a,
+                            Some(note) = notes.recv() => {
+                                sent_ok &= front.emit(&mut tx, session.as_deref(), stream, &note, cut).await;
+                            }
+                        }
+                    };
+                    while let Ok(note) = notes.try_recv() {
+                        sent_ok &= front
+                            .emit(&mut tx, session.as_deref(), stream, &note, cut)
+                            .await;
+                    }
+                    if let Handled::Answer(answer) = answer {
+                        sent_ok &= front
+                            .emit(&mut tx, session.as_deref(), stream, &answer, cut)
+                            .await;
+                    }
+                    if cut {
+                        tx.abort(std::io::Error::other("stream cut by the cut-sse fault"));
+                    } else if !sent_ok {
+                        tracing::debug!("the client went away before its answer");
+                    }
+                });
+                response
+            }
+        };
+        if let Some(sid) = &new_session
+            && let Ok(v) = HeaderValue::try_from(sid.as_str())
+        {
+            response.headers_mut().insert("mcp-session-id", v);
+        }
+        response
+    }
+
+    /// Sends one event (logged for resumption in a session); with `cut`, logs without sending.
+    async fn emit(
+        &self,
+        tx: &mut Sender<Bytes, std::io::Error>,
+        session: Option<&str>,
+        stream: Option<u64>,
+        data: &Value,
+        cut: bool,
+    ) -> bool {
+        let bytes = Bytes::from(data.to_string());
+        let id = match (session, stream) {
+            (Some(sid), Some(stream)) => Some(self.log(sid, stream, bytes)),
+            _ => None,
+        };
+        if cut {
+            return true;
+        }
+        tx.send_data(sse(id.as_deref(), data)).await.is_ok()
+    }
+
+    fn open_stream(&self, sid: &str) -> u64 {
+        let mut sessions = lock(&self.sessions);
+        let s = sessions.entry(sid.to_owned()).or_default();
+        s.next_stream += 1;
+        s.next_stream
+    }
+
+    /// Logs an event of `stream` and returns its id (`stream:sequence`).
+    fn log(&self, sid: &str, stream: u64, data: Bytes) -> String {
+        let mut sessions = lock(&self.sessions);
+        let s = sessions.entry(sid.to_owned()).or_default();
+        let seq = s.events.iter().filter(|e| e.0 == stream).count() as u64;
+        s.events.push((stream, seq, data));
+        if s.events.len() > EVENT_LOG {
+            s.events.remove(0);
+        }
+        format!("{stream}:{seq}")
+    }
+
+    /// The modern listen stream: the acknowledgement, then every list change.
+    fn listen(self: &Arc<Self>, id: Value) -> Response<Body> {
+        let (mut tx, response) = sse_response();
+        let mut changes = self.core.subscribe();
+        tokio::spawn(async move {
+            if tx.send_data(sse(None, &acknowledged(&id))).await.is_err() {
+                return;
+            }
+            loop {
+                tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            if tx.send_data(sse(None, &list_changed(Some(&id)))).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(_) => return,
+                    },
+                    () = tokio::time::sleep(Duration::from_secs(15)) => {
+                        // A comment keeps proxies from closing a quiet stream.
+                        if tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        response
+    }
+
+    /// GET: the legacy server-message stream, or a replay after `Last-Event-ID`.
+    async fn get(self: &Arc<Self>, parts: &http::request::Parts) -> Response<Body> {
+        let options = &self.core.options;
+        if options.eras == Eras::Modern || !options.sessions {
+            return empty(StatusCode::METHOD_NOT_ALLOWED);
+        }
+        let Some(sid) = header(parts, "mcp-session-id").map(str::to_owned) else {
+            return empty(StatusCode::BAD_REQUEST);
+        };
+        if !lock(&self.sessions).contains_key(&sid) {
+            return empty(StatusCode::NOT_FOUND);
+        }
+        let (mut tx, response) = sse_response();
+        if let Some(last) = header(parts, "last-event-id") {
+            // Replay what the stream of that event sent (or would have) after it.
+            let cursor = last
+                .split_once(':')
+                .and_then(|(s, q)| Some((s.parse::<u64>().ok()?, q.parse::<u64>().ok()?)));
+            let replay: Vec<(String, Bytes)> = match cursor {
+                Some((stream, seq)) => lock(&self.sessions)
+                    .get(&sid)
+                    .map(|s| {
+                        s.events
+                            .iter()
+                            .filter(|e| e.0 == stream && e.1 > seq && !e.2.is_empty())
+                            .map(|e| (format!("{}:{}", e.0, e.1), e.2.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            tokio::spawn(async move {
+                for (id, data) in replay {
+                    let mut event = format!("id: {id}\ndata: ").into_bytes();
+                    event.extend_from_slice(&data);
+                    event.extend_from_slice(b"\n\n");
+                    if tx.send_data(Bytes::from(event)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            return response;
+        }
+        let mut changes = self.core.subscribe();
+        let front = self.clone();
+        tokio::spawn(async move {
+            let stream = front.open_stream(&sid);
+            loop {
+                tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            if !lock(&front.sessions).contains_key(&sid) {
+                                return;
+                            }
+                            let note = list_changed(None);
+                            let id = front.log(&sid, stream, Bytes::from(note.to_string()));
+                            if tx.send_data(sse(Some(&id), &note)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(_) => return,
+                    },
+                    () = tokio::time::sleep(Duration::from_secs(15)) => {
+                        if tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        response
+    }
+
+    fn delete(&self, parts: &http::request::Parts) -> Response<Body> {
+        let options = &self.core.options;
+        if options.eras == Eras::Modern || !options.sessions {
+            return empty(StatusCode::METHOD_NOT_ALLOWED);
+        }
+        match header(parts, "mcp-session-id") {
+            Some(sid) if lock(&self.sessions).remove(sid).is_some() => empty(StatusCode::OK),
+            Some(_) => empty(StatusCode::NOT_FOUND),
+            None => empty(StatusCode::BAD_REQUEST),
+        }
+    }
+}

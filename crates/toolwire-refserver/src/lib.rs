@@ -1,0 +1,163 @@
+//! Toolwire's reference MCP server: a real server on hyper (HTTP) and on stdin/stdout, in both
+//! protocol eras, for the quickstart, the tests and the benchmarks (not published).
+//!
+//! - **Eras**: `server/discover` and the `_meta` envelope (2026-07-28), and `initialize` with
+//!   sessions (2024-11-05 … 2025-11-25); [`Eras`] restricts it to one.
+//! - **HTTP**: JSON or SSE answers ([`Framing`]); legacy sessions (`Mcp-Session-Id`, 400 without,
+//!   404 unknown, DELETE), the GET stream for list changes, SSE event ids with resumption
+//!   (`Last-Event-ID` replays what a stream sent, or would have, after that event); modern
+//!   listen streams; SEP-2243 headers validated with `toolwire-headers` exactly as the spec
+//!   prescribes (HTTP 400 with `-32020` on a mismatch).
+//! - **Tools**: `echo`, `add` (structured output), `execute_sql` (`x-mcp-header` Region, seed
+//!   004), `deploy` (nested `x-mcp-header` arguments), `sample_content` (every content type),
+//!   `fail` (`isError`), `protocol_error`, `slow` (progress), `unlock_files` (registers
+//!   `read_file` and `write_file` a moment after it answers and announces them, seed 003),
+//!   `ephemeral` (removes itself).
+//! - **Knobs** ([`Options`], [`Faults`]): latency, registration delay, 406 on a given `Accept`,
+//!   429 with `Retry-After`, 503 n times, session expiry, SSE streams cut before their answer,
+//!   Nagle on (for the stall benchmark).
+//!
+//! # Dependencies
+//! hyper + hyper-util (server), tokio, `http-body-util` (streamed bodies), `base64` (media
+//! content), `toolwire-headers` (the SEP-2243 check), `toolwire-types` (names and codes).
+
+mod core;
+mod http;
+mod stdio;
+mod tools;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::core::Core;
+
+/// Which eras the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Eras {
+    /// Both (default): `server/discover` and `initialize`.
+    #[default]
+    Both,
+    /// 2026-07-28 only.
+    Modern,
+    /// `initialize` only (2024-11-05 … 2025-11-25).
+    Legacy,
+}
+
+/// How HTTP answers are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// One `application/json` body (progress notifications are not sent).
+    Json,
+    /// A `text/event-stream`: notifications, then the answer (default).
+    #[default]
+    Sse,
+}
+
+/// Faults to inject (all off by default).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Faults {
+    /// Answer 406 to POSTs whose `Accept` is exactly this.
+    pub reject_accept: Option<String>,
+    /// Answer the first n POSTs 429 with `Retry-After: 1`.
+    pub fail_429: u64,
+    /// Answer the next n POSTs 503.
+    pub fail_503: u64,
+    /// A legacy session expires (404) after this many requests.
+    pub session_expiry: Option<u64>,
+    /// Cut every n-th legacy SSE answer before its answer event (the client resumes it).
+    pub cut_sse_every: Option<u64>,
+    /// Leave Nagle's algorithm on (the stall benchmark).
+    pub nagle: bool,
+}
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Which eras.
+    pub eras: Eras,
+    /// JSON or SSE answers over HTTP.
+    pub framing: Framing,
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Added before every HTTP answer.
+    pub latency: Duration,
+    /// How long after `unlock_files`/`ephemeral` answer the tool list changes (default 200 ms).
+    pub register_delay: Duration,
+    /// Legacy sessions over HTTP (default on).
+    pub sessions: bool,
+    /// Check SEP-2243 headers (default on).
+    pub validate_headers: bool,
+    /// Injected faults.
+    pub faults: Faults,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            eras: Eras::Both,
+            framing: Framing::Sse,
+            path: "/mcp".into(),
+            latency: Duration::ZERO,
+            register_delay: Duration::from_millis(200),
+            sessions: true,
+            validate_headers: true,
+            faults: Faults::default(),
+        }
+    }
+}
+
+/// A running HTTP server; stops when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    path: String,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl HttpServer {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.addr, self.path)
+    }
+
+    /// Serves until the process ends.
+    pub async fn wait(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Serves HTTP on `addr` (port 0 picks one) inside the current tokio runtime.
+pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let path = options.path.clone();
+    let front = http::Front::new(Core::new(options));
+    let task = tokio::spawn(front.run(listener));
+    Ok(HttpServer {
+        addr,
+        path,
+        task: Some(task),
+    })
+}
+
+/// Serves on stdin/stdout until stdin ends.
+pub async fn serve_stdio(options: Options) -> std::io::Result<()> {
+    stdio::serve(Core::new(options)).await
+}

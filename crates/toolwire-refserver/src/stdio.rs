@@ -1,0 +1,135 @@
+//! The stdio front end: one JSON-RPC message per line on stdin and stdout.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::core::{Core, Handled, acknowledged, error, list_changed};
+
+/// The longest line read; a longer one is answered with a parse error and skipped.
+const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// Serves on stdin/stdout until stdin ends. Requests run concurrently (a slow tool does not
+/// hold up a ping); list changes go out as they happen: always in the legacy era, on the
+/// listen stream in the modern one.
+pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
+    let (out, mut lines) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(message) = lines.recv().await {
+            let mut line = message.to_string().into_bytes();
+            line.push(b'\n');
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut changes = core.subscribe();
+    let mut legacy = false;
+    let mut listening: Vec<Value> = Vec::new();
+    let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<Value>();
+    // Lines are read on a task of their own: `read_until` is not cancel-safe in a select.
+    let (line_tx, mut line_rx) = mpsc::channel::<std::io::Result<Option<Vec<u8>>>>(16);
+    tokio::spawn(async move {
+        let mut stdin = BufReader::new(tokio::io::stdin());
+        loop {
+            let mut buf = Vec::new();
+            let read = (&mut stdin)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .await;
+            let item = match read {
+                Ok(0) => {
+                    let _ = line_tx.send(Ok(None)).await;
+                    return;
+                }
+                Ok(_) if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') => {
+                    // Skip the rest of the oversized line.
+                    let mut rest = Vec::new();
+                    if stdin.read_until(b'\n', &mut rest).await.is_err() {
+                        return;
+                    }
+                    Ok(Some(Vec::new()))
+                }
+                Ok(_) => Ok(Some(buf)),
+                Err(e) => Err(e),
+            };
+            if line_tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    loop {
+        tokio::select! {
+            line = line_rx.recv() => {
+                let buf = match line {
+                    None | Some(Ok(None)) => break,
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(Some(buf))) => buf,
+                };
+                if buf.is_empty() {
+                    let _ = out.send(error(&Value::Null, -32700, "message too large", None));
+                    continue;
+                }
+                if buf.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let message: Value = match serde_json::from_slice(&buf) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let _ = out.send(error(&Value::Null, -32700, format!("Parse error: {e}"), None));
+                        continue;
+                    }
+                };
+                if message["method"] == "initialize" {
+                    legacy = true;
+                }
+                if message["method"] == "notifications/cancelled" {
+                    let id = &message["params"]["requestId"];
+                    listening.retain(|l| l != id);
+                }
+                let core = core.clone();
+                let out = out.clone();
+                let (notify, mut notes) = mpsc::unbounded_channel();
+                let forward = out.clone();
+                tokio::spawn(async move {
+                    while let Some(note) = notes.recv().await {
+                        let _ = forward.send(note);
+                    }
+                });
+                let listens = listen_tx.clone();
+                tokio::spawn(async move {
+                    match core.handle(&message, &notify).await {
+                        Handled::Answer(answer) => {
+                            let _ = out.send(answer);
+                        }
+                        Handled::Listen(id) => {
+                            let _ = listens.send(id);
+                        }
+                        Handled::Nothing => {}
+                    }
+                });
+            }
+            Some(id) = listen_rx.recv() => {
+                let _ = out.send(acknowledged(&id));
+                listening.push(id);
+            }
+            change = changes.recv() => {
+                if change.is_err() && !matches!(change, Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) {
+                    continue;
+                }
+                if legacy {
+                    let _ = out.send(list_changed(None));
+                }
+                for id in &listening {
+                    let _ = out.send(list_changed(Some(id)));
+                }
+            }
+        }
+    }
+    drop(out);
+    let _ = writer.await;
+    Ok(())
+}

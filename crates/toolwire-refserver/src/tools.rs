@@ -1,0 +1,117 @@
+//! The tools the reference server offers, and what calling each does.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// Tools present from the start.
+pub(crate) fn base_tools() -> Vec<Value> {
+    vec![
+        json!({"name": "echo", "description": "Returns its text.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "annotations": {"readOnlyHint": true}}),
+        json!({"name": "add", "description": "Adds two integers.",
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
+            "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]},
+            "annotations": {"readOnlyHint": true}}),
+        json!({"name": "execute_sql", "description": "Runs a query in a region (seed 004); the region travels as Mcp-Param-Region.",
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "query": {"type": "string"}}, "required": ["region", "query"]}}),
+        json!({"name": "deploy", "description": "Deploys to a cluster named in a nested argument (Mcp-Param-Cluster) at a priority (Mcp-Param-Priority).",
+            "inputSchema": {"type": "object", "properties": {
+                "target": {"type": "object", "properties": {
+                    "cluster": {"type": "string", "x-mcp-header": "Cluster"},
+                    "priority": {"type": "integer", "x-mcp-header": "Priority"}}},
+                "dry_run": {"type": "boolean"}}}}),
+        json!({"name": "sample_content", "description": "Returns one kind of content: text, image, audio, resource, resource_link, mixed, annotated or structured.",
+            "inputSchema": {"type": "object", "properties": {"kind": {"type": "string",
+                "enum": ["text", "image", "audio", "resource", "resource_link", "mixed", "annotated", "structured"]}}, "required": ["kind"]},
+            "annotations": {"readOnlyHint": true}}),
+        json!({"name": "fail", "description": "A tool error (isError).",
+            "inputSchema": {"type": "object"}}),
+        json!({"name": "protocol_error", "description": "Answers with a JSON-RPC error instead of a result.",
+            "inputSchema": {"type": "object"}}),
+        json!({"name": "slow", "description": "Takes `steps` steps of `delay_ms` each, reporting progress.",
+            "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}, "delay_ms": {"type": "integer"}}}}),
+        json!({"name": "unlock_files", "description": "Registers read_file and write_file a moment after it answers, and announces them (seed 003).",
+            "inputSchema": {"type": "object"}}),
+        json!({"name": "ephemeral", "description": "Removes itself a moment after it answers, and announces it.",
+            "inputSchema": {"type": "object"}}),
+    ]
+}
+
+/// Tools `unlock_files` registers.
+pub(crate) fn file_tools() -> Vec<Value> {
+    vec![
+        json!({"name": "read_file", "description": "Reads a file of the in-memory store.",
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+            "annotations": {"readOnlyHint": true}}),
+        json!({"name": "write_file", "description": "Writes a file of the in-memory store.",
+            "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}),
+    ]
+}
+
+pub(crate) fn text(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+/// A 1×1 PNG and a short WAV, so the media content is real.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+fn wav() -> Vec<u8> {
+    let samples = 800u32;
+    let mut w = Vec::new();
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + samples).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&8000u32.to_le_bytes());
+    w.extend_from_slice(&8000u32.to_le_bytes());
+    w.extend_from_slice(&1u16.to_le_bytes());
+    w.extend_from_slice(&8u16.to_le_bytes());
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&samples.to_le_bytes());
+    w.extend((0..samples).map(|i| if (i / 10) % 2 == 0 { 0x60 } else { 0xa0 }));
+    w
+}
+
+/// The content of `sample_content {kind}`, or `None` for an unknown kind.
+pub(crate) fn sample_content(kind: &str) -> Option<Value> {
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let image = json!({"type": "image", "data": b64(PNG), "mimeType": "image/png"});
+    let audio = json!({"type": "audio", "data": b64(&wav()), "mimeType": "audio/wav"});
+    let resource = json!({"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "remember the milk"}});
+    let link = json!({"type": "resource_link", "uri": "file:///report.pdf", "name": "report.pdf", "mimeType": "application/pdf"});
+    Some(match kind {
+        "text" => text("plain text"),
+        "image" => json!({"content": [image]}),
+        "audio" => json!({"content": [audio]}),
+        "resource" => json!({"content": [resource]}),
+        "resource_link" => json!({"content": [link]}),
+        "mixed" => {
+            json!({"content": [{"type": "text", "text": "a chart and its data"}, image, resource, link]})
+        }
+        "annotated" => json!({"content": [{"type": "text", "text": "for the user only",
+            "annotations": {"audience": ["user"], "priority": 0.9}}]}),
+        "structured" => json!({"content": [{"type": "text", "text": "{\"temperature\":21.5}"}],
+            "structuredContent": {"temperature": 21.5}}),
+        _ => return None,
+    })
+}
+
+/// What `slow` was asked for, bounded.
+pub(crate) fn slow_plan(args: &Value) -> (u64, Duration) {
+    let steps = args["steps"].as_u64().unwrap_or(3).min(1000);
+    let delay = args["delay_ms"].as_u64().unwrap_or(100).min(60_000);
+    (steps, Duration::from_millis(delay))
+}
