@@ -56,7 +56,7 @@ struct Cli {
     /// Print exactly one JSON document on stdout.
     #[arg(long)]
     json: bool,
-    /// Log to stderr (-v: info, -vv: debug).
+    /// Log to stderr (-v: info and warnings, -vv: debug).
     #[arg(short, action = clap::ArgAction::Count)]
     verbose: u8,
     #[command(subcommand)]
@@ -170,7 +170,8 @@ impl From<Error> for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let level = match cli.verbose {
-        0 => tracing::Level::WARN,
+        // Without -v stderr carries only the one-line reason of a failure.
+        0 => tracing::Level::ERROR,
         1 => tracing::Level::INFO,
         _ => tracing::Level::DEBUG,
     };

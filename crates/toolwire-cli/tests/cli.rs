@@ -1,0 +1,261 @@
+//! The `toolwire` binary against the embedded server, a stdio child and an HTTP URL, in both
+//! eras: output, JSON documents and exit codes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+fn toolwire(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(o)))
+}
+
+/// `toolwire serve --http 127.0.0.1:0 ...` as a child; its URL from the first stderr line.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(extra: &[&str]) -> Served {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .expect("the URL")
+        .to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    Served { child, url }
+}
+
+fn stdio_server(extra: &str) -> String {
+    format!("'{BIN}' serve --stdio {extra}")
+}
+
+#[test]
+fn the_readme_call_shows_its_headers_against_the_embedded_server() {
+    let o = toolwire(&["tools", "call", "execute_sql", "region=us-west-2", "query=SELECT 1"]);
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    for line in [
+        "> MCP-Protocol-Version: 2026-07-28",
+        "> Mcp-Method: tools/call",
+        "> Mcp-Name: execute_sql",
+        "> Mcp-Param-Region: us-west-2",
+        "region=us-west-2 rows=1 query=SELECT 1",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+}
+
+#[test]
+fn every_command_in_every_setting_and_era() {
+    let http = serve(&[]);
+    let http_legacy = serve(&["--eras", "legacy", "--json-responses"]);
+    let stdio = stdio_server("");
+    let stdio_legacy = stdio_server("--eras legacy");
+    let settings: Vec<(Vec<&str>, &str)> = vec![
+        (vec![], "2026-07-28"),
+        (vec!["--protocol", "2025-11-25"], "2025-11-25"),
+        (vec!["--url", &http.url], "2026-07-28"),
+        (vec!["--url", &http_legacy.url], "2025-11-25"),
+        (vec!["--url", &http.url, "--protocol", "2025-03-26"], "2025-03-26"),
+        (vec!["--stdio", &stdio], "2026-07-28"),
+        (vec!["--stdio", &stdio_legacy], "2025-11-25"),
+        (vec!["--stdio", &stdio, "--protocol", "2024-11-05"], "2024-11-05"),
+    ];
+    for (connect, version) in settings {
+        let with = |rest: &[&str]| {
+            let mut args = connect.clone();
+            args.push("--json");
+            args.extend_from_slice(rest);
+            toolwire(&args)
+        };
+        let info = with(&["info"]);
+        assert!(info.status.success(), "{connect:?}: {info:?}");
+        let info = json(&info);
+        assert_eq!(info["protocolVersion"], version, "{connect:?}");
+        assert_eq!(info["serverInfo"]["name"], "toolwire-refserver");
+        let http_legacy_session = connect.contains(&"--url") && version != "2026-07-28";
+        assert_eq!(
+            info["sessionId"].is_string(),
+            http_legacy_session,
+            "{connect:?}: {info}"
+        );
+
+        let ping = with(&["ping"]);
+        assert!(ping.status.success(), "{connect:?}");
+        assert_eq!(json(&ping), serde_json::json!({}));
+
+        let list = json(&with(&["tools", "list"]));
+        let names: Vec<&str> = list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"execute_sql") && names.contains(&"slow"), "{names:?}");
+
+        let call = with(&["tools", "call", "add", "a=2", "b=40"]);
+        assert!(call.status.success(), "{connect:?}: {call:?}");
+        assert_eq!(json(&call)["structuredContent"]["sum"], 42, "{connect:?}");
+    }
+}
+
+#[test]
+fn arguments_are_typed_by_the_schema_and_args_json_wins() {
+    let o = toolwire(&["--json", "tools", "call", "add", "a=1", "b=2", "--args", r#"{"b": 10}"#]);
+    assert_eq!(json(&o)["structuredContent"]["sum"], 11);
+    // A nested x-mcp-header argument from --args, with its headers.
+    let o = toolwire(&[
+        "tools",
+        "call",
+        "deploy",
+        "dry_run=true",
+        "--args",
+        r#"{"target": {"cluster": "blue", "priority": 3}}"#,
+    ]);
+    let out = stdout(&o);
+    assert!(out.contains("> Mcp-Param-Cluster: blue"), "{out}");
+    assert!(out.contains("> Mcp-Param-Priority: 3"), "{out}");
+    assert!(out.contains("deployed to blue at priority 3 (dry run)"), "{out}");
+}
+
+#[test]
+fn content_is_rendered_for_people() {
+    let o = toolwire(&["tools", "call", "sample_content", "kind=mixed"]);
+    let out = stdout(&o);
+    assert!(out.contains("[image image/png, 70 bytes]"), "{out}");
+    assert!(out.contains("[resource file:///notes.txt]\nremember the milk"), "{out}");
+    assert!(out.contains("[link report.pdf file:///report.pdf (application/pdf)]"), "{out}");
+    let o = toolwire(&["tools", "call", "sample_content", "kind=audio"]);
+    assert!(stdout(&o).contains("[audio audio/wav, 844 bytes]"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_call_to_unlock_files_returns_with_the_new_tools_listed() {
+    let o = toolwire(&["--json", "tools", "call", "unlock_files"]);
+    let result = json(&o);
+    assert_eq!(result["registers"], serde_json::json!(["read_file", "write_file"]));
+    assert!(
+        result["_meta"]["dev.toolwire/toolsStale"].is_null(),
+        "the barrier released it on the list change, not on its timeout: {result}"
+    );
+}
+
+#[test]
+fn exit_codes() {
+    // 1: the tool returned isError.
+    let o = toolwire(&["tools", "call", "fail"]);
+    assert_eq!(o.status.code(), Some(1));
+    // 2: usage errors.
+    for args in [
+        vec!["--protocol", "1999-01-01", "ping"],
+        vec!["tools", "call", "echo", "no-equals-sign"],
+        vec!["--url", "not a url", "ping"],
+        vec!["--header", "Mcp-Session-Id: x", "ping"],
+        vec!["--stdio", "unbalanced 'quote", "ping"],
+        vec!["frobnicate"],
+    ] {
+        let o = toolwire(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+    }
+    // 3: connection, protocol or server errors, with one line on stderr.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for args in [
+        vec!["--url", url.as_str(), "ping"],
+        vec!["tools", "call", "protocol_error"],
+        vec!["tools", "call", "no_such_tool"],
+    ] {
+        let o = toolwire(&args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.starts_with("toolwire: "), "{err}");
+    }
+}
+
+#[test]
+fn known_tools_are_loaded_all_or_nothing() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(
+        &good,
+        r#"[{"name": "execute_sql", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}}]"#,
+    )
+    .unwrap();
+    // Known: no listing needed for the headers.
+    let o = toolwire(&[
+        "--known-tools",
+        good.to_str().unwrap(),
+        "tools",
+        "call",
+        "execute_sql",
+        "region=eu",
+        "query=q",
+        "--no-list",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(stdout(&o).contains("> Mcp-Param-Region: eu"));
+
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"[{"name": "ok_tool", "inputSchema": {"type": "object"}},
+            {"name": "broken", "inputSchema": {"type": "object", "properties": {
+            "r": {"type": "string", "x-mcp-header": "has space"}}}}]"#,
+    )
+    .unwrap();
+    let o = toolwire(&["--known-tools", bad.to_str().unwrap(), "ping"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("broken"), "the bad tool is named: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
