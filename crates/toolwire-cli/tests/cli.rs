@@ -58,12 +58,7 @@ fn serve(extra: &[&str]) -> Served {
     BufReader::new(child.stderr.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line
-        .trim()
-        .rsplit(' ')
-        .next()
-        .expect("the URL")
-        .to_owned();
+    let url = line.trim().rsplit(' ').next().expect("the URL").to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     Served { child, url }
 }
@@ -74,7 +69,13 @@ fn stdio_server(extra: &str) -> String {
 
 #[test]
 fn the_readme_call_shows_its_headers_against_the_embedded_server() {
-    let o = toolwire(&["tools", "call", "execute_sql", "region=us-west-2", "query=SELECT 1"]);
+    let o = toolwire(&[
+        "tools",
+        "call",
+        "execute_sql",
+        "region=us-west-2",
+        "query=SELECT 1",
+    ]);
     assert!(o.status.success(), "{o:?}");
     let out = stdout(&o);
     for line in [
@@ -99,10 +100,16 @@ fn every_command_in_every_setting_and_era() {
         (vec!["--protocol", "2025-11-25"], "2025-11-25"),
         (vec!["--url", &http.url], "2026-07-28"),
         (vec!["--url", &http_legacy.url], "2025-11-25"),
-        (vec!["--url", &http.url, "--protocol", "2025-03-26"], "2025-03-26"),
+        (
+            vec!["--url", &http.url, "--protocol", "2025-03-26"],
+            "2025-03-26",
+        ),
         (vec!["--stdio", &stdio], "2026-07-28"),
         (vec!["--stdio", &stdio_legacy], "2025-11-25"),
-        (vec!["--stdio", &stdio, "--protocol", "2024-11-05"], "2024-11-05"),
+        (
+            vec!["--stdio", &stdio, "--protocol", "2024-11-05"],
+            "2024-11-05",
+        ),
     ];
     for (connect, version) in settings {
         let with = |rest: &[&str]| {
@@ -116,7 +123,8 @@ fn every_command_in_every_setting_and_era() {
         let info = json(&info);
         assert_eq!(info["protocolVersion"], version, "{connect:?}");
         assert_eq!(info["serverInfo"]["name"], "toolwire-refserver");
-        let http_legacy_session = connect.contains(&"--url") && version != "2026-07-28";
+        // The embedded server and --url are HTTP: legacy sessions there, never over stdio.
+        let http_legacy_session = !connect.contains(&"--stdio") && version != "2026-07-28";
         assert_eq!(
             info["sessionId"].is_string(),
             http_legacy_session,
@@ -134,7 +142,10 @@ fn every_command_in_every_setting_and_era() {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert!(names.contains(&"execute_sql") && names.contains(&"slow"), "{names:?}");
+        assert!(
+            names.contains(&"execute_sql") && names.contains(&"slow"),
+            "{names:?}"
+        );
 
         let call = with(&["tools", "call", "add", "a=2", "b=40"]);
         assert!(call.status.success(), "{connect:?}: {call:?}");
@@ -144,7 +155,16 @@ fn every_command_in_every_setting_and_era() {
 
 #[test]
 fn arguments_are_typed_by_the_schema_and_args_json_wins() {
-    let o = toolwire(&["--json", "tools", "call", "add", "a=1", "b=2", "--args", r#"{"b": 10}"#]);
+    let o = toolwire(&[
+        "--json",
+        "tools",
+        "call",
+        "add",
+        "a=1",
+        "b=2",
+        "--args",
+        r#"{"b": 10}"#,
+    ]);
     assert_eq!(json(&o)["structuredContent"]["sum"], 11);
     // A nested x-mcp-header argument from --args, with its headers.
     let o = toolwire(&[
@@ -158,7 +178,10 @@ fn arguments_are_typed_by_the_schema_and_args_json_wins() {
     let out = stdout(&o);
     assert!(out.contains("> Mcp-Param-Cluster: blue"), "{out}");
     assert!(out.contains("> Mcp-Param-Priority: 3"), "{out}");
-    assert!(out.contains("deployed to blue at priority 3 (dry run)"), "{out}");
+    assert!(
+        out.contains("deployed to blue at priority 3 (dry run)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -166,17 +189,30 @@ fn content_is_rendered_for_people() {
     let o = toolwire(&["tools", "call", "sample_content", "kind=mixed"]);
     let out = stdout(&o);
     assert!(out.contains("[image image/png, 70 bytes]"), "{out}");
-    assert!(out.contains("[resource file:///notes.txt]\nremember the milk"), "{out}");
-    assert!(out.contains("[link report.pdf file:///report.pdf (application/pdf)]"), "{out}");
+    assert!(
+        out.contains("[resource file:///notes.txt]\nremember the milk"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[link report.pdf file:///report.pdf (application/pdf)]"),
+        "{out}"
+    );
     let o = toolwire(&["tools", "call", "sample_content", "kind=audio"]);
-    assert!(stdout(&o).contains("[audio audio/wav, 844 bytes]"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("[audio audio/wav, 844 bytes]"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn a_call_to_unlock_files_returns_with_the_new_tools_listed() {
     let o = toolwire(&["--json", "tools", "call", "unlock_files"]);
     let result = json(&o);
-    assert_eq!(result["registers"], serde_json::json!(["read_file", "write_file"]));
+    assert_eq!(
+        result["registers"],
+        serde_json::json!(["read_file", "write_file"])
+    );
     assert!(
         result["_meta"]["dev.toolwire/toolsStale"].is_null(),
         "the barrier released it on the list change, not on its timeout: {result}"

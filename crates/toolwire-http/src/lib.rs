@@ -1066,6 +1066,12 @@ impl Inner {
         let content_type = content_type(resp.headers());
         let header_session = resp.headers().get(SESSION_ID).cloned();
         let legacy = lock(&self.state).initialize.is_some() || method == "initialize";
+        if method == "initialize"
+            && let Some(h) = header_session.as_ref().filter(|h| valid_session_id(h))
+        {
+            // At once, not after the answer: resuming a cut answer stream needs the session.
+            lock(&self.state).session_id = Some(h.clone());
+        }
         let mut body = resp.into_body();
         match content_type.as_str() {
             "application/json" => {
@@ -1123,14 +1129,15 @@ impl Inner {
         legacy: bool,
         header_session: Option<HeaderValue>,
     ) -> Result<(), HttpError> {
-        let mut cursor = Cursor::default();
+        let mut cursor = Cursor {
+            initialize: method == "initialize",
+            header_session,
+            ..Cursor::default()
+        };
         let mut resumes = 0;
         loop {
             let ended = self.pump(&mut body, Some(id), &mut cursor).await;
-            if let Some(answer) = cursor.answer.take() {
-                if method == "initialize" {
-                    self.capture_session(header_session.clone(), &answer);
-                }
+            if cursor.answer.is_some() {
                 return Ok(());
             }
             if let Err(e @ HttpError::Sse(_)) = ended {
@@ -1203,6 +1210,10 @@ impl Inner {
                 {
                     cursor.answer = Some(event.data.clone());
                     drain_until = Some(tokio::time::Instant::now() + DRAIN);
+                    if cursor.initialize {
+                        // Before the answer is handed on: the next request needs the session.
+                        self.capture_session(cursor.header_session.take(), &event.data);
+                    }
                 }
                 self.push(Ok(Inbound::new(event.data)));
             }
@@ -1387,6 +1398,9 @@ struct Cursor {
     last_id: Option<String>,
     retry: Option<Duration>,
     answer: Option<Bytes>,
+    /// Reading an `initialize` answer: capture the session id when it comes.
+    initialize: bool,
+    header_session: Option<HeaderValue>,
 }
 
 /// The first JSON-RPC message of an SSE body that was read whole (handshake replays).

@@ -326,6 +326,14 @@ impl Front {
                             .await;
                     }
                     if cut {
+                        // Let hyper write what was sent first: an abort overtakes queued frames.
+                        for _ in 0..100 {
+                            if tx.capacity() == tx.max_capacity() {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        tokio::time::sleep(Duration::from_millis(20)).await;
                         tx.abort(std::io::Error::other("stream cut by the cut-sse fault"));
                     } else if !sent_ok {
                         tracing::debug!("the client went away before its answer");

@@ -1,0 +1,193 @@
+//! The facade over HTTP against the reference server and its fault knobs: retries, session
+//! expiry, SSE resumption, the Accept fallback, header validation and mismatch recovery, and
+//! the settle barrier through the legacy GET stream and the modern listen stream.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use toolwire::{Client, HttpTransport, ProtocolMode, ProtocolVersion, RetryPolicy, Tool};
+use toolwire_refserver::{Eras, Framing, Options, serve_http};
+
+async fn server(options: Options) -> toolwire_refserver::HttpServer {
+    serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
+        .await
+        .unwrap()
+}
+
+fn options(eras: Eras) -> Options {
+    let mut o = Options::default();
+    o.eras = eras;
+    o
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy::new(4, Duration::from_millis(10), Duration::from_millis(50))
+}
+
+#[tokio::test]
+async fn transient_statuses_are_retried_for_safe_requests() {
+    let mut o = options(Eras::Both);
+    o.faults.fail_429 = 1;
+    o.faults.fail_503 = 2;
+    let s = server(o).await;
+    let client = Client::builder("e2e", "0")
+        .connect_http(HttpTransport::builder(s.url()).retry_policy(fast_retries()))
+        .unwrap();
+    // The probe itself is retry-safe: 429 (Retry-After: 1), 503, 503, then the answer.
+    let n = client.ready().await.unwrap();
+    assert_eq!(n.version, ProtocolVersion::V2026_07_28);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_expired_legacy_session_is_re_established_transparently() {
+    let mut o = options(Eras::Legacy);
+    o.faults.session_expiry = Some(3);
+    let s = server(o).await;
+    let transport = HttpTransport::new(s.url()).unwrap();
+    let client = Client::builder("e2e", "0")
+        .connect(transport.clone())
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let first = transport.session_id().unwrap();
+    for i in 0..6 {
+        let r = client
+            .call_tool("echo", json!({"text": format!("call {i}")}))
+            .await
+            .unwrap();
+        assert_eq!(r.content[0].as_text(), Some(format!("call {i}").as_str()));
+    }
+    assert_ne!(
+        transport.session_id().unwrap(),
+        first,
+        "a new session was made"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_cut_legacy_stream_is_resumed_with_last_event_id() {
+    let mut o = options(Eras::Legacy);
+    o.faults.cut_sse_every = Some(1);
+    let s = server(o).await;
+    let client = Client::builder("e2e", "0")
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let r = client
+        .call_tool("echo", json!({"text": "resumed"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("resumed"));
+    // initialize and the call were both cut; each resumed after the server's `retry: 500`.
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_406_steps_the_accept_header_down() {
+    let mut o = options(Eras::Both);
+    o.faults.reject_accept = Some("application/json, text/event-stream".into());
+    let s = server(o).await;
+    let transport = HttpTransport::new(s.url()).unwrap();
+    let client = Client::builder("e2e", "0")
+        .connect(transport.clone())
+        .unwrap();
+    client.ready().await.unwrap();
+    assert_eq!(
+        transport.accept_profile(),
+        toolwire::AcceptProfile::JsonOnly
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn stale_headers_are_refused_by_the_server_and_recovered_by_the_client() {
+    let s = server(options(Eras::Both)).await;
+    let client = Client::builder("e2e", "0")
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    // A stale known definition: no x-mcp-header, so no Mcp-Param-Region goes out.
+    let stale: Tool = serde_json::from_value(json!({"name": "execute_sql", "inputSchema": {
+        "type": "object", "properties": {"region": {"type": "string"}, "query": {"type": "string"}}}}))
+    .unwrap();
+    client.add_known_tools([stale]).unwrap();
+    let r = client
+        .call_tool(
+            "execute_sql",
+            json!({"region": "us-west-2", "query": "SELECT 1"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.content[0].as_text(),
+        Some("region=us-west-2 rows=1 query=SELECT 1")
+    );
+    // The re-list replaced the definition; the tool stays known (seed 004).
+    let snapshot = client.tools();
+    let cached = snapshot.get("execute_sql").unwrap();
+    assert!(cached.is_known());
+    assert_eq!(cached.plan().params().len(), 1);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn unlock_files_returns_once_its_tools_are_listed_over_http_in_both_eras() {
+    for (eras, framing, mode) in [
+        (Eras::Legacy, Framing::Sse, ProtocolMode::Auto),
+        (
+            Eras::Both,
+            Framing::Json,
+            ProtocolMode::Pinned(ProtocolVersion::V2025_06_18),
+        ),
+        (Eras::Both, Framing::Sse, ProtocolMode::Auto),
+        (Eras::Both, Framing::Json, ProtocolMode::Auto),
+        (Eras::Legacy, Framing::Json, ProtocolMode::Auto),
+        (
+            Eras::Both,
+            Framing::Sse,
+            ProtocolMode::Pinned(ProtocolVersion::V2025_06_18),
+        ),
+    ] {
+        let mut o = options(eras);
+        o.framing = framing;
+        let s = server(o).await;
+        let client = Client::builder("e2e", "0")
+            .mode(mode.clone())
+            .connect_http(HttpTransport::builder(s.url()))
+            .unwrap();
+        client.list_tools().await.unwrap();
+        assert!(!client.tools().contains("read_file"));
+        let r = client.call_tool("unlock_files", json!({})).await.unwrap();
+        let label = format!("{eras:?} {framing:?} {mode:?}");
+        assert!(!toolwire::tools_may_be_stale(&r), "{label}");
+        assert!(client.tools().contains("read_file"), "{label}");
+        assert!(client.tools().contains("write_file"), "{label}");
+        let w = client
+            .call_tool("write_file", json!({"path": "a.txt", "content": "hello"}))
+            .await
+            .unwrap();
+        assert!(!w.is_error(), "{label}");
+        let r = client
+            .call_tool("read_file", json!({"path": "a.txt"}))
+            .await
+            .unwrap();
+        assert_eq!(r.content[0].as_text(), Some("hello"), "{label}");
+        // And a tool that removes itself is gone when its call returns.
+        client.call_tool("ephemeral", json!({})).await.unwrap();
+        assert!(!client.tools().contains("ephemeral"), "{label}");
+        client.close().await;
+    }
+}
