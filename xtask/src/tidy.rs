@@ -57,6 +57,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-transport",
             "toolwire-http",
             "toolwire",
+            // The reference server is a peer for end-to-end tests, like the scripted one.
+            "toolwire-refserver",
         ],
     ),
     ("xtask", &[]),
