@@ -127,6 +127,9 @@ struct ServeArgs {
     /// Answer the next N POSTs 503.
     #[arg(long, default_value_t = 0)]
     fail_503: u64,
+    /// Answer every N-th POST 503.
+    #[arg(long)]
+    fail_503_every: Option<u64>,
     /// Expire a legacy session after N requests.
     #[arg(long)]
     session_expiry: Option<u64>,
@@ -589,6 +592,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.faults.reject_accept = args.reject_accept.clone();
     options.faults.fail_429 = args.fail_429;
     options.faults.fail_503 = args.fail_503;
+    options.faults.fail_503_every = args.fail_503_every;
     options.faults.session_expiry = args.session_expiry;
     options.faults.cut_sse_every = args.cut_sse_every;
     options.faults.nagle = args.nagle;

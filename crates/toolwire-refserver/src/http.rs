@@ -158,7 +158,11 @@ impl Front {
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
             return r;
         }
-        if n <= faults.fail_429 + faults.fail_503 {
+        if n <= faults.fail_429 + faults.fail_503
+            || faults
+                .fail_503_every
+                .is_some_and(|every| every > 0 && n.is_multiple_of(every))
+        {
             return empty(StatusCode::SERVICE_UNAVAILABLE);
         }
         if let Some(refused) = &faults.reject_accept

@@ -63,6 +63,8 @@ pub struct Faults {
     pub fail_429: u64,
     /// Answer the next n POSTs 503.
     pub fail_503: u64,
+    /// Answer every n-th POST 503 (for load under faults).
+    pub fail_503_every: Option<u64>,
     /// A legacy session expires (404) after this many requests.
     pub session_expiry: Option<u64>,
     /// Cut every n-th legacy SSE answer before its answer event (the client resumes it).

@@ -1134,3 +1134,91 @@ fn cancelling_a_held_call_completes_it_as_cancelled() {
     p.session.handle_timeout(p.at(10_000));
     assert!(p.events().is_empty());
 }
+
+// ---- Hostile input: each a typed report or a documented no-op, never a panic ----
+
+#[test]
+fn hostile_frames_are_reported_as_malformed() {
+    let mut p = Peer::ready_modern(true);
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    let deep_object = r#"{"jsonrpc":"2.0","method":"x","params":"#.to_owned()
+        + &r#"{"a":"#.repeat(50_000)
+        + "1"
+        + &"}".repeat(50_001);
+    let hostile: Vec<Vec<u8>> = vec![
+        deep.into_bytes(),
+        br#"{"jsonrpc":"2.0","id":1e999999,"result":{}}"#.to_vec(),
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\xfe\"}".to_vec(),
+        br#"{"jsonrpc":"1.0","id":1,"result":{}}"#.to_vec(),
+        b"".to_vec(),
+        b"\x00\x01\x02".to_vec(),
+        br#"{"jsonrpc":"2.0","id":{"nested":true},"result":{}}"#.to_vec(),
+    ];
+    for bytes in &hostile {
+        p.session.handle_inbound(bytes, p.at(5));
+    }
+    let events = p.events();
+    assert_eq!(events.len(), hostile.len(), "{events:?}");
+    assert!(
+        events.iter().all(|e| matches!(e, Event::Malformed(_))),
+        "{events:?}"
+    );
+    p.nothing_sent();
+
+    // Deep nesting inside params is kept raw (bounded by the transport's message size) and
+    // fails typed decoding with serde_json's recursion limit, not with a stack overflow.
+    p.session.handle_inbound(deep_object.as_bytes(), p.at(6));
+    let Some(Event::Notification(n)) = p.session.poll_event() else {
+        panic!("the notification is handed up with its params raw")
+    };
+    let decoded: Result<Value, _> = n.params();
+    assert!(decoded.is_err());
+}
+
+#[test]
+fn stray_duplicate_and_late_answers_change_nothing() {
+    let mut p = Peer::ready_modern(true);
+    // An answer to nothing, with a huge integer id.
+    p.session.handle_inbound(
+        br#"{"jsonrpc":"2.0","id":9007199254740993,"result":{}}"#,
+        p.at(5),
+    );
+    let op = start_call(&mut p, "echo", json!({"text": "x"}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(&request, json!({"content": []}), 10);
+    p.reply(
+        &request,
+        json!({"content": [{"type": "text", "text": "again"}]}),
+        11,
+    );
+    let completions = p
+        .events()
+        .into_iter()
+        .filter(|e| matches!(e, Event::Completed { .. }))
+        .count();
+    assert_eq!(completions, 1, "a duplicate answer is dropped");
+    // An answer to a cancelled call is dropped too.
+    let op2 = start_call(&mut p, "echo", json!({"text": "y"}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.session.cancel(op2, None);
+    p.events();
+    p.reply(&request, json!({"content": []}), 20);
+    assert!(p.events().is_empty());
+    let _ = op;
+}
+
+#[test]
+fn a_listing_of_100_000_tools_is_committed_whole() {
+    let mut p = Peer::ready_modern(true);
+    let op = p.session.list_tools(p.at(5)).unwrap();
+    let (list, _) = p.sent();
+    let tools: Vec<Value> = (0..100_000).map(|i| named(&format!("tool_{i}"))).collect();
+    p.reply(&list, json!({ "tools": tools }), 10);
+    let listed = p.events().into_iter().find_map(|e| match e {
+        Event::ToolsListed { op: o, result } if o == op => Some(result),
+        _ => None,
+    });
+    let outcome = listed.expect("listed").unwrap();
+    assert_eq!(outcome.commit.diff.added.len(), 100_000);
+    assert_eq!(p.session.cache().load().len(), 100_000);
+}

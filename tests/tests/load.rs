@@ -1,0 +1,80 @@
+//! Load under faults: many calls from many tasks through one client, every result checked
+//! against its arguments, none lost, none mismatched.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use toolwire::{Client, HttpTransport, ProtocolMode, ProtocolVersion, RetryPolicy};
+use toolwire_refserver::{Eras, Framing, Options, serve_http};
+
+async fn run(mode: ProtocolMode, tasks: usize, per_task: usize, framing: Framing) {
+    let mut options = Options::default();
+    options.eras = Eras::Both;
+    options.framing = framing;
+    // Every 300th POST fails with 503; `echo` is read-only, so its calls are retried.
+    options.faults.fail_503_every = Some(300);
+    let server = serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
+        .await
+        .unwrap();
+    let client = Client::builder("load", "0")
+        .mode(mode)
+        .connect_http(
+            HttpTransport::builder(server.url()).retry_policy(RetryPolicy::new(
+                5,
+                Duration::from_millis(1),
+                Duration::from_millis(20),
+            )),
+        )
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let workers: Vec<_> = (0..tasks)
+        .map(|t| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for i in 0..per_task {
+                    let text = format!("task {t} call {i}");
+                    let r = client
+                        .call_tool("echo", json!({ "text": text }))
+                        .await
+                        .unwrap_or_else(|e| panic!("{text}: {e}"));
+                    assert_eq!(
+                        r.content[0].as_text(),
+                        Some(text.as_str()),
+                        "mismatched answer"
+                    );
+                }
+                per_task
+            })
+        })
+        .collect();
+    let mut done = 0;
+    for w in workers {
+        done += w.await.unwrap();
+    }
+    assert_eq!(done, tasks * per_task);
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_calls_from_64_tasks_under_faults_modern() {
+    run(ProtocolMode::Auto, 64, 157, Framing::Json).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_from_64_tasks_under_faults_legacy_sse() {
+    run(
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+        64,
+        40,
+        Framing::Sse,
+    )
+    .await;
+}
