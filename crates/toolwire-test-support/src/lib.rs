@@ -19,9 +19,11 @@
 //!
 //! [`http`] has loopback HTTP peers: [`http::HttpPeer`] answers each request as the test's
 //! handler chooses and records it; [`http::scripted`] serves a [`ScriptedServer`] over
-//! Streamable HTTP.
+//! Streamable HTTP. [`proxy::FaultProxy`] sits between a client and a server and injects
+//! faults connection by connection.
 
 pub mod http;
+pub mod proxy;
 
 use std::io::{BufRead, Write};
 
