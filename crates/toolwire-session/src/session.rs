@@ -884,7 +884,20 @@ impl Session {
     {
         let version = self.version_for(M::NAME)?;
         self.envelope(&version, &mut params);
-        let headers = sep2243_headers(&version, M::NAME);
+        let headers = if version.uses_sep2243_headers() {
+            // `Mcp-Name` from the member the method names (`name` of prompts/get, `uri` of
+            // resources/read, `taskId` of tasks/*); only these pay for the extra look.
+            let name = toolwire_headers::name_source(M::NAME).and_then(|field| {
+                serde_json::to_value(&params)
+                    .ok()?
+                    .get(field)?
+                    .as_str()
+                    .map(str::to_owned)
+            });
+            standard_headers(M::NAME, name.as_deref())
+        } else {
+            Vec::new()
+        };
         let timeout = self.config.request_timeout;
         self.queue_operation(
             &version,
@@ -1795,7 +1808,8 @@ impl Session {
                     .max()
                     .cloned();
                 match (modern, legacy) {
-                    (Some(v), _) if !retried && v != version => self.send_probe(v, true, now),
+                    // Once, even with the version just refused: the server listed it.
+                    (Some(v), _) if !retried => self.send_probe(v, true, now),
                     (_, Some(v)) if auto => self.send_initialize(v, now),
                     _ => self.fail(SessionError::Refused {
                         method: "server/discover",

@@ -1,0 +1,205 @@
+//! `toolwire-conformance-client URL`: what the official conformance suite's client scenarios
+//! expect, done with the public `toolwire` API only (no special cases inside the library).
+//!
+//! The suite passes the server URL as the last argument and the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`, with data in `MCP_CONFORMANCE_CONTEXT` and (alpha versions) the
+//! protocol version in `MCP_CONFORMANCE_PROTOCOL_VERSION`. Exit 0 when everything the scenario
+//! asked went through; 1 with the reason on stderr otherwise.
+
+#![allow(
+    clippy::print_stderr,
+    reason = "the suite reads the reason from stderr"
+)]
+
+use std::process::ExitCode;
+
+use serde_json::{Map, Value, json};
+use toolwire::{
+    BoxFuture, ClientCapabilities, ElicitAction, ElicitResult, ErrorObject, HttpTransport,
+    ProtocolMode, ProtocolVersion, ServerRequest,
+};
+
+/// Answers `elicitation/create` by accepting with the schema's defaults (SEP-1034).
+fn handler(request: ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    Box::pin(async move {
+        match request {
+            ServerRequest::Elicit(params) => {
+                let schema = serde_json::to_value(&params).unwrap_or(Value::Null);
+                let mut content = Map::new();
+                if let Some(props) = schema["requestedSchema"]["properties"].as_object() {
+                    for (name, prop) in props {
+                        if let Some(default) = prop.get("default") {
+                            content.insert(name.clone(), default.clone());
+                        }
+                    }
+                }
+                let result = ElicitResult {
+                    action: ElicitAction::Accept,
+                    content: Some(content),
+                    meta: None,
+                    extra: Map::new(),
+                };
+                serde_json::to_value(result).map_err(|e| ErrorObject::new(-32603, e.to_string()))
+            }
+            other => Err(ErrorObject::new(
+                -32601,
+                format!("this client does not handle {}", other.method()),
+            )),
+        }
+    })
+}
+
+async fn run() -> Result<(), toolwire::Error> {
+    let url = std::env::args().next_back().unwrap_or_default();
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    // Without a version, or with a legacy one, speak the legacy era; with 2026-07-28, probe.
+    let mode = match std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION") {
+        Ok(v) if v.as_str() >= "2026" => ProtocolMode::Auto,
+        Ok(v) => match ProtocolVersion::new(&v) {
+            Ok(v) if v.is_supported() => ProtocolMode::Pinned(v),
+            _ => ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY),
+        },
+        Err(_) => ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY),
+    };
+    let capabilities: ClientCapabilities =
+        serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap_or_default();
+    let client = toolwire::Client::builder("toolwire-conformance", env!("CARGO_PKG_VERSION"))
+        .mode(mode)
+        .handler(capabilities, handler)
+        .connect_http(HttpTransport::builder(url))?;
+    let negotiated = client.ready().await?;
+    // A legacy server is asked only for what it declared.
+    let modern = negotiated.version.is_modern();
+    let caps = &negotiated.capabilities;
+    if modern || caps.tools.is_some() {
+        client.list_tools().await?;
+    }
+    let (resources, prompts) = (
+        modern || caps.resources.is_some(),
+        modern || caps.prompts.is_some(),
+    );
+    let tools: Vec<String> = client
+        .tools()
+        .iter()
+        .filter(|(_, t)| t.is_discovered())
+        .map(|(n, _)| n.to_owned())
+        .collect();
+    let outcome = match scenario.as_str() {
+        "initialize" => Ok(()),
+        "tools_call" => client
+            .call_tool("add_numbers", json!({"a": 2, "b": 3}))
+            .await
+            .map(drop),
+        "http-custom-headers" => {
+            let calls = context["toolCalls"].as_array().cloned().unwrap_or_default();
+            let mut result = Ok(());
+            for call in calls {
+                let name = call["name"].as_str().unwrap_or("");
+                if let Err(e) = client.call_tool(name, call["arguments"].clone()).await {
+                    result = Err(e);
+                }
+            }
+            result
+        }
+        "json-schema-2020-12-preservation" => {
+            // Echo every other tool's input schema, verbatim, through the tool that takes a
+            // `schema` object: every keyword must have survived the client's parsing.
+            let snapshot = client.tools();
+            let takes_schema = |name: &str| {
+                snapshot
+                    .get(name)
+                    .is_some_and(|t| t.tool().input_schema["properties"].get("schema").is_some())
+            };
+            let mut result = Ok(());
+            for echo in tools.iter().filter(|n| takes_schema(n)) {
+                for focal in tools.iter().filter(|n| !takes_schema(n)) {
+                    let schema = snapshot
+                        .get(focal)
+                        .map(|t| Value::Object(t.tool().input_schema.clone()))
+                        .unwrap_or(Value::Null);
+                    if let Err(e) = client.call_tool(echo, json!({ "schema": schema })).await {
+                        result = Err(e);
+                    }
+                }
+            }
+            result
+        }
+        "http-invalid-tool-headers" => {
+            // Tools with invalid annotations never reached the cache.
+            let mut result = Ok(());
+            for name in &tools {
+                if let Err(e) = client.call_tool(name, json!({"region": "us-west1"})).await {
+                    result = Err(e);
+                }
+            }
+            result
+        }
+        _ => {
+            // Exercise everything the server offers: every tool, resource and prompt.
+            let mut result = Ok(());
+            for name in &tools {
+                if let Err(e) = client.call_tool(name, json!({})).await {
+                    tracing::info!(tool = %name, error = %e, "call failed");
+                    if !matches!(e, toolwire::Error::Server(_)) {
+                        result = Err(e);
+                    }
+                }
+            }
+            if let Some(Ok(resources)) = match resources {
+                true => Some(client.list_resources(None).await),
+                false => None,
+            } {
+                for r in resources.resources {
+                    let _ = client.read_resource(&r.uri).await;
+                }
+            }
+            if let Some(Ok(prompts)) = match prompts {
+                true => Some(client.list_prompts(None).await),
+                false => None,
+            } {
+                for p in prompts.prompts {
+                    let _ = client.get_prompt(&p.name, []).await;
+                }
+            }
+            result
+        }
+    };
+    client.close().await;
+    outcome
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("toolwire-conformance-client: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut line = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                line.push_str(": ");
+                line.push_str(&s.to_string());
+                source = s.source();
+            }
+            eprintln!("toolwire-conformance-client: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
