@@ -3,8 +3,10 @@
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, a build of the fuzz targets, `cargo deny check`,
-//!   and `tidy`.
+//!   `tidy`, and the official conformance suite (`conformance`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
+//! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
+//!   ratchet baseline (see [`conformance`]).
 //!
 //! Plain `std::process::Command` and `serde_json` only: xtask must build fast on a fresh
 //! machine.
@@ -15,6 +17,7 @@
     reason = "a command-line tool reports on the terminal"
 )]
 
+mod conformance;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -27,8 +30,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
+        Some("conformance") => conformance::run(&root),
         _ => {
-            eprintln!("usage: cargo xtask <ci|tidy>");
+            eprintln!("usage: cargo xtask <ci|tidy|conformance>");
             return ExitCode::from(2);
         }
     };
@@ -50,7 +54,12 @@ fn workspace_root() -> PathBuf {
 }
 
 /// Runs a command in the workspace root and fails with its name when it fails.
-fn run(root: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+pub(crate) fn run(
+    root: &Path,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(), String> {
     let shown = format!("{program} {}", args.join(" "));
     eprintln!("\n==> {shown}");
     let started = Instant::now();
@@ -173,6 +182,8 @@ fn ci(root: &Path) -> Result<(), String> {
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
     tidy::run(root)?;
+    eprintln!("\n==> cargo xtask conformance");
+    conformance::run(root)?;
     eprintln!("\nci: all checks passed");
     // The plain closing line CI reads, from nextest's own summary.
     println!(

@@ -70,7 +70,12 @@ async fn run() -> Result<(), toolwire::Error> {
     let client = toolwire::Client::builder("toolwire-conformance", env!("CARGO_PKG_VERSION"))
         .mode(mode)
         .handler(capabilities, handler)
-        .connect_http(HttpTransport::builder(url))?;
+        .connect_http(
+            // The sse-retry mock hands a pending answer to whichever GET comes first; a
+            // standalone GET stream opened late (on a loaded machine) would take it and the
+            // resumption it measures would never happen. That scenario is about resumption.
+            HttpTransport::builder(url).get_stream(scenario != "sse-retry"),
+        )?;
     let negotiated = client.ready().await?;
     // A legacy server is asked only for what it declared.
     let modern = negotiated.version.is_modern();

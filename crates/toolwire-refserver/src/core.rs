@@ -179,7 +179,23 @@ impl Core {
             other => Err((code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         };
         Handled::Answer(match answer {
-            Ok(r) => result(id, r),
+            Ok(mut r) => {
+                if modern.is_some()
+                    && let Some(object) = r.as_object_mut()
+                {
+                    // 2026-07-28 results say what they are, and lists how long they keep.
+                    object
+                        .entry("resultType")
+                        .or_insert_with(|| json!("complete"));
+                    if method.ends_with("/list") {
+                        object.entry("ttlMs").or_insert_with(|| json!(0));
+                        object
+                            .entry("cacheScope")
+                            .or_insert_with(|| json!("private"));
+                    }
+                }
+                result(id, r)
+            }
             Err((c, m)) => error(id, c, m, None),
         })
     }
