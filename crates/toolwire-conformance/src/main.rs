@@ -22,6 +22,7 @@ use toolwire::{
 /// Answers `elicitation/create` by accepting with the schema's defaults (SEP-1034).
 fn handler(request: ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> {
     Box::pin(async move {
+        tracing::info!(method = request.method(), "server request");
         match request {
             ServerRequest::Elicit(params) => {
                 let schema = serde_json::to_value(&params).unwrap_or(Value::Null);
@@ -180,7 +181,11 @@ async fn run() -> Result<(), toolwire::Error> {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
+        .with_max_level(match std::env::var("TOOLWIRE_LOG").as_deref() {
+            Ok("debug") => tracing::Level::DEBUG,
+            Ok("trace") => tracing::Level::TRACE,
+            _ => tracing::Level::INFO,
+        })
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

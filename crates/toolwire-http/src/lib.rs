@@ -1215,6 +1215,7 @@ impl Inner {
                         self.capture_session(cursor.header_session.take(), &event.data);
                     }
                 }
+                tracing::trace!(bytes = event.data.len(), "SSE message");
                 self.push(Ok(Inbound::new(event.data)));
             }
         }
@@ -1235,12 +1236,16 @@ impl Inner {
     }
 
     /// The legacy GET stream: server requests and notifications, reconnected while it works.
-    async fn listen(self: Arc<Self>) {
+    async fn listen(self: Arc<Self>, mut opened: Option<tokio::sync::oneshot::Sender<()>>) {
         let mut cursor = Cursor::default();
         let mut failures = 0;
         let mut delays = self.config.retry.delays();
         loop {
-            let failed = match self.get(cursor.last_id.as_deref()).await {
+            let response = self.get(cursor.last_id.as_deref()).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            let failed = match response {
                 Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!("the server offers no GET stream (405)");
                     return;
@@ -1326,8 +1331,13 @@ impl Inner {
                 let mut body = resp.into_body();
                 let data = self.read_error_body(&mut body).await;
                 self.received(method, status, &snippet(&data));
-                if method == Some("notifications/initialized") {
-                    self.handshake_done(out);
+                if method == Some("notifications/initialized")
+                    && let Some(opened) = self.handshake_done(out)
+                {
+                    // Until the server has the GET stream, it may drop messages it routes
+                    // there (the TypeScript SDK does, for requests made during a tool call):
+                    // hold the next request until the stream is answered, briefly.
+                    let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
                 }
             }
             Err(f) => {
@@ -1340,15 +1350,19 @@ impl Inner {
     fn relisten(self: &Arc<Self>) {
         let mut state = lock(&self.state);
         if std::mem::take(&mut state.relisten) && self.config.get_stream && !state.closed {
-            let listener = tokio::spawn(self.clone().listen());
+            let listener = tokio::spawn(self.clone().listen(None));
             if let Some(old) = state.listener.replace(listener.abort_handle()) {
                 old.abort();
             }
         }
     }
 
-    /// The legacy handshake finished: remember it for replays, open the GET stream.
-    fn handshake_done(self: &Arc<Self>, initialized: Outbound) {
+    /// The legacy handshake finished: remember it for replays, open the GET stream; the
+    /// receiver fires once the server answered the GET (or it failed).
+    fn handshake_done(
+        self: &Arc<Self>,
+        initialized: Outbound,
+    ) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let version = initialized
             .headers
             .iter()
@@ -1360,13 +1374,16 @@ impl Inner {
             body: initialized.body,
             headers: initialized.headers,
         });
-        if self.config.get_stream && !state.closed {
-            if let Some(old) = state.listener.take() {
-                old.abort();
-            }
-            let listener = tokio::spawn(self.clone().listen());
-            state.listener = Some(listener.abort_handle());
+        if !self.config.get_stream || state.closed {
+            return None;
         }
+        if let Some(old) = state.listener.take() {
+            old.abort();
+        }
+        let (opened, answered) = tokio::sync::oneshot::channel();
+        let listener = tokio::spawn(self.clone().listen(Some(opened)));
+        state.listener = Some(listener.abort_handle());
+        Some(answered)
     }
 
     async fn delete_session(&self) {

@@ -1146,6 +1146,7 @@ impl Driver {
     /// Hands a server request to the handler on a task of its own; its answer comes back as
     /// a `Respond` command.
     fn serve(&mut self, request: toolwire_types::Request) {
+        tracing::debug!(method = %request.method, id = %request.id, "request from the server");
         let refuse = |message: String| {
             ErrorObject::new(toolwire_types::error::code::METHOD_NOT_FOUND, message)
         };
