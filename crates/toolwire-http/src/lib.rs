@@ -1374,7 +1374,8 @@ impl Inner {
             body: initialized.body,
             headers: initialized.headers,
         });
-        if !self.config.get_stream || state.closed {
+        // The GET stream belongs to a legacy session: only after an `initialize` went through.
+        if !self.config.get_stream || state.closed || state.initialize.is_none() {
             return None;
         }
         if let Some(old) = state.listener.take() {
