@@ -1346,7 +1346,17 @@ impl Session {
     /// The settle barrier (seed 003): hands `raw` over now, or holds it until the changes it
     /// announces are in the cache.
     fn settle(&mut self, op: OpId, raw: Box<RawValue>, now: Instant) {
-        let announced: Announced = serde_json::from_str(raw.get()).unwrap_or_default();
+        // Most results announce nothing: look before parsing (the members' names are
+        // distinctive; a false positive only costs the parse).
+        let text = raw.get();
+        let may_announce = ["\"registers\"", "\"unregisters\"", "\"updates\""]
+            .iter()
+            .any(|key| text.contains(key));
+        let announced: Announced = if may_announce {
+            serde_json::from_str(text).unwrap_or_default()
+        } else {
+            Announced::default()
+        };
         let registers = announced.registers.unwrap_or_default();
         let unregisters = announced.unregisters.unwrap_or_default();
         let updates = announced.updates.unwrap_or_default();
