@@ -103,6 +103,33 @@ fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
     req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Writes the event `next` makes for each tool-list change to `tx`, with a keep-alive comment
+/// after 15 quiet seconds, until the client goes away or `next` says the stream is over.
+async fn forward_changes(
+    mut tx: Sender<Bytes, std::io::Error>,
+    mut changes: tokio::sync::broadcast::Receiver<()>,
+    mut next: impl FnMut() -> Option<Bytes>,
+) {
+    loop {
+        let event = tokio::select! {
+            change = changes.recv() => match change {
+                Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    match next() {
+                        Some(event) => event,
+                        None => return,
+                    }
+                }
+                Err(_) => return,
+            },
+            // A comment keeps proxies from closing a quiet stream.
+            () = tokio::time::sleep(Duration::from_secs(15)) => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        if tx.send_data(event).await.is_err() {
+            return;
+        }
+    }
+}
+
 impl Front {
     pub(crate) fn new(core: Arc<Core>) -> Arc<Self> {
         Arc::new(Self {
@@ -396,29 +423,12 @@ impl Front {
     /// The modern listen stream: the acknowledgement, then every list change.
     fn listen(self: &Arc<Self>, id: Value) -> Response<Body> {
         let (mut tx, response) = sse_response();
-        let mut changes = self.core.subscribe();
+        let changes = self.core.subscribe();
         tokio::spawn(async move {
             if tx.send_data(sse(None, &acknowledged(&id))).await.is_err() {
                 return;
             }
-            loop {
-                tokio::select! {
-                    change = changes.recv() => match change {
-                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            if tx.send_data(sse(None, &list_changed(Some(&id)))).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(_) => return,
-                    },
-                    () = tokio::time::sleep(Duration::from_secs(15)) => {
-                        // A comment keeps proxies from closing a quiet stream.
-                        if tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
+            forward_changes(tx, changes, || Some(sse(None, &list_changed(Some(&id))))).await;
         });
         response
     }
@@ -466,32 +476,20 @@ impl Front {
             });
             return response;
         }
-        let mut changes = self.core.subscribe();
+        let changes = self.core.subscribe();
         let front = self.clone();
         tokio::spawn(async move {
             let stream = front.open_stream(&sid);
-            loop {
-                tokio::select! {
-                    change = changes.recv() => match change {
-                        Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            if !lock(&front.sessions).contains_key(&sid) {
-                                return;
-                            }
-                            let note = list_changed(None);
-                            let id = front.log(&sid, stream, Bytes::from(note.to_string()));
-                            if tx.send_data(sse(Some(&id), &note)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(_) => return,
-                    },
-                    () = tokio::time::sleep(Duration::from_secs(15)) => {
-                        if tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
-                            return;
-                        }
-                    }
+            forward_changes(tx, changes, || {
+                // The session was deleted: end its stream.
+                if !lock(&front.sessions).contains_key(&sid) {
+                    return None;
                 }
-            }
+                let note = list_changed(None);
+                let id = front.log(&sid, stream, Bytes::from(note.to_string()));
+                Some(sse(Some(&id), &note))
+            })
+            .await;
         });
         response
     }

@@ -138,6 +138,23 @@ pub fn sse_event(id: Option<&str>, data: &[u8]) -> String {
     event
 }
 
+/// A listener on a free loopback port, and its address. Panics without one: a test that
+/// cannot bind loopback cannot run at all.
+#[allow(
+    clippy::panic,
+    reason = "test support: a test that cannot bind loopback cannot run at all"
+)]
+pub(crate) async fn bind_loopback() -> (TcpListener, SocketAddr) {
+    let listener = match TcpListener::bind("127.0.0.1:0").await {
+        Ok(l) => l,
+        Err(e) => panic!("cannot bind a loopback port: {e}"),
+    };
+    match listener.local_addr() {
+        Ok(addr) => (listener, addr),
+        Err(e) => panic!("no local address: {e}"),
+    }
+}
+
 type Handler = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 
 /// A loopback HTTP server; every request is recorded, then answered by the handler. Stops
@@ -167,19 +184,8 @@ impl Drop for HttpPeer {
 
 impl HttpPeer {
     /// Starts a server on 127.0.0.1 (inside a tokio runtime). Panics without a loopback port.
-    #[allow(
-        clippy::panic,
-        reason = "test support: a test that cannot bind loopback cannot run at all"
-    )]
     pub async fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
-        let listener = match TcpListener::bind("127.0.0.1:0").await {
-            Ok(l) => l,
-            Err(e) => panic!("cannot bind a loopback port: {e}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(a) => a,
-            Err(e) => panic!("no local address: {e}"),
-        };
+        let (listener, addr) = bind_loopback().await;
         let log = Arc::new(Mutex::new(Vec::new()));
         let handler: Handler = Arc::new(handler);
         let disconnects = Arc::new(AtomicU64::new(0));

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// What the proxy does to one connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,19 +83,8 @@ impl Drop for FaultProxy {
 
 impl FaultProxy {
     /// Proxies to `upstream`, applying `rule`. Panics without a loopback port.
-    #[allow(
-        clippy::panic,
-        reason = "test support: a test that cannot bind loopback cannot run at all"
-    )]
     pub async fn start(upstream: SocketAddr, rule: Rule) -> Self {
-        let listener = match TcpListener::bind("127.0.0.1:0").await {
-            Ok(l) => l,
-            Err(e) => panic!("cannot bind a loopback port: {e}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(a) => a,
-            Err(e) => panic!("no local address: {e}"),
-        };
+        let (listener, addr) = crate::http::bind_loopback().await;
         let connections = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let remaining = Arc::new(AtomicUsize::new(rule.times));
