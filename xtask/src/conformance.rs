@@ -76,7 +76,8 @@ struct Outcome {
     failures: BTreeSet<String>,
 }
 
-fn cache_dir() -> PathBuf {
+/// The folder peers are installed into, outside the repository.
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("TOOLWIRE_PEERS") {
         return PathBuf::from(dir);
     }
@@ -84,7 +85,8 @@ fn cache_dir() -> PathBuf {
     home.join(".cache").join("toolwire-peers")
 }
 
-fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
+/// `npm install PACKAGE` in `dir` (initialised first when it is new).
+pub(crate) fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !dir.join("package.json").exists() {
         let status = Command::new("npm")
@@ -111,12 +113,22 @@ fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
     }
 }
 
-/// Installs node 22 and both suites (once); returns the PATH to run them with.
-fn install(cache: &Path) -> Result<String, String> {
+/// Installs node 22 from the npm registry (once); returns the PATH with it first.
+pub(crate) fn install_node(cache: &Path) -> Result<String, String> {
     let node = cache.join("node22");
     if !node.join("node_modules/.bin/node").exists() {
         npm_install(&node, "node@22")?;
     }
+    let path = std::env::var("PATH").unwrap_or_default();
+    Ok(format!(
+        "{}:{path}",
+        node.join("node_modules/.bin").display()
+    ))
+}
+
+/// Installs node 22 and both suites (once); returns the PATH to run them with.
+fn install(cache: &Path) -> Result<String, String> {
+    let path = install_node(cache)?;
     for (dir, version) in SUITES {
         let installed = cache
             .join(dir)
@@ -132,11 +144,7 @@ fn install(cache: &Path) -> Result<String, String> {
             )?;
         }
     }
-    let path = std::env::var("PATH").unwrap_or_default();
-    Ok(format!(
-        "{}:{path}",
-        node.join("node_modules/.bin").display()
-    ))
+    Ok(path)
 }
 
 /// Reads `checks.json` files under `out` into (passed, total, failing ids).
@@ -270,23 +278,7 @@ fn table(outcomes: &[Outcome]) -> String {
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let cache = cache_dir();
     let path = install(&cache)?;
-    crate::run(
-        root,
-        "cargo",
-        &[
-            "build",
-            "--release",
-            "--locked",
-            "--bin",
-            "toolwire-conformance-client",
-            "--bin",
-            "toolwire",
-        ],
-        &[],
-    )?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from)
-        .join("release");
+    let target = crate::release_bins(root, &["toolwire-conformance-client", "toolwire"])?;
     let client = target.join("toolwire-conformance-client");
     let client_arg = client.display().to_string();
     let mut outcomes = Vec::new();

@@ -3,10 +3,12 @@
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, a build of the fuzz targets, `cargo deny check`,
-//!   `tidy`, and the official conformance suite (`conformance`).
+//!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
+//! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
+//!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
 //!
 //! Plain `std::process::Command` and `serde_json` only: xtask must build fast on a fresh
 //! machine.
@@ -18,6 +20,7 @@
 )]
 
 mod conformance;
+mod interop;
 mod tidy;
 
 use std::path::{Path, PathBuf};
@@ -31,8 +34,9 @@ fn main() -> ExitCode {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
         Some("conformance") => conformance::run(&root),
+        Some("interop") => interop::run(&root),
         _ => {
-            eprintln!("usage: cargo xtask <ci|tidy|conformance>");
+            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop>");
             return ExitCode::from(2);
         }
     };
@@ -51,6 +55,18 @@ fn workspace_root() -> PathBuf {
     manifest
         .parent()
         .map_or(manifest.clone(), Path::to_path_buf)
+}
+
+/// Builds `bins` (release, locked) and returns the folder they are in.
+pub(crate) fn release_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String> {
+    let mut args = vec!["build", "--release", "--locked"];
+    for bin in bins {
+        args.extend(["--bin", bin]);
+    }
+    run(root, "cargo", &args, &[])?;
+    Ok(std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("release"))
 }
 
 /// Runs a command in the workspace root and fails with its name when it fails.
@@ -184,6 +200,8 @@ fn ci(root: &Path) -> Result<(), String> {
     tidy::run(root)?;
     eprintln!("\n==> cargo xtask conformance");
     conformance::run(root)?;
+    eprintln!("\n==> cargo xtask interop");
+    interop::run(root)?;
     eprintln!("\nci: all checks passed");
     // The plain closing line CI reads, from nextest's own summary.
     println!(

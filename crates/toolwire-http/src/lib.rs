@@ -10,7 +10,8 @@
 //! What it does for you:
 //! - **Legacy era** (`initialize`; 2025-03-26 … 2025-11-25): captures `Mcp-Session-Id` from the
 //!   `initialize` answer (header, or `result.sessionId` in the payload) and sends it on every
-//!   later request; opens the GET stream for server messages once the handshake is done (405:
+//!   later request; opens the GET stream for server messages once `initialize` is answered and
+//!   before `initialized` is sent, so nothing the server announces on `initialized` is lost (405:
 //!   none; opt out with [`HttpTransportBuilder::get_stream`]); resumes a broken SSE stream with
 //!   `Last-Event-ID` after the server's `retry:` delay; on a 404 to a request that carried the
 //!   session id, replays the handshake once and resends (the server never processed it); sends
@@ -1325,20 +1326,22 @@ impl Inner {
     /// Sends a notification or response and waits for its acknowledgement.
     async fn notify(self: &Arc<Self>, out: Outbound) {
         let method = out.kind.method();
+        if method == Some("notifications/initialized")
+            && let Some(opened) = self.handshake_done(&out)
+        {
+            // The GET stream opens before the server hears `initialized`, and this waits
+            // (briefly) until the server answered it: servers drop what they route to a GET
+            // stream that is not there yet. server-everything announces at once the tools
+            // `initialized` unlocks; the TypeScript SDK routes requests made during a tool
+            // call there.
+            let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
+        }
         match self.post(&out, false).await {
             Ok(resp) => {
                 let status = resp.status();
                 let mut body = resp.into_body();
                 let data = self.read_error_body(&mut body).await;
                 self.received(method, status, &snippet(&data));
-                if method == Some("notifications/initialized")
-                    && let Some(opened) = self.handshake_done(out)
-                {
-                    // Until the server has the GET stream, it may drop messages it routes
-                    // there (the TypeScript SDK does, for requests made during a tool call):
-                    // hold the next request until the stream is answered, briefly.
-                    let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
-                }
             }
             Err(f) => {
                 tracing::warn!(method, error = %f.error, "the server did not accept a message")
@@ -1357,11 +1360,12 @@ impl Inner {
         }
     }
 
-    /// The legacy handshake finished: remember it for replays, open the GET stream; the
-    /// receiver fires once the server answered the GET (or it failed).
+    /// The legacy handshake is finishing (`initialized` is about to be sent): remember it for
+    /// replays, open the GET stream; the receiver fires once the server answered the GET (or
+    /// it failed).
     fn handshake_done(
         self: &Arc<Self>,
-        initialized: Outbound,
+        initialized: &Outbound,
     ) -> Option<tokio::sync::oneshot::Receiver<()>> {
         let version = initialized
             .headers
@@ -1371,8 +1375,8 @@ impl Inner {
         let mut state = lock(&self.state);
         state.version = version;
         state.initialized = Some(Replay {
-            body: initialized.body,
-            headers: initialized.headers,
+            body: initialized.body.clone(),
+            headers: initialized.headers.clone(),
         });
         // The GET stream belongs to a legacy session: only after an `initialize` went through.
         if !self.config.get_stream || state.closed || state.initialize.is_none() {

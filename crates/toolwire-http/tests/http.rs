@@ -749,6 +749,18 @@ async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
         .unwrap();
     let pushed: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
     assert_eq!(pushed["method"], "notifications/tools/list_changed");
+    // The stream was open before the server heard `initialized`, so nothing the server
+    // announces on `initialized` goes to a stream that is not there (server-everything).
+    let order: Vec<String> = peer
+        .requests()
+        .iter()
+        .take(3)
+        .map(|r| match r.method {
+            http::Method::GET => "GET".to_owned(),
+            _ => r.rpc_method().unwrap_or_default(),
+        })
+        .collect();
+    assert_eq!(order, ["initialize", "GET", "notifications/initialized"]);
     let deadline = Instant::now() + Duration::from_secs(5);
     let gets = loop {
         let gets: Vec<Recorded> = peer

@@ -71,7 +71,8 @@ pub use toolwire_transport::{
     TransportError,
 };
 pub use toolwire_types::{
-    CallToolResult, ClientCapabilities, ContentBlock, ElicitAction, ElicitResult, ErrorObject,
-    Implementation, JsonObject, ProgressParams, ProtocolVersion, ServerCapabilities, ServerRequest,
+    CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
+    ElicitAction, ElicitParams, ElicitResult, ErrorObject, Implementation, JsonObject,
+    ListRootsResult, ProgressParams, ProtocolVersion, Root, ServerCapabilities, ServerRequest,
     Tool,
 };

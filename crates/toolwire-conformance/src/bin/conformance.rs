@@ -25,15 +25,7 @@ fn handler(request: ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObje
         tracing::info!(method = request.method(), "server request");
         match request {
             ServerRequest::Elicit(params) => {
-                let schema = serde_json::to_value(&params).unwrap_or(Value::Null);
-                let mut content = Map::new();
-                if let Some(props) = schema["requestedSchema"]["properties"].as_object() {
-                    for (name, prop) in props {
-                        if let Some(default) = prop.get("default") {
-                            content.insert(name.clone(), default.clone());
-                        }
-                    }
-                }
+                let content = toolwire_conformance::schema_defaults(&params);
                 let result = ElicitResult {
                     action: ElicitAction::Accept,
                     content: Some(content),
@@ -179,19 +171,8 @@ async fn run() -> Result<(), toolwire::Error> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(match std::env::var("TOOLWIRE_LOG").as_deref() {
-            Ok("debug") => tracing::Level::DEBUG,
-            Ok("trace") => tracing::Level::TRACE,
-            _ => tracing::Level::INFO,
-        })
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    toolwire_conformance::init_tracing();
+    let runtime = match toolwire_conformance::runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("toolwire-conformance-client: {e}");
@@ -201,14 +182,10 @@ fn main() -> ExitCode {
     match runtime.block_on(run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut line = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                line.push_str(": ");
-                line.push_str(&s.to_string());
-                source = s.source();
-            }
-            eprintln!("toolwire-conformance-client: {line}");
+            eprintln!(
+                "toolwire-conformance-client: {}",
+                toolwire_conformance::error_chain(&e)
+            );
             ExitCode::FAILURE
         }
     }
