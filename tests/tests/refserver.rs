@@ -191,3 +191,67 @@ async fn unlock_files_returns_once_its_tools_are_listed_over_http_in_both_eras()
         client.close().await;
     }
 }
+
+/// POSTs one JSON-RPC body over a plain socket and returns the JSON answer.
+async fn raw_post(url: &str, headers: &[(&str, &str)], body: &str) -> serde_json::Value {
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(authority).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let body = response.split_once("\r\n\r\n").unwrap().1;
+        // A JSON answer, possibly chunked: the JSON object is the line that starts with `{`.
+        let json = body.lines().find(|l| l.starts_with('{')).unwrap();
+        serde_json::from_str(json).unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn discovery_carries_the_required_cache_fields() {
+    let mut o = options(Eras::Both);
+    o.framing = Framing::Json;
+    let server = server(o).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}});
+    let answer = raw_post(
+        &server.url(),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "server/discover"),
+        ],
+        &body.to_string(),
+    )
+    .await;
+    let result = &answer["result"];
+    assert_eq!(
+        result["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{answer}"
+    );
+    assert_eq!(result["resultType"], "complete");
+    // Required on discovery results (rmcp refuses a discovery without them).
+    assert_eq!(result["ttlMs"], 0);
+    assert_eq!(result["cacheScope"], "private");
+}

@@ -2,11 +2,13 @@
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
-//!   doctests), rustdoc with `-D warnings`, a build of the fuzz targets, `cargo deny check`,
+//!   doctests), rustdoc with `-D warnings`, a build of the bench and of the fuzz targets, `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
+//! - `bench`: Toolwire against rmcp and the physical floor, side by side in one run; writes
+//!   `docs/benchmarks.md` (`--quick` for a short run). See `crates/toolwire-bench`.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
 //!
@@ -35,8 +37,9 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::run(&root),
         Some("conformance") => conformance::run(&root),
         Some("interop") => interop::run(&root),
+        Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         _ => {
-            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop>");
+            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop|bench [--quick]>");
             return ExitCode::from(2);
         }
     };
@@ -187,6 +190,13 @@ fn ci(root: &Path) -> Result<(), String> {
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    // The bench is not run in CI (it needs a quiet machine and minutes), but it must build.
+    run(
+        root,
+        "cargo",
+        &["build", "-p", "toolwire-bench", "--benches", "--locked"],
+        &[],
+    )?;
     // The fuzz targets live outside the workspace (cargo-fuzz builds them with its own flags);
     // a plain build proves they still compile against the crates.
     run(
@@ -209,6 +219,31 @@ fn ci(root: &Path) -> Result<(), String> {
         summary.passed, summary.failed
     );
     Ok(())
+}
+
+/// `cargo xtask bench`: the reference server and `toolwire` built in release, then the
+/// comparison (`crates/toolwire-bench/benches/compare.rs`), which writes `docs/benchmarks.md`.
+fn bench(root: &Path, quick: bool) -> Result<(), String> {
+    let target = release_bins(root, &["toolwire"])?;
+    let toolwire = target.join("toolwire").display().to_string();
+    let out = root.join("docs/benchmarks.md").display().to_string();
+    let mut args = vec![
+        "bench",
+        "-p",
+        "toolwire-bench",
+        "--bench",
+        "compare",
+        "--locked",
+        "--",
+        "--toolwire",
+        &toolwire,
+        "--out",
+        &out,
+    ];
+    if quick {
+        args.push("--quick");
+    }
+    run(root, "cargo", &args, &[])
 }
 
 /// `cargo deny`: licenses, bans and sources always. Advisories need the RustSec database,

@@ -43,6 +43,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
         &["toolwire-types", "toolwire-headers"],
     ),
     ("toolwire-conformance", &["toolwire"]),
+    // The bench measures the public API only (its dev-dependencies are checked too).
+    ("toolwire-bench", &["toolwire"]),
     ("toolwire-test-support", &["toolwire-types"]),
     // The end-to-end crate in `tests/`: its binary is the scripted server; its tests may use
     // every crate (dev-dependencies are checked against this list too).

@@ -37,6 +37,11 @@
 //! - **TLS** through rustls (ring), webpki roots by default, the platform's on request, or your
 //!   own `rustls::ClientConfig`; HTTP/2 when ALPN offers it; `TCP_NODELAY` always.
 //!
+//! Requests run inside [`Transport::recv`]: the futures of the requests in flight are polled by
+//! whoever awaits `recv` (the client's driver always does), so a call costs no task spawn and
+//! its answer no hop between tasks. A user of the transport keeps a `recv` pending for requests
+//! to make progress; notifications and responses are sent within `send` itself.
+//!
 //! A request that gets no answer is reported through `recv` as
 //! [`TransportError::Request`] (with the HTTP status and body), failing that request only; the
 //! session decides what it means (a 400/404/405 to `server/discover` marks a legacy server).
@@ -48,16 +53,25 @@
 //!   `rustls-native-certs`: TLS, with the roots the caller chooses.
 //! - `backon`: the exponential backoff with jitter between retries.
 //! - `httpdate`: `Retry-After` given as an HTTP date.
+//! - `futures-util`: `FuturesUnordered` and `abortable`, for the requests `recv` polls.
+//! - `socket2`, `tower-service`: `TCP_QUICKACK` after every read, through a wrapping connector
+//!   (see `quickack.rs`: the Nagle/delayed-ACK stall on kept-alive connections).
 //! - `serde_json`: finding the answer among SSE events (its id) and a session id in a payload.
 //! - The SSE parser is our own ([`SseParser`]): the SSE crates buffer without bounds.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use backon::BackoffBuilder;
 use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use futures_util::future::{AbortHandle as RequestHandle, Abortable};
+use futures_util::stream::FuturesUnordered;
 use http::header::{
     ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
 };
@@ -77,7 +91,10 @@ use tracing::Instrument;
 
 mod auth;
 mod error;
+mod quickack;
 mod sse;
+
+use quickack::QuickAckConnector;
 
 pub use auth::{BearerToken, Challenge, parse_challenges};
 pub use error::HttpError;
@@ -496,37 +513,40 @@ impl HttpTransportBuilder {
             .enable_http1()
             .enable_http2()
             .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(connector));
         let (tx, rx) = mpsc::unbounded_channel();
         let state = State {
             accept: self.accept,
             token: self.bearer,
             ..State::default()
         };
+        let inner = Arc::new(Inner {
+            uri,
+            client,
+            config: Config {
+                headers: self.headers,
+                user_agent: self.user_agent,
+                connect_timeout: self.connect_timeout,
+                read_timeout: self.read_timeout,
+                max_message_size: self.max_message_size,
+                max_sse_line: self.max_sse_line,
+                retry: self.retry,
+                get_stream: self.get_stream,
+                delete_timeout: self.delete_timeout,
+                on_sending: self.on_sending,
+                on_received: self.on_received,
+                on_auth_failed: self.on_auth_failed,
+            },
+            state: Mutex::new(state),
+            tx: Mutex::new(Some(tx)),
+            rx: tokio::sync::Mutex::new(rx),
+            tasks: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(InFlight::default()),
+            handshake: tokio::sync::Mutex::new(()),
+        });
         Ok(HttpTransport {
-            inner: Arc::new(Inner {
-                uri,
-                client,
-                config: Config {
-                    headers: self.headers,
-                    user_agent: self.user_agent,
-                    connect_timeout: self.connect_timeout,
-                    read_timeout: self.read_timeout,
-                    max_message_size: self.max_message_size,
-                    max_sse_line: self.max_sse_line,
-                    retry: self.retry,
-                    get_stream: self.get_stream,
-                    delete_timeout: self.delete_timeout,
-                    on_sending: self.on_sending,
-                    on_received: self.on_received,
-                    on_auth_failed: self.on_auth_failed,
-                },
-                state: Mutex::new(state),
-                tx: Mutex::new(Some(tx)),
-                rx: tokio::sync::Mutex::new(rx),
-                tasks: Mutex::new(HashMap::new()),
-                handshake: tokio::sync::Mutex::new(()),
-            }),
+            _owner: Arc::new(Owner(inner.clone())),
+            inner,
         })
     }
 }
@@ -576,13 +596,15 @@ type Sender = mpsc::UnboundedSender<Result<Inbound, TransportError>>;
 
 struct Inner {
     uri: Uri,
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<QuickAckConnector, Full<Bytes>>,
     config: Config,
     state: Mutex<State>,
     tx: Mutex<Option<Sender>>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Result<Inbound, TransportError>>>,
     /// Requests in flight, to close their streams on cancel or close.
-    tasks: Mutex<HashMap<RequestId, AbortHandle>>,
+    tasks: Mutex<HashMap<RequestId, RequestHandle>>,
+    /// The futures of the requests in flight, polled by `recv`.
+    inflight: Mutex<InFlight>,
     /// One handshake replay at a time.
     handshake: tokio::sync::Mutex<()>,
 }
@@ -598,6 +620,28 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Clone)]
 pub struct HttpTransport {
     inner: Arc<Inner>,
+    _owner: Arc<Owner>,
+}
+
+/// Shared by the handles of one transport and dropped with the last: it ends the requests in
+/// flight and the GET stream, which hold the shared state and would otherwise keep it (and
+/// each other) alive with nobody left to poll them.
+struct Owner(Arc<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+/// A request's whole life: POST, answer, retries; it pushes what it gets into the channel.
+type RequestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The requests in flight and the waker of the `recv` that polls them.
+#[derive(Default)]
+struct InFlight {
+    requests: FuturesUnordered<Abortable<RequestFuture>>,
+    waker: Option<Waker>,
 }
 
 impl fmt::Debug for HttpTransport {
@@ -728,18 +772,43 @@ fn payload_session_id(data: &[u8]) -> Option<HeaderValue> {
 }
 
 impl Inner {
+    /// Drops the requests in flight and stops the GET stream (the last handle is gone).
+    fn abandon(&self) {
+        for (_, task) in lock(&self.tasks).drain() {
+            task.abort();
+        }
+        let requests = std::mem::take(&mut lock(&self.inflight).requests);
+        drop(requests);
+        if let Some(listener) = lock(&self.state).listener.take() {
+            listener.abort();
+        }
+    }
+
+    /// Polls the requests in flight until none is ready, and leaves `cx`'s waker for a request
+    /// that `send` adds meanwhile.
+    fn drive(&self, cx: &mut Context<'_>) {
+        let mut inflight = lock(&self.inflight);
+        match &inflight.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => inflight.waker = Some(cx.waker().clone()),
+        }
+        // Each item is a request that ended (or was aborted); what it got is in the channel.
+        while let Poll::Ready(Some(_)) = inflight.requests.poll_next_unpin(cx) {}
+    }
+
     fn push(&self, item: Result<Inbound, TransportError>) {
         if let Some(tx) = lock(&self.tx).as_ref() {
             let _ = tx.send(item);
         }
     }
 
-    fn received(&self, method: Option<&str>, status: StatusCode, snippet: &str) {
+    /// Calls the on-received hook (the body's snippet is made only for a hook).
+    fn received(&self, method: Option<&str>, status: StatusCode, body: &[u8]) {
         if let Some(hook) = &self.config.on_received {
             hook(&Received {
                 method,
                 status,
-                snippet,
+                snippet: &snippet(body),
             });
         }
     }
@@ -869,8 +938,8 @@ impl Inner {
         );
         let mut body = resp.into_body();
         let body = self.read_error_body(&mut body).await;
+        self.received(method, status, &body);
         let snippet = snippet(&body);
-        self.received(method, status, &snippet);
         if matches!(status.as_u16(), 401 | 403) {
             tracing::warn!(%status, ?challenges, "the server refused the credentials");
             if let Some(hook) = &self.config.on_auth_failed {
@@ -1079,7 +1148,7 @@ impl Inner {
                 let data = self
                     .read_body(&mut body, self.config.max_message_size)
                     .await?;
-                self.received(Some(method), status, &snippet(&data));
+                self.received(Some(method), status, &data);
                 if data.iter().all(u8::is_ascii_whitespace) {
                     return Err(HttpError::NoAnswer(status).into());
                 }
@@ -1090,14 +1159,14 @@ impl Inner {
                 Ok(())
             }
             "text/event-stream" => {
-                self.received(Some(method), status, "");
+                self.received(Some(method), status, b"");
                 self.read_stream(body, id, method, legacy, header_session)
                     .await
                     .map_err(Failure::from)
             }
             _ => {
                 let data = self.read_error_body(&mut body).await;
-                self.received(Some(method), status, &snippet(&data));
+                self.received(Some(method), status, &data);
                 if data.is_empty() {
                     Err(HttpError::NoAnswer(status).into())
                 } else {
@@ -1260,7 +1329,7 @@ impl Inner {
                     if resp.status().is_success()
                         && content_type(resp.headers()) == "text/event-stream" =>
                 {
-                    self.received(None, resp.status(), "");
+                    self.received(None, resp.status(), b"");
                     let before = cursor.last_id.clone();
                     let mut body = resp.into_body();
                     let ended = self.pump(&mut body, None, &mut cursor).await;
@@ -1341,7 +1410,7 @@ impl Inner {
                 let status = resp.status();
                 let mut body = resp.into_body();
                 let data = self.read_error_body(&mut body).await;
-                self.received(method, status, &snippet(&data));
+                self.received(method, status, &data);
             }
             Err(f) => {
                 tracing::warn!(method, error = %f.error, "the server did not accept a message")
@@ -1450,13 +1519,22 @@ impl Transport for HttpTransport {
                 MessageKind::Request { id, method } => {
                     let span = tracing::debug_span!("mcp_http", method, id = %id);
                     let inner = self.inner.clone();
-                    let mut tasks = lock(&self.inner.tasks);
-                    let task = tokio::spawn(
+                    let request: RequestFuture = Box::pin(
                         inner
                             .run_request(message, id.clone(), method)
                             .instrument(span),
                     );
-                    tasks.insert(id, task.abort_handle());
+                    let (request, handle) = futures_util::future::abortable(request);
+                    lock(&self.inner.tasks).insert(id, handle);
+                    let waker = {
+                        let mut inflight = lock(&self.inner.inflight);
+                        inflight.requests.push(request);
+                        inflight.waker.take()
+                    };
+                    // A `recv` already pending elsewhere polls the new request from now on.
+                    if let Some(waker) = waker {
+                        waker.wake();
+                    }
                 }
                 kind => {
                     let span = tracing::debug_span!("mcp_http", method = kind.method());
@@ -1468,7 +1546,18 @@ impl Transport for HttpTransport {
     }
 
     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
-        Box::pin(async move { self.inner.rx.lock().await.recv().await })
+        Box::pin(async move {
+            let mut rx = self.inner.rx.lock().await;
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(item) = rx.poll_recv(cx) {
+                    return Poll::Ready(item);
+                }
+                // Requests push what they get into the channel as they are polled.
+                self.inner.drive(cx);
+                rx.poll_recv(cx)
+            })
+            .await
+        })
     }
 
     fn cancel(&self, id: &RequestId) {
@@ -1486,13 +1575,8 @@ impl Transport for HttpTransport {
                     return Ok(());
                 }
                 state.closed = true;
-                if let Some(listener) = state.listener.take() {
-                    listener.abort();
-                }
             }
-            for (_, task) in lock(&self.inner.tasks).drain() {
-                task.abort();
-            }
+            self.inner.abandon();
             self.inner.delete_session().await;
             lock(&self.inner.tx).take();
             Ok(())

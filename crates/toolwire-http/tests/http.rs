@@ -525,9 +525,9 @@ async fn modern_streams_are_never_resumed_and_stray_session_ids_ignored() {
     }
 }
 
-#[tokio::test]
-async fn cancel_closes_the_request_stream() {
-    let peer = HttpPeer::start(|_| {
+/// A peer whose SSE answer never comes: a priming event, then a comment every 100 ms for 5 s.
+async fn ticking_sse_peer() -> HttpPeer {
+    HttpPeer::start(|_| {
         let mut reply = Reply::sse(["id: 0\ndata:\n\n".to_owned()]);
         for _ in 0..50 {
             reply = reply
@@ -536,16 +536,26 @@ async fn cancel_closes_the_request_stream() {
         }
         reply
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn cancel_closes_the_request_stream() {
+    let peer = ticking_sse_peer().await;
     let t = HttpTransport::new(peer.url()).unwrap();
     t.send(request(1, "tools/call", RetryClass::Never))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Requests run while a `recv` is pending.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(150), t.recv())
+            .await
+            .is_err()
+    );
     t.cancel(&RequestId::Number(1));
     let deadline = Instant::now() + Duration::from_secs(4);
     while peer.disconnects() == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = tokio::time::timeout(Duration::from_millis(50), t.recv()).await;
     }
     assert_eq!(peer.disconnects(), 1, "the server saw the stream closed");
     // Nothing is reported for a cancelled request.
@@ -554,6 +564,30 @@ async fn cancel_closes_the_request_stream() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_ends_the_requests_in_flight() {
+    let peer = ticking_sse_peer().await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    let other = t.clone();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(150), t.recv())
+            .await
+            .is_err()
+    );
+    drop(t);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(peer.disconnects(), 0, "a clone still holds the transport");
+    drop(other);
+    let deadline = Instant::now() + Duration::from_secs(4);
+    while peer.disconnects() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(peer.disconnects(), 1, "the request's stream was closed");
 }
 
 #[tokio::test]

@@ -183,11 +183,12 @@ impl Core {
                 if modern.is_some()
                     && let Some(object) = r.as_object_mut()
                 {
-                    // 2026-07-28 results say what they are, and lists how long they keep.
+                    // 2026-07-28 results say what they are; discovery and lists say how long
+                    // they keep (both fields are required there).
                     object
                         .entry("resultType")
                         .or_insert_with(|| json!("complete"));
-                    if method.ends_with("/list") {
+                    if method.ends_with("/list") || method == "server/discover" {
                         object.entry("ttlMs").or_insert_with(|| json!(0));
                         object
                             .entry("cacheScope")

@@ -117,6 +117,10 @@ impl Inbound {
 /// Methods take `&self` so one driver can send and receive at once; implementations
 /// synchronise inside. Every method must be cancel-safe in the sense that dropping its future
 /// loses at most the message being sent.
+///
+/// A user keeps a `recv` pending whenever it waits for anything (the client's driver always
+/// does): a transport may do the work of its requests inside `recv` rather than on tasks of
+/// its own (the HTTP transport does, to save a task and a hop between tasks per call).
 pub trait Transport: Send + Sync + 'static {
     /// Whether messages travel with HTTP headers. The session warns about a `tools/call` that
     /// would silently lack `Mcp-Param-*` headers only on such transports.

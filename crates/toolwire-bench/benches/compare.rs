@@ -1,0 +1,624 @@
+//! `cargo xtask bench`: Toolwire against rmcp and the physical floor, on loopback, in one run.
+//!
+//! ```text
+//! cargo bench -p toolwire-bench --bench compare -- --toolwire target/release/toolwire [--out FILE] [--quick]
+//! ```
+//!
+//! The parent starts the reference server (`toolwire serve`) as separate processes, then runs
+//! every (case, client) pair in a child process of its own (this binary again, with `--run`),
+//! twice, interleaved, and keeps the faster of the two runs. Each child measures per-call
+//! latency, wall time, its CPU time and its peak RSS, and prints one JSON line.
+//!
+//! Clients:
+//! - `floor`: a bare hyper keep-alive client POSTing pre-built bytes of a valid `tools/call`
+//!   (with the SEP-2243 headers in 2026-07-28) and reading the whole body; over stdio, a
+//!   blocking newline-JSON pipe.
+//! - `toolwire`: the public `toolwire` API with its defaults.
+//! - `rmcp-default`: rmcp's Streamable HTTP client as `from_uri` builds it (reqwest with idle
+//!   pooling turned off: a new connection per call). Over stdio, `rmcp`.
+//! - `rmcp-keepalive`: the same with a default `reqwest::Client` (connections reused).
+//!
+//! Cases, all against the reference server:
+//! - `http-legacy-seq`: sequential calls in a 2025-11-25 session (JSON answers);
+//! - `http-modern-seq`: sequential 2026-07-28 calls with `Mcp-Method`, `Mcp-Name` and
+//!   `Mcp-Param-Region` (JSON answers);
+//! - `http-concurrent-64`: 64 callers sharing one client, 2026-07-28;
+//! - `stdio-seq`: sequential 2026-07-28 calls over a child's stdin/stdout;
+//! - `http-stall`: a 2025-11-25 session whose server frames each answer as SSE in several
+//!   writes with Nagle's algorithm on (`toolwire serve --nagle`): a client that waits for the
+//!   body's end stalls on delayed ACKs.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark reports on the terminal"
+)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Map, Value, json};
+use toolwire_bench::{Measurement, best_runs, ratios, splice, table, usage};
+
+/// The tool every case calls, and its arguments: `region` is annotated with `x-mcp-header`.
+const TOOL: &str = "execute_sql";
+const REGION: &str = "us-west-2";
+const QUERY: &str = "SELECT 1";
+const EXPECTED: &str = "region=us-west-2 rows=1 query=SELECT 1";
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// How many calls each case measures (after a warm-up of a tenth as many).
+#[derive(Clone, Copy)]
+struct Sizes {
+    sequential: usize,
+    concurrent_per_task: usize,
+    stdio: usize,
+    stall: usize,
+}
+
+const FULL: Sizes = Sizes {
+    sequential: 3000,
+    concurrent_per_task: 100,
+    stdio: 5000,
+    stall: 100,
+};
+const QUICK: Sizes = Sizes {
+    sequential: 300,
+    concurrent_per_task: 10,
+    stdio: 500,
+    stall: 20,
+};
+const TASKS: usize = 64;
+
+fn arguments() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("region".into(), REGION.into());
+    m.insert("query".into(), QUERY.into());
+    m
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child: one client, one case.
+
+/// What a child is asked to run.
+struct Job {
+    case: String,
+    client: String,
+    /// A URL, or the `toolwire` binary for stdio.
+    target: String,
+    calls: usize,
+    tasks: usize,
+}
+
+fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "floor", "version": "0"}
+    })
+}
+
+/// Checks a result's first text block.
+fn check_text(text: Option<&str>) -> Result<(), Error> {
+    match text {
+        Some(EXPECTED) => Ok(()),
+        other => Err(format!("unexpected result: {other:?}").into()),
+    }
+}
+
+/// Runs `calls` calls of `call` on each of `tasks` tasks (after a warm-up), timing each.
+async fn measure<F, Fut>(job: &Job, call: F) -> Result<Measurement, Error>
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), Error>> + Send,
+{
+    let call = Arc::new(call);
+    for _ in 0..(job.calls / 10).max(10) {
+        call().await?;
+    }
+    let before = usage()?;
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for _ in 0..job.tasks {
+        let call = Arc::clone(&call);
+        let calls = job.calls;
+        handles.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                let t = Instant::now();
+                call().await?;
+                latencies.push(t.elapsed());
+            }
+            Ok::<_, Error>(latencies)
+        }));
+    }
+    let mut latencies = Vec::new();
+    for h in handles {
+        latencies.extend(h.await??);
+    }
+    finish(job, latencies, start, before)
+}
+
+/// The measurement of calls that started at `start`, with the CPU used since `before`.
+fn finish(
+    job: &Job,
+    latencies: Vec<Duration>,
+    start: Instant,
+    before: toolwire_bench::Usage,
+) -> Result<Measurement, Error> {
+    let wall = start.elapsed();
+    let after = usage()?;
+    Ok(Measurement::new(
+        &job.case,
+        &job.client,
+        latencies,
+        wall,
+        after.cpu.saturating_sub(before.cpu),
+        after.peak_rss_kib,
+    ))
+}
+
+/// The floor over HTTP: pre-built bytes, a bare hyper keep-alive client.
+async fn floor_http(job: &Job) -> Result<Measurement, Error> {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(connector);
+    let uri: http::Uri = job.target.parse()?;
+    let post = {
+        let client = client.clone();
+        let uri = uri.clone();
+        move |headers: Vec<(&'static str, String)>, body: Bytes| {
+            let client = client.clone();
+            let uri = uri.clone();
+            async move {
+                let mut req = http::Request::post(uri)
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream");
+                for (name, value) in headers {
+                    req = req.header(name, value);
+                }
+                let resp = client.request(req.body(Full::new(body))?).await?;
+                let session = resp
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = resp.into_body().collect().await?.to_bytes();
+                Ok::<_, Error>((session, body))
+            }
+        }
+    };
+    let legacy = job.case.contains("legacy") || job.case.contains("stall");
+    let (headers, body) = if legacy {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "floor", "version": "0"}}});
+        let (session, _) = post(vec![], Bytes::from(init.to_string())).await?;
+        let session = session.ok_or("no session id")?;
+        let base = vec![
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-11-25".to_owned()),
+        ];
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        post(base.clone(), Bytes::from(initialized.to_string())).await?;
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": TOOL, "arguments": arguments()}});
+        (base, Bytes::from(call.to_string()))
+    } else {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}});
+        let headers = vec![
+            ("mcp-protocol-version", "2026-07-28".to_owned()),
+            ("mcp-method", "tools/call".to_owned()),
+            ("mcp-name", TOOL.to_owned()),
+            ("mcp-param-region", REGION.to_owned()),
+        ];
+        (headers, Bytes::from(call.to_string()))
+    };
+    // The floor checks only that an answer came: it parses nothing.
+    measure(job, move || {
+        let post = post.clone();
+        let headers = headers.clone();
+        let body = body.clone();
+        async move {
+            let (_, answer) = post(headers, body).await?;
+            if answer.is_empty() {
+                return Err("empty answer".into());
+            }
+            Ok(())
+        }
+    })
+    .await
+}
+
+/// The Toolwire client, with its defaults.
+async fn toolwire(job: &Job) -> Result<Measurement, Error> {
+    let legacy = job.case.contains("legacy") || job.case.contains("stall");
+    let mode = if legacy {
+        toolwire::ProtocolMode::Pinned(toolwire::ProtocolVersion::V2025_11_25)
+    } else {
+        toolwire::ProtocolMode::Pinned(toolwire::ProtocolVersion::V2026_07_28)
+    };
+    let builder = toolwire::Client::builder("toolwire-bench", "0").mode(mode);
+    let client = if job.case.starts_with("stdio") {
+        builder.connect_stdio(toolwire::StdioConfig::new(
+            job.target.as_str(),
+            ["serve", "--stdio"],
+        ))?
+    } else {
+        builder.connect_http(toolwire::HttpTransport::builder(job.target.as_str()))?
+    };
+    client.list_tools().await?;
+    let client = Arc::new(client);
+    let calls = Arc::clone(&client);
+    let m = measure(job, move || {
+        let client = Arc::clone(&calls);
+        async move {
+            let result = client.call_tool(TOOL, Value::Object(arguments())).await?;
+            check_text(result.content.first().and_then(|c| match c {
+                toolwire::ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            }))
+        }
+    })
+    .await;
+    client.close().await;
+    m
+}
+
+/// The rmcp client over Streamable HTTP or a child process.
+async fn rmcp_client(job: &Job) -> Result<Measurement, Error> {
+    use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let legacy = job.case.contains("legacy") || job.case.contains("stall");
+    let lifecycle = if legacy {
+        ClientLifecycleMode::Initialize
+    } else {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    };
+    let client = if job.case.starts_with("stdio") {
+        let mut command = tokio::process::Command::new(&job.target);
+        command.args(["serve", "--stdio"]);
+        let transport = rmcp::transport::TokioChildProcess::new(command)?;
+        ().serve_with_lifecycle(transport, lifecycle).await?
+    } else if job.client == "rmcp-keepalive" {
+        let transport = StreamableHttpClientTransport::with_client(
+            reqwest::Client::new(),
+            StreamableHttpClientTransportConfig::with_uri(job.target.as_str()),
+        );
+        ().serve_with_lifecycle(transport, lifecycle).await?
+    } else {
+        let transport = StreamableHttpClientTransport::from_uri(job.target.as_str());
+        ().serve_with_lifecycle(transport, lifecycle).await?
+    };
+    client.list_all_tools().await?;
+    let peer = client.peer().clone();
+    let m = measure(job, move || {
+        let peer = peer.clone();
+        async move {
+            let mut params = CallToolRequestParams::new(TOOL);
+            params.arguments = Some(arguments());
+            let result = peer.call_tool(params).await?;
+            check_text(
+                result
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.as_str()),
+            )
+        }
+    })
+    .await;
+    let _ = client.cancel().await;
+    m
+}
+
+/// The stdio floor: a blocking newline-JSON pipe to `toolwire serve --stdio`.
+fn floor_stdio(job: &Job) -> Result<Measurement, Error> {
+    let mut child = Command::new(&job.target)
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
+    .to_string();
+    line.push('\n');
+    let mut answer = String::new();
+    let mut round_trip = || -> Result<Duration, Error> {
+        let t = Instant::now();
+        stdin.write_all(line.as_bytes())?;
+        stdin.flush()?;
+        answer.clear();
+        if stdout.read_line(&mut answer)? == 0 {
+            return Err("the server closed stdout".into());
+        }
+        Ok(t.elapsed())
+    };
+    for _ in 0..(job.calls / 10).max(10) {
+        round_trip()?;
+    }
+    let before = usage()?;
+    let start = Instant::now();
+    let mut latencies = Vec::with_capacity(job.calls);
+    for _ in 0..job.calls {
+        latencies.push(round_trip()?);
+    }
+    let measured = finish(job, latencies, start, before);
+    drop(stdin);
+    let _ = child.wait();
+    measured
+}
+
+fn run_child(job: &Job) -> Result<Measurement, Error> {
+    if job.client == "floor" && job.case.starts_with("stdio") {
+        return floor_stdio(job);
+    }
+    // `BENCH_CURRENT_THREAD=1` runs a client on one thread: with no wake-ups between threads,
+    // what remains between two clients is their own work (a diagnosis knob, not a case).
+    let runtime = if std::env::var_os("BENCH_CURRENT_THREAD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+    };
+    runtime.block_on(async {
+        match job.client.as_str() {
+            "floor" => floor_http(job).await,
+            "toolwire" => toolwire(job).await,
+            _ => rmcp_client(job).await,
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent: servers, the schedule, the report.
+
+/// A server process, killed when dropped.
+struct Server {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
+    let mut child = Command::new(toolwire)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        BufReader::new(stderr).read_line(&mut line)?;
+    }
+    let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
+    if !url.starts_with("http://") {
+        let _ = child.kill();
+        return Err(format!("the reference server did not start: {line}").into());
+    }
+    Ok(Server { child, url })
+}
+
+fn run_job(job: &Job) -> Result<Measurement, Error> {
+    let exe = std::env::current_exe()?;
+    let output = Command::new(exe)
+        .args([
+            "--run",
+            &job.case,
+            &job.client,
+            &job.target,
+            &job.calls.to_string(),
+            &job.tasks.to_string(),
+        ])
+        .stderr(Stdio::inherit())
+        .output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().last().unwrap_or("");
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| format!("{} {}: {e}: {text}", job.case, job.client))?;
+    Measurement::from_json(&value).ok_or_else(|| format!("bad measurement: {line}").into())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU".to_owned(), |s| s.trim().to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let rustc = Command::new("rustc")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    format!("{cores} cores ({cpu}), Linux, {rustc}")
+}
+
+/// The version of `name` in the workspace's Cargo.lock.
+fn locked_version(name: &str) -> String {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock");
+    let text = std::fs::read_to_string(lock).unwrap_or_default();
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l == format!("name = \"{name}\"")
+            && let Some(v) = lines.next().and_then(|v| v.strip_prefix("version = "))
+        {
+            return v.trim_matches('"').to_owned();
+        }
+    }
+    "?".to_owned()
+}
+
+/// A job of the schedule: case, client, target, calls per task, tasks.
+type Planned = (&'static str, &'static str, String, usize, usize);
+
+fn parent(args: &[String]) -> Result<(), Error> {
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    let toolwire = PathBuf::from(flag("--toolwire").ok_or("--toolwire PATH is required")?);
+    let quick = args.iter().any(|a| a == "--quick");
+    let sizes = if quick { QUICK } else { FULL };
+    let fast = serve(&toolwire, &["--json-responses"])?;
+    let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
+    let bin = toolwire.display().to_string();
+    let http = ["floor", "toolwire", "rmcp-default", "rmcp-keepalive"];
+    let mut jobs: Vec<Planned> = Vec::new();
+    for case in ["http-legacy-seq", "http-modern-seq"] {
+        for client in http {
+            jobs.push((case, client, fast.url.clone(), sizes.sequential, 1));
+        }
+    }
+    for client in http {
+        jobs.push((
+            "http-concurrent-64",
+            client,
+            fast.url.clone(),
+            sizes.concurrent_per_task,
+            TASKS,
+        ));
+    }
+    for client in ["floor", "toolwire", "rmcp"] {
+        jobs.push(("stdio-seq", client, bin.clone(), sizes.stdio, 1));
+    }
+    for client in ["toolwire", "rmcp-default", "rmcp-keepalive", "floor"] {
+        jobs.push(("http-stall", client, stalling.url.clone(), sizes.stall, 1));
+    }
+    let mut runs = Vec::new();
+    for round in 0..2 {
+        // The second round runs the clients of each case in reverse order.
+        let order: Vec<_> = if round == 0 {
+            jobs.iter().collect()
+        } else {
+            let mut by_case: Vec<Vec<&Planned>> = Vec::new();
+            for j in &jobs {
+                match by_case.last_mut() {
+                    Some(group) if group[0].0 == j.0 => group.push(j),
+                    _ => by_case.push(vec![j]),
+                }
+            }
+            by_case
+                .into_iter()
+                .flat_map(|g| g.into_iter().rev())
+                .collect()
+        };
+        for (case, client, target, calls, tasks) in order {
+            let job = Job {
+                case: (*case).to_owned(),
+                client: (*client).to_owned(),
+                target: target.clone(),
+                calls: *calls,
+                tasks: *tasks,
+            };
+            let m = run_job(&job)?;
+            eprintln!(
+                "  round {} {case:20} {client:15} {:>8.0} calls/s  mean {:>7.0} µs  p99 {:>7.0} µs  max {:>8.0} µs",
+                round + 1,
+                m.calls_per_s(),
+                m.mean.as_secs_f64() * 1e6,
+                m.p99.as_secs_f64() * 1e6,
+                m.max.as_secs_f64() * 1e6
+            );
+            runs.push(m);
+        }
+    }
+    drop((fast, stalling));
+    let best = best_runs(&runs);
+    let report = format!(
+        "## Results\n\n{}\n## Ratios\n\n{}",
+        table(&best),
+        ratios(&best)
+    );
+    println!("{report}");
+    if let Some(out) = flag("--out") {
+        let section = format!(
+            "## Toolwire, rmcp and the floor (`cargo xtask bench`)\n\n\
+             The latest run of `{}`, on {}. Toolwire {}, rmcp {} (reqwest {}), hyper {} for the \
+             floor. Every HTTP case runs against Toolwire's reference server (`toolwire serve \
+             --http`, in its own process; JSON answers, and for `http-stall` SSE answers with \
+             Nagle's algorithm on); stdio runs `toolwire serve --stdio`. Each (case, client) pair \
+             runs twice in a process of its own, interleaved; the table keeps the faster run. \
+             Latencies are per call; CPU is the client process's user+system time over the \
+             measured calls; peak RSS is the client process's, setup included. How the cases and \
+             clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
+             profiles showed and what remains: [`performance.md`](performance.md).\n\n\
+             ### Results\n\n{}\n### Ratios\n\n{}",
+            if quick {
+                "cargo xtask bench --quick"
+            } else {
+                "cargo xtask bench"
+            },
+            machine(),
+            env!("CARGO_PKG_VERSION"),
+            locked_version("rmcp"),
+            locked_version("reqwest"),
+            locked_version("hyper"),
+            table(&best),
+            ratios(&best),
+        );
+        let doc = std::fs::read_to_string(out).unwrap_or_default();
+        std::fs::write(out, splice(&doc, &section))?;
+    }
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`; ignore it.
+    let args: Vec<String> = args.into_iter().filter(|a| a != "--bench").collect();
+    let outcome = if args.first().map(String::as_str) == Some("--run") {
+        let job = match args.as_slice() {
+            [_, case, client, target, calls, tasks] => Job {
+                case: case.clone(),
+                client: client.clone(),
+                target: target.clone(),
+                calls: calls.parse().unwrap_or(0),
+                tasks: tasks.parse().unwrap_or(1),
+            },
+            _ => {
+                eprintln!("usage: compare --run CASE CLIENT TARGET CALLS TASKS");
+                return std::process::ExitCode::from(2);
+            }
+        };
+        run_child(&job).map(|m| println!("{}", m.to_json()))
+    } else {
+        parent(&args)
+    };
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("compare: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The measuring side of `cargo xtask bench` (the clients live in `benches/compare.rs`, where
+//! the rmcp dev-dependency is in reach): per-call latency statistics, the process's CPU time
+//! and peak memory, and the report table with its ratios.
+//!
+//! Each (case, client) pair runs in its own process, so CPU time and peak RSS belong to that
+//! client alone; the servers run in processes of their own too.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// CPU time (user + system) and peak resident memory of this process so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// User plus system CPU time.
+    pub cpu: Duration,
+    /// Peak resident set size, in KiB (Linux reports `ru_maxrss` in KiB).
+    pub peak_rss_kib: u64,
+}
+
+/// Reads [`Usage`] with `getrusage(RUSAGE_SELF)`.
+pub fn usage() -> Result<Usage, nix::Error> {
+    let r = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)?;
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
+    };
+    Ok(Usage {
+        cpu: tv(r.user_time()) + tv(r.system_time()),
+        peak_rss_kib: u64::try_from(r.max_rss()).unwrap_or(0),
+    })
+}
+
+/// What one (case, client) run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The case (`http-legacy-seq`, …).
+    pub case: String,
+    /// The client (`floor`, `toolwire`, `rmcp-default`, `rmcp-keepalive`).
+    pub client: String,
+    /// Calls measured (after the warm-up).
+    pub calls: usize,
+    /// Wall time of the measured calls.
+    pub wall: Duration,
+    /// Mean per call.
+    pub mean: Duration,
+    /// Median per call.
+    pub p50: Duration,
+    /// 99th percentile per call.
+    pub p99: Duration,
+    /// Slowest call.
+    pub max: Duration,
+    /// The client process's CPU time during the measured calls.
+    pub cpu: Duration,
+    /// The client process's peak RSS (KiB), setup included.
+    pub peak_rss_kib: u64,
+}
+
+impl Measurement {
+    /// Builds a measurement from per-call latencies (any order).
+    pub fn new(
+        case: &str,
+        client: &str,
+        mut latencies: Vec<Duration>,
+        wall: Duration,
+        cpu: Duration,
+        peak_rss_kib: u64,
+    ) -> Self {
+        latencies.sort_unstable();
+        let calls = latencies.len();
+        let total: Duration = latencies.iter().sum();
+        let mean = u32::try_from(calls)
+            .ok()
+            .filter(|n| *n > 0)
+            .map_or(Duration::ZERO, |n| total / n);
+        Self {
+            case: case.to_owned(),
+            client: client.to_owned(),
+            calls,
+            wall,
+            mean,
+            p50: percentile(&latencies, 50.0),
+            p99: percentile(&latencies, 99.0),
+            max: latencies.last().copied().unwrap_or_default(),
+            cpu,
+            peak_rss_kib,
+        }
+    }
+
+    /// Calls per second of wall time.
+    pub fn calls_per_s(&self) -> f64 {
+        let secs = self.wall.as_secs_f64();
+        if secs > 0.0 {
+            self.calls as f64 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// CPU time per call.
+    pub fn cpu_per_call(&self) -> Duration {
+        u32::try_from(self.calls)
+            .ok()
+            .filter(|n| *n > 0)
+            .map_or(Duration::ZERO, |n| self.cpu / n)
+    }
+
+    /// The JSON line a client process prints.
+    pub fn to_json(&self) -> Value {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        json!({
+            "case": self.case,
+            "client": self.client,
+            "calls": self.calls,
+            "wall_s": self.wall.as_secs_f64(),
+            "mean_us": us(self.mean),
+            "p50_us": us(self.p50),
+            "p99_us": us(self.p99),
+            "max_us": us(self.max),
+            "cpu_us": us(self.cpu),
+            "peak_rss_kib": self.peak_rss_kib,
+        })
+    }
+
+    /// Reads a line printed by [`Measurement::to_json`].
+    pub fn from_json(v: &Value) -> Option<Self> {
+        let d = |k: &str| v[k].as_f64().map(|us| Duration::from_secs_f64(us / 1e6));
+        Some(Self {
+            case: v["case"].as_str()?.to_owned(),
+            client: v["client"].as_str()?.to_owned(),
+            calls: usize::try_from(v["calls"].as_u64()?).ok()?,
+            wall: Duration::from_secs_f64(v["wall_s"].as_f64()?),
+            mean: d("mean_us")?,
+            p50: d("p50_us")?,
+            p99: d("p99_us")?,
+            max: d("max_us")?,
+            cpu: d("cpu_us")?,
+            peak_rss_kib: v["peak_rss_kib"].as_u64()?,
+        })
+    }
+}
+
+/// The `pct` percentile of sorted latencies (nearest rank).
+pub fn percentile(sorted: &[Duration], pct: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((pct / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Of several runs of the same (case, client), the one with the lowest mean: on a shared,
+/// noisy machine the fastest run is the one least disturbed.
+pub fn best_runs(runs: &[Measurement]) -> Vec<Measurement> {
+    let mut best: Vec<Measurement> = Vec::new();
+    for m in runs {
+        match best
+            .iter_mut()
+            .find(|b| b.case == m.case && b.client == m.client)
+        {
+            Some(b) if m.mean < b.mean => *b = m.clone(),
+            Some(_) => {}
+            None => best.push(m.clone()),
+        }
+    }
+    best
+}
+
+fn find<'a>(runs: &'a [Measurement], case: &str, client: &str) -> Option<&'a Measurement> {
+    runs.iter().find(|m| m.case == case && m.client == client)
+}
+
+/// `a / b` of mean latency, as `1.07×`, or `—` when either is missing.
+fn ratio(a: Option<&Measurement>, b: Option<&Measurement>, by: fn(&Measurement) -> f64) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if by(b) > 0.0 => format!("{:.2}×", by(a) / by(b)),
+        _ => "—".to_owned(),
+    }
+}
+
+/// The table of every measurement, with Toolwire's ratios to the floor and to rmcp.
+///
+/// For sequential and stdio cases the ratio is of mean latency (lower is better, so
+/// Toolwire/floor ≥ 1); for the concurrent case it is of throughput (Toolwire/rmcp > 1 means
+/// Toolwire is faster).
+pub fn table(runs: &[Measurement]) -> String {
+    let mut t = String::from(
+        "| case | client | calls/s | mean µs | p50 µs | p99 µs | max µs | CPU µs/call | peak RSS MiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for m in runs {
+        t.push_str(&format!(
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} |\n",
+            m.case,
+            m.client,
+            m.calls_per_s(),
+            m.mean.as_secs_f64() * 1e6,
+            m.p50.as_secs_f64() * 1e6,
+            m.p99.as_secs_f64() * 1e6,
+            m.max.as_secs_f64() * 1e6,
+            m.cpu_per_call().as_secs_f64() * 1e6,
+            m.peak_rss_kib as f64 / 1024.0,
+        ));
+    }
+    t
+}
+
+/// The ratios table: per case, Toolwire against the floor and each rmcp client.
+pub fn ratios(runs: &[Measurement]) -> String {
+    let mut cases: Vec<&str> = Vec::new();
+    for m in runs {
+        if !cases.contains(&m.case.as_str()) {
+            cases.push(&m.case);
+        }
+    }
+    let mut t = String::from(
+        "| case | measure | Toolwire/floor | Toolwire/rmcp-default | Toolwire/rmcp-keepalive | Toolwire/rmcp (stdio) | peak RSS Toolwire/rmcp-keepalive |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for case in cases {
+        let tw = find(runs, case, "toolwire");
+        let concurrent = case.contains("concurrent");
+        let (measure, by): (&str, fn(&Measurement) -> f64) = if concurrent {
+            ("throughput (higher is better)", Measurement::calls_per_s)
+        } else if case.contains("stall") {
+            ("max latency (lower is better)", |m| m.max.as_secs_f64())
+        } else {
+            ("mean latency (lower is better)", |m| m.mean.as_secs_f64())
+        };
+        let rss = |m: &Measurement| m.peak_rss_kib as f64;
+        t.push_str(&format!(
+            "| {case} | {measure} | {} | {} | {} | {} | {} |\n",
+            ratio(tw, find(runs, case, "floor"), by),
+            ratio(tw, find(runs, case, "rmcp-default"), by),
+            ratio(tw, find(runs, case, "rmcp-keepalive"), by),
+            ratio(tw, find(runs, case, "rmcp"), by),
+            ratio(
+                tw,
+                find(runs, case, "rmcp-keepalive").or_else(|| find(runs, case, "rmcp")),
+                rss
+            ),
+        ));
+    }
+    t
+}
+
+/// Where `cargo xtask bench` writes in `docs/benchmarks.md`: between these two lines, leaving
+/// the rest of the file (the criterion figures) as it is.
+pub const SECTION_BEGIN: &str =
+    "<!-- compare:begin (written by `cargo xtask bench`; edit compare.rs, not this) -->";
+/// The end of the section.
+pub const SECTION_END: &str = "<!-- compare:end -->";
+
+/// `doc` with the bench's section replaced by `section` (appended when the markers are missing).
+pub fn splice(doc: &str, section: &str) -> String {
+    match (doc.find(SECTION_BEGIN), doc.find(SECTION_END)) {
+        (Some(b), Some(e)) if b < e => format!(
+            "{}{SECTION_BEGIN}\n{}\n{}",
+            &doc[..b],
+            section.trim_end(),
+            &doc[e..]
+        ),
+        _ => format!(
+            "{}\n\n{SECTION_BEGIN}\n{}\n{SECTION_END}\n",
+            doc.trim_end(),
+            section.trim_end()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let sorted: Vec<Duration> = (1..=100).map(us).collect();
+        assert_eq!(percentile(&sorted, 50.0), us(50));
+        assert_eq!(percentile(&sorted, 99.0), us(99));
+        assert_eq!(percentile(&sorted, 100.0), us(100));
+        assert_eq!(percentile(&[us(7)], 99.0), us(7));
+        assert_eq!(percentile(&[], 50.0), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_measurement_sorts_and_round_trips_through_json() {
+        let m = Measurement::new(
+            "c",
+            "toolwire",
+            vec![us(300), us(100), us(200)],
+            Duration::from_millis(1),
+            us(450),
+            2048,
+        );
+        assert_eq!((m.mean, m.p50, m.max), (us(200), us(200), us(300)));
+        assert_eq!(m.calls_per_s().round(), 3000.0);
+        assert_eq!(m.cpu_per_call(), us(150));
+        assert_eq!(Measurement::from_json(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
+    fn the_best_run_is_the_lowest_mean_and_ratios_compare_like_with_like() {
+        let m = |client: &str, mean: u64| {
+            Measurement::new("seq", client, vec![us(mean)], us(mean), us(1), 1024)
+        };
+        let best = best_runs(&[m("floor", 100), m("toolwire", 130), m("toolwire", 110)]);
+        assert_eq!(best.len(), 2);
+        assert_eq!(best[1].mean, us(110));
+        let r = ratios(&[m("floor", 100), m("toolwire", 110), m("rmcp-default", 220)]);
+        assert!(
+            r.contains("| seq | mean latency (lower is better) | 1.10× | 0.50× | — | — | — |"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn the_section_is_replaced_and_the_rest_kept() {
+        let doc =
+            format!("# B\n\nintro\n\n{SECTION_BEGIN}\nold\n{SECTION_END}\n\n## criterion\nkept\n");
+        let new = splice(&doc, "## Results\nnew\n");
+        assert_eq!(
+            new,
+            format!(
+                "# B\n\nintro\n\n{SECTION_BEGIN}\n## Results\nnew\n{SECTION_END}\n\n## criterion\nkept\n"
+            )
+        );
+        assert_eq!(splice(&new, "## Results\nnew\n"), new, "idempotent");
+        let bare = splice("# B\n", "x");
+        assert!(bare.ends_with(&format!("{SECTION_BEGIN}\nx\n{SECTION_END}\n")));
+    }
+}
