@@ -2,7 +2,8 @@
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
-//!   doctests), rustdoc with `-D warnings`, a build of the bench and of the fuzz targets, `cargo deny check`,
+//!   doctests), rustdoc with `-D warnings`, a build of the bench, each fuzz target built and
+//!   run for 15 s (cargo-fuzz), `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
@@ -197,14 +198,7 @@ fn ci(root: &Path) -> Result<(), String> {
         &["build", "-p", "toolwire-bench", "--benches", "--locked"],
         &[],
     )?;
-    // The fuzz targets live outside the workspace (cargo-fuzz builds them with its own flags);
-    // a plain build proves they still compile against the crates.
-    run(
-        root,
-        "cargo",
-        &["build", "--manifest-path", "fuzz/Cargo.toml", "--locked"],
-        &[],
-    )?;
+    fuzz_smoke(root)?;
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
     tidy::run(root)?;
@@ -218,6 +212,58 @@ fn ci(root: &Path) -> Result<(), String> {
         "tests: {} passed, {} failed",
         summary.passed, summary.failed
     );
+    Ok(())
+}
+
+/// Seconds each fuzz target runs in CI: a smoke test that the targets build with the
+/// sanitizer and run clean, not a campaign (those are recorded in `docs/reliability.md`).
+const FUZZ_SMOKE_SECONDS: u32 = 15;
+
+/// Builds every fuzz target with cargo-fuzz (libFuzzer and AddressSanitizer; on a stable
+/// toolchain through `RUSTC_BOOTSTRAP=1`) and runs each for [`FUZZ_SMOKE_SECONDS`].
+fn fuzz_smoke(root: &Path) -> Result<(), String> {
+    if !Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Err("cargo-fuzz is missing: cargo install cargo-fuzz --locked".into());
+    }
+    let fuzz = root.join("fuzz");
+    let mut targets: Vec<String> = std::fs::read_dir(fuzz.join("fuzz_targets"))
+        .map_err(|e| format!("fuzz/fuzz_targets: {e}"))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".rs"))
+                .map(str::to_owned)
+        })
+        .collect();
+    targets.sort();
+    let bootstrap = [("RUSTC_BOOTSTRAP", "1")];
+    run(&fuzz, "cargo", &["fuzz", "build"], &bootstrap)?;
+    let time = format!("-max_total_time={FUZZ_SMOKE_SECONDS}");
+    for target in &targets {
+        eprintln!("==> fuzz {target} for {FUZZ_SMOKE_SECONDS} s");
+        let output = Command::new("cargo")
+            .args(["fuzz", "run", target, "--", &time, "-max_len=4096"])
+            .current_dir(&fuzz)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .output()
+            .map_err(|e| format!("cargo fuzz run {target}: {e}"))?;
+        let log = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(format!("fuzz target {target} failed:\n{}", tail.join("\n")));
+        }
+        let done = log
+            .lines()
+            .find(|l| l.starts_with("Done "))
+            .unwrap_or("(no summary)");
+        eprintln!("fuzz {target}: {done}");
+    }
     Ok(())
 }
 

@@ -534,6 +534,9 @@ fn sep2243_headers(version: &ProtocolVersion, method: &str) -> Vec<Header> {
 /// The client side of one MCP connection, without I/O. See the crate docs.
 pub struct Session {
     config: SessionConfig,
+    /// The capabilities and info every 2026-07-28 request carries in `_meta`, shared rather
+    /// than copied per request.
+    envelope: (Arc<ClientCapabilities>, Arc<Implementation>),
     cache: Arc<ToolCache>,
     carries_headers: bool,
     phase: Phase,
@@ -581,6 +584,10 @@ impl Session {
             });
         }
         Self {
+            envelope: (
+                Arc::new(config.capabilities.clone()),
+                Arc::new(config.client_info.clone()),
+            ),
             config,
             cache,
             carries_headers,
@@ -741,8 +748,8 @@ impl Session {
         if version.is_modern() {
             let meta = params.meta_mut().get_or_insert_with(Meta::default);
             meta.protocol_version = Some(version.clone());
-            meta.client_capabilities = Some(Box::new(self.config.capabilities.clone()));
-            meta.client_info = Some(Box::new(self.config.client_info.clone()));
+            meta.client_capabilities = Some(Arc::clone(&self.envelope.0));
+            meta.client_info = Some(Arc::clone(&self.envelope.1));
         }
     }
 

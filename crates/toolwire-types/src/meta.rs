@@ -1,5 +1,7 @@
 //! The `_meta` object, including the per-request envelope of `2026-07-28`.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::common::{JsonObject, LoggingLevel};
@@ -43,14 +45,14 @@ pub struct Meta {
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<Box<ClientCapabilities>>,
+    pub client_capabilities: Option<Arc<ClientCapabilities>>,
     /// `io.modelcontextprotocol/clientInfo` (modern requests).
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<Box<Implementation>>,
+    pub client_info: Option<Arc<Implementation>>,
     /// `io.modelcontextprotocol/logLevel` (modern requests; deprecated).
     #[serde(
         rename = "io.modelcontextprotocol/logLevel",
@@ -93,8 +95,8 @@ impl Meta {
     ) -> Self {
         Self {
             protocol_version: Some(version),
-            client_capabilities: Some(Box::new(capabilities)),
-            client_info: client_info.map(Box::new),
+            client_capabilities: Some(Arc::new(capabilities)),
+            client_info: client_info.map(Arc::new),
             ..Self::default()
         }
     }

@@ -1004,29 +1004,77 @@ struct Driver {
     changes: Option<broadcast::Sender<Commit>>,
     /// Calls the settle barrier released on its timeout.
     stale: std::collections::HashSet<OpId>,
+    /// The session's headers as `http` ones.
+    wire: WireHeaders,
 }
 
-fn outbound(t: Transmit) -> Outbound {
-    let mut out = Outbound::new(t.body, t.kind);
-    out.retry = if t.retry_safe {
-        RetryClass::Safe
-    } else {
-        RetryClass::Never
-    };
-    for h in t.headers {
-        // Names are tokens and values printable ASCII by construction (toolwire-headers), so
-        // neither conversion fails; a failure would drop that one header, loudly.
-        match (
-            http::HeaderName::from_bytes(h.name.as_str().as_bytes()),
-            http::HeaderValue::from_bytes(h.value.as_bytes()),
-        ) {
-            (Ok(name), Ok(value)) => out.headers.push((name, value)),
-            _ => {
-                tracing::error!(header = %h.name, "header could not be converted; sent without it")
+/// Turns the session's headers into `http` ones for the transport, without allocating what is
+/// the same on every request: header names are kept once per distinct name, and the values
+/// that are a method or a protocol version are static.
+#[derive(Default)]
+struct WireHeaders {
+    names: HashMap<Box<str>, http::HeaderName>,
+}
+
+/// At most this many distinct header names are kept (`Mcp-Param-*` names come from servers'
+/// schemas); past it, names are converted per request.
+const MAX_KEPT_HEADER_NAMES: usize = 1024;
+
+/// Protocol versions as static strings, for static header values.
+const VERSION_VALUES: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+impl WireHeaders {
+    fn name(&mut self, name: &str) -> Option<http::HeaderName> {
+        if let Some(n) = self.names.get(name) {
+            return Some(n.clone());
+        }
+        let n = http::HeaderName::from_bytes(name.as_bytes()).ok()?;
+        if self.names.len() < MAX_KEPT_HEADER_NAMES {
+            self.names.insert(name.into(), n.clone());
+        }
+        Some(n)
+    }
+
+    fn value(value: &str, method: Option<&'static str>) -> Option<http::HeaderValue> {
+        if method == Some(value) {
+            return method.map(http::HeaderValue::from_static);
+        }
+        if let Some(v) = VERSION_VALUES.iter().find(|v| **v == value) {
+            return Some(http::HeaderValue::from_static(v));
+        }
+        http::HeaderValue::from_bytes(value.as_bytes()).ok()
+    }
+
+    fn outbound(&mut self, t: Transmit) -> Outbound {
+        let method = t.kind.method();
+        let mut out = Outbound::new(t.body, t.kind);
+        out.retry = if t.retry_safe {
+            RetryClass::Safe
+        } else {
+            RetryClass::Never
+        };
+        out.headers.reserve_exact(t.headers.len());
+        for h in t.headers {
+            // Names are tokens and values printable ASCII by construction (toolwire-headers), so
+            // neither conversion fails; a failure would drop that one header, loudly.
+            match (
+                self.name(h.name.as_str()),
+                Self::value(h.value.as_str(), method),
+            ) {
+                (Some(name), Some(value)) => out.headers.push((name, value)),
+                _ => {
+                    tracing::error!(header = %h.name, "header could not be converted; sent without it")
+                }
             }
         }
+        out
     }
-    out
 }
 
 impl Driver {
@@ -1052,6 +1100,7 @@ impl Driver {
             last_transport_error: None,
             changes: None,
             stale: std::collections::HashSet::new(),
+            wire: WireHeaders::default(),
         }
     }
 
@@ -1253,7 +1302,8 @@ impl Driver {
     /// Sends everything the session queued; `false` if the transport failed.
     async fn flush(&mut self) -> bool {
         while let Some(t) = self.session.poll_transmit() {
-            if let Err(e) = self.transport.send(outbound(t)).await {
+            let out = self.wire.outbound(t);
+            if let Err(e) = self.transport.send(out).await {
                 tracing::warn!(error = %e, "sending failed");
                 self.last_transport_error = Some(Arc::new(e));
                 return false;
