@@ -47,8 +47,9 @@ pub enum Error {
     /// argument that cannot be sent as its header).
     #[error("invalid call")]
     InvalidCall(#[source] Arc<RequestError>),
-    /// The tool's `structuredContent` does not match its `outputSchema` (or the schema cannot
-    /// be used). Switch validation off with `ClientConfig::validate_structured_output`.
+    /// The tool's `structuredContent` does not match its `outputSchema`, or the schema cannot
+    /// be used (it does not compile, or one value could cost more evaluations than validation
+    /// safely spends). Switch validation off with `ClientConfig::validate_structured_output`.
     #[error("structured output of `{tool}` is invalid: {message}")]
     StructuredOutput {
         /// The tool.
