@@ -113,6 +113,14 @@ pub(crate) fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
     }
 }
 
+/// The version of `package` installed in `dir`'s `node_modules`, if any.
+pub(crate) fn installed_npm_version(dir: &Path, package: &str) -> Option<String> {
+    let manifest = dir.join("node_modules").join(package).join("package.json");
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let value: Value = serde_json::from_str(&text).ok()?;
+    value["version"].as_str().map(str::to_owned)
+}
+
 /// Installs node 22 from the npm registry (once); returns the PATH with it first.
 pub(crate) fn install_node(cache: &Path) -> Result<String, String> {
     let node = cache.join("node22");
@@ -130,13 +138,7 @@ pub(crate) fn install_node(cache: &Path) -> Result<String, String> {
 fn install(cache: &Path) -> Result<String, String> {
     let path = install_node(cache)?;
     for (dir, version) in SUITES {
-        let installed = cache
-            .join(dir)
-            .join("node_modules/@modelcontextprotocol/conformance/package.json");
-        let current = std::fs::read_to_string(&installed)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .and_then(|v| v["version"].as_str().map(str::to_owned));
+        let current = installed_npm_version(&cache.join(dir), "@modelcontextprotocol/conformance");
         if current.as_deref() != Some(version) {
             npm_install(
                 &cache.join(dir),

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::conformance::{cache_dir, install_node, npm_install};
+use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_install};
 
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
@@ -154,13 +154,6 @@ struct Peers {
     path: String,
     python: PathBuf,
     nginx: PathBuf,
-}
-
-fn installed_npm_version(dir: &Path, package: &str) -> Option<String> {
-    let manifest = dir.join("node_modules").join(package).join("package.json");
-    let text = std::fs::read_to_string(manifest).ok()?;
-    let value: Value = serde_json::from_str(&text).ok()?;
-    value["version"].as_str().map(str::to_owned)
 }
 
 fn install(root: &Path) -> Result<Peers, String> {
@@ -428,11 +421,26 @@ fn one_line(text: &str) -> String {
     }
 }
 
+/// A peer with a `seen` tool: its label in the table and the name it gives as `serverInfo`.
+struct Peer {
+    label: &'static str,
+    server: &'static str,
+}
+
+const PYTHON: Peer = Peer {
+    label: "Python mcp 2.3 (MCPServer)",
+    server: "py-peer",
+};
+const TYPESCRIPT: Peer = Peer {
+    label: "TypeScript SDK v2 2.4 (createMcpHandler)",
+    server: "ts-v2-peer",
+};
+
 /// The legacy and modern checks every `seen`-carrying peer gets over one target.
 fn seen_checks(
     rows: &mut Vec<Row>,
     bin: &Path,
-    peer: &'static str,
+    peer: &Peer,
     via: &'static str,
     target: &Target<'_>,
     cwd: &Path,
@@ -465,7 +473,7 @@ fn seen_checks(
     } else {
         "2026-07-28 tools/call with a non-ASCII argument"
     };
-    push(rows, peer, via, name, outcome);
+    push(rows, peer.label, via, name, outcome);
 
     let outcome = cli(
         bin,
@@ -482,7 +490,7 @@ fn seen_checks(
     });
     push(
         rows,
-        peer,
+        peer.label,
         via,
         "2026-07-28 tools/call add (schema-typed integers)",
         outcome,
@@ -490,11 +498,11 @@ fn seen_checks(
 
     let outcome = cli(bin, target, "2025-11-25", &["info"], cwd).map(|r| {
         (
-            r["protocolVersion"] == "2025-11-25" && r["serverInfo"]["name"] == peer_name(peer),
+            r["protocolVersion"] == "2025-11-25" && r["serverInfo"]["name"] == peer.server,
             r.to_string(),
         )
     });
-    push(rows, peer, via, "2025-11-25 initialize", outcome);
+    push(rows, peer.label, via, "2025-11-25 initialize", outcome);
 
     let outcome = cli(
         bin,
@@ -516,19 +524,11 @@ fn seen_checks(
     });
     push(
         rows,
-        peer,
+        peer.label,
         via,
         "2025-11-25 tools/call: no SEP-2243 headers in the legacy era",
         outcome,
     );
-}
-
-fn peer_name(peer: &str) -> &'static str {
-    if peer.starts_with("Python") {
-        "py-peer"
-    } else {
-        "ts-v2-peer"
-    }
 }
 
 /// A raw HTTP POST on loopback: (status, body). The negative control needs a request the
@@ -723,11 +723,11 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let mut rows = Vec::new();
     let cwd = root;
 
-    let py = "Python mcp 2.3 (MCPServer)";
+    let py = PYTHON.label;
     seen_checks(
         &mut rows,
         &bin,
-        py,
+        &PYTHON,
         "HTTP, SSE answers",
         &Target::Url(&running.py),
         cwd,
@@ -775,18 +775,18 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     seen_checks(
         &mut rows,
         &bin,
-        py,
+        &PYTHON,
         "stdio",
         &Target::Stdio(py_stdio),
         cwd,
         false,
     );
 
-    let ts = "TypeScript SDK v2 2.4 (createMcpHandler)";
+    let ts = TYPESCRIPT.label;
     seen_checks(
         &mut rows,
         &bin,
-        ts,
+        &TYPESCRIPT,
         "HTTP",
         &Target::Url(&running.ts),
         cwd,

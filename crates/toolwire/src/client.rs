@@ -1020,15 +1020,6 @@ struct WireHeaders {
 /// schemas); past it, names are converted per request.
 const MAX_KEPT_HEADER_NAMES: usize = 1024;
 
-/// Protocol versions as static strings, for static header values.
-const VERSION_VALUES: [&str; 5] = [
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
-
 impl WireHeaders {
     fn name(&mut self, name: &str) -> Option<http::HeaderName> {
         if let Some(n) = self.names.get(name) {
@@ -1045,8 +1036,12 @@ impl WireHeaders {
         if method == Some(value) {
             return method.map(http::HeaderValue::from_static);
         }
-        if let Some(v) = VERSION_VALUES.iter().find(|v| **v == value) {
-            return Some(http::HeaderValue::from_static(v));
+        // `SUPPORTED` is a `'static` table, so its strings are too.
+        if let Some(v) = ProtocolVersion::SUPPORTED
+            .iter()
+            .find(|v| v.as_str() == value)
+        {
+            return Some(http::HeaderValue::from_static(v.as_str()));
         }
         http::HeaderValue::from_bytes(value.as_bytes()).ok()
     }
