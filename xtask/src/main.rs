@@ -2,7 +2,8 @@
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
-//!   doctests), rustdoc with `-D warnings`, a build of the bench, each fuzz target built and
+//!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
+//!   build of the comparison bench, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
@@ -191,7 +192,24 @@ fn ci(root: &Path) -> Result<(), String> {
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
-    // The bench is not run in CI (it needs a quiet machine and minutes), but it must build.
+    // The criterion benches once each, in test mode: their set-up asserts what they measure.
+    run(
+        root,
+        "cargo",
+        &[
+            "test",
+            "--benches",
+            "-p",
+            "toolwire-headers",
+            "-p",
+            "toolwire-cache",
+            "-p",
+            "toolwire-session",
+            "--locked",
+        ],
+        &[],
+    )?;
+    // The comparison is not run in CI (it needs a quiet machine and minutes), but it must build.
     run(
         root,
         "cargo",
