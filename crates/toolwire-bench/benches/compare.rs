@@ -18,10 +18,16 @@
 //!   pooling turned off: a new connection per call). Over stdio, `rmcp`.
 //! - `rmcp-keepalive`: the same with a default `reqwest::Client` (connections reused).
 //!
-//! Cases, all against the reference server:
+//! Servers: Toolwire's reference server (`toolwire serve`) for every case, and for the
+//! sequential HTTP cases also rmcp's Streamable HTTP server, stateless with JSON answers (this
+//! binary again, with `--serve-rmcp`; it checks the SEP-2243 headers against the body).
+//!
+//! Cases:
 //! - `http-legacy-seq`: sequential calls in a 2025-11-25 session (JSON answers);
 //! - `http-modern-seq`: sequential 2026-07-28 calls with `Mcp-Method`, `Mcp-Name` and
 //!   `Mcp-Param-Region` (JSON answers);
+//! - `rmcp-server-legacy-seq`, `rmcp-server-modern-seq`: the same two against rmcp's server
+//!   (2025-11-25 stateless: no session);
 //! - `http-concurrent-64`: 64 callers sharing one client, 2026-07-28;
 //! - `stdio-seq`: sequential 2026-07-28 calls over a child's stdin/stdout;
 //! - `http-stall`: a 2025-11-25 session whose server frames each answer as SSE in several
@@ -202,11 +208,11 @@ async fn floor_http(job: &Job) -> Result<Measurement, Error> {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "floor", "version": "0"}}});
         let (session, _) = post(vec![], Bytes::from(init.to_string())).await?;
-        let session = session.ok_or("no session id")?;
-        let base = vec![
-            ("mcp-session-id", session),
-            ("mcp-protocol-version", "2025-11-25".to_owned()),
-        ];
+        // A stateless server (rmcp's, here) mints no session.
+        let mut base = vec![("mcp-protocol-version", "2025-11-25".to_owned())];
+        if let Some(session) = session {
+            base.push(("mcp-session-id", session));
+        }
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         post(base.clone(), Bytes::from(initialized.to_string())).await?;
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -223,7 +229,12 @@ async fn floor_http(job: &Job) -> Result<Measurement, Error> {
         ];
         (headers, Bytes::from(call.to_string()))
     };
-    // The floor checks only that an answer came: it parses nothing.
+    // The first answer is checked for the expected text; the measured calls check only that an
+    // answer came: the floor parses nothing.
+    let (_, first) = post(headers.clone(), body.clone()).await?;
+    if !String::from_utf8_lossy(&first).contains(EXPECTED) {
+        return Err(format!("unexpected answer: {}", String::from_utf8_lossy(&first)).into());
+    }
     measure(job, move || {
         let post = post.clone();
         let headers = headers.clone();
@@ -407,10 +418,23 @@ impl Drop for Server {
     }
 }
 
+/// Starts Toolwire's reference server over HTTP on a free loopback port.
 fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
-    let mut child = Command::new(toolwire)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra)
+    let mut command = Command::new(toolwire);
+    command.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
+    start_server(command)
+}
+
+/// Starts rmcp's server: this binary with `--serve-rmcp`.
+fn serve_rmcp() -> Result<Server, Error> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.arg("--serve-rmcp");
+    start_server(command)
+}
+
+/// Starts a server that prints `… URL` as its first line on stderr.
+fn start_server(mut command: Command) -> Result<Server, Error> {
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -421,7 +445,7 @@ fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
     let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
     if !url.starts_with("http://") {
         let _ = child.kill();
-        return Err(format!("the reference server did not start: {line}").into());
+        return Err(format!("the server did not start: {line}").into());
     }
     Ok(Server { child, url })
 }
@@ -491,12 +515,18 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let sizes = if quick { QUICK } else { FULL };
     let fast = serve(&toolwire, &["--json-responses"])?;
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
+    let rmcp_server = serve_rmcp()?;
     let bin = toolwire.display().to_string();
     let http = ["floor", "toolwire", "rmcp-default", "rmcp-keepalive"];
     let mut jobs: Vec<Planned> = Vec::new();
     for case in ["http-legacy-seq", "http-modern-seq"] {
         for client in http {
             jobs.push((case, client, fast.url.clone(), sizes.sequential, 1));
+        }
+    }
+    for case in ["rmcp-server-legacy-seq", "rmcp-server-modern-seq"] {
+        for client in http {
+            jobs.push((case, client, rmcp_server.url.clone(), sizes.sequential, 1));
         }
     }
     for client in http {
@@ -552,7 +582,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
             runs.push(m);
         }
     }
-    drop((fast, stalling));
+    drop((fast, stalling, rmcp_server));
     let best = best_runs(&runs);
     let report = format!(
         "## Results\n\n{}\n## Ratios\n\n{}",
@@ -564,9 +594,11 @@ fn parent(args: &[String]) -> Result<(), Error> {
         let section = format!(
             "## Toolwire, rmcp and the floor (`cargo xtask bench`)\n\n\
              The latest run of `{}`, on {}. Toolwire {}, rmcp {} (reqwest {}), hyper {} for the \
-             floor. Every HTTP case runs against Toolwire's reference server (`toolwire serve \
+             floor. The HTTP cases run against Toolwire's reference server (`toolwire serve \
              --http`, in its own process; JSON answers, and for `http-stall` SSE answers with \
-             Nagle's algorithm on); stdio runs `toolwire serve --stdio`. Each (case, client) pair \
+             Nagle's algorithm on), and the `rmcp-server-*` cases against rmcp {}'s Streamable \
+             HTTP server (stateless, JSON answers, SEP-2243 headers checked; in its own process); \
+             stdio runs `toolwire serve --stdio`. Each (case, client) pair \
              runs twice in a process of its own, interleaved; the table keeps the faster run. \
              Latencies are per call; CPU is the client process's user+system time over the \
              measured calls; peak RSS is the client process's, setup included. How the cases and \
@@ -583,6 +615,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
             locked_version("rmcp"),
             locked_version("reqwest"),
             locked_version("hyper"),
+            locked_version("rmcp"),
             table(&best),
             ratios(&best),
         );
@@ -596,7 +629,9 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `cargo bench` passes `--bench`; ignore it.
     let args: Vec<String> = args.into_iter().filter(|a| a != "--bench").collect();
-    let outcome = if args.first().map(String::as_str) == Some("--run") {
+    let outcome = if args.first().map(String::as_str) == Some("--serve-rmcp") {
+        rmcp_server::run()
+    } else if args.first().map(String::as_str) == Some("--run") {
         let job = match args.as_slice() {
             [_, case, client, target, calls, tasks] => Job {
                 case: case.clone(),
@@ -620,5 +655,108 @@ fn main() -> std::process::ExitCode {
             eprintln!("compare: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// rmcp's Streamable HTTP server with the bench's tool, for the `rmcp-server-*` cases.
+mod rmcp_server {
+    use std::sync::Arc;
+
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    use rmcp::ServerHandler;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::{RequestContext, RoleServer};
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
+    };
+    use serde_json::json;
+
+    use super::{Error, TOOL};
+
+    #[derive(Clone)]
+    struct Sql;
+
+    fn tool() -> Tool {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"}
+        }, "required": ["region", "query"]});
+        let schema = match schema {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        Tool::new(TOOL, "runs a query in a region", Arc::new(schema))
+    }
+
+    impl ServerHandler for Sql {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        /// rmcp checks `Mcp-Param-*` headers against the body with this definition.
+        fn get_tool(&self, name: &str) -> Option<Tool> {
+            (name == TOOL).then(tool)
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, rmcp::ErrorData> {
+            Ok(ListToolsResult::with_all_items(vec![tool()]))
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, rmcp::ErrorData> {
+            let arg = |name: &str| {
+                request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get(name))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let text = format!("region={} rows=1 query={}", arg("region"), arg("query"));
+            Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+        }
+    }
+
+    /// Serves on a free loopback port until killed; prints the URL first, on stderr.
+    pub(super) fn run() -> Result<(), Error> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        runtime.block_on(async {
+            let config = StreamableHttpServerConfig::default()
+                .with_legacy_session_mode(false)
+                .with_json_response(true)
+                .with_sse_keep_alive(None);
+            let service: StreamableHttpService<Sql, NeverSessionManager> =
+                StreamableHttpService::new(|| Ok(Sql), Default::default(), config);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            eprintln!(
+                "rmcp server listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            loop {
+                let (stream, _) = listener.accept().await?;
+                stream.set_nodelay(true)?;
+                let service = TowerToHyperService::new(service.clone());
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        })
     }
 }

@@ -81,7 +81,6 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use toolwire_transport::{
     BoxFuture, Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass, Transport,
@@ -514,7 +513,6 @@ impl HttpTransportBuilder {
             .enable_http2()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(connector));
-        let (tx, rx) = mpsc::unbounded_channel();
         let state = State {
             accept: self.accept,
             token: self.bearer,
@@ -538,8 +536,8 @@ impl HttpTransportBuilder {
                 on_auth_failed: self.on_auth_failed,
             },
             state: Mutex::new(state),
-            tx: Mutex::new(Some(tx)),
-            rx: tokio::sync::Mutex::new(rx),
+            mailbox: Mutex::new(Mailbox::default()),
+            receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::new()),
             inflight: Mutex::new(InFlight::default()),
             handshake: tokio::sync::Mutex::new(()),
@@ -592,15 +590,15 @@ struct State {
     closed: bool,
 }
 
-type Sender = mpsc::UnboundedSender<Result<Inbound, TransportError>>;
-
 struct Inner {
     uri: Uri,
     client: Client<QuickAckConnector, Full<Bytes>>,
     config: Config,
     state: Mutex<State>,
-    tx: Mutex<Option<Sender>>,
-    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Result<Inbound, TransportError>>>,
+    /// What requests and the GET stream received, for `recv`.
+    mailbox: Mutex<Mailbox>,
+    /// One `recv` at a time.
+    receiving: tokio::sync::Mutex<()>,
     /// Requests in flight, to close their streams on cancel or close.
     tasks: Mutex<HashMap<RequestId, RequestHandle>>,
     /// The futures of the requests in flight, polled by `recv`.
@@ -642,6 +640,44 @@ type RequestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 struct InFlight {
     requests: FuturesUnordered<Abortable<RequestFuture>>,
     waker: Option<Waker>,
+}
+
+/// What the requests and the GET stream received, waiting for `recv`.
+///
+/// Not a channel: a request polled inside `recv` pushes its answer while that very `recv` is
+/// being polled, and a channel would wake the polling task, which the runtime then schedules
+/// again (and on a multi-threaded runtime, wakes another worker to steal it). `recv` takes the
+/// waker out while it drives the requests and reads the mailbox afterwards, so only pushes from
+/// elsewhere (the GET stream's task) wake it.
+#[derive(Default)]
+struct Mailbox {
+    items: std::collections::VecDeque<Result<Inbound, TransportError>>,
+    waker: Option<Waker>,
+    /// The transport was closed: `recv` ends once the items are read.
+    closed: bool,
+}
+
+impl Mailbox {
+    /// The next item, or the end, if there is either.
+    fn take(&mut self) -> Option<Option<Result<Inbound, TransportError>>> {
+        match self.items.pop_front() {
+            Some(item) => Some(Some(item)),
+            None if self.closed => Some(None),
+            None => None,
+        }
+    }
+}
+
+/// Forgets the wakers of a `recv` that ended or was dropped: with no `recv` pending, a `send`
+/// or a push has no one to wake (the next `recv` drives and reads everything first). A task
+/// that drops its `recv` to `send` (a `select!` loop) so does not wake itself.
+struct Receiving<'a>(&'a Inner);
+
+impl Drop for Receiving<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.inflight).waker = None;
+        lock(&self.0.mailbox).waker = None;
+    }
 }
 
 impl fmt::Debug for HttpTransport {
@@ -797,8 +833,16 @@ impl Inner {
     }
 
     fn push(&self, item: Result<Inbound, TransportError>) {
-        if let Some(tx) = lock(&self.tx).as_ref() {
-            let _ = tx.send(item);
+        let waker = {
+            let mut mailbox = lock(&self.mailbox);
+            if mailbox.closed {
+                return;
+            }
+            mailbox.items.push_back(item);
+            mailbox.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
@@ -1547,14 +1591,27 @@ impl Transport for HttpTransport {
 
     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
         Box::pin(async move {
-            let mut rx = self.inner.rx.lock().await;
+            let _one = self.inner.receiving.lock().await;
+            let _forget = Receiving(&self.inner);
             std::future::poll_fn(|cx| {
-                if let Poll::Ready(item) = rx.poll_recv(cx) {
-                    return Poll::Ready(item);
+                {
+                    let mut mailbox = lock(&self.inner.mailbox);
+                    if let Some(item) = mailbox.take() {
+                        return Poll::Ready(item);
+                    }
+                    // Pushes made while the requests are driven below are read below.
+                    mailbox.waker = None;
                 }
-                // Requests push what they get into the channel as they are polled.
+                // Requests push what they get into the mailbox as they are polled.
                 self.inner.drive(cx);
-                rx.poll_recv(cx)
+                let mut mailbox = lock(&self.inner.mailbox);
+                match mailbox.take() {
+                    Some(item) => Poll::Ready(item),
+                    None => {
+                        mailbox.waker = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                }
             })
             .await
         })
@@ -1578,7 +1635,14 @@ impl Transport for HttpTransport {
             }
             self.inner.abandon();
             self.inner.delete_session().await;
-            lock(&self.inner.tx).take();
+            let waker = {
+                let mut mailbox = lock(&self.inner.mailbox);
+                mailbox.closed = true;
+                mailbox.waker.take()
+            };
+            if let Some(waker) = waker {
+                waker.wake();
+            }
             Ok(())
         })
     }

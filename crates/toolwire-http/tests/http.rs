@@ -754,6 +754,45 @@ async fn sequential_requests_reuse_one_connection() {
     assert_eq!(peer.connections(), 1);
 }
 
+/// Counts the wake-ups of a hand-polled future.
+struct CountWakes(AtomicUsize);
+
+impl std::task::Wake for CountWakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_pending_recv_is_woken_by_a_send_and_a_dropped_one_is_not() {
+    use std::task::{Context, Waker};
+
+    let peer = HttpPeer::start(json_ok).await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    let count = Arc::new(CountWakes(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let id_of = |got: Inbound| serde_json::from_slice::<Value>(&got.body).unwrap()["id"].clone();
+
+    // A `select!` loop drops its `recv` to send: with no `recv` pending, its own send wakes
+    // nobody (a task woken while it runs is rescheduled, and on a multi-threaded runtime
+    // another worker is woken to steal it). The next `recv` drives the request.
+    let mut dropped = t.recv();
+    assert!(dropped.as_mut().poll(&mut cx).is_pending());
+    drop(dropped);
+    t.send(request(1, "ping", RetryClass::Safe)).await.unwrap();
+    assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    assert_eq!(id_of(next(&t).await.unwrap()), 1);
+
+    // A `recv` left pending (another task's) is woken to poll the new request.
+    let mut pending = t.recv();
+    assert!(pending.as_mut().poll(&mut cx).is_pending());
+    t.send(request(2, "ping", RetryClass::Safe)).await.unwrap();
+    assert_eq!(count.0.load(Ordering::SeqCst), 1);
+    drop(pending);
+    assert_eq!(id_of(next(&t).await.unwrap()), 2);
+}
+
 #[tokio::test]
 async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
     let peer = HttpPeer::start(

@@ -1308,6 +1308,10 @@ impl Driver {
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        // One timer for the session's deadlines, moved when the next one changes (not a new
+        // timer per turn of the loop).
+        let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
+        let mut armed: Option<Instant> = None;
         loop {
             self.handle_events();
             if !self.flush().await {
@@ -1315,6 +1319,12 @@ impl Driver {
             }
             self.handle_events();
             let wake = self.session.poll_timeout();
+            if wake != armed {
+                if let Some(at) = wake {
+                    timer.as_mut().reset(at.into());
+                }
+                armed = wake;
+            }
             tokio::select! {
                 command = commands.recv() => match command {
                     None => break,
@@ -1353,12 +1363,11 @@ impl Driver {
                     }
                     None => break,
                 },
-                () = async {
-                    match wake {
-                        Some(at) => tokio::time::sleep_until(at.into()).await,
-                        None => std::future::pending().await,
-                    }
-                } => self.session.handle_timeout(Instant::now()),
+                () = &mut timer, if armed.is_some() => {
+                    // Re-armed next turn, for whatever deadline comes next.
+                    armed = None;
+                    self.session.handle_timeout(Instant::now());
+                }
             }
         }
         self.shutdown().await;
