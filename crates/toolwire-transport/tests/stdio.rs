@@ -264,3 +264,25 @@ async fn recv_is_cancel_safe_while_waiting_for_the_exit_status() {
     assert_eq!(stderr_tail, &["going down"]);
     assert!(t.recv().await.is_none());
 }
+
+/// stdout is read inside `recv`: a `recv` dropped while half a line is in (a `select!` loop
+/// does that all the time) loses none of it, and lines after it keep their order.
+#[tokio::test]
+async fn recv_is_cancel_safe_in_the_middle_of_a_line() {
+    let t = StdioTransport::spawn(sh(
+        r#"printf '{"part":'; sleep 0.3; printf '"one"}\n{"n":2}\n'; sleep 5"#,
+    ))
+    .unwrap();
+    let mut cancelled = 0;
+    let first = loop {
+        match tokio::time::timeout(Duration::from_millis(20), t.recv()).await {
+            Err(_) => cancelled += 1,
+            Ok(Some(Ok(inbound))) => break String::from_utf8(inbound.body.to_vec()).unwrap(),
+            Ok(other) => panic!("unexpected {other:?}"),
+        }
+        assert!(cancelled < 500, "never answered");
+    };
+    assert!(cancelled >= 1, "the test did cancel a reading recv");
+    assert_eq!(first, r#"{"part":"one"}"#);
+    assert_eq!(recv_text(&t).await, r#"{"n":2}"#);
+}
