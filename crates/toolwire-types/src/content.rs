@@ -95,36 +95,167 @@ fn from_object<T: DeserializeOwned, E: de::Error>(kind: &str, map: JsonObject) -
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // Two phases: read the tag, then the typed body (no untagged guessing).
-        let mut map = JsonObject::deserialize(deserializer)?;
-        let kind = match map.get("type") {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => {
-                return Err(de::Error::custom(format_args!(
-                    "content block `type` must be a string, found {other}"
-                )));
-            }
-            None => return Err(de::Error::missing_field("type")),
-        };
-        let known = matches!(
-            kind.as_str(),
-            "text" | "image" | "audio" | "resource_link" | "resource" | "tool_use" | "tool_result"
-        );
-        if !known {
-            return Ok(Self::Unknown(map));
-        }
-        map.remove("type");
-        Ok(match kind.as_str() {
-            "text" => Self::Text(from_object(&kind, map)?),
-            "image" => Self::Image(from_object(&kind, map)?),
-            "audio" => Self::Audio(from_object(&kind, map)?),
-            "resource_link" => Self::ResourceLink(from_object(&kind, map)?),
-            "resource" => Self::Resource(from_object(&kind, map)?),
-            "tool_use" => Self::ToolUse(from_object(&kind, map)?),
-            _ => Self::ToolResult(from_object(&kind, map)?),
-        })
+        deserializer.deserialize_map(BlockVisitor)
     }
 }
+
+/// Reads a block in two phases, the tag, then the typed body (no untagged guessing).
+///
+/// The members before `type` (none, from most servers) are kept as values; once `type` names
+/// a known kind, the body is decoded from those and then straight from the rest of the map, in
+/// one pass. A kind this crate does not know is collected whole. This keeps a `tools/call`
+/// answer from being decoded twice (issue #10's per-call profile).
+struct BlockVisitor;
+
+/// A block's member name, as the tag search tells them apart.
+enum Key {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(if key == "type" {
+                    Key::Type
+                } else {
+                    Key::Other(key.to_owned())
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The members read before `type`, then the rest of the map: a body decodes from both.
+struct Resumed<A> {
+    before: std::vec::IntoIter<(String, Value)>,
+    value: Option<Value>,
+    rest: A,
+}
+
+impl<'de, A: de::MapAccess<'de>> de::MapAccess<'de> for Resumed<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        match self.before.next() {
+            Some((key, value)) => {
+                self.value = Some(value);
+                seed.deserialize(de::value::StringDeserializer::new(key))
+                    .map(Some)
+            }
+            None => self.rest.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(value).map_err(de::Error::custom),
+            None => self.rest.next_value_seed(seed),
+        }
+    }
+}
+
+fn kind_of<E: de::Error>(value: Value) -> Result<String, E> {
+    match value {
+        Value::String(s) => Ok(s),
+        other => Err(E::custom(format_args!(
+            "content block `type` must be a string, found {other}"
+        ))),
+    }
+}
+
+/// A known block's body from the members read before `type` and the map's remaining ones.
+fn body<'de, T, A>(kind: &str, before: Vec<(String, Value)>, rest: A) -> Result<T, A::Error>
+where
+    T: Deserialize<'de> + HasExtra,
+    A: de::MapAccess<'de>,
+{
+    let map = Resumed {
+        before: before.into_iter(),
+        value: None,
+        rest,
+    };
+    let mut block = T::deserialize(de::value::MapAccessDeserializer::new(map))
+        .map_err(|e| de::Error::custom(format_args!("invalid `{kind}` content block: {e}")))?;
+    if block.extra().remove("type").is_some() {
+        return Err(de::Error::duplicate_field("type"));
+    }
+    Ok(block)
+}
+
+impl<'de> de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block (an object with a `type`)")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        let mut before = Vec::new();
+        let kind = loop {
+            match map.next_key::<Key>()? {
+                None => return Err(de::Error::missing_field("type")),
+                Some(Key::Type) => break kind_of::<A::Error>(map.next_value()?)?,
+                Some(Key::Other(key)) => before.push((key, map.next_value()?)),
+            }
+        };
+        let b = before;
+        match kind.as_str() {
+            "text" => body(&kind, b, map).map(ContentBlock::Text),
+            "image" => body(&kind, b, map).map(ContentBlock::Image),
+            "audio" => body(&kind, b, map).map(ContentBlock::Audio),
+            "resource_link" => body(&kind, b, map).map(ContentBlock::ResourceLink),
+            "resource" => body(&kind, b, map).map(ContentBlock::Resource),
+            "tool_use" => body(&kind, b, map).map(ContentBlock::ToolUse),
+            "tool_result" => body(&kind, b, map).map(ContentBlock::ToolResult),
+            _ => {
+                let mut object: JsonObject = b.into_iter().collect();
+                object.insert("type".to_owned(), Value::String(kind));
+                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                    object.insert(key, value);
+                }
+                Ok(ContentBlock::Unknown(object))
+            }
+        }
+    }
+}
+
+/// The members a block type does not know, where a duplicate `type` would land.
+trait HasExtra {
+    fn extra(&mut self) -> &mut JsonObject;
+}
+
+macro_rules! has_extra {
+    ($($t:ty),*) => {$(
+        impl HasExtra for $t {
+            fn extra(&mut self) -> &mut JsonObject {
+                &mut self.extra
+            }
+        }
+    )*};
+}
+
+has_extra!(
+    TextContent,
+    BinaryContent,
+    Resource,
+    EmbeddedResource,
+    ToolUseContent,
+    ToolResultContent
+);
 
 /// A `text` block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -315,6 +446,30 @@ mod tests {
     }
 
     #[test]
+    fn a_block_decodes_the_same_whatever_the_order_of_its_members() {
+        let first: ContentBlock = serde_json::from_str(
+            r#"{"type":"text","text":"hi","annotations":{"priority":0.5},"x-extra":1}"#,
+        )
+        .unwrap();
+        let last: ContentBlock = serde_json::from_str(
+            r#"{"text":"hi","x-extra":1,"annotations":{"priority":0.5},"type":"text"}"#,
+        )
+        .unwrap();
+        assert_eq!(first, last);
+        let ContentBlock::Text(text) = &first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(text.text, "hi");
+        assert_eq!(text.extra.get("x-extra"), Some(&json!(1)));
+        // From a `Value` as well as from text.
+        let from_value: ContentBlock = serde_json::from_value(
+            json!({"type": "text", "text": "hi", "annotations": {"priority": 0.5}, "x-extra": 1}),
+        )
+        .unwrap();
+        assert_eq!(from_value, first);
+    }
+
+    #[test]
     fn malformed_blocks_name_the_problem() {
         let cases = [
             (json!({"text": "no type"}), "missing field `type`"),
@@ -327,10 +482,17 @@ mod tests {
                 json!({"type": "resource", "resource": {"uri": "a"}}),
                 "need `text` or `blob`",
             ),
+            (json!("text"), "a content block"),
         ];
         for (input, expected) in cases {
             let err = serde_json::from_value::<ContentBlock>(input.clone()).unwrap_err();
             assert!(err.to_string().contains(expected), "{input}: {err}");
+            let err = serde_json::from_str::<ContentBlock>(&input.to_string()).unwrap_err();
+            assert!(err.to_string().contains(expected), "{input}: {err}");
         }
+        // `type` twice: the fast path sees the second one among the body's members.
+        let err = serde_json::from_str::<ContentBlock>(r#"{"type":"text","text":"a","type":"x"}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("duplicate field `type`"), "{err}");
     }
 }

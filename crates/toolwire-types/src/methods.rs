@@ -45,7 +45,7 @@ pub mod method {
     use crate::*;
 
     macro_rules! request {
-        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal) => {
+        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal $(, decode = $decode:path)?) => {
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub enum $name {}
@@ -56,6 +56,13 @@ pub mod method {
             impl RequestMethod for $name {
                 type Result = $result;
                 const MAY_REQUIRE_INPUT: bool = $mrtr;
+                $(
+                    fn decode_result(
+                        raw: &serde_json::value::RawValue,
+                    ) -> Result<crate::Outcome<$result>, crate::DecodeError> {
+                        $decode(raw)
+                    }
+                )?
             }
         };
     }
@@ -82,7 +89,8 @@ pub mod method {
     request!(/// `tools/list`.
         ListTools = "tools/list", ListParams => ListToolsResult, mrtr = false);
     request!(/// `tools/call`.
-        CallTool = "tools/call", CallToolParams => CallToolResult, mrtr = true);
+        CallTool = "tools/call", CallToolParams => CallToolResult, mrtr = true,
+        decode = crate::tools::decode_call_tool);
     request!(/// `resources/list`.
         ListResources = "resources/list", ListParams => ListResourcesResult, mrtr = false);
     request!(/// `resources/templates/list`.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::common::{CacheScope, Cacheable, Icon, JsonObject, ResultType, nullable};
+use crate::common::{CacheScope, Cacheable, Icon, JsonObject, ResultType};
 use crate::{ContentBlock, Meta};
 
 /// A tool the server offers.
@@ -188,38 +188,38 @@ impl CallToolParams {
 ///
 /// A tool that failed answers with `is_error: true` here; that is a result for the model, not a
 /// protocol error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Decoded by hand (see `CallToolResultVisitor`): a derived decoder with a flattened `extra`
+/// buffers the whole result, content included, before it reads a field, and this is the one
+/// result every tool call decodes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// `resultType` (modern).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// Unstructured result.
     pub content: Vec<ContentBlock>,
     /// Structured result: any JSON value in `2026-07-28` (`null` kept apart from absent), an
     /// object before.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// Whether the tool failed (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// Tools the server expects to register because of this call (WebMCP proposal
     /// "Async Dynamic Tool Registration"; not in the MCP spec).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub registers: Option<Vec<String>>,
     /// Tools the server expects to unregister because of this call (same proposal).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub unregisters: Option<Vec<String>>,
     /// Tools whose definitions the server expects to change because of this call (same
     /// proposal).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub updates: Option<Vec<String>>,
     /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Fields this crate does not know, kept for round trips.
     #[serde(flatten)]
@@ -253,5 +253,234 @@ impl CallToolResult {
         [&self.registers, &self.unregisters, &self.updates]
             .iter()
             .any(|l| l.as_ref().is_some_and(|v| !v.is_empty()))
+    }
+}
+
+/// Decodes a `tools/call` result in one pass where it can: a complete result (the common case)
+/// decodes once, with its `resultType` read on the way, instead of a first pass that finds the
+/// `resultType` and a second that decodes. An `input_required` result, or one that does not
+/// decode, takes the general path, whose errors name the problem.
+pub(crate) fn decode_call_tool(
+    raw: &serde_json::value::RawValue,
+) -> Result<crate::Outcome<CallToolResult>, crate::DecodeError> {
+    if let Ok(result) = serde_json::from_str::<CallToolResult>(raw.get())
+        && result.result_type != Some(ResultType::InputRequired)
+    {
+        return Ok(crate::Outcome::Complete(result));
+    }
+    crate::decode_outcome("tools/call", raw)
+}
+
+/// The members of a `tools/call` result, as its decoder tells them apart.
+enum ResultMember {
+    ResultType,
+    Content,
+    StructuredContent,
+    IsError,
+    Registers,
+    Unregisters,
+    Updates,
+    Meta,
+    Other(String),
+}
+
+impl ResultMember {
+    const NAMES: [&'static str; 8] = [
+        "resultType",
+        "content",
+        "structuredContent",
+        "isError",
+        "registers",
+        "unregisters",
+        "updates",
+        "_meta",
+    ];
+
+    /// Its bit in the set of members seen (`Other` has none).
+    fn bit(&self) -> u8 {
+        match self {
+            Self::ResultType => 1,
+            Self::Content => 1 << 1,
+            Self::StructuredContent => 1 << 2,
+            Self::IsError => 1 << 3,
+            Self::Registers => 1 << 4,
+            Self::Unregisters => 1 << 5,
+            Self::Updates => 1 << 6,
+            Self::Meta => 1 << 7,
+            Self::Other(_) => 0,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultMember {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl serde::de::Visitor<'_> for NameVisitor {
+            type Value = ResultMember;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ResultMember, E> {
+                Ok(match name {
+                    "resultType" => ResultMember::ResultType,
+                    "content" => ResultMember::Content,
+                    "structuredContent" => ResultMember::StructuredContent,
+                    "isError" => ResultMember::IsError,
+                    "registers" => ResultMember::Registers,
+                    "unregisters" => ResultMember::Unregisters,
+                    "updates" => ResultMember::Updates,
+                    "_meta" => ResultMember::Meta,
+                    other => ResultMember::Other(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
+    }
+}
+
+/// Decodes a [`CallToolResult`] in one pass: known members into their fields (a member twice
+/// is an error, `null` is absent except for `structuredContent`, where it is kept), the rest
+/// into `extra`.
+struct CallToolResultVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CallToolResultVisitor {
+    type Value = CallToolResult;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a tools/call result")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<CallToolResult, A::Error> {
+        let mut result = CallToolResult::new(Vec::new());
+        let mut seen = 0u8;
+        while let Some(member) = map.next_key::<ResultMember>()? {
+            let bit = member.bit();
+            if seen & bit != 0 {
+                let name = ResultMember::NAMES[bit.trailing_zeros() as usize];
+                return Err(serde::de::Error::duplicate_field(name));
+            }
+            seen |= bit;
+            match member {
+                ResultMember::ResultType => result.result_type = map.next_value()?,
+                ResultMember::Content => result.content = map.next_value()?,
+                ResultMember::StructuredContent => {
+                    result.structured_content = Some(map.next_value()?)
+                }
+                ResultMember::IsError => result.is_error = map.next_value()?,
+                ResultMember::Registers => result.registers = map.next_value()?,
+                ResultMember::Unregisters => result.unregisters = map.next_value()?,
+                ResultMember::Updates => result.updates = map.next_value()?,
+                ResultMember::Meta => result.meta = map.next_value()?,
+                ResultMember::Other(name) => {
+                    let value = map.next_value()?;
+                    result.extra.insert(name, value);
+                }
+            }
+        }
+        if seen & ResultMember::Content.bit() == 0 {
+            return Err(serde::de::Error::missing_field("content"));
+        }
+        Ok(result)
+    }
+}
+
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(CallToolResultVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_call_result_decodes_in_one_pass_and_round_trips() {
+        let text = r#"{"content":[{"type":"text","text":"ok"}],"structuredContent":null,
+            "isError":null,"x-vendor":{"a":1},"registers":["b"],"resultType":"complete",
+            "_meta":{"k":"v"}}"#;
+        let result: CallToolResult = serde_json::from_str(text).unwrap();
+        assert_eq!(result.content.len(), 1);
+        assert_eq!(result.structured_content, Some(Value::Null), "null is kept");
+        assert_eq!(result.is_error, None);
+        assert_eq!(result.registers.as_deref(), Some(&["b".to_owned()][..]));
+        assert_eq!(result.result_type, Some(ResultType::Complete));
+        assert_eq!(result.extra.get("x-vendor"), Some(&json!({"a": 1})));
+        assert!(result.meta.is_some());
+        // From a `Value` too, and back to the same JSON (`isError: null` is absent).
+        let value: Value = serde_json::from_str(text).unwrap();
+        let again: CallToolResult = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(again, result);
+        let mut expected = value;
+        if let Some(object) = expected.as_object_mut() {
+            object.remove("isError");
+        }
+        assert_eq!(serde_json::to_value(&result).unwrap(), expected);
+
+        let absent: CallToolResult = serde_json::from_str(r#"{"content":[]}"#).unwrap();
+        assert_eq!(absent.structured_content, None);
+    }
+
+    #[test]
+    fn tools_call_outcomes_decode_as_the_general_path_does() {
+        use crate::methods::method::CallTool;
+        use crate::{DecodeError, Outcome, RequestMethod};
+        let decode = |text: &str| {
+            let raw = serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+            (
+                CallTool::decode_result(&raw),
+                crate::decode_outcome::<CallToolResult>("tools/call", &raw),
+            )
+        };
+        for text in [
+            r#"{"content":[{"type":"text","text":"a"}]}"#,
+            r#"{"resultType":"complete","content":[]}"#,
+            r#"{"resultType":"input_required","requestState":"s","inputRequests":{}}"#,
+            r#"{"resultType":"input_required","content":[],"requestState":"s"}"#,
+        ] {
+            let (fast, general) = decode(text);
+            assert_eq!(fast.unwrap(), general.unwrap(), "{text}");
+        }
+        let (fast, _) = decode(r#"{"resultType":"input_required","content":[]}"#);
+        assert!(matches!(fast, Ok(Outcome::InputRequired(_))));
+        let (fast, _) = decode(r#"{"resultType":"streaming","content":[]}"#);
+        assert!(
+            matches!(fast, Err(DecodeError::UnknownResultType { .. })),
+            "{fast:?}"
+        );
+        let (fast, _) = decode(r#"{"resultType":"complete"}"#);
+        let Err(DecodeError::InvalidResult { source, .. }) = fast else {
+            panic!("{fast:?}")
+        };
+        assert!(
+            source.to_string().contains("missing field `content`"),
+            "{source}"
+        );
+    }
+
+    #[test]
+    fn a_malformed_call_result_is_an_error_that_names_the_member() {
+        let cases = [
+            (r#"{"isError":false}"#, "missing field `content`"),
+            (
+                r#"{"content":[],"content":[]}"#,
+                "duplicate field `content`",
+            ),
+            (
+                r#"{"content":[],"_meta":{},"_meta":{}}"#,
+                "duplicate field `_meta`",
+            ),
+            (r#"{"content":[],"isError":"yes"}"#, "invalid type"),
+            (r#"{"content":[],"resultType":"later"}"#, "unknown variant"),
+            (r#"[]"#, "a tools/call result"),
+        ];
+        for (input, expected) in cases {
+            let err = serde_json::from_str::<CallToolResult>(input).unwrap_err();
+            assert!(err.to_string().contains(expected), "{input}: {err}");
+        }
     }
 }
