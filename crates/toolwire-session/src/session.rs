@@ -521,16 +521,6 @@ struct Announced {
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// The standard SEP-2243 headers (`Mcp-Method`) of a request without a name, at versions that
-/// send them; none before `2026-07-28`.
-fn sep2243_headers(version: &ProtocolVersion, method: &str) -> Vec<Header> {
-    if version.uses_sep2243_headers() {
-        standard_headers(method, None)
-    } else {
-        Vec::new()
-    }
-}
-
 /// The client side of one MCP connection, without I/O. See the crate docs.
 pub struct Session {
     config: SessionConfig,
@@ -571,7 +561,8 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session over a transport that does (`carries_headers`) or does not carry HTTP headers,
-    /// reading and filling `cache`.
+    /// reading and filling `cache`. Over one that does not, every [`Transmit`] has no headers
+    /// and `x-mcp-header` annotations play no part in a call.
     pub fn new(mut config: SessionConfig, cache: Arc<ToolCache>, carries_headers: bool) -> Self {
         if config.settle != SettleMode::Off && config.capabilities.tools.is_none() {
             // The proposal's capability: tell the server that announcing changes is worth it.
@@ -772,7 +763,7 @@ impl Session {
     ) -> Result<RequestId, EncodeError> {
         let id = self.allocate_id();
         let body = encode_request(&id, method, Some(params))?;
-        if version.sends_version_header() {
+        if self.carries_headers && version.sends_version_header() {
             headers.insert(0, protocol_version_header(version));
         }
         let hard_deadline = now + self.config.max_request_time.max(timeout);
@@ -799,7 +790,8 @@ impl Session {
     fn send_probe(&mut self, version: ProtocolVersion, retried: bool, now: Instant) {
         let mut params = MetaOnlyParams::default();
         self.envelope(&version, &mut params);
-        let headers = standard_headers(<method::Discover as toolwire_types::Method>::NAME, None);
+        let headers =
+            self.sep2243_headers(&version, <method::Discover as toolwire_types::Method>::NAME);
         let timeout = self.config.probe_timeout;
         match self.queue_request(
             &version,
@@ -891,7 +883,7 @@ impl Session {
     {
         let version = self.version_for(M::NAME)?;
         self.envelope(&version, &mut params);
-        let headers = if version.uses_sep2243_headers() {
+        let headers = if self.sends_sep2243_headers(&version) {
             // `Mcp-Name` from the member the method names (`name` of prompts/get, `uri` of
             // resources/read, `taskId` of tasks/*); only these pay for the extra look.
             let name = toolwire_headers::name_source(M::NAME).and_then(|field| {
@@ -1007,8 +999,25 @@ impl Session {
     }
 
     /// The version header alone, where the version sends it.
+    /// Whether requests at `version` carry the SEP-2243 headers: from `2026-07-28`, and only
+    /// over a transport that has headers (stdio "MAY ignore `x-mcp-header` annotations
+    /// entirely"; building headers nobody sends would only cost time).
+    fn sends_sep2243_headers(&self, version: &ProtocolVersion) -> bool {
+        self.carries_headers && version.uses_sep2243_headers()
+    }
+
+    /// The standard SEP-2243 headers (`Mcp-Method`) of a request without a name, where they
+    /// are sent ([`Self::sends_sep2243_headers`]).
+    fn sep2243_headers(&self, version: &ProtocolVersion, method: &str) -> Vec<Header> {
+        if self.sends_sep2243_headers(version) {
+            standard_headers(method, None)
+        } else {
+            Vec::new()
+        }
+    }
+
     fn version_headers(&self, version: &ProtocolVersion) -> Vec<Header> {
-        if version.sends_version_header() {
+        if self.carries_headers && version.sends_version_header() {
             vec![protocol_version_header(version)]
         } else {
             Vec::new()
@@ -1065,7 +1074,7 @@ impl Session {
             extra: JsonObject::new(),
         };
         self.envelope(&version, &mut params);
-        let headers = sep2243_headers(&version, "tools/list");
+        let headers = self.sep2243_headers(&version, "tools/list");
         let kind = PendingKind::ListPage {
             op,
             listing,
@@ -1129,20 +1138,20 @@ impl Session {
             ),
             (None, None) => cached.map(|t| t.plan().clone()),
         };
-        let headers = if version.uses_sep2243_headers() {
+        // Over a transport without headers (stdio) the annotations are ignored, as the spec
+        // allows: no header is built, so no argument is refused for the header it would make.
+        let headers = if self.sends_sep2243_headers(&version) {
             match &plan {
                 Some(plan) => plan
                     .call_headers(arguments.as_ref())
                     .map_err(RequestError::Argument)?,
                 None => {
-                    if self.carries_headers {
-                        tracing::warn!(
-                            tool = name,
-                            "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
-                             tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
-                             definition in CallOptions"
-                        );
-                    }
+                    tracing::warn!(
+                        tool = name,
+                        "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
+                         tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
+                         definition in CallOptions"
+                    );
                     standard_headers("tools/call", Some(name))
                 }
             }
@@ -1448,7 +1457,7 @@ impl Session {
             extra: JsonObject::new(),
         };
         self.envelope(&version, &mut params);
-        let headers = sep2243_headers(&version, "subscriptions/listen");
+        let headers = self.sep2243_headers(&version, "subscriptions/listen");
         match self.queue_request(
             &version,
             "subscriptions/listen",

@@ -527,6 +527,31 @@ fn a_bad_argument_fails_the_call_before_sending() {
 }
 
 #[test]
+fn over_stdio_annotations_build_no_headers_and_refuse_no_argument() {
+    // stdio "MAY ignore x-mcp-header annotations entirely": nothing is built for headers the
+    // transport cannot send, so the argument HTTP refuses for its header goes to the server.
+    let mut p = Peer::ready_modern(false);
+    let n: Tool = serde_json::from_value(json!({"name": "n", "inputSchema": {"properties": {"n": {"type": "integer", "x-mcp-header": "N"}}}})).unwrap();
+    let region: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
+    p.session.cache().add_known_tools([n, region]).unwrap();
+    let (body, headers, _, warnings) = call(&mut p, "n", json!({"n": 1.5}), CallOptions::default());
+    assert_eq!(body["params"]["arguments"]["n"], 1.5);
+    assert!(headers.is_empty(), "{headers:?}");
+    assert!(warnings.is_empty());
+    let (body, headers, _, _) = call(
+        &mut p,
+        "execute_sql",
+        json!({"region": "us-west-2"}),
+        CallOptions::default(),
+    );
+    assert_eq!(
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "the envelope still says the version"
+    );
+    assert!(headers.is_empty(), "{headers:?}");
+}
+
+#[test]
 fn retry_class_follows_annotations_or_the_caller() {
     let mut p = Peer::ready_modern(true);
     let mut read_only = region_tool("read");
