@@ -285,29 +285,66 @@ fn fuzz_smoke(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask bench`: the reference server and `toolwire` built in release, then the
-/// comparison (`crates/toolwire-bench/benches/compare.rs`), which writes `docs/benchmarks.md`.
+/// `cargo xtask bench`: `toolwire` (the reference server) and the comparison
+/// (`crates/toolwire-bench/benches/compare.rs`) built in release by one `cargo build`, then the
+/// comparison run, which writes `docs/benchmarks.md`.
+///
+/// One build, not `cargo build --bin toolwire` then `cargo bench`: built apart, the two resolve
+/// the shared dependencies' features differently and compile them twice, which took a fresh
+/// clone's run from ~6 to ~10 minutes.
 fn bench(root: &Path, quick: bool) -> Result<(), String> {
-    let target = release_bins(root, &["toolwire"])?;
-    let toolwire = target.join("toolwire").display().to_string();
-    let out = root.join("docs/benchmarks.md").display().to_string();
-    let mut args = vec![
-        "bench",
+    let args = [
+        "build",
+        "--release",
+        "--locked",
+        "-p",
+        "toolwire-cli",
+        "--bin",
+        "toolwire",
         "-p",
         "toolwire-bench",
         "--bench",
         "compare",
-        "--locked",
-        "--",
-        "--toolwire",
-        &toolwire,
-        "--out",
-        &out,
+        "--message-format=json-render-diagnostics",
     ];
+    let shown = format!("cargo {}", args.join(" "));
+    eprintln!("\n==> {shown}");
+    let started = Instant::now();
+    let output = Command::new("cargo")
+        .args(args)
+        .current_dir(root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
+    eprintln!("    ({:.1}s)", started.elapsed().as_secs_f64());
+    if !output.status.success() {
+        return Err(format!("`{shown}` failed ({})", output.status));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let toolwire = built_executable(&stdout, "bin", "toolwire")
+        .ok_or_else(|| format!("`{shown}` named no `toolwire` binary"))?;
+    let compare = built_executable(&stdout, "bench", "compare")
+        .ok_or_else(|| format!("`{shown}` named no `compare` bench"))?;
+    let out = root.join("docs/benchmarks.md").display().to_string();
+    let mut args = vec!["--toolwire", toolwire.as_str(), "--out", out.as_str()];
     if quick {
         args.push("--quick");
     }
-    run(root, "cargo", &args, &[])
+    run(root, &compare, &args, &[])
+}
+
+/// The executable of the `kind` target `name` among cargo's JSON messages (one per line).
+fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
+        .filter(|m| {
+            m["target"]["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == kind))
+        })
+        .find_map(|m| m["executable"].as_str().map(str::to_owned))
 }
 
 /// `cargo deny`: licenses, bans and sources always. Advisories need the RustSec database,
@@ -381,6 +418,27 @@ fn version_tuple(v: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_built_executables_by_kind_and_name() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","target":{"name":"toolwire","kind":["lib"]},"executable":null}"#,
+            r#"{"reason":"compiler-artifact","target":{"name":"toolwire","kind":["bin"]},"executable":"/t/release/toolwire"}"#,
+            r#"{"reason":"compiler-artifact","target":{"name":"compare","kind":["bench"]},"executable":"/t/release/deps/compare-1f"}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+            "not json",
+        ]
+        .join("\n");
+        assert_eq!(
+            built_executable(&messages, "bin", "toolwire").as_deref(),
+            Some("/t/release/toolwire")
+        );
+        assert_eq!(
+            built_executable(&messages, "bench", "compare").as_deref(),
+            Some("/t/release/deps/compare-1f")
+        );
+        assert_eq!(built_executable(&messages, "bench", "toolwire"), None);
+    }
 
     #[test]
     fn reads_nextest_summaries() {
