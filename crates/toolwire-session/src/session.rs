@@ -998,7 +998,6 @@ impl Session {
         Some(id)
     }
 
-    /// The version header alone, where the version sends it.
     /// Whether requests at `version` carry the SEP-2243 headers: from `2026-07-28`, and only
     /// over a transport that has headers (stdio "MAY ignore `x-mcp-header` annotations
     /// entirely"; building headers nobody sends would only cost time).
@@ -1016,6 +1015,7 @@ impl Session {
         }
     }
 
+    /// The version header alone, where the version sends it and the transport carries headers.
     fn version_headers(&self, version: &ProtocolVersion) -> Vec<Header> {
         if self.carries_headers && version.sends_version_header() {
             vec![protocol_version_header(version)]

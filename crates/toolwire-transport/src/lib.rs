@@ -122,8 +122,10 @@ impl Inbound {
 /// does): a transport may do the work of its requests inside `recv` rather than on tasks of
 /// its own (the HTTP transport does, to save a task and a hop between tasks per call).
 pub trait Transport: Send + Sync + 'static {
-    /// Whether messages travel with HTTP headers. The session warns about a `tools/call` that
-    /// would silently lack `Mcp-Param-*` headers only on such transports.
+    /// Whether messages travel with HTTP headers. Only for such transports does the session
+    /// build headers (`MCP-Protocol-Version`, the SEP-2243 ones) and warn about a `tools/call`
+    /// that would silently lack `Mcp-Param-*` headers; over the others every
+    /// [`Outbound::headers`] is empty.
     fn carries_headers(&self) -> bool;
 
     /// Sends one message.
