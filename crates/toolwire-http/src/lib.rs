@@ -57,6 +57,7 @@
 //! - `socket2`, `tower-service`: `TCP_QUICKACK` after every read, through a wrapping connector
 //!   (see `quickack.rs`: the Nagle/delayed-ACK stall on kept-alive connections).
 //! - `serde_json`: finding the answer among SSE events (its id) and a session id in a payload.
+//! - `foldhash` (already under the tool cache): the map of requests in flight.
 //! - The SSE parser is our own ([`SseParser`]): the SSE crates buffer without bounds.
 
 use std::collections::HashMap;
@@ -538,7 +539,7 @@ impl HttpTransportBuilder {
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),
             receiving: tokio::sync::Mutex::new(()),
-            tasks: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),
             handshake: tokio::sync::Mutex::new(()),
         });
@@ -600,7 +601,7 @@ struct Inner {
     /// One `recv` at a time.
     receiving: tokio::sync::Mutex<()>,
     /// Requests in flight, to close their streams on cancel or close.
-    tasks: Mutex<HashMap<RequestId, RequestHandle>>,
+    tasks: Mutex<HashMap<RequestId, RequestHandle, foldhash::fast::RandomState>>,
     /// The futures of the requests in flight, polled by `recv`.
     inflight: Mutex<InFlight>,
     /// One handshake replay at a time.
@@ -869,6 +870,8 @@ impl Inner {
         *req.method_mut() = method;
         *req.uri_mut() = self.uri.clone();
         let headers = req.headers_mut();
+        // The common headers below plus the few every POST adds (Mcp-*, content type, accept).
+        headers.reserve(self.config.headers.len() + 12);
         for (name, value) in &self.config.headers {
             headers.append(name, value.clone());
         }
@@ -1023,6 +1026,8 @@ impl Inner {
             let (mut req, sent_session, accept) =
                 self.request(Method::POST, out.body.clone(), !is_initialize);
             let headers = req.headers_mut();
+            // Room for the message's own headers and the two below: one allocation, no rehash.
+            headers.reserve(out.headers.len() + 2);
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             if let Some(value) = accept.header() {
                 headers.insert(ACCEPT, value);

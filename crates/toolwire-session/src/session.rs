@@ -15,7 +15,7 @@ use toolwire_types::methods::method;
 use toolwire_types::{
     CallToolParams, ClientCapabilities, DecodeError, DiscoverResult, EncodeError, ErrorObject,
     Frame, HasMeta, Implementation, InitializeParams, InitializeResult, JsonObject, ListParams,
-    ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, RequestId,
+    ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, Rendered, RequestId,
     RequestMethod, ServerCapabilities, Tool, encode_notification, encode_request, encode_result,
 };
 
@@ -518,6 +518,11 @@ struct Announced {
     updates: Option<Vec<String>>,
 }
 
+/// The maps every request goes through (ids in flight, progress tokens): `foldhash` with a
+/// random seed per map. SipHash, the std default, was ~1 k instructions per call; the keys are
+/// ids this session chose, so flooding a bucket is not open to the peer.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -525,16 +530,16 @@ const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 pub struct Session {
     config: SessionConfig,
     /// The capabilities and info every 2026-07-28 request carries in `_meta`, shared rather
-    /// than copied per request.
-    envelope: (Arc<ClientCapabilities>, Arc<Implementation>),
+    /// than copied per request and serialised once.
+    envelope: (Rendered<ClientCapabilities>, Rendered<Implementation>),
     cache: Arc<ToolCache>,
     carries_headers: bool,
     phase: Phase,
     next_id: i64,
     next_op: u64,
-    pending: HashMap<RequestId, Pending>,
+    pending: FastMap<RequestId, Pending>,
     /// Progress token → the request it belongs to.
-    progress: HashMap<RequestId, RequestId>,
+    progress: FastMap<RequestId, RequestId>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     /// The refresh walk under way, if any.
@@ -576,8 +581,8 @@ impl Session {
         }
         Self {
             envelope: (
-                Arc::new(config.capabilities.clone()),
-                Arc::new(config.client_info.clone()),
+                Rendered::new(config.capabilities.clone()),
+                Rendered::new(config.client_info.clone()),
             ),
             config,
             cache,
@@ -585,8 +590,8 @@ impl Session {
             phase: Phase::Created,
             next_id: 0,
             next_op: 0,
-            pending: HashMap::new(),
-            progress: HashMap::new(),
+            pending: FastMap::default(),
+            progress: FastMap::default(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             refresh: None,
@@ -739,8 +744,8 @@ impl Session {
         if version.is_modern() {
             let meta = params.meta_mut().get_or_insert_with(Meta::default);
             meta.protocol_version = Some(version.clone());
-            meta.client_capabilities = Some(Arc::clone(&self.envelope.0));
-            meta.client_info = Some(Arc::clone(&self.envelope.1));
+            meta.client_capabilities = Some(self.envelope.0.clone());
+            meta.client_info = Some(self.envelope.1.clone());
         }
     }
 

@@ -138,22 +138,29 @@ fn raw_present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>,
     Box::<RawValue>::deserialize(d).map(Some)
 }
 
+fn raw_present_borrowed<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
 /// Phase one: the envelope. Members whose `null` matters are captured raw so that `"id": null`
-/// is told apart from a missing id.
+/// is told apart from a missing id. The members read here and dropped (`jsonrpc`, `id`,
+/// `error`) are borrowed from the input; only what a [`Message`] keeps is copied.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default, deserialize_with = "raw_present")]
-    jsonrpc: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "raw_present")]
-    id: Option<Box<RawValue>>,
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "raw_present_borrowed")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "raw_present_borrowed")]
+    id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
     params: Option<Box<RawValue>>,
     #[serde(default, deserialize_with = "raw_present")]
     result: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "raw_present")]
-    error: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "raw_present_borrowed")]
+    error: Option<&'a RawValue>,
 }
 
 fn first_byte(bytes: &[u8]) -> Option<u8> {
@@ -184,8 +191,10 @@ impl Message {
         if first_byte(bytes) != Some(b'{') {
             return Err(not_an_object(bytes));
         }
-        let env: Envelope = serde_json::from_slice(bytes).map_err(DecodeError::Json)?;
-        match env.jsonrpc.as_deref() {
+        let env: Envelope<'_> = serde_json::from_slice(bytes).map_err(DecodeError::Json)?;
+        match env.jsonrpc {
+            // The usual spelling first; an escaped one (`"2\u002e0"`) is still "2.0".
+            Some(raw) if raw.get() == "\"2.0\"" => {}
             Some(raw)
                 if serde_json::from_str::<Cow<'_, str>>(raw.get())
                     .ok()
@@ -208,7 +217,7 @@ impl Message {
                     method,
                     params: env.params,
                 })),
-                Some(raw) => match parse_id(&raw)? {
+                Some(raw) => match parse_id(raw)? {
                     Some(id) => Ok(Self::Request(Request {
                         id,
                         method,
@@ -218,7 +227,7 @@ impl Message {
                 },
             };
         }
-        let id = match env.id.as_deref() {
+        let id = match env.id {
             Some(raw) => parse_id(raw)?,
             None => None,
         };
@@ -483,6 +492,33 @@ mod tests {
             panic!("{m:?}")
         };
         assert_eq!(e.code, crate::error::code::PARSE_ERROR);
+    }
+
+    #[test]
+    fn borrowed_members_read_escapes_and_spacing() {
+        // The envelope borrows `jsonrpc`, `id` and `error` from the input: an escaped version,
+        // an escaped string id and spacing around the members must read as the plain ones.
+        let m = Message::decode(
+            br#"{ "jsonrpc" : "2\u002e0" , "id" : "a\u0062" , "error" : { "code" : -32601 , "message" : "no \u00e9" } }"#,
+        )
+        .unwrap();
+        let Message::Response(Response {
+            id: Some(id),
+            payload: Err(e),
+        }) = m
+        else {
+            panic!("{m:?}")
+        };
+        assert_eq!(id, RequestId::String("ab".into()));
+        assert_eq!((e.code, e.message.as_str()), (-32601, "no é"));
+        assert!(matches!(
+            Message::decode(br#"{"jsonrpc":"2\u002e1","method":"a"}"#),
+            Err(DecodeError::WrongJsonRpcVersion { found }) if found == r#""2\u002e1""#
+        ));
+        assert!(matches!(
+            Message::decode(br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#),
+            Err(DecodeError::InvalidId { found }) if found == "1.5"
+        ));
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub mod methods;
 mod mrtr;
 mod notifications;
 mod prompts;
+mod rendered;
 mod resources;
 mod tools;
 mod version;
@@ -101,6 +102,7 @@ pub use prompts::{
     CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,
     PromptArgument, PromptMessage,
 };
+pub use rendered::Rendered;
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
     Resource, ResourceTemplate, ResourceUriParams,

@@ -1,11 +1,11 @@
 //! The `_meta` object, including the per-request envelope of `2026-07-28`.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use crate::common::{JsonObject, LoggingLevel};
-use crate::{ClientCapabilities, Implementation, ProgressToken, ProtocolVersion, RequestId};
+use crate::{
+    ClientCapabilities, Implementation, ProgressToken, ProtocolVersion, Rendered, RequestId,
+};
 
 /// Reserved `_meta` keys, by name.
 pub mod key {
@@ -39,20 +39,22 @@ pub struct Meta {
         skip_serializing_if = "Option::is_none"
     )]
     pub protocol_version: Option<ProtocolVersion>,
-    /// `io.modelcontextprotocol/clientCapabilities` (modern requests).
+    /// `io.modelcontextprotocol/clientCapabilities` (modern requests). Shared by every request
+    /// of a session and rendered once ([`Rendered`]).
     #[serde(
         rename = "io.modelcontextprotocol/clientCapabilities",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_capabilities: Option<Arc<ClientCapabilities>>,
-    /// `io.modelcontextprotocol/clientInfo` (modern requests).
+    pub client_capabilities: Option<Rendered<ClientCapabilities>>,
+    /// `io.modelcontextprotocol/clientInfo` (modern requests), shared and rendered once like
+    /// the capabilities.
     #[serde(
         rename = "io.modelcontextprotocol/clientInfo",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub client_info: Option<Arc<Implementation>>,
+    pub client_info: Option<Rendered<Implementation>>,
     /// `io.modelcontextprotocol/logLevel` (modern requests; deprecated).
     #[serde(
         rename = "io.modelcontextprotocol/logLevel",
@@ -95,8 +97,8 @@ impl Meta {
     ) -> Self {
         Self {
             protocol_version: Some(version),
-            client_capabilities: Some(Arc::new(capabilities)),
-            client_info: client_info.map(Arc::new),
+            client_capabilities: Some(Rendered::new(capabilities)),
+            client_info: client_info.map(Rendered::new),
             ..Self::default()
         }
     }

@@ -984,16 +984,21 @@ struct CallSlot {
     progress: Option<ProgressCallback>,
 }
 
+/// The driver's maps, looked up several times per call: `foldhash` with a random seed per map
+/// (SipHash, the std default, cost more than the lookups themselves). Their keys are ids the
+/// client chose, or header names capped at [`MAX_KEPT_HEADER_NAMES`].
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The task that owns the session and the transport.
 struct Driver {
     session: Session,
     transport: Arc<dyn Transport>,
     state: watch::Sender<Negotiation>,
-    calls: HashMap<OpId, CallSlot>,
+    calls: FastMap<OpId, CallSlot>,
     /// The caller's call id → the session's operation.
-    call_ops: HashMap<u64, OpId>,
-    lists: HashMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
-    requests: HashMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
+    call_ops: FastMap<u64, OpId>,
+    lists: FastMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
+    requests: FastMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
@@ -1013,7 +1018,7 @@ struct Driver {
 /// that are a method or a protocol version are static.
 #[derive(Default)]
 struct WireHeaders {
-    names: HashMap<Box<str>, http::HeaderName>,
+    names: FastMap<Box<str>, http::HeaderName>,
 }
 
 /// At most this many distinct header names are kept (`Mcp-Param-*` names come from servers'
@@ -1084,10 +1089,10 @@ impl Driver {
             session,
             transport,
             state,
-            calls: HashMap::new(),
-            call_ops: HashMap::new(),
-            lists: HashMap::new(),
-            requests: HashMap::new(),
+            calls: FastMap::default(),
+            call_ops: FastMap::default(),
+            lists: FastMap::default(),
+            requests: FastMap::default(),
             handler,
             own_commands,
             queued: Vec::new(),

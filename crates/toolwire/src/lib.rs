@@ -40,6 +40,8 @@
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
 //!   forbids a client to do automatically, and build aws-lc.
+//! - `foldhash` (already under the tool cache): the driver's per-call maps, where SipHash cost
+//!   more than the lookups.
 //!
 //! # Crate features
 //! None yet.
