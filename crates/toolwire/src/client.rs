@@ -639,11 +639,20 @@ impl Client {
                 .map(|t| Arc::clone(t.tool())),
         };
         // MRTR: each `input_required` answer is met by the handler and the call is retried
-        // (new id, the answers, the exact requestState), a bounded number of times.
+        // (new id, the answers, the exact requestState), a bounded number of times. Without a
+        // handler an `input_required` answer ends the call (`Error::InputRequired`), so there
+        // is no next round to keep the arguments for: they move into the call, uncopied.
+        let another_round_possible = self.inner.config.handler.is_some();
+        let mut arguments = arguments;
         let mut rounds = 0;
         let result = loop {
+            let this_round = if another_round_possible {
+                (arguments.clone(), options.clone())
+            } else {
+                (arguments.take(), std::mem::take(&mut options))
+            };
             let outcome = self
-                .call_once(name, arguments.clone(), options.clone(), progress.clone())
+                .call_once(name, this_round.0, this_round.1, progress.clone())
                 .await?;
             match outcome {
                 Outcome::Complete(result) => break result,
