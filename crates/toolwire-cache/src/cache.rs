@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::{ArcSwap, Guard};
 use toolwire_headers::{HeaderPlan, InvalidToolHeaders};
-use toolwire_types::Tool;
+use toolwire_types::{MalformedTool, Tool};
 
 use crate::snapshot::{CachedTool, SnapshotDiff, ToolMap, ToolSnapshot};
 
@@ -49,6 +49,8 @@ pub enum RejectReason {
     DuplicateName,
     /// Its `x-mcp-header` annotations break the rules.
     Headers(InvalidToolHeaders),
+    /// The definition does not decode as a tool (the decoder's words; they name the member).
+    Malformed(String),
 }
 
 impl fmt::Display for RejectReason {
@@ -59,6 +61,7 @@ impl fmt::Display for RejectReason {
                 f.write_str("a later tool in the same listing has the same name")
             }
             Self::Headers(e) => fmt::Display::fmt(e, f),
+            Self::Malformed(e) => write!(f, "the definition does not decode: {e}"),
         }
     }
 }
@@ -66,9 +69,10 @@ impl fmt::Display for RejectReason {
 /// A tool definition that was not taken, with its position in the input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RejectedTool {
-    /// Position in the batch or listing (0-based).
+    /// Position in the batch, or in the listing as the server sent it, all pages in order
+    /// (0-based).
     pub index: usize,
-    /// The tool's name (possibly empty).
+    /// The tool's name (possibly empty; empty too for a malformed definition without one).
     pub name: String,
     /// Why.
     pub reason: RejectReason,
@@ -135,24 +139,61 @@ pub struct ListOutcome {
 /// repeated) leaves the cache as it was.
 #[derive(Debug)]
 pub struct Listing {
-    tools: Vec<Tool>,
+    /// Every definition in the order the server listed it. One that did not decode keeps its
+    /// place: it still claims its name (a later broken definition is still the server's latest
+    /// word on that tool), and the positions in [`RejectedTool`] stay the server's.
+    entries: Vec<Result<Tool, MalformedTool>>,
     stale_epoch: u64,
 }
 
 impl Listing {
     /// Adds one page of tools.
     pub fn add_page(&mut self, tools: impl IntoIterator<Item = Tool>) {
-        self.tools.extend(tools);
+        self.entries.extend(tools.into_iter().map(Ok));
     }
 
-    /// Tools collected so far.
+    /// Adds one page that was decoded tool by tool
+    /// ([`toolwire_types::ListToolsResult::decode_lenient`]): the `tools` that decoded, in
+    /// order, and the `malformed` ones, each put back at its [`MalformedTool::index`] in the
+    /// page. The malformed ones are rejected at commit ([`RejectReason::Malformed`]).
+    pub fn add_lenient_page(&mut self, tools: Vec<Tool>, malformed: Vec<MalformedTool>) {
+        let total = tools.len() + malformed.len();
+        let mut tools = tools.into_iter();
+        let mut malformed = malformed.into_iter().peekable();
+        self.entries.reserve(total);
+        for position in 0..total {
+            // Every turn takes exactly one of the two, so nothing is lost even when the
+            // indices do not fit the page (the rest then goes last, in order).
+            let entry = match malformed.next_if(|m| m.index == position) {
+                Some(m) => Err(m),
+                None => match tools.next() {
+                    Some(tool) => Ok(tool),
+                    None => match malformed.next() {
+                        Some(m) => Err(m),
+                        None => break,
+                    },
+                },
+            };
+            self.entries.push(entry);
+        }
+    }
+
+    /// Definitions collected so far, malformed ones included.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.entries.len()
     }
 
-    /// Whether no tool was collected.
+    /// Whether no definition was collected.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.entries.is_empty()
+    }
+}
+
+/// The name a listing entry claims, if it has one.
+fn entry_name(entry: &Result<Tool, MalformedTool>) -> Option<&str> {
+    match entry {
+        Ok(tool) => Some(&tool.name),
+        Err(malformed) => malformed.name.as_deref(),
     }
 }
 
@@ -367,7 +408,7 @@ impl ToolCache {
     /// Starts collecting a `tools/list` walk.
     pub fn begin_listing(&self) -> Listing {
         Listing {
-            tools: Vec::new(),
+            entries: Vec::new(),
             stale_epoch: self.lock().stale_epoch,
         }
     }
@@ -378,25 +419,38 @@ impl ToolCache {
     /// [`CacheConfig`]). The snapshot stays stale if the server announced a change after the
     /// listing began.
     pub fn commit_listing(&self, listing: Listing) -> ListOutcome {
-        let total = listing.tools.len();
+        let total = listing.entries.len();
         let mut rejected = Vec::new();
         let mut unmirrored = Vec::new();
-        // Later definitions of a name win; earlier ones are reported.
+        // Later definitions of a name win (a malformed one too); earlier ones are reported.
         let mut last_index: HashMap<&str, usize, foldhash::fast::RandomState> =
             HashMap::with_capacity_and_hasher(total, Default::default());
-        for (i, tool) in listing.tools.iter().enumerate() {
-            last_index.insert(tool.name.as_str(), i);
+        for (i, entry) in listing.entries.iter().enumerate() {
+            if let Some(name) = entry_name(entry) {
+                last_index.insert(name, i);
+            }
         }
         let keep: Vec<bool> = listing
-            .tools
+            .entries
             .iter()
             .enumerate()
-            .map(|(i, t)| last_index.get(t.name.as_str()) == Some(&i))
+            .map(|(i, e)| entry_name(e).is_none_or(|name| last_index.get(name) == Some(&i)))
             .collect();
         drop(last_index);
 
         let mut discovered: Vec<(Tool, HeaderPlan)> = Vec::with_capacity(total);
-        for (index, (tool, keep)) in listing.tools.into_iter().zip(keep).enumerate() {
+        for (index, (entry, keep)) in listing.entries.into_iter().zip(keep).enumerate() {
+            let tool = match entry {
+                Ok(tool) => tool,
+                Err(malformed) => {
+                    rejected.push(RejectedTool {
+                        index,
+                        name: malformed.name.unwrap_or_default(),
+                        reason: RejectReason::Malformed(malformed.error),
+                    });
+                    continue;
+                }
+            };
             let reject = |reason| RejectedTool {
                 index,
                 name: tool.name.clone(),

@@ -340,6 +340,60 @@ fn duplicate_names_in_a_listing_keep_the_last() {
     );
 }
 
+fn malformed(index: usize, name: Option<&str>) -> toolwire_types::MalformedTool {
+    toolwire_types::MalformedTool {
+        index,
+        name: name.map(str::to_owned),
+        error: "missing field `inputSchema`".into(),
+    }
+}
+
+#[test]
+fn malformed_definitions_keep_their_place_and_their_name() {
+    let cache = ToolCache::default();
+    let mut listing = cache.begin_listing();
+    // Page 1: x, <broken x>, y: the broken definition is the server's latest word on `x`.
+    listing.add_lenient_page(
+        vec![tool("x", "First"), plain("y")],
+        vec![malformed(1, Some("x"))],
+    );
+    // Page 2: <broken z>, z, <broken, nameless>: the good `z` comes later and wins.
+    listing.add_lenient_page(
+        vec![plain("z")],
+        vec![malformed(0, Some("z")), malformed(2, None)],
+    );
+    assert_eq!(listing.len(), 6);
+    let outcome = cache.commit_listing(listing);
+    assert_eq!(cache.load().names(), ["y", "z"]);
+    let rejected: Vec<_> = outcome
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.name.as_str(), r.reason.clone()))
+        .collect();
+    let broken = RejectReason::Malformed("missing field `inputSchema`".into());
+    assert_eq!(
+        rejected,
+        [
+            (0, "x", RejectReason::DuplicateName),
+            (1, "x", broken.clone()),
+            (3, "z", broken.clone()),
+            (5, "", broken.clone()),
+        ]
+    );
+    assert!(outcome.rejected[1].to_string().contains("does not decode"));
+
+    // Indices that do not fit the page lose nothing: the rest goes last, in order.
+    let mut listing = cache.begin_listing();
+    listing.add_lenient_page(vec![plain("a")], vec![malformed(9, Some("b"))]);
+    assert_eq!(listing.len(), 2);
+    let outcome = cache.commit_listing(listing);
+    assert_eq!(cache.load().names(), ["a"]);
+    assert_eq!(
+        (outcome.rejected[0].index, outcome.rejected[0].name.as_str()),
+        (1, "b")
+    );
+}
+
 #[test]
 fn stale_marks_keep_tools_until_a_later_listing() {
     let cache = ToolCache::default();

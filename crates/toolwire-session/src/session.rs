@@ -523,6 +523,27 @@ struct Announced {
 /// ids this session chose, so flooding a bucket is not open to the peer.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Decodes one `tools/list` page. A page the strict decoder refuses is decoded again tool by
+/// tool, so that one malformed definition is rejected alone (and warned about at commit) rather
+/// than hiding every other tool of the server; a page whose own shape is wrong fails with the
+/// strict decoder's error.
+fn decode_tool_page(
+    raw: &RawValue,
+) -> Result<(ListToolsResult, Vec<toolwire_types::MalformedTool>), RequestError> {
+    match method::ListTools::decode_result(raw) {
+        Ok(Outcome::Complete(page)) => Ok((page, Vec::new())),
+        // decode_result only yields Complete for tools/list; kept total anyway.
+        Ok(Outcome::InputRequired(_)) => {
+            Err(RequestError::Decode(DecodeError::UnexpectedInputRequired {
+                method: "tools/list".into(),
+            }))
+        }
+        Err(strict) => {
+            ListToolsResult::decode_lenient(raw).map_err(|_| RequestError::Decode(strict))
+        }
+    }
+}
+
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -1752,25 +1773,19 @@ impl Session {
             } => {
                 let page = payload
                     .map_err(|error| RequestError::Server { error })
-                    .and_then(|raw| {
-                        method::ListTools::decode_result(&raw).map_err(RequestError::Decode)
-                    });
-                let page: ListToolsResult = match page {
-                    Ok(Outcome::Complete(page)) => page,
-                    Ok(Outcome::InputRequired(_)) => {
-                        // decode_result only yields Complete for tools/list; kept total anyway.
-                        let e = DecodeError::UnexpectedInputRequired {
-                            method: "tools/list".into(),
-                        };
-                        self.finish_listing(op, Err(RequestError::Decode(e)), now);
-                        return;
-                    }
+                    .and_then(|raw| decode_tool_page(&raw));
+                let (page, malformed) = match page {
+                    Ok(decoded) => decoded,
                     Err(e) => {
                         self.finish_listing(op, Err(e), now);
                         return;
                     }
                 };
-                listing.add_page(page.tools);
+                if malformed.is_empty() {
+                    listing.add_page(page.tools);
+                } else {
+                    listing.add_lenient_page(page.tools, malformed);
+                }
                 let Some(cursor) = page.next_cursor else {
                     let outcome = self.cache.commit_listing(listing);
                     for rejected in &outcome.rejected {

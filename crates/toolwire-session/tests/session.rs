@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolwire_cache::ToolCache;
+use toolwire_cache::{RejectReason, ToolCache};
 use toolwire_session::*;
 use toolwire_types::{Implementation, ProtocolVersion, Tool};
 
@@ -321,6 +321,60 @@ fn tools_list_walks_pages_into_the_cache() {
     assert_eq!(outcome.commit.diff.added, ["execute_sql", "plain"]);
     assert_eq!(outcome.rejected.len(), 1);
     assert_eq!(p.session.cache().load().names(), ["execute_sql", "plain"]);
+}
+
+#[test]
+fn a_malformed_definition_is_rejected_alone_and_a_malformed_page_fails_the_walk() {
+    let mut p = Peer::ready_modern(true);
+    let op = p.session.list_tools(p.at(10)).unwrap();
+    let (page1, _) = p.sent();
+    p.reply(
+        &page1,
+        json!({"tools": [region_tool("a"), {"name": "broken"}], "nextCursor": "c1"}),
+        11,
+    );
+    let (page2, _) = p.sent();
+    // Positions count across pages: `b`'s bad title is the listing's fourth definition.
+    p.reply(
+        &page2,
+        json!({"tools": [region_tool("c"), {"name": "b", "title": 5, "inputSchema": {}}]}),
+        12,
+    );
+    let Event::ToolsListed { op: done, result } = p.event() else {
+        panic!()
+    };
+    assert_eq!(done, op);
+    let outcome = result.unwrap();
+    assert_eq!(p.session.cache().load().names(), ["a", "c"]);
+    let rejected: Vec<_> = outcome
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.name.as_str()))
+        .collect();
+    assert_eq!(rejected, [(1, "broken"), (3, "b")]);
+    assert!(
+        matches!(&outcome.rejected[0].reason, RejectReason::Malformed(e) if e.contains("inputSchema")),
+        "{:?}",
+        outcome.rejected[0].reason
+    );
+
+    // A page whose own shape is wrong fails the walk with the strict decoder's error and
+    // leaves the cache as it was.
+    p.session.list_tools(p.at(20)).unwrap();
+    let (page, _) = p.sent();
+    p.reply(
+        &page,
+        json!({"tools": [region_tool("z")], "nextCursor": 7}),
+        21,
+    );
+    let Event::ToolsListed { result, .. } = p.event() else {
+        panic!()
+    };
+    assert!(
+        matches!(&result, Err(RequestError::Decode(e)) if e.to_string().contains("tools/list")),
+        "{result:?}"
+    );
+    assert_eq!(p.session.cache().load().names(), ["a", "c"]);
 }
 
 #[test]

@@ -108,7 +108,7 @@ pub use resources::{
     Resource, ResourceTemplate, ResourceUriParams,
 };
 pub use tools::{
-    CallToolParams, CallToolResult, ListParams, ListToolsResult, Tool, ToolAnnotations,
-    ToolExecution,
+    CallToolParams, CallToolResult, ListParams, ListToolsResult, MalformedTool, Tool,
+    ToolAnnotations, ToolExecution,
 };
 pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

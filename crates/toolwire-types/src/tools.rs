@@ -147,6 +147,76 @@ impl Cacheable for ListToolsResult {
     }
 }
 
+/// A definition in a `tools/list` page that does not decode as a [`Tool`] (`inputSchema`
+/// missing, a member of the wrong type, ...), set aside by [`ListToolsResult::decode_lenient`]
+/// so that the rest of the page still counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedTool {
+    /// Its position in the page's `tools` array (0-based).
+    pub index: usize,
+    /// Its `name`, when that much is a string.
+    pub name: Option<String>,
+    /// What is wrong, as the decoder says it (it names the member).
+    pub error: String,
+}
+
+/// The shape of a page with its tools still raw.
+#[derive(Deserialize)]
+struct RawToolPage {
+    tools: Vec<Box<serde_json::value::RawValue>>,
+    #[serde(flatten)]
+    rest: JsonObject,
+}
+
+/// Just a definition's name, to say which tool was malformed.
+#[derive(Deserialize)]
+struct NameOnly {
+    name: String,
+}
+
+impl ListToolsResult {
+    /// Decodes a `tools/list` result tool by tool: every definition that decodes is in the
+    /// page, every one that does not is returned beside it, in page order. For a page that the
+    /// strict decoder ([`crate::RequestMethod::decode_result`]) refused: one bad definition
+    /// should not hide a server's other tools. It costs a second parse, so it is the fallback,
+    /// not the first try.
+    ///
+    /// Fails, naming what is wrong, when the page itself is malformed: not an object, `tools`
+    /// missing or not an array, or any other member of the wrong type.
+    pub fn decode_lenient(
+        raw: &serde_json::value::RawValue,
+    ) -> Result<(Self, Vec<MalformedTool>), crate::DecodeError> {
+        let invalid = |source| crate::DecodeError::InvalidResult {
+            method: "tools/list".into(),
+            source,
+        };
+        let parts: RawToolPage = serde_json::from_str(raw.get()).map_err(invalid)?;
+        let mut rest = parts.rest;
+        rest.insert("tools".into(), Value::Array(Vec::new()));
+        let mut page: Self = serde_json::from_value(Value::Object(rest)).map_err(invalid)?;
+        if page.result_type == Some(ResultType::InputRequired) {
+            // As the strict decoder: tools/list has no input_required.
+            return Err(crate::DecodeError::UnexpectedInputRequired {
+                method: "tools/list".into(),
+            });
+        }
+        let mut malformed = Vec::new();
+        for (index, raw) in parts.tools.iter().enumerate() {
+            match serde_json::from_str::<Tool>(raw.get()) {
+                Ok(tool) => page.tools.push(tool),
+                Err(e) => malformed.push(MalformedTool {
+                    index,
+                    name: serde_json::from_str::<NameOnly>(raw.get())
+                        .ok()
+                        .map(|n| n.name),
+                    error: e.to_string(),
+                }),
+            }
+        }
+        Ok((page, malformed))
+    }
+}
+
 /// `tools/call` params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -397,6 +467,71 @@ impl<'de> Deserialize<'de> for CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_lenient_page_keeps_the_tools_that_decode() {
+        let raw = serde_json::value::RawValue::from_string(
+            serde_json::json!({
+                "tools": [
+                    {"name": "good", "inputSchema": {"type": "object"}},
+                    {"name": "no_schema"},
+                    {"name": 5, "inputSchema": {"type": "object"}},
+                    {"name": "bad_title", "title": 7, "inputSchema": {"type": "object"}},
+                    {"name": "also_good", "inputSchema": {"type": "object"}}
+                ],
+                "nextCursor": "c2",
+                "x-vendor": true
+            })
+            .to_string(),
+        )
+        .unwrap();
+        use crate::RequestMethod as _;
+        assert!(crate::methods::method::ListTools::decode_result(&raw).is_err());
+        let (page, malformed) = ListToolsResult::decode_lenient(&raw).unwrap();
+        let names: Vec<_> = page.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["good", "also_good"]);
+        assert_eq!(page.next_cursor.as_deref(), Some("c2"));
+        assert_eq!(page.extra["x-vendor"], true);
+        let found: Vec<_> = malformed
+            .iter()
+            .map(|m| (m.index, m.name.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [(1, Some("no_schema")), (2, None), (3, Some("bad_title"))]
+        );
+        assert!(
+            malformed[0].error.contains("inputSchema"),
+            "{}",
+            malformed[0].error
+        );
+
+        // The page itself malformed: nothing to salvage, and the error says why.
+        for bad in [
+            r#"{"tools": {}}"#,
+            r#"{"nextCursor": 5, "tools": []}"#,
+            r#"{"cursor": "x"}"#,
+            r#"{"tools": [], "resultType": "later"}"#,
+            "[]",
+        ] {
+            let raw = serde_json::value::RawValue::from_string(bad.into()).unwrap();
+            assert!(
+                matches!(
+                    ListToolsResult::decode_lenient(&raw),
+                    Err(crate::DecodeError::InvalidResult { .. })
+                ),
+                "{bad}"
+            );
+        }
+        let raw = serde_json::value::RawValue::from_string(
+            r#"{"tools": [{"name": 1}], "resultType": "input_required"}"#.into(),
+        )
+        .unwrap();
+        assert!(matches!(
+            ListToolsResult::decode_lenient(&raw),
+            Err(crate::DecodeError::UnexpectedInputRequired { .. })
+        ));
+    }
 
     #[test]
     fn a_call_result_decodes_in_one_pass_and_round_trips() {
