@@ -673,11 +673,14 @@ mod facade {
             })
         });
         let client = Client::connect_stdio(server("modern"), config).unwrap();
-        let result = client.call_tool("login", json!({})).await.unwrap();
+        let result = client
+            .call_tool("login", json!({"org": "rust-lang"}))
+            .await
+            .unwrap();
         assert_eq!(
             result.content[0].as_text(),
-            Some("welcome ferris"),
-            "requestState echoed exactly"
+            Some("welcome ferris of rust-lang"),
+            "requestState echoed exactly, the arguments sent again"
         );
         // prompts/get may ask for input too.
         let prompt = client.get_prompt("secret", []).await.unwrap();

@@ -151,17 +151,7 @@ enum Failure {
 
 /// An error and its causes, on one line.
 fn one_line(e: &dyn std::error::Error) -> String {
-    let mut line = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let next = s.to_string();
-        if !line.contains(&next) {
-            line.push_str(": ");
-            line.push_str(&next);
-        }
-        source = s.source();
-    }
-    line
+    toolwire::ErrorChain(e).to_string()
 }
 
 impl From<Error> for Failure {

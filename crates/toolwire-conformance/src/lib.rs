@@ -2,16 +2,10 @@
 //! official conformance suite) and `toolwire-interop-client` (driven by `cargo xtask interop`
 //! against real servers). Both use the public `toolwire` API only.
 
-/// `error: its cause: its cause …` on one line, for the one line a driver reads from stderr.
+/// `error: its cause: its cause …` on one line, for the one line a driver reads from stderr
+/// ([`toolwire::ErrorChain`]).
 pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        line.push_str(": ");
-        line.push_str(&s.to_string());
-        source = s.source();
-    }
-    line
+    toolwire::ErrorChain(error).to_string()
 }
 
 /// The `default` of every property of an `elicitation/create` request's schema (SEP-1034):
@@ -49,28 +43,4 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .worker_threads(2)
         .enable_all()
         .build()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug)]
-    struct Outer(std::io::Error);
-    impl std::fmt::Display for Outer {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("call failed")
-        }
-    }
-    impl std::error::Error for Outer {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn the_chain_is_one_line_outermost_first() {
-        let e = Outer(std::io::Error::other("connection reset"));
-        assert_eq!(error_chain(&e), "call failed: connection reset");
-    }
 }

@@ -13,10 +13,11 @@ use toolwire_headers::{
 };
 use toolwire_types::methods::method;
 use toolwire_types::{
-    CallToolParams, ClientCapabilities, DecodeError, DiscoverResult, EncodeError, ErrorObject,
-    Frame, HasMeta, Implementation, InitializeParams, InitializeResult, JsonObject, ListParams,
-    ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, Rendered, RequestId,
-    RequestMethod, ServerCapabilities, Tool, encode_notification, encode_request, encode_result,
+    CallToolRequestParams, ClientCapabilities, DecodeError, DiscoverResult, EncodeError,
+    ErrorObject, Frame, HasMeta, Implementation, InitializeParams, InitializeResult, JsonObject,
+    ListParams, ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, Rendered,
+    RequestId, RequestMethod, ServerCapabilities, Tool, encode_notification, encode_request,
+    encode_result,
 };
 
 /// Which protocol era to speak.
@@ -466,7 +467,10 @@ impl Pending {
 
 /// A `tools/call` as sent, kept to reissue it after a header mismatch.
 struct CallRetry {
-    params: CallToolParams,
+    name: String,
+    /// Shared with the caller, which may need them for an `input_required` round.
+    arguments: Option<Arc<JsonObject>>,
+    /// With the MRTR answers and `requestState` the call carried.
     options: CallOptions,
 }
 
@@ -1136,6 +1140,19 @@ impl Session {
         options: CallOptions,
         now: Instant,
     ) -> Result<OpId, RequestError> {
+        self.call_tool_shared(name, arguments.map(Arc::new), options, now)
+    }
+
+    /// [`Session::call_tool`] with arguments the caller keeps too: they are serialised from the
+    /// shared map and kept for a reissue without a copy, so a caller that may send them again
+    /// (an `input_required` round) holds one map, whatever its size.
+    pub fn call_tool_shared(
+        &mut self,
+        name: &str,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
         let op = self.allocate_op();
         self.issue_call(op, name, arguments, options, true, now)?;
         Ok(op)
@@ -1145,8 +1162,8 @@ impl Session {
         &mut self,
         op: OpId,
         name: &str,
-        arguments: Option<JsonObject>,
-        mut options: CallOptions,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
         may_retry: bool,
         now: Instant,
     ) -> Result<(), RequestError> {
@@ -1169,7 +1186,7 @@ impl Session {
         let headers = if self.sends_sep2243_headers(&version) {
             match &plan {
                 Some(plan) => plan
-                    .call_headers(arguments.as_ref())
+                    .call_headers(arguments.as_deref())
                     .map_err(RequestError::Argument)?,
                 None => {
                     tracing::warn!(
@@ -1189,9 +1206,13 @@ impl Session {
             .retry_safe
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
         drop(snapshot);
-        let mut params = CallToolParams::new(name, arguments);
-        params.input_responses = options.input_responses.take();
-        params.request_state = options.request_state.take();
+        let mut params = CallToolRequestParams {
+            name,
+            arguments: arguments.as_deref(),
+            input_responses: options.input_responses.as_ref(),
+            request_state: options.request_state.as_deref(),
+            meta: None,
+        };
         self.envelope(&version, &mut params);
         // The token is the id the request is about to get: unique among active requests.
         let token = options
@@ -1221,13 +1242,19 @@ impl Session {
                 now,
             )
             .map_err(RequestError::Encode)?;
+        drop(params);
         let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
         if let Some(pending) = self.pending.get_mut(&id) {
             if let PendingKind::ToolCall { retry, .. } = &mut pending.kind
                 && reissuable
             {
-                // Kept, not copied: the arguments were going to be dropped after encoding.
-                *retry = Some(Box::new(CallRetry { params, options }));
+                // Kept, not copied: the arguments are shared, the options were going to be
+                // dropped after encoding.
+                *retry = Some(Box::new(CallRetry {
+                    name: name.to_owned(),
+                    arguments,
+                    options,
+                }));
             }
             if token.is_some() {
                 pending.progress_token = token.clone();
@@ -1248,7 +1275,7 @@ impl Session {
         now: Instant,
     ) {
         tracing::warn!(
-            tool = %retry.params.name,
+            tool = %retry.name,
             code = error.code,
             "the server says the Mcp-Param-* headers do not match the arguments; re-listing the \
              tools and retrying once"
@@ -1367,16 +1394,12 @@ impl Session {
                 continue;
             }
             let CallRetry {
-                mut params,
-                mut options,
+                name,
+                arguments,
+                options,
             } = *r.retry;
-            options.input_responses = params.input_responses.take();
-            options.request_state = params.request_state.take();
-            tracing::info!(tool = %params.name, "retrying the call with headers from the fresh tool list");
-            let name = std::mem::take(&mut params.name);
-            if let Err(e) =
-                self.issue_call(r.op, &name, params.arguments.take(), options, false, now)
-            {
+            tracing::info!(tool = %name, "retrying the call with headers from the fresh tool list");
+            if let Err(e) = self.issue_call(r.op, &name, arguments, options, false, now) {
                 self.events.push_back(Event::Completed {
                     op: r.op,
                     result: Err(e),

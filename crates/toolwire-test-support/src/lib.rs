@@ -300,8 +300,13 @@ impl ScriptedServer {
                         "properties": {"name": {"type": "string"}}, "required": ["name"]}}}},
                     "requestState": "state-1 opaque=+/"}),
                     (answer, Some("state-1 opaque=+/")) if answer["action"] == "accept" => {
+                        // The retry must carry the first round's arguments too.
+                        let org = params["arguments"]["org"]
+                            .as_str()
+                            .map(|org| format!(" of {org}"))
+                            .unwrap_or_default();
                         text_result(&format!(
-                            "welcome {}",
+                            "welcome {}{org}",
                             answer["content"]["name"].as_str().unwrap_or("?")
                         ))
                     }

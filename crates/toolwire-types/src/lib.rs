@@ -108,7 +108,7 @@ pub use resources::{
     Resource, ResourceTemplate, ResourceUriParams,
 };
 pub use tools::{
-    CallToolParams, CallToolResult, ListParams, ListToolsResult, MalformedTool, Tool,
-    ToolAnnotations, ToolExecution,
+    CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,
+    MalformedTool, Tool, ToolAnnotations, ToolExecution,
 };
 pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

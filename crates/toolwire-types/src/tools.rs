@@ -240,6 +240,35 @@ pub struct CallToolParams {
     pub extra: JsonObject,
 }
 
+/// `tools/call` params as a client writes them, borrowing what it may send more than once
+/// (the arguments, kept for an `input_required` round or a reissue after a header mismatch,
+/// and the MRTR answers). Serialises exactly as [`CallToolParams`] with the same members and no
+/// `extra`; encode-only.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolRequestParams<'a> {
+    /// The tool's name.
+    pub name: &'a str,
+    /// The tool's arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a JsonObject>,
+    /// Answers to the server's `inputRequests`, by key (MRTR retry, modern).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<&'a JsonObject>,
+    /// The server's `requestState`, echoed exactly (MRTR retry, modern).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<&'a str>,
+    /// Metadata (modern envelope, progress token).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl crate::HasMeta for CallToolRequestParams<'_> {
+    fn meta_mut(&mut self) -> &mut Option<Meta> {
+        &mut self.meta
+    }
+}
+
 impl CallToolParams {
     /// A call of `name` with `arguments`.
     pub fn new(name: impl Into<String>, arguments: Option<JsonObject>) -> Self {
@@ -467,6 +496,43 @@ impl<'de> Deserialize<'de> for CallToolResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn borrowed_call_params_serialise_as_the_owned_ones() {
+        let arguments = serde_json::json!({"region": "eu", "n": [1, 2]});
+        let arguments = arguments.as_object().unwrap();
+        let responses = serde_json::json!({"k": {"action": "accept"}});
+        let meta = Meta {
+            progress_token: Some(crate::RequestId::Number(3)),
+            ..Meta::default()
+        };
+        let mut owned = CallToolParams::new("t", Some(arguments.clone()));
+        owned.input_responses = responses.as_object().cloned();
+        owned.request_state = Some("s\"1".into());
+        owned.meta = Some(meta.clone());
+        let borrowed = CallToolRequestParams {
+            name: "t",
+            arguments: Some(arguments),
+            input_responses: responses.as_object(),
+            request_state: Some("s\"1"),
+            meta: Some(meta),
+        };
+        assert_eq!(
+            serde_json::to_string(&borrowed).unwrap(),
+            serde_json::to_string(&owned).unwrap()
+        );
+        let bare = CallToolRequestParams {
+            name: "t",
+            arguments: None,
+            input_responses: None,
+            request_state: None,
+            meta: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            serde_json::to_string(&CallToolParams::new("t", None)).unwrap()
+        );
+    }
 
     #[test]
     fn a_lenient_page_keeps_the_tools_that_decode() {

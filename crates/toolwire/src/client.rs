@@ -129,7 +129,8 @@ enum Command {
         call: u64,
         progress: Option<ProgressCallback>,
         name: String,
-        arguments: Option<JsonObject>,
+        /// Shared with the caller, which keeps them for an `input_required` round.
+        arguments: Option<Arc<JsonObject>>,
         /// Boxed: it may hold a whole tool definition.
         options: Box<CallOptions>,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
@@ -620,7 +621,7 @@ impl Client {
         progress: Option<ProgressCallback>,
     ) -> Result<CallToolResult, Error> {
         let arguments = match arguments {
-            Value::Object(map) => Some(map),
+            Value::Object(map) => Some(Arc::new(map)),
             Value::Null => None,
             _ => return Err(Error::ArgumentsNotAnObject),
         };
@@ -639,20 +640,20 @@ impl Client {
                 .map(|t| Arc::clone(t.tool())),
         };
         // MRTR: each `input_required` answer is met by the handler and the call is retried
-        // (new id, the answers, the exact requestState), a bounded number of times. Without a
-        // handler an `input_required` answer ends the call (`Error::InputRequired`), so there
-        // is no next round to keep the arguments for: they move into the call, uncopied.
+        // (new id, the answers, the exact requestState), a bounded number of times. The
+        // arguments are shared with every round, never copied. Without a handler an
+        // `input_required` answer ends the call (`Error::InputRequired`), so there is no next
+        // round to keep the options for: they move into the call.
         let another_round_possible = self.inner.config.handler.is_some();
-        let mut arguments = arguments;
         let mut rounds = 0;
         let result = loop {
             let this_round = if another_round_possible {
-                (arguments.clone(), options.clone())
+                options.clone()
             } else {
-                (arguments.take(), std::mem::take(&mut options))
+                std::mem::take(&mut options)
             };
             let outcome = self
-                .call_once(name, this_round.0, this_round.1, progress.clone())
+                .call_once(name, arguments.clone(), this_round, progress.clone())
                 .await?;
             match outcome {
                 Outcome::Complete(result) => break result,
@@ -681,7 +682,7 @@ impl Client {
     async fn call_once(
         &self,
         name: &str,
-        arguments: Option<JsonObject>,
+        arguments: Option<Arc<JsonObject>>,
         options: CallOptions,
         progress: Option<ProgressCallback>,
     ) -> Result<Outcome<CallToolResult>, Error> {
@@ -1152,7 +1153,10 @@ impl Driver {
                 arguments,
                 options,
                 reply,
-            } => match self.session.call_tool(&name, arguments, *options, now) {
+            } => match self
+                .session
+                .call_tool_shared(&name, arguments, *options, now)
+            {
                 Ok(op) => {
                     self.call_ops.insert(call, op);
                     self.calls.insert(

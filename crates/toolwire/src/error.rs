@@ -1,5 +1,6 @@
 //! The one error type of the facade.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,5 +100,67 @@ impl From<RequestError> for Error {
             | RequestError::NotAdvertised(_)) => Self::InvalidCall(Arc::new(e)),
             e => Self::Protocol(Arc::new(e)),
         }
+    }
+}
+
+/// An error and its causes on one line, outermost first: `error: cause: cause …`. A cause
+/// whose text the line already holds (an error that prints its source itself) is not repeated.
+/// For a log line or a terminal, where `Display` alone would drop the causes.
+///
+/// ```
+/// # use toolwire::ErrorChain;
+/// let e = std::io::Error::other("connection reset");
+/// assert_eq!(ErrorChain(&e).to_string(), "connection reset");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = self.0.to_string();
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            let next = cause.to_string();
+            if !line.contains(&next) {
+                line.push_str(": ");
+                line.push_str(&next);
+            }
+            source = cause.source();
+        }
+        f.write_str(&line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Wrap(&'static str, std::io::Error);
+
+    impl fmt::Display for Wrap {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrap {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn the_chain_is_one_line_outermost_first_without_repeats() {
+        let e = Wrap("call failed", std::io::Error::other("connection reset"));
+        assert_eq!(ErrorChain(&e).to_string(), "call failed: connection reset");
+        // An outer error that already prints its cause.
+        let e = Wrap(
+            "call failed: connection reset",
+            std::io::Error::other("connection reset"),
+        );
+        assert_eq!(ErrorChain(&e).to_string(), "call failed: connection reset");
+        let e = Error::Timeout(Duration::from_secs(2));
+        assert_eq!(ErrorChain(&e).to_string(), e.to_string());
     }
 }

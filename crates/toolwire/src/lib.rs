@@ -60,7 +60,7 @@ pub use client::{
     Client, ClientBuilder, ClientConfig, Connector, ProgressCallback, ServerRequestHandler,
     TOOLS_STALE_META, tools_may_be_stale,
 };
-pub use error::Error;
+pub use error::{Error, ErrorChain};
 
 pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
 pub use toolwire_http::{
