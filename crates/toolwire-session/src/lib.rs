@@ -44,7 +44,7 @@ mod session;
 
 pub use session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, RequestError, Session, SessionConfig,
-    SessionError, SettleMode, Transmit, TransmitKind, Undelivered,
+    SessionError, SettleMode, Transmit, TransmitKind, Undelivered, tool_call_headers,
 };
 
 pub use toolwire_cache::ToolCache;

@@ -527,6 +527,22 @@ struct Announced {
 /// ids this session chose, so flooding a bucket is not open to the peer.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// The SEP-2243 headers of a `tools/call` of `name` at a version and over a transport that
+/// send them: `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` of `plan` for `arguments`, or the
+/// first two alone without a plan (a tool the client does not know). Fails on an argument that
+/// does not fit its annotation. The one place the rule lives: the session's calls and
+/// `toolwire::Client::call_headers` both use it.
+pub fn tool_call_headers(
+    name: &str,
+    plan: Option<&HeaderPlan>,
+    arguments: Option<&JsonObject>,
+) -> Result<Vec<Header>, ArgumentError> {
+    match plan {
+        Some(plan) => plan.call_headers(arguments),
+        None => Ok(standard_headers("tools/call", Some(name))),
+    }
+}
+
 /// Decodes one `tools/list` page. A page the strict decoder refuses is decoded again tool by
 /// tool, so that one malformed definition is rejected alone (and warned about at commit) rather
 /// than hiding every other tool of the server; a page whose own shape is wrong fails with the
@@ -1184,20 +1200,16 @@ impl Session {
         // Over a transport without headers (stdio) the annotations are ignored, as the spec
         // allows: no header is built, so no argument is refused for the header it would make.
         let headers = if self.sends_sep2243_headers(&version) {
-            match &plan {
-                Some(plan) => plan
-                    .call_headers(arguments.as_deref())
-                    .map_err(RequestError::Argument)?,
-                None => {
-                    tracing::warn!(
-                        tool = name,
-                        "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
-                         tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
-                         definition in CallOptions"
-                    );
-                    standard_headers("tools/call", Some(name))
-                }
+            if plan.is_none() {
+                tracing::warn!(
+                    tool = name,
+                    "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
+                     tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
+                     definition in CallOptions"
+                );
             }
+            tool_call_headers(name, plan.as_ref(), arguments.as_deref())
+                .map_err(RequestError::Argument)?
         } else {
             Vec::new()
         };

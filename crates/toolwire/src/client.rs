@@ -426,15 +426,16 @@ impl Client {
             headers.push(toolwire_headers::protocol_version_header(&version));
         }
         if version.uses_sep2243_headers() {
-            let arguments = arguments.as_object();
-            match self.inner.cache.snapshot().plan(name) {
-                Some(plan) => headers.extend(plan.call_headers(arguments).map_err(|e| {
-                    Error::InvalidCall(Arc::new(toolwire_session::RequestError::Argument(e)))
-                })?),
-                None => {
-                    headers.extend(toolwire_headers::standard_headers("tools/call", Some(name)))
-                }
-            }
+            let snapshot = self.inner.cache.snapshot();
+            let sep2243 = toolwire_session::tool_call_headers(
+                name,
+                snapshot.plan(name),
+                arguments.as_object(),
+            )
+            .map_err(|e| {
+                Error::InvalidCall(Arc::new(toolwire_session::RequestError::Argument(e)))
+            })?;
+            headers.extend(sep2243);
         }
         Ok(headers
             .into_iter()
@@ -625,10 +626,9 @@ impl Client {
             Value::Null => None,
             _ => return Err(Error::ArgumentsNotAnObject),
         };
-        // The output schema to check the result against: the per-call definition's, else the
-        // cached tool's (as it is when the call is made).
         // Which tool definition the result is checked against: the per-call one (its schema
-        // copied, as the options move into the call), else the cached one (an `Arc`, no copy).
+        // copied, as the options move into the call), else the cached one as it is when the
+        // call is made (an `Arc`, no copy).
         let given_schema = options.tool.as_ref().map(|t| t.output_schema.clone());
         let cached = match given_schema {
             Some(_) => None,
