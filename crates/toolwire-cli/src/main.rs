@@ -139,6 +139,9 @@ struct ServeArgs {
     /// Leave Nagle's algorithm on.
     #[arg(long)]
     nagle: bool,
+    /// Append two broken tool definitions to tools/list (a client should reject both).
+    #[arg(long)]
+    broken_tools: bool,
 }
 
 /// Why the command failed, and its exit code.
@@ -357,15 +360,27 @@ async fn command(
         Command::Tools {
             command: ToolsCommand::List,
         } => {
-            client.list_tools().await?;
+            let outcome = client.list_tools().await?;
             let snapshot = client.tools();
             let mut tools: Vec<(&str, &Tool)> =
                 snapshot.iter().map(|(n, t)| (n, &**t.tool())).collect();
             tools.sort_by(|a, b| a.0.cmp(b.0));
             if cli.json {
                 let tools: Vec<&Tool> = tools.iter().map(|(_, t)| *t).collect();
-                print_json(&json!({ "tools": tools }));
+                print_json(&json!({
+                    "tools": tools,
+                    "rejected": rejections(&outcome.rejected),
+                    "unmirrored": rejections(&outcome.unmirrored),
+                }));
             } else {
+                // Without -v the session's warnings are not printed: say here what the listing
+                // left out, or a missing tool would be a silent one.
+                for r in &outcome.rejected {
+                    eprintln!("toolwire: tool excluded: {r}");
+                }
+                for r in &outcome.unmirrored {
+                    eprintln!("toolwire: tool kept without Mcp-Param-* headers: {r}");
+                }
                 for (name, tool) in tools {
                     let headers: Vec<String> = snapshot
                         .plan(name)
@@ -407,6 +422,14 @@ async fn command(
             .await
         }
     }
+}
+
+/// The tools a listing left out (or kept without headers), for `--json`.
+fn rejections(items: &[toolwire::RejectedTool]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|r| json!({"index": r.index, "name": r.name, "reason": r.reason.to_string()}))
+        .collect()
 }
 
 /// A `KEY=VALUE` value typed by the property's schema (integer, number, boolean, string;
@@ -586,6 +609,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.faults.session_expiry = args.session_expiry;
     options.faults.cut_sse_every = args.cut_sse_every;
     options.faults.nagle = args.nagle;
+    options.faults.broken_tools = args.broken_tools;
     if args.stdio {
         toolwire_refserver::serve_stdio(options)
             .await

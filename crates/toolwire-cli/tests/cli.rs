@@ -63,6 +63,16 @@ fn serve(extra: &[&str]) -> Served {
     Served { child, url }
 }
 
+/// The names in a `--json tools list` document.
+fn tool_names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
 fn stdio_server(extra: &str) -> String {
     format!("'{BIN}' serve --stdio {extra}")
 }
@@ -136,12 +146,7 @@ fn every_command_in_every_setting_and_era() {
         assert_eq!(json(&ping), serde_json::json!({}));
 
         let list = json(&with(&["tools", "list"]));
-        let names: Vec<&str> = list["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
+        let names = tool_names(&list);
         assert!(
             names.contains(&"execute_sql") && names.contains(&"slow"),
             "{names:?}"
@@ -294,4 +299,40 @@ fn known_tools_are_loaded_all_or_nothing() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("broken"), "the bad tool is named: {err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tools_list_says_which_tools_it_left_out() {
+    let server = stdio_server("--broken-tools");
+    let o = toolwire(&["--json", "--stdio", &server, "tools", "list"]);
+    assert!(o.status.success(), "{o:?}");
+    let list = json(&o);
+    let names = tool_names(&list);
+    assert!(
+        names.contains(&"execute_sql"),
+        "the good tools stay: {names:?}"
+    );
+    assert!(!names.contains(&"no_schema") && !names.contains(&"bad_header"));
+    let rejected: Vec<(&str, &str)> = list["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert_eq!(rejected[0].0, "no_schema");
+    assert!(rejected[0].1.contains("inputSchema"), "{rejected:?}");
+    assert_eq!(rejected[1].0, "bad_header");
+    assert!(rejected[1].1.contains("My Region"), "{rejected:?}");
+
+    // Without --json and without -v, the exclusions still reach stderr.
+    let o = toolwire(&["--stdio", &server, "tools", "list"]);
+    assert!(o.status.success(), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("tool excluded: #") && stderr.contains("`no_schema`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`bad_header`"), "{stderr}");
+    assert!(stdout(&o).contains("execute_sql"));
 }

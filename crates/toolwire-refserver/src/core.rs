@@ -172,7 +172,11 @@ impl Core {
             "subscriptions/listen" if modern.is_some() => return Handled::Listen(id.clone()),
             "ping" => Ok(json!({})),
             "tools/list" => {
-                let tools: Vec<Value> = lock(&self.tools).iter().map(|e| e.def.clone()).collect();
+                let mut tools: Vec<Value> =
+                    lock(&self.tools).iter().map(|e| e.def.clone()).collect();
+                if self.options.faults.broken_tools {
+                    tools.extend(tools::broken_tools());
+                }
                 Ok(json!({ "tools": tools }))
             }
             "tools/call" => self.call(params, notify).await,

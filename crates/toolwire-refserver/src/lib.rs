@@ -15,7 +15,7 @@
 //!   `ephemeral` (removes itself).
 //! - **Knobs** ([`Options`], [`Faults`]): latency, registration delay, 406 on a given `Accept`,
 //!   429 with `Retry-After`, 503 n times, session expiry, SSE streams cut before their answer,
-//!   Nagle on (for the stall benchmark).
+//!   Nagle on (for the stall benchmark), broken tool definitions in `tools/list`.
 //!
 //! # Dependencies
 //! hyper + hyper-util (server), tokio, `http-body-util` (streamed bodies), `base64` (media
@@ -71,6 +71,10 @@ pub struct Faults {
     pub cut_sse_every: Option<u64>,
     /// Leave Nagle's algorithm on (the stall benchmark).
     pub nagle: bool,
+    /// Append two broken definitions to `tools/list`: one that does not decode as a tool
+    /// (`inputSchema` missing) and one whose `x-mcp-header` breaks the rules. A client should
+    /// reject both and keep the rest.
+    pub broken_tools: bool,
 }
 
 /// How the server behaves.

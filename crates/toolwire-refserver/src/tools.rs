@@ -5,6 +5,18 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+/// The broken definitions [`crate::Faults::broken_tools`] appends to `tools/list`: one without
+/// an `inputSchema` (it does not decode as a tool) and one whose `x-mcp-header` value has a
+/// space (the SEP-2243 rules forbid it).
+pub(crate) fn broken_tools() -> [Value; 2] {
+    [
+        json!({"name": "no_schema", "description": "Broken on purpose: no inputSchema."}),
+        json!({"name": "bad_header", "description": "Broken on purpose: an x-mcp-header with a space.",
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "My Region"}}}}),
+    ]
+}
+
 /// Tools present from the start.
 pub(crate) fn base_tools() -> Vec<Value> {
     vec![

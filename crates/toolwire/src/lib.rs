@@ -62,7 +62,9 @@ pub use client::{
 };
 pub use error::{Error, ErrorChain};
 
-pub use toolwire_cache::{CacheConfig, Commit, KnownToolsError, ListOutcome, ToolSnapshot};
+pub use toolwire_cache::{
+    CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,
+};
 pub use toolwire_http::{
     AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
     HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
