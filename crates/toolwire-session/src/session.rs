@@ -573,6 +573,9 @@ pub struct Session {
     /// The capabilities and info every 2026-07-28 request carries in `_meta`, shared rather
     /// than copied per request and serialised once.
     envelope: (Rendered<ClientCapabilities>, Rendered<Implementation>),
+    /// The whole `_meta` of a modern `tools/call` without a progress token, for the version
+    /// it was built for: the same on every call, so its bytes are written once.
+    call_meta: Option<(ProtocolVersion, Rendered<Meta>)>,
     cache: Arc<ToolCache>,
     carries_headers: bool,
     phase: Phase,
@@ -625,6 +628,7 @@ impl Session {
                 Rendered::new(config.capabilities.clone()),
                 Rendered::new(config.client_info.clone()),
             ),
+            call_meta: None,
             config,
             cache,
             carries_headers,
@@ -788,6 +792,21 @@ impl Session {
             meta.client_capabilities = Some(self.envelope.0.clone());
             meta.client_info = Some(self.envelope.1.clone());
         }
+    }
+
+    /// The envelope of a modern `tools/call` at `version` as one shared `_meta`, built on first
+    /// use (and again only if the version changes).
+    fn call_meta(&mut self, version: &ProtocolVersion) -> Rendered<Meta> {
+        if let Some((built_for, meta)) = &self.call_meta
+            && built_for == version
+        {
+            return meta.clone();
+        }
+        let mut params = MetaOnlyParams::default();
+        self.envelope(version, &mut params);
+        let meta = Rendered::new(params.meta.unwrap_or_default());
+        self.call_meta = Some((version.clone(), meta.clone()));
+        meta
     }
 
     /// Encodes and queues a request; `headers` are the SEP-2243 ones (the version header is
@@ -1218,21 +1237,28 @@ impl Session {
             .retry_safe
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
         drop(snapshot);
-        let mut params = CallToolRequestParams {
-            name,
-            arguments: arguments.as_deref(),
-            input_responses: options.input_responses.as_ref(),
-            request_state: options.request_state.as_deref(),
-            meta: None,
-        };
-        self.envelope(&version, &mut params);
         // The token is the id the request is about to get: unique among active requests.
         let token = options
             .progress
             .then(|| RequestId::Number(self.next_id + 1));
-        if let Some(token) = &token {
-            params.meta.get_or_insert_with(Meta::default).progress_token = Some(token.clone());
-        }
+        let meta = match &token {
+            None if version.is_modern() => Some(self.call_meta(&version)),
+            None => None,
+            Some(token) => {
+                let mut meta = MetaOnlyParams::default();
+                self.envelope(&version, &mut meta);
+                let mut meta = meta.meta.unwrap_or_default();
+                meta.progress_token = Some(token.clone());
+                Some(Rendered::new(meta))
+            }
+        };
+        let params = CallToolRequestParams {
+            name,
+            arguments: arguments.as_deref(),
+            input_responses: options.input_responses.as_ref(),
+            request_state: options.request_state.as_deref(),
+            meta,
+        };
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
         let settle = options
             .settle

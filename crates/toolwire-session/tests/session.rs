@@ -480,6 +480,32 @@ fn call(
 }
 
 #[test]
+fn every_modern_call_carries_the_whole_envelope() {
+    let mut p = Peer::ready_modern(false);
+    let mut metas = Vec::new();
+    for _ in 0..3 {
+        p.session
+            .call_tool("x", None, CallOptions::default(), p.at(1))
+            .unwrap();
+        let (request, _) = p.sent();
+        metas.push(request["params"]["_meta"].clone());
+    }
+    // The first call renders the envelope, the others reuse its bytes: all three the same.
+    assert_eq!(metas[0], metas[1]);
+    assert_eq!(metas[1], metas[2]);
+    assert_eq!(
+        metas[0]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        metas[0]["io.modelcontextprotocol/clientInfo"]["name"],
+        "toolwire-test"
+    );
+    assert!(metas[0]["io.modelcontextprotocol/clientCapabilities"].is_object());
+    assert_eq!(metas[0].as_object().unwrap().len(), 3, "{}", metas[0]);
+}
+
+#[test]
 fn calls_carry_headers_from_the_cached_plan() {
     let mut p = Peer::ready_modern(true);
     let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
@@ -751,6 +777,10 @@ fn progress_reaches_its_call_and_pushes_the_deadline_up_to_a_maximum() {
     let (request, _) = p.sent();
     let token = request["params"]["_meta"]["progressToken"].clone();
     assert_eq!(token, request["id"], "the token is the request's id");
+    assert_eq!(
+        request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "the envelope travels beside the token"
+    );
     let progress = |ms: u64, n: u64, p: &mut Peer| {
         let msg = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": n, "total": 10}});
         p.session

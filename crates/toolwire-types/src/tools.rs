@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::common::{CacheScope, Cacheable, Icon, JsonObject, ResultType};
-use crate::{ContentBlock, Meta};
+use crate::{ContentBlock, Meta, Rendered};
 
 /// A tool the server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -252,8 +252,9 @@ pub struct CallToolParams {
 
 /// `tools/call` params as a client writes them, borrowing what it may send more than once
 /// (the arguments, kept for an `input_required` round or a reissue after a header mismatch,
-/// and the MRTR answers). Serialises exactly as [`CallToolParams`] with the same members and no
-/// `extra`; encode-only.
+/// and the MRTR answers) and sharing a `_meta` that is the same on many requests (the modern
+/// envelope, rendered once: [`Rendered`]). Serialises exactly as [`CallToolParams`] with the
+/// same members and no `extra`; encode-only.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolRequestParams<'a> {
@@ -270,13 +271,7 @@ pub struct CallToolRequestParams<'a> {
     pub request_state: Option<&'a str>,
     /// Metadata (modern envelope, progress token).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-}
-
-impl crate::HasMeta for CallToolRequestParams<'_> {
-    fn meta_mut(&mut self) -> &mut Option<Meta> {
-        &mut self.meta
-    }
+    pub meta: Option<Rendered<Meta>>,
 }
 
 impl CallToolParams {
@@ -525,7 +520,7 @@ mod tests {
             arguments: Some(arguments),
             input_responses: responses.as_object(),
             request_state: Some("s\"1"),
-            meta: Some(meta),
+            meta: Some(Rendered::new(meta)),
         };
         assert_eq!(
             serde_json::to_string(&borrowed).unwrap(),
