@@ -81,20 +81,46 @@ pub(crate) fn run(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<(), String> {
+    execute(root, program, args, env, false).map(drop)
+}
+
+/// [`run`], returning what the command wrote to stdout (stderr still goes to the terminal).
+fn run_for_stdout(root: &Path, program: &str, args: &[&str]) -> Result<String, String> {
+    execute(root, program, args, &[], true)
+}
+
+/// Announces, runs and times a command; its stdout is captured and returned when
+/// `capture_stdout`, else it goes to the terminal (and the result is empty).
+fn execute(
+    root: &Path,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    capture_stdout: bool,
+) -> Result<String, String> {
+    use std::process::Stdio;
+
     let shown = format!("{program} {}", args.join(" "));
     eprintln!("\n==> {shown}");
     let started = Instant::now();
-    let status = Command::new(program)
+    let output = Command::new(program)
         .args(args)
         .envs(env.iter().copied())
         .current_dir(root)
-        .status()
+        .stdin(Stdio::inherit())
+        .stdout(if capture_stdout {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
+        .stderr(Stdio::inherit())
+        .output()
         .map_err(|e| format!("could not start `{shown}`: {e}"))?;
     eprintln!("    ({:.1}s)", started.elapsed().as_secs_f64());
-    if status.success() {
-        Ok(())
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
-        Err(format!("`{shown}` failed ({status})"))
+        Err(format!("`{shown}` failed ({})", output.status))
     }
 }
 
@@ -307,24 +333,11 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
         "compare",
         "--message-format=json-render-diagnostics",
     ];
-    let shown = format!("cargo {}", args.join(" "));
-    eprintln!("\n==> {shown}");
-    let started = Instant::now();
-    let output = Command::new("cargo")
-        .args(args)
-        .current_dir(root)
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| format!("could not start `{shown}`: {e}"))?;
-    eprintln!("    ({:.1}s)", started.elapsed().as_secs_f64());
-    if !output.status.success() {
-        return Err(format!("`{shown}` failed ({})", output.status));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = run_for_stdout(root, "cargo", &args)?;
     let toolwire = built_executable(&stdout, "bin", "toolwire")
-        .ok_or_else(|| format!("`{shown}` named no `toolwire` binary"))?;
+        .ok_or("the bench build named no `toolwire` binary")?;
     let compare = built_executable(&stdout, "bench", "compare")
-        .ok_or_else(|| format!("`{shown}` named no `compare` bench"))?;
+        .ok_or("the bench build named no `compare` bench")?;
     let out = root.join("docs/benchmarks.md").display().to_string();
     let mut args = vec!["--toolwire", toolwire.as_str(), "--out", out.as_str()];
     if quick {

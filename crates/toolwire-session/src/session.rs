@@ -828,7 +828,7 @@ impl Session {
     ) -> Result<RequestId, EncodeError> {
         let id = self.allocate_id();
         let body = encode_request(&id, method, Some(params))?;
-        if self.carries_headers && version.sends_version_header() {
+        if self.sends_version_header(version) {
             headers.insert(0, protocol_version_header(version));
         }
         let hard_deadline = now + self.config.max_request_time.max(timeout);
@@ -1080,9 +1080,15 @@ impl Session {
         }
     }
 
-    /// The version header alone, where the version sends it and the transport carries headers.
+    /// Whether messages at `version` carry `MCP-Protocol-Version`: where the version sends it
+    /// and the transport carries headers.
+    fn sends_version_header(&self, version: &ProtocolVersion) -> bool {
+        self.carries_headers && version.sends_version_header()
+    }
+
+    /// The version header alone, where it is sent ([`Self::sends_version_header`]).
     fn version_headers(&self, version: &ProtocolVersion) -> Vec<Header> {
-        if self.carries_headers && version.sends_version_header() {
+        if self.sends_version_header(version) {
             vec![protocol_version_header(version)]
         } else {
             Vec::new()
