@@ -1247,13 +1247,16 @@ impl Session {
         let token = options
             .progress
             .then(|| RequestId::Number(self.next_id + 1));
-        let meta = match &token {
-            None if version.is_modern() => Some(self.call_meta(&version)),
-            None => None,
-            Some(token) => {
-                let mut meta = MetaOnlyParams::default();
-                self.envelope(&version, &mut meta);
-                let mut meta = meta.meta.unwrap_or_default();
+        let meta = match (&token, version.is_modern()) {
+            (None, true) => Some(self.call_meta(&version)),
+            (None, false) => None,
+            // A token makes this call's `_meta` its own: the envelope (shared members) and it.
+            (Some(token), modern) => {
+                let mut meta = if modern {
+                    self.call_meta(&version).get().clone()
+                } else {
+                    Meta::default()
+                };
                 meta.progress_token = Some(token.clone());
                 Some(Rendered::new(meta))
             }
@@ -1286,7 +1289,6 @@ impl Session {
                 now,
             )
             .map_err(RequestError::Encode)?;
-        drop(params);
         let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
         if let Some(pending) = self.pending.get_mut(&id) {
             if let PendingKind::ToolCall { retry, .. } = &mut pending.kind
