@@ -16,7 +16,7 @@ use toolwire_cache::ToolCache;
 use toolwire_session::{
     CallOptions, Event, OpId, ProtocolMode, RequestError, Session, SessionConfig,
 };
-use toolwire_transport::{Outbound, StderrMode, StdioConfig, StdioTransport, Transport};
+use toolwire_transport::{StderrMode, StdioConfig, StdioTransport, Transport};
 use toolwire_types::methods::method::CallTool;
 use toolwire_types::{Implementation, Outcome, ProtocolVersion, RequestMethod};
 
@@ -46,11 +46,8 @@ impl Harness {
         let mut events = Vec::new();
         let give_up = Instant::now() + Duration::from_secs(20);
         loop {
-            while let Some(t) = self.session.poll_transmit() {
-                self.transport
-                    .send(Outbound::new(t.body, t.kind))
-                    .await
-                    .unwrap();
+            while let Some(message) = self.session.poll_transmit() {
+                self.transport.send(message).await.unwrap();
             }
             while let Some(e) = self.session.poll_event() {
                 let stop = done(&e);
@@ -200,11 +197,8 @@ async fn a_cancelled_call_completes_as_cancelled_and_the_session_goes_on() {
         .call_tool("slow", None, CallOptions::default(), Instant::now())
         .unwrap();
     // Let the request reach the server, then cancel.
-    while let Some(t) = h.session.poll_transmit() {
-        h.transport
-            .send(Outbound::new(t.body, t.kind))
-            .await
-            .unwrap();
+    while let Some(message) = h.session.poll_transmit() {
+        h.transport.send(message).await.unwrap();
     }
     assert!(h.session.cancel(op, Some("test")).is_some());
     let Some(Event::Completed { result, .. }) = h.completed(op).await.pop() else {

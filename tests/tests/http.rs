@@ -173,13 +173,7 @@ async fn http_failures_fail_the_call_not_the_client() {
     let client = client(&peer).await;
     let err = client.call_tool("boom", json!({})).await.unwrap_err();
     assert!(
-        matches!(
-            &err,
-            Error::Undelivered {
-                status: Some(500),
-                ..
-            }
-        ),
+        matches!(&err, Error::Undelivered(f) if f.status == Some(500)),
         "{err}"
     );
     let echo = client
@@ -198,8 +192,13 @@ async fn an_auth_challenge_fails_negotiation_instead_of_falling_back() {
     let client = client(&peer).await;
     let err = client.ready().await.unwrap_err();
     assert!(err.to_string().contains("negotiation"), "{err}");
-    let source = std::error::Error::source(&err).unwrap().to_string();
-    assert!(source.contains("HTTP 401"), "{source}");
+    // Each level says its own part: negotiation failed, the probe got no answer, HTTP 401.
+    let chain = toolwire::ErrorChain(&err).to_string();
+    assert!(
+        chain.starts_with("protocol negotiation failed: server/discover got no answer: request"),
+        "{chain}"
+    );
+    assert!(chain.contains("got no answer (HTTP 401)"), "{chain}");
     assert_eq!(peer.requests().len(), 1, "401 says nothing about the era");
 }
 

@@ -7,6 +7,8 @@
 //! 3. Their sources do not read the clock or touch the network, files or processes.
 //! 4. Every member inherits the workspace lints, and each `crates/<dir>` is the crate `<dir>`.
 //! 5. `ARCHITECTURE.md` names every crate.
+//! 6. MCP headers are built once, by `toolwire-headers`, in their final form: the session and
+//!    the facade never convert a header name or value ([`NO_HEADER_CONVERSION`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,13 +20,19 @@ use serde_json::Value;
 /// Dev-dependencies may also use `toolwire-test-support`.
 pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ("toolwire-types", &[]),
+    ("toolwire-wire", &["toolwire-types"]),
     ("toolwire-headers", &["toolwire-types"]),
     ("toolwire-cache", &["toolwire-types", "toolwire-headers"]),
     (
         "toolwire-session",
-        &["toolwire-types", "toolwire-headers", "toolwire-cache"],
+        &[
+            "toolwire-types",
+            "toolwire-wire",
+            "toolwire-headers",
+            "toolwire-cache",
+        ],
     ),
-    ("toolwire-transport", &["toolwire-types"]),
+    ("toolwire-transport", &["toolwire-types", "toolwire-wire"]),
     ("toolwire-http", &["toolwire-transport", "toolwire-types"]),
     (
         "toolwire",
@@ -53,6 +61,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
         &[
             "toolwire-test-support",
             "toolwire-types",
+            "toolwire-wire",
             "toolwire-headers",
             "toolwire-cache",
             "toolwire-session",
@@ -69,6 +78,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
 /// Crates that never do I/O and never read the clock.
 pub(crate) const SANS_IO: &[&str] = &[
     "toolwire-types",
+    "toolwire-wire",
     "toolwire-headers",
     "toolwire-cache",
     "toolwire-session",
@@ -99,6 +109,18 @@ const FORBIDDEN_IN_SANS_IO: &[&str] = &[
     "std::fs",
     "std::process",
     "thread::sleep",
+];
+
+/// Crates that hand headers on and must not build or convert one: `toolwire-headers` builds
+/// every MCP header in the form it travels in, and the session moves it into the message.
+pub(crate) const NO_HEADER_CONVERSION: &[&str] = &["toolwire-session", "toolwire"];
+
+/// Source patterns that build or convert an `http` header name or value.
+const HEADER_CONVERSION: &[&str] = &[
+    "HeaderName::from",
+    "HeaderValue::from",
+    "HeaderName::try_from",
+    "HeaderValue::try_from",
 ];
 
 /// A dependency edge of a workspace package, as `cargo metadata` lists it.
@@ -237,18 +259,38 @@ pub(crate) fn check_sans_io(graph: &Graph) -> Vec<String> {
     problems
 }
 
+/// The lines of `text` (comments aside) that contain one of `patterns`, as
+/// `path:line: ` followed by what `say` makes of the pattern.
+fn find_patterns(
+    path: &str,
+    text: &str,
+    patterns: &[&str],
+    say: impl Fn(&str) -> String,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("//") {
+            continue;
+        }
+        for pat in patterns.iter().filter(|pat| line.contains(*pat)) {
+            problems.push(format!("{path}:{}: {}", i + 1, say(pat)));
+        }
+    }
+    problems
+}
+
 /// Checks rule 3 on one source file's text.
 pub(crate) fn check_sans_io_source(path: &str, text: &str) -> Vec<String> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim_start().starts_with("//"))
-        .flat_map(|(i, line)| {
-            FORBIDDEN_IN_SANS_IO
-                .iter()
-                .filter(move |pat| line.contains(*pat))
-                .map(move |pat| format!("{path}:{}: sans-IO code must not use `{pat}`", i + 1))
-        })
-        .collect()
+    find_patterns(path, text, FORBIDDEN_IN_SANS_IO, |pat| {
+        format!("sans-IO code must not use `{pat}`")
+    })
+}
+
+/// Checks rule 6 on one source file's text.
+pub(crate) fn check_header_conversion(path: &str, text: &str) -> Vec<String> {
+    find_patterns(path, text, HEADER_CONVERSION, |pat| {
+        format!("`{pat}`: headers are built once, in toolwire-headers, and moved as they are")
+    })
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -304,7 +346,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         if name != "xtask" && !architecture.contains(&format!("`{name}`")) {
             problems.push(format!("ARCHITECTURE.md does not name crate `{name}`"));
         }
-        if SANS_IO.contains(&name.as_str()) {
+        let sans_io = SANS_IO.contains(&name.as_str());
+        let no_conversion = NO_HEADER_CONVERSION.contains(&name.as_str());
+        if sans_io || no_conversion {
             let mut files = Vec::new();
             rust_files(&dir.join("src"), &mut files);
             for file in files {
@@ -314,7 +358,12 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
                     .unwrap_or(&file)
                     .display()
                     .to_string();
-                problems.extend(check_sans_io_source(&shown, &text));
+                if sans_io {
+                    problems.extend(check_sans_io_source(&shown, &text));
+                }
+                if no_conversion {
+                    problems.extend(check_header_conversion(&shown, &text));
+                }
             }
         }
     }
@@ -457,6 +506,15 @@ mod tests {
                 "sans-IO crate `toolwire-cache` reaches `tokio`: toolwire-cache -> arc-swap -> helper -> tokio"
             ]
         );
+    }
+
+    #[test]
+    fn the_session_and_facade_may_not_convert_headers() {
+        let text = "// HeaderValue::from_static in a comment\nlet v = http::HeaderValue::from_bytes(b);\nlet n = HeaderName::try_from(s);\nlet ok = header.into_http();\n";
+        let problems = check_header_conversion("c.rs", text);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with("c.rs:2: `HeaderValue::from`"));
+        assert!(problems[1].starts_with("c.rs:3: `HeaderName::try_from`"));
     }
 
     #[test]

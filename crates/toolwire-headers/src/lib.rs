@@ -14,8 +14,9 @@
 //! - [`check_request`]: the server-side check that headers match the body, answering with the
 //!   `-32020 HeaderMismatch` error the spec prescribes ([`Mismatch::to_error`]).
 //!
-//! Pure: no I/O, no clock, no HTTP types (names and values are strings and bytes, so any HTTP
-//! library can carry them), no caching.
+//! Pure: no I/O, no clock, no caching. Names and values are built once in the form they travel
+//! in, `http`'s types ([`Header::into_http`]): the session hands them to the transport without
+//! a conversion per request. [`HeaderName::as_str`] keeps the name as written for display.
 //!
 //! Where the spec is silent, the decisions are in `docs/protocol-decisions.md`: a `type` union
 //! or `anyOf` may add `null` to exactly one primitive; a missing `type` is invalid; an argument
@@ -42,6 +43,8 @@
 //! # Dependencies
 //! - `base64`: the standard padded alphabet of the wrapper.
 //! - `serde_json`: schemas and arguments are JSON values (read, never derived).
+//! - `http`: the header name and value types hyper sends (plain data, no I/O), so a header
+//!   is built once in its final form.
 //!
 //! # Performance
 //! Measured with `cargo bench -p toolwire-headers` (criterion), on the project's 2-core

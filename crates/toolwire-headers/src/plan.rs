@@ -7,8 +7,6 @@ use std::sync::Arc;
 use serde_json::{Number, Value};
 use toolwire_types::{JsonObject, Tool};
 
-use compact_str::ToCompactString;
-
 use crate::standard::{MCP_NAME, method_header};
 use crate::value::{Header, HeaderName, HeaderValue, encode_value};
 
@@ -550,13 +548,28 @@ impl<'a> Walker<'a> {
     }
 }
 
-fn param(annotation: &str, path: Box<[Box<str>]>, kind: ParamKind) -> ParamHeader {
+/// The problem of an annotation `http` refuses as a header name, which the token rule should
+/// already have caught.
+fn not_a_header_name(pointer: String, annotation: &str) -> HeaderProblem {
+    let bad = annotation.chars().find(|c| !is_tchar(*c)).unwrap_or(' ');
+    HeaderProblem {
+        pointer,
+        rule: HeaderRule::NotAToken {
+            value: annotation.to_owned(),
+            bad,
+        },
+    }
+}
+
+/// The header of an annotation that passed the token rule, so its name always converts; `None`
+/// (reported as not a token) cannot happen.
+fn param(annotation: &str, path: Box<[Box<str>]>, kind: ParamKind) -> Option<ParamHeader> {
     let name: Arc<str> = format!("{PARAM_PREFIX}{annotation}").into();
-    ParamHeader {
-        header: HeaderName::shared(name),
+    Some(ParamHeader {
+        header: HeaderName::shared(name)?,
         path,
         kind,
-    }
+    })
 }
 
 impl HeaderPlan {
@@ -569,24 +582,28 @@ impl HeaderPlan {
         let mut walker = Walker::default();
         walker.visit_object(input_schema, 0);
         walker.check_duplicates();
-        if !walker.problems.is_empty() {
+        let Walker {
+            found,
+            mut problems,
+            ..
+        } = walker;
+        let mut params = Vec::with_capacity(found.len());
+        if problems.is_empty() {
+            for f in found {
+                let path = f.path.into_iter().map(Box::from).collect();
+                match param(f.annotation, path, f.kind) {
+                    Some(p) => params.push(p),
+                    None => problems.push(not_a_header_name(f.pointer, f.annotation)),
+                }
+            }
+        }
+        if !problems.is_empty() {
             return Err(InvalidToolHeaders {
                 tool: tool.to_owned(),
-                problems: walker.problems,
+                problems,
             });
         }
-        let params = walker
-            .found
-            .into_iter()
-            .map(|f| {
-                param(
-                    f.annotation,
-                    f.path.into_iter().map(Box::from).collect(),
-                    f.kind,
-                )
-            })
-            .collect();
-        Ok(Self::new(tool, params))
+        Ok(Self::new(tool, params.into()))
     }
 
     /// [`HeaderPlan::from_input_schema`] for a tool definition.
@@ -619,19 +636,18 @@ impl HeaderPlan {
             }
             let value = Value::String(annotation.to_owned());
             match check_annotation(&value) {
-                Ok(_) => {
-                    walker.found.push(Found {
-                        pointer,
-                        annotation,
-                        path: vec![arg],
-                        kind: ParamKind::Any,
-                    });
-                    params.push(param(
-                        annotation,
-                        Box::new([Box::from(arg)]),
-                        ParamKind::Any,
-                    ));
-                }
+                Ok(_) => match param(annotation, Box::new([Box::from(arg)]), ParamKind::Any) {
+                    Some(p) => {
+                        params.push(p);
+                        walker.found.push(Found {
+                            pointer,
+                            annotation,
+                            path: vec![arg],
+                            kind: ParamKind::Any,
+                        });
+                    }
+                    None => walker.problems.push(not_a_header_name(pointer, annotation)),
+                },
                 Err(rule) => walker.problems.push(HeaderProblem { pointer, rule }),
             }
         }
@@ -804,8 +820,8 @@ fn header_value(
             HeaderValue::from_static(if *b { "true" } else { "false" })
         }
         (ParamKind::Integer | ParamKind::Any, Value::Number(n)) => {
-            // Decimal integers are always plain ASCII, and short enough to stay inline.
-            HeaderValue::from_safe(canonical_integer(header, n)?.to_compact_string())
+            // Decimal integers are always plain ASCII.
+            HeaderValue::from_integer(canonical_integer(header, n)?)
         }
         _ => encode_value(&header_text(kind, header, value)?),
     })

@@ -3,11 +3,12 @@
 use crate::value::{Header, HeaderName, HeaderValue, encode_value};
 
 /// `MCP-Protocol-Version`.
-pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("MCP-Protocol-Version");
+pub const PROTOCOL_VERSION: HeaderName =
+    HeaderName::from_static("MCP-Protocol-Version", "mcp-protocol-version");
 /// `Mcp-Method`.
-pub const MCP_METHOD: HeaderName = HeaderName::from_static("Mcp-Method");
+pub const MCP_METHOD: HeaderName = HeaderName::from_static("Mcp-Method", "mcp-method");
 /// `Mcp-Name`.
-pub const MCP_NAME: HeaderName = HeaderName::from_static("Mcp-Name");
+pub const MCP_NAME: HeaderName = HeaderName::from_static("Mcp-Name", "mcp-name");
 
 /// Which params member `Mcp-Name` mirrors for a method: `name` for `tools/call` and
 /// `prompts/get`, `uri` for `resources/read`, `taskId` for the tasks extension's `tasks/get`,
@@ -63,10 +64,18 @@ pub fn name_header(value: &str) -> Header {
 
 /// `MCP-Protocol-Version: <version>`.
 pub fn protocol_version_header(version: &toolwire_types::ProtocolVersion) -> Header {
-    // A ProtocolVersion is non-empty visible ASCII by construction, so this is never wrapped.
+    // The supported versions are a `'static` table, so their values need no allocation; any
+    // other is non-empty visible ASCII by construction, so it is never wrapped.
+    let value = match toolwire_types::ProtocolVersion::SUPPORTED
+        .iter()
+        .find(|v| *v == version)
+    {
+        Some(known) => HeaderValue::from_static(known.as_str()),
+        None => encode_value(version.as_str()),
+    };
     Header {
         name: PROTOCOL_VERSION,
-        value: encode_value(version.as_str()),
+        value,
     }
 }
 

@@ -1,20 +1,26 @@
 //! Header names and values, and the `=?base64?…?=` wrapper.
+//!
+//! Names and values are built once, in the form an HTTP library sends (`http`'s types): the
+//! session hands them to the transport as they are, with no conversion per request.
 
 use std::fmt;
 use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use compact_str::CompactString;
 
 /// The prefix of the Base64 wrapper (case-sensitive).
 pub const BASE64_PREFIX: &str = "=?base64?";
 /// The suffix of the Base64 wrapper (case-sensitive).
 pub const BASE64_SUFFIX: &str = "?=";
 
-/// A header name: a static standard name or a shared `Mcp-Param-{Name}`.
+/// A header name: a static standard name or a shared `Mcp-Param-{Name}`, as written and in
+/// the (lower-case) form it travels in.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct HeaderName(Repr);
+pub struct HeaderName {
+    written: Repr,
+    wire: http::HeaderName,
+}
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Repr {
@@ -23,20 +29,34 @@ enum Repr {
 }
 
 impl HeaderName {
-    pub(crate) const fn from_static(name: &'static str) -> Self {
-        Self(Repr::Static(name))
+    /// A standard name: as written, and its lower-case wire form.
+    pub(crate) const fn from_static(written: &'static str, wire: &'static str) -> Self {
+        Self {
+            written: Repr::Static(written),
+            wire: http::HeaderName::from_static(wire),
+        }
     }
 
-    pub(crate) fn shared(name: Arc<str>) -> Self {
-        Self(Repr::Shared(name))
+    /// A name built from RFC 9110 `tchar`s (checked by the caller); `None` for anything else.
+    pub(crate) fn shared(name: Arc<str>) -> Option<Self> {
+        let wire = http::HeaderName::from_bytes(name.as_bytes()).ok()?;
+        Some(Self {
+            written: Repr::Shared(name),
+            wire,
+        })
     }
 
     /// The name as written (`Mcp-Param-Region`); compare case-insensitively.
     pub fn as_str(&self) -> &str {
-        match &self.0 {
+        match &self.written {
             Repr::Static(s) => s,
             Repr::Shared(s) => s,
         }
+    }
+
+    /// The name as it travels (`mcp-param-region`), shared, ready for an HTTP request.
+    pub fn as_http(&self) -> &http::HeaderName {
+        &self.wire
     }
 }
 
@@ -55,51 +75,55 @@ impl fmt::Display for HeaderName {
 /// A header value that is safe to send: printable ASCII and interior spaces only.
 ///
 /// The only way to make one is [`encode_value`], which wraps anything else in Base64, so CR,
-/// LF, other control characters and non-ASCII can never reach a header.
-///
-/// Values of up to 24 bytes are stored inline (no allocation): most routing values, integers
-/// and method names are that short.
+/// LF, other control characters and non-ASCII can never reach a header. It is held as the
+/// `http` value it travels as: static for methods, versions and booleans (no allocation), one
+/// allocation for anything else.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct HeaderValue(CompactString);
+pub struct HeaderValue(http::HeaderValue);
 
 impl HeaderValue {
     /// A value known to be safe (`true`, a method name); checked in debug builds.
     pub(crate) fn from_static(s: &'static str) -> Self {
         debug_assert!(!needs_base64(s), "{s:?} is not a safe header value");
-        Self(CompactString::const_new(s))
+        Self(http::HeaderValue::from_static(s))
     }
 
-    /// A value built from safe characters only (decimal digits and `-`).
-    pub(crate) fn from_safe(s: CompactString) -> Self {
-        debug_assert!(!needs_base64(&s), "{s:?} is not a safe header value");
-        Self(s)
+    /// An integer in decimal (always plain ASCII).
+    pub(crate) fn from_integer(i: i64) -> Self {
+        Self(http::HeaderValue::from(i))
     }
 
     /// The value.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Only printable ASCII gets in (see the type's docs), so this never falls back.
+        self.0.to_str().unwrap_or_default()
     }
 
-    /// The value as bytes (what an HTTP library takes).
+    /// The value as bytes.
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
     }
 
+    /// The value as it travels, ready for an HTTP request.
+    pub fn as_http(&self) -> &http::HeaderValue {
+        &self.0
+    }
+
     /// Whether the value is the Base64 wrapper.
     pub fn is_base64(&self) -> bool {
-        is_wrapped(&self.0)
+        is_wrapped(self.as_str())
     }
 }
 
 impl fmt::Debug for HeaderValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for HeaderValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -110,6 +134,13 @@ pub struct Header {
     pub name: HeaderName,
     /// Its value.
     pub value: HeaderValue,
+}
+
+impl Header {
+    /// The header as an HTTP library takes it: both parts moved out, nothing converted.
+    pub fn into_http(self) -> (http::HeaderName, http::HeaderValue) {
+        (self.name.wire, self.value.0)
+    }
 }
 
 fn is_wrapped(s: &str) -> bool {
@@ -132,11 +163,13 @@ pub fn needs_base64(s: &str) -> bool {
 
 /// Encodes a string as a header value: as is when safe, else `=?base64?{standard, padded}?=`.
 pub fn encode_value(s: &str) -> HeaderValue {
-    if !needs_base64(s) {
-        return HeaderValue(CompactString::new(s));
+    if !needs_base64(s)
+        && let Ok(plain) = http::HeaderValue::from_str(s)
+    {
+        return HeaderValue(plain);
     }
     let len = BASE64_PREFIX.len() + s.len().div_ceil(3) * 4 + BASE64_SUFFIX.len();
-    let mut out = CompactString::with_capacity(len);
+    let mut out = String::with_capacity(len);
     out.push_str(BASE64_PREFIX);
     // Encode in chunks of whole 3-byte groups through a stack buffer: no intermediate String.
     let mut buf = [0u8; 256];
@@ -147,7 +180,10 @@ pub fn encode_value(s: &str) -> HeaderValue {
         out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or(""));
     }
     out.push_str(BASE64_SUFFIX);
-    HeaderValue(out)
+    // The wrapper is printable ASCII, so `http` takes the string's buffer as it is; the
+    // fallback (the wrapper of nothing) cannot be reached.
+    http::HeaderValue::try_from(out)
+        .map_or_else(|_| HeaderValue::from_static("=?base64??="), HeaderValue)
 }
 
 /// Why a received header value could not be decoded.

@@ -740,3 +740,28 @@ fn call_headers_carry_method_name_and_params() {
         .unwrap();
     assert_eq!(bare.len(), 2);
 }
+
+/// The server-side table (`name_source`, which starts from a method string) and each method's
+/// own `mcp_name` (which the client uses) name the same member.
+#[test]
+fn the_server_side_name_table_agrees_with_each_methods_mcp_name() {
+    use toolwire_types::RequestMethod;
+    use toolwire_types::methods::method::*;
+
+    fn check<M: RequestMethod>(params: serde_json::Value, expected: Option<&str>) {
+        let params: M::Params = serde_json::from_value(params).unwrap();
+        assert_eq!(M::mcp_name(&params), expected, "{}", M::NAME);
+        let member = toolwire_headers::name_source(M::NAME);
+        assert_eq!(member.is_some(), expected.is_some(), "{}", M::NAME);
+    }
+    check::<CallTool>(json!({"name": "execute_sql"}), Some("execute_sql"));
+    check::<GetPrompt>(json!({"name": "greet"}), Some("greet"));
+    check::<ReadResource>(json!({"uri": "file:///a"}), Some("file:///a"));
+    check::<ListTools>(json!({}), None);
+    check::<ListPrompts>(json!({}), None);
+    check::<Subscribe>(json!({"uri": "file:///a"}), None);
+    check::<Complete>(
+        json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "v"}}),
+        None,
+    );
+}

@@ -76,7 +76,7 @@ fn one_call(
     args: &JsonObject,
     answer: &mut Vec<u8>,
     now: Instant,
-) -> (Box<serde_json::value::RawValue>, Vec<u8>, usize) {
+) -> (Box<serde_json::value::RawValue>, bytes::Bytes, usize) {
     let op = session
         .call_tool(
             "execute_sql",

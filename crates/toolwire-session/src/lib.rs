@@ -5,7 +5,7 @@
 //! wants sent ([`Session::poll_transmit`]) and what happened ([`Session::poll_event`]), in the
 //! style of `quinn-proto`. The async facade only shuttles bytes and wakes timers.
 //!
-//! This first slice does:
+//! What it does:
 //! - era negotiation ([`ProtocolMode`]): `server/discover` first (modern, `2026-07-28`); a
 //!   `-32022` answer is retried once with a version from `data.supported`; other modern errors
 //!   (`-32020`, `-32021`) fail without fallback; any other error, or no answer within the probe
@@ -19,7 +19,7 @@
 //! - `tools/call` with headers from the cached tool's plan or a per-call tool or header map,
 //!   the retry class (safe only for read-only or idempotent tools, or on opt-in), and a
 //!   `warn!` when a call over a header-carrying transport would silently lack its
-//!   `Mcp-Param-*` headers (seed 000).
+//!   `Mcp-Param-*` headers (a proxy routing on them would otherwise misroute it).
 //! - progress: a call that asks for it carries a progress token; `notifications/progress`
 //!   reaches its operation ([`Event::Progress`]) and pushes its deadline forward, never past
 //!   [`SessionConfig::max_request_time`].
@@ -32,10 +32,22 @@
 //!   ([`Event::ServerRequest`]) and answered with [`Session::respond`]; notifications handed
 //!   up; `notifications/tools/list_changed` marks the cache stale.
 //!
-//! Not yet (issue #5 goes on): MRTR rounds, structured-output validation, re-initialisation
-//! after session loss.
+//! - the settle barrier: a `tools/call` result that announces tool changes is held until the
+//!   cache shows them ([`SettleMode`]), and a call answered with a header mismatch (`-32020`)
+//!   is reissued once after a re-list.
+//! - MRTR retries: the caller sends a call again with [`CallOptions::with_input_responses`];
+//!   the session keeps the arguments shared for it.
+//!
+//! It emits [`Outbound`](toolwire_wire::Outbound) messages exactly as a transport sends them
+//! (bytes, final HTTP headers, retry class, kind) and takes a transport's
+//! [`RequestFailure`](toolwire_wire::RequestFailure) as it is: nothing converts between them.
+//!
+//! It does not: do I/O, read the clock, validate structured output (the facade does, where the
+//! caller decodes the result), or re-initialise after a lost HTTP session (the HTTP transport
+//! replays the handshake below it).
 //!
 //! # Dependencies
+//! - `toolwire-wire`, `bytes`: the message types shared with the transports.
 //! - `tracing`: the warnings the spec asks a client to log (rejected tools, missing headers).
 //! - `foldhash` (already under the tool cache): the maps of requests in flight, looked up on
 //!   every answer; SipHash cost ~1 k instructions per call there.
@@ -44,7 +56,7 @@ mod session;
 
 pub use session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, RequestError, Session, SessionConfig,
-    SessionError, SettleMode, Transmit, TransmitKind, Undelivered, tool_call_headers,
+    SessionError, SettleMode, tool_call_headers,
 };
 
 pub use toolwire_cache::ToolCache;

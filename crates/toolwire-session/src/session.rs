@@ -4,21 +4,23 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use toolwire_cache::{ListOutcome, Listing, ToolCache};
 use toolwire_headers::{
-    ArgumentError, Header, HeaderPlan, InvalidToolHeaders, protocol_version_header,
-    standard_headers,
+    ArgumentError, Header, HeaderPlan, InvalidToolHeaders, method_header, name_header,
+    protocol_version_header, standard_headers,
 };
 use toolwire_types::methods::method;
 use toolwire_types::{
-    CallToolRequestParams, ClientCapabilities, DecodeError, DiscoverResult, EncodeError,
-    ErrorObject, Frame, HasMeta, Implementation, InitializeParams, InitializeResult, JsonObject,
-    ListParams, ListToolsResult, Message, Meta, MetaOnlyParams, Outcome, ProtocolVersion, Rendered,
-    RequestId, RequestMethod, ServerCapabilities, Tool, encode_notification, encode_request,
-    encode_result,
+    CallToolRequestParams, Capability, ClientCapabilities, DecodeError, DiscoverResult,
+    EncodeError, ErrorObject, Frame, HasMeta, Implementation, InitializeParams, InitializeResult,
+    JsonObject, ListParams, ListToolsResult, Message, Meta, MetaOnlyParams, Outcome,
+    ProtocolVersion, Rendered, RequestId, RequestMethod, ServerCapabilities, Tool,
+    encode_notification, encode_request, encode_result,
 };
+use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass};
 
 /// Which protocol era to speak.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -153,44 +155,12 @@ pub struct Negotiated {
     pub instructions: Option<String>,
 }
 
-/// One message for the transport: the bytes, serialised once, and the HTTP headers that go with
-/// them (non-HTTP transports ignore them).
-#[derive(Debug, Clone)]
-pub struct Transmit {
-    /// One compact JSON-RPC message.
-    pub body: Vec<u8>,
-    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` as the version calls for.
-    pub headers: Vec<Header>,
-    /// Whether resending it is safe (only requests the session judged so).
-    pub retry_safe: bool,
-    /// What kind of message it is, for transports that route on it (HTTP awaits an answer
-    /// only for requests, and reports a lost request back through
-    /// [`Session::handle_undelivered`]).
-    pub kind: TransmitKind,
-}
-
-/// What kind of JSON-RPC message a [`Transmit`] carries.
-pub type TransmitKind = toolwire_types::MessageKind;
-
-/// Why a request got no JSON-RPC answer through the transport: an HTTP error status (with
-/// whatever body came with it), a connection that failed, a response stream that broke.
-/// Given to [`Session::handle_undelivered`].
-#[derive(Debug, Clone)]
-pub struct Undelivered {
-    /// The HTTP status, when the server answered with one.
-    pub status: Option<u16>,
-    /// The body that came with the status (it may hold a JSON-RPC error); empty if none.
-    pub body: Vec<u8>,
-    /// What the transport saw, for the caller.
-    pub cause: Arc<dyn std::error::Error + Send + Sync>,
-}
-
 /// Identifies one operation the caller started (a request, or a whole `tools/list` walk).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OpId(u64);
 
 /// Why negotiation failed; the session cannot be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
     /// The server answered with an error that rules out every era this session may use.
@@ -209,14 +179,13 @@ pub enum SessionError {
     },
     /// The negotiation request got no answer from the transport (a connection that failed,
     /// an HTTP status that decides nothing about the era, such as 401 or 503).
-    #[error("{method} got no answer{}: {reason}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    #[error("{method} got no answer")]
     Unreachable {
         /// The negotiation request.
         method: &'static str,
-        /// The HTTP status, if the server answered with one.
-        status: Option<u16>,
-        /// What the transport saw.
-        reason: String,
+        /// What the transport reported (the HTTP status, if any, is in it).
+        #[source]
+        failure: RequestFailure,
     },
     /// The negotiation request got no answer in time.
     #[error("no answer to {method} in time")]
@@ -225,12 +194,23 @@ pub enum SessionError {
         method: &'static str,
     },
     /// The server's answer could not be decoded.
-    #[error("the server's answer to {method} is malformed: {detail}")]
+    #[error("the server's answer to {method} is malformed")]
     Malformed {
         /// The negotiation request.
         method: &'static str,
         /// What is wrong.
-        detail: String,
+        #[source]
+        cause: DecodeError,
+    },
+    /// The negotiation request could not be encoded (the configured client info or
+    /// capabilities do not serialise).
+    #[error("{method} could not be encoded")]
+    Encode {
+        /// The negotiation request.
+        method: &'static str,
+        /// Why.
+        #[source]
+        cause: EncodeError,
     },
 }
 
@@ -273,18 +253,12 @@ pub enum RequestError {
     Cancelled,
     /// The transport could not deliver the request or its answer (see
     /// [`Session::handle_undelivered`]).
-    #[error("the request got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
-    Undelivered {
-        /// The HTTP status, if the server answered with one.
-        status: Option<u16>,
-        /// What the transport saw.
-        #[source]
-        cause: Arc<dyn std::error::Error + Send + Sync>,
-    },
+    #[error(transparent)]
+    Undelivered(RequestFailure),
     /// The server did not declare the capability this request needs (legacy era: both sides
     /// may use only what was negotiated).
     #[error("the server did not declare the `{0}` capability")]
-    NotAdvertised(&'static str),
+    NotAdvertised(Capability),
 }
 
 /// Something the caller should know.
@@ -564,6 +538,17 @@ fn decode_tool_page(
     }
 }
 
+/// A message as the transport takes it: the bytes moved (not copied) and each header moved out
+/// of the form `toolwire-headers` built it in.
+fn outbound(body: Vec<u8>, headers: Vec<Header>, retry: RetryClass, kind: MessageKind) -> Outbound {
+    Outbound {
+        body: Bytes::from(body),
+        headers: headers.into_iter().map(Header::into_http).collect(),
+        retry,
+        kind,
+    }
+}
+
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -584,7 +569,7 @@ pub struct Session {
     pending: FastMap<RequestId, Pending>,
     /// Progress token → the request it belongs to.
     progress: FastMap<RequestId, RequestId>,
-    transmits: VecDeque<Transmit>,
+    transmits: VecDeque<Outbound>,
     events: VecDeque<Event>,
     /// The refresh walk under way, if any.
     refresh: Option<OpId>,
@@ -610,7 +595,7 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session over a transport that does (`carries_headers`) or does not carry HTTP headers,
-    /// reading and filling `cache`. Over one that does not, every [`Transmit`] has no headers
+    /// reading and filling `cache`. Over one that does not, every [`Outbound`] has no headers
     /// and `x-mcp-header` annotations play no part in a call.
     pub fn new(mut config: SessionConfig, cache: Arc<ToolCache>, carries_headers: bool) -> Self {
         if config.settle != SettleMode::Off && config.capabilities.tools.is_none() {
@@ -689,8 +674,8 @@ impl Session {
         }
     }
 
-    /// The next message to send.
-    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+    /// The next message to send, exactly as the transport takes it.
+    pub fn poll_transmit(&mut self) -> Option<Outbound> {
         self.transmits.pop_front()
     }
 
@@ -840,15 +825,15 @@ impl Session {
             progress_token: None,
         };
         self.pending.insert(id.clone(), pending);
-        self.transmits.push_back(Transmit {
+        self.transmits.push_back(outbound(
             body,
             headers,
-            retry_safe,
-            kind: TransmitKind::Request {
+            RetryClass::from_safe(retry_safe),
+            MessageKind::Request {
                 id: id.clone(),
                 method,
             },
-        });
+        ));
         Ok(id)
     }
 
@@ -869,9 +854,9 @@ impl Session {
             now,
         ) {
             Ok(_) => self.phase = Phase::Probing { version, retried },
-            Err(e) => self.fail(SessionError::Malformed {
+            Err(cause) => self.fail(SessionError::Encode {
                 method: "server/discover",
-                detail: e.to_string(),
+                cause,
             }),
         }
     }
@@ -898,77 +883,53 @@ impl Session {
         );
         match queued {
             Ok(_) => self.phase = Phase::Initializing,
-            Err(e) => self.fail(SessionError::Malformed {
+            Err(cause) => self.fail(SessionError::Encode {
                 method: "initialize",
-                detail: e.to_string(),
+                cause,
             }),
         }
     }
 
-    /// The version, once ready, after checking that a legacy server declared what `method`
-    /// needs. Modern servers are not gated: they answer `-32601` themselves, and some answer
-    /// `server/discover` with fewer capabilities than they serve.
-    fn version_for(&self, method: &str) -> Result<ProtocolVersion, RequestError> {
+    /// The version, once ready, after checking that a legacy server declared `needed` (the
+    /// method's [`RequestMethod::CAPABILITY`]). Modern servers are not gated: they answer
+    /// `-32601` themselves, and some answer `server/discover` with fewer capabilities than they
+    /// serve.
+    fn version_for(&self, needed: Option<Capability>) -> Result<ProtocolVersion, RequestError> {
         let negotiated = self.negotiated().ok_or(RequestError::NotReady)?;
-        if !negotiated.version.is_modern() {
-            let caps = &negotiated.capabilities;
-            let needed = match method.split('/').next().unwrap_or("") {
-                "tools" => caps.tools.is_none().then_some("tools"),
-                "resources" if method.ends_with("subscribe") => {
-                    let ok = caps
-                        .resources
-                        .as_ref()
-                        .and_then(|r| r.subscribe)
-                        .unwrap_or(false);
-                    (!ok).then_some("resources.subscribe")
-                }
-                "resources" => caps.resources.is_none().then_some("resources"),
-                "prompts" => caps.prompts.is_none().then_some("prompts"),
-                "completion" => caps.completions.is_none().then_some("completions"),
-                "logging" => caps.logging.is_none().then_some("logging"),
-                _ => None,
-            };
-            if let Some(capability) = needed {
-                return Err(RequestError::NotAdvertised(capability));
-            }
+        if !negotiated.version.is_modern()
+            && let Some(capability) = needed
+            && !capability.declared_by(&negotiated.capabilities)
+        {
+            return Err(RequestError::NotAdvertised(capability));
         }
         Ok(negotiated.version.clone())
     }
 
-    /// Sends any request by its method marker; the result arrives as [`Event::Completed`].
-    pub fn request<M>(
-        &mut self,
-        mut params: M::Params,
-        retry_safe: bool,
-        now: Instant,
-    ) -> Result<OpId, RequestError>
+    /// Sends any request by its method marker; the result arrives as [`Event::Completed`]. The
+    /// method says which capability a legacy server must have declared, whether a transport
+    /// may resend it, and which member `Mcp-Name` mirrors.
+    pub fn request<M>(&mut self, mut params: M::Params, now: Instant) -> Result<OpId, RequestError>
     where
         M: RequestMethod,
         M::Params: HasMeta,
     {
-        let version = self.version_for(M::NAME)?;
-        self.envelope(&version, &mut params);
+        let version = self.version_for(M::CAPABILITY)?;
         let headers = if self.sends_sep2243_headers(&version) {
-            // `Mcp-Name` from the member the method names (`name` of prompts/get, `uri` of
-            // resources/read, `taskId` of tasks/*); only these pay for the extra look.
-            let name = toolwire_headers::name_source(M::NAME).and_then(|field| {
-                serde_json::to_value(&params)
-                    .ok()?
-                    .get(field)?
-                    .as_str()
-                    .map(str::to_owned)
-            });
-            standard_headers(M::NAME, name.as_deref())
+            let mut headers = Vec::with_capacity(2);
+            headers.push(method_header(M::NAME));
+            headers.extend(M::mcp_name(&params).map(name_header));
+            headers
         } else {
             Vec::new()
         };
+        self.envelope(&version, &mut params);
         let timeout = self.config.request_timeout;
         self.queue_operation(
             &version,
             M::NAME,
             &params,
             headers,
-            retry_safe,
+            M::RETRY_SAFE,
             timeout,
             now,
         )
@@ -1048,14 +1009,14 @@ impl Session {
             match encode_notification("notifications/cancelled", Some(&params)) {
                 Ok(body) => {
                     let headers = self.version_headers(&version);
-                    self.transmits.push_back(Transmit {
+                    self.transmits.push_back(outbound(
                         body,
                         headers,
-                        retry_safe: false,
-                        kind: TransmitKind::Notification {
+                        RetryClass::Never,
+                        MessageKind::Notification {
                             method: "notifications/cancelled",
                         },
-                    });
+                    ));
                 }
                 Err(e) => tracing::warn!(error = %e, "could not encode notifications/cancelled"),
             }
@@ -1111,12 +1072,12 @@ impl Session {
             .version()
             .map(|v| self.version_headers(v))
             .unwrap_or_default();
-        self.transmits.push_back(Transmit {
+        self.transmits.push_back(outbound(
             body,
             headers,
-            retry_safe: false,
-            kind: TransmitKind::Response,
-        });
+            RetryClass::Never,
+            MessageKind::Response,
+        ));
         Ok(())
     }
 
@@ -1138,7 +1099,7 @@ impl Session {
         cursors: HashSet<String>,
         now: Instant,
     ) -> Result<(), RequestError> {
-        let version = self.version_for("tools/list")?;
+        let version = self.version_for(method::ListTools::CAPABILITY)?;
         let mut params = ListParams {
             cursor,
             meta: None,
@@ -1208,7 +1169,7 @@ impl Session {
         may_retry: bool,
         now: Instant,
     ) -> Result<(), RequestError> {
-        let version = self.version_for("tools/call")?;
+        let version = self.version_for(method::CallTool::CAPABILITY)?;
         let snapshot = self.cache.load();
         let cached = snapshot.get(name);
         let plan = match (&options.tool, &options.header_map) {
@@ -1605,7 +1566,8 @@ impl Session {
     /// failure of a negotiation request fails negotiation (401, 403, 5xx and broken connections
     /// say nothing about the era). A failed operation completes with
     /// [`RequestError::Undelivered`]. An unknown id is ignored.
-    pub fn handle_undelivered(&mut self, id: &RequestId, failure: Undelivered, now: Instant) {
+    pub fn handle_undelivered(&mut self, failure: RequestFailure, now: Instant) {
+        let id = &failure.id;
         let Some(pending) = self.pending.remove(id) else {
             tracing::debug!(%id, "transport failure for no pending request; ignored");
             return;
@@ -1617,7 +1579,7 @@ impl Session {
         {
             return self.complete(pending, Err(error), now);
         }
-        let Undelivered { status, cause, .. } = failure;
+        let status = failure.status;
         match pending.kind {
             PendingKind::Probe
                 if self.config.mode == ProtocolMode::Auto
@@ -1636,21 +1598,17 @@ impl Session {
                 } else {
                     "initialize"
                 };
-                self.fail(SessionError::Unreachable {
-                    method,
-                    status,
-                    reason: cause.to_string(),
-                });
+                self.fail(SessionError::Unreachable { method, failure });
             }
             PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
                 self.events.push_back(Event::Completed {
                     op,
-                    result: Err(RequestError::Undelivered { status, cause }),
+                    result: Err(RequestError::Undelivered(failure)),
                 })
             }
             PendingKind::Listen => self.listen_dropped(now),
             PendingKind::ListPage { op, .. } => {
-                self.finish_listing(op, Err(RequestError::Undelivered { status, cause }), now)
+                self.finish_listing(op, Err(RequestError::Undelivered(failure)), now)
             }
         }
     }
@@ -1796,7 +1754,7 @@ impl Session {
     ) {
         match pending.kind {
             PendingKind::Probe => self.probe_answered(payload, now),
-            PendingKind::Initialize => self.initialize_answered(payload, now),
+            PendingKind::Initialize => self.initialize_answered(payload),
             PendingKind::Request { op } => self.events.push_back(Event::Completed {
                 op,
                 result: payload.map_err(|error| RequestError::Server { error }),
@@ -1893,11 +1851,13 @@ impl Session {
                 Ok(Outcome::Complete(result)) => self.ready_modern(version, result, now),
                 Ok(Outcome::InputRequired(_)) => self.fail(SessionError::Malformed {
                     method: "server/discover",
-                    detail: "input_required".into(),
+                    cause: DecodeError::UnexpectedInputRequired {
+                        method: "server/discover".into(),
+                    },
                 }),
-                Err(e) => self.fail(SessionError::Malformed {
+                Err(cause) => self.fail(SessionError::Malformed {
                     method: "server/discover",
-                    detail: e.to_string(),
+                    cause,
                 }),
             },
             Err(error)
@@ -1971,7 +1931,7 @@ impl Session {
         }
     }
 
-    fn initialize_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>, _now: Instant) {
+    fn initialize_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>) {
         let result: InitializeResult = match payload {
             Err(error) => {
                 return self.fail(SessionError::Refused {
@@ -1984,13 +1944,15 @@ impl Session {
                 Ok(Outcome::InputRequired(_)) => {
                     return self.fail(SessionError::Malformed {
                         method: "initialize",
-                        detail: "input_required".into(),
+                        cause: DecodeError::UnexpectedInputRequired {
+                            method: "initialize".into(),
+                        },
                     });
                 }
-                Err(e) => {
+                Err(cause) => {
                     return self.fail(SessionError::Malformed {
                         method: "initialize",
-                        detail: e.to_string(),
+                        cause,
                     });
                 }
             },
@@ -1999,23 +1961,21 @@ impl Session {
         if !version.is_supported() || version.is_modern() {
             return self.fail(SessionError::UnsupportedVersion { version });
         }
-        let mut headers = Vec::new();
-        if version.sends_version_header() {
-            headers.push(protocol_version_header(&version));
-        }
+        // Through the one predicate: over a transport without headers, none.
+        let headers = self.version_headers(&version);
         match encode_notification("notifications/initialized", None::<&()>) {
-            Ok(body) => self.transmits.push_back(Transmit {
+            Ok(body) => self.transmits.push_back(outbound(
                 body,
                 headers,
-                retry_safe: false,
-                kind: TransmitKind::Notification {
+                RetryClass::Never,
+                MessageKind::Notification {
                     method: "notifications/initialized",
                 },
-            }),
-            Err(e) => {
-                return self.fail(SessionError::Malformed {
-                    method: "initialize",
-                    detail: e.to_string(),
+            )),
+            Err(cause) => {
+                return self.fail(SessionError::Encode {
+                    method: "notifications/initialized",
+                    cause,
                 });
             }
         }

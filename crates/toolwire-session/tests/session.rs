@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use toolwire_cache::{RejectReason, ToolCache};
 use toolwire_session::*;
-use toolwire_types::{Implementation, ProtocolVersion, Tool};
+use toolwire_types::{Capability, Implementation, ProtocolVersion, Tool};
+use toolwire_wire::RequestFailure;
 
 /// A session, its cache and the fake clock's origin.
 struct Peer {
@@ -59,7 +60,7 @@ impl Peer {
         let headers = t
             .headers
             .iter()
-            .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
             .collect();
         (serde_json::from_slice(&t.body).unwrap(), headers)
     }
@@ -468,13 +469,13 @@ fn call(
     let headers = t
         .headers
         .iter()
-        .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
         .collect();
     let w = warnings.0.lock().unwrap().clone();
     (
         serde_json::from_slice(&t.body).unwrap(),
         headers,
-        t.retry_safe,
+        t.retry == toolwire_wire::RetryClass::Safe,
         w,
     )
 }
@@ -525,10 +526,11 @@ fn calls_carry_headers_from_the_cached_plan() {
     assert_eq!(
         names,
         [
-            "MCP-Protocol-Version: 2026-07-28",
-            "Mcp-Method: tools/call",
-            "Mcp-Name: execute_sql",
-            "Mcp-Param-Region: us-west-2"
+            // As they travel: `http` names are lower case.
+            "mcp-protocol-version: 2026-07-28",
+            "mcp-method: tools/call",
+            "mcp-name: execute_sql",
+            "mcp-param-region: us-west-2"
         ]
     );
     assert!(!retry, "not annotated read-only or idempotent");
@@ -662,6 +664,33 @@ fn retry_class_follows_annotations_or_the_caller() {
 }
 
 #[test]
+fn a_headerless_transport_gets_no_version_header_on_any_handshake_message() {
+    // Over stdio nothing carries MCP-Protocol-Version, `notifications/initialized` included;
+    // over HTTP everything after `initialize` does.
+    for carries_headers in [false, true] {
+        let mut p = Peer::new(
+            ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+            carries_headers,
+        );
+        p.session.start(p.at(0));
+        let (init, headers) = p.sent();
+        assert!(headers.is_empty(), "initialize: {headers:?}");
+        p.reply(&init, init_result("2025-11-25"), 1);
+        let (initialized, headers) = p.sent();
+        assert_eq!(initialized["method"], "notifications/initialized");
+        let expected = carries_headers.then_some("2025-11-25");
+        assert_eq!(
+            header(&headers, "MCP-Protocol-Version"),
+            expected,
+            "carries_headers = {carries_headers}: {headers:?}"
+        );
+        if !carries_headers {
+            assert!(headers.is_empty(), "{headers:?}");
+        }
+    }
+}
+
+#[test]
 fn legacy_calls_carry_no_sep2243_headers_and_no_envelope() {
     let mut p = Peer::ready_legacy(true);
     let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();
@@ -674,7 +703,7 @@ fn legacy_calls_carry_no_sep2243_headers_and_no_envelope() {
     );
     assert!(body["params"].get("_meta").is_none());
     let names: Vec<_> = headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-    assert_eq!(names, ["MCP-Protocol-Version: 2025-11-25"]);
+    assert_eq!(names, ["mcp-protocol-version: 2025-11-25"]);
     assert!(warnings.is_empty());
     // Unknown tools do not warn either: no version of this era sends Mcp-Param-*.
     let (_, _, _, warnings) = call(&mut p, "unknown", json!({}), CallOptions::default());
@@ -909,28 +938,31 @@ fn legacy_servers_are_held_to_their_declared_capabilities() {
     p.session.list_tools(p.at(1)).unwrap();
     let err = p
         .session
-        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), true, p.at(1))
+        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), p.at(1))
         .unwrap_err();
     assert!(
-        matches!(err, RequestError::NotAdvertised("prompts")),
+        matches!(err, RequestError::NotAdvertised(Capability::Prompts)),
         "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the server did not declare the `prompts` capability"
     );
     let err = p
         .session
         .request::<toolwire_types::methods::method::Subscribe>(
             serde_json::from_value(json!({"uri": "file:///a"})).unwrap(),
-            false,
             p.at(1),
         )
         .unwrap_err();
     assert!(matches!(
         err,
-        RequestError::NotAdvertised("resources.subscribe")
+        RequestError::NotAdvertised(Capability::ResourceSubscribe)
     ));
     // Modern servers answer for themselves.
     let mut p = Peer::ready_modern(true);
     p.session
-        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), true, p.at(1))
+        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), p.at(1))
         .unwrap();
 }
 
@@ -1206,10 +1238,10 @@ fn the_listen_stream_reopens_with_backoff_and_refreshes_after_a_gap() {
     let (mut p, listen) = Peer::ready_dynamic();
     // The stream drops.
     p.session.handle_undelivered(
-        &serde_json::from_value(listen["id"].clone()).unwrap(),
-        Undelivered {
+        RequestFailure {
+            id: serde_json::from_value(listen["id"].clone()).unwrap(),
             status: None,
-            body: Vec::new(),
+            body: Default::default(),
             cause: Arc::new(std::io::Error::other("stream ended")),
         },
         p.at(100),

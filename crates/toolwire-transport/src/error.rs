@@ -90,20 +90,6 @@ pub enum TransportError {
     Setup(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// One request got no answer (an HTTP error status, a connection that failed, a response
     /// stream that broke); the transport itself goes on.
-    #[error("request {} got no answer", .0.id)]
-    Request(#[source] RequestFailure),
-}
-
-/// Why one request got no answer; see [`TransportError::Request`].
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{cause}")]
-pub struct RequestFailure {
-    /// The request.
-    pub id: toolwire_types::RequestId,
-    /// The HTTP status, when the server answered with one.
-    pub status: Option<u16>,
-    /// The body that came with an error status (it may hold a JSON-RPC error); empty if none.
-    pub body: bytes::Bytes,
-    /// What went wrong, as the transport saw it.
-    pub cause: std::sync::Arc<dyn std::error::Error + Send + Sync>,
+    #[error(transparent)]
+    Request(toolwire_wire::RequestFailure),
 }

@@ -3,8 +3,10 @@
 //!
 //! A transport carries whole JSON-RPC messages as bytes. It does not decode them, does not
 //! read the tool cache and makes no protocol decisions: the session above it serialises each
-//! message once into an [`Outbound`] (with the HTTP headers it computed from the tool cache),
-//! and decodes each [`Inbound`]. Transports that are not HTTP ignore the headers.
+//! message once into an [`Outbound`] (with the HTTP headers it computed from the tool cache, in
+//! their final form), and decodes each [`Inbound`]. Transports that are not HTTP ignore the
+//! headers. Both types, and [`RequestFailure`], are `toolwire-wire`'s, re-exported here: the
+//! session emits and takes exactly what a transport sends and reports.
 //!
 //! The Streamable HTTP transport lives in `toolwire-http`.
 //!
@@ -40,77 +42,23 @@
 //!
 //! # Dependencies
 //! - `tokio` (process, io-util, sync, time): the stdio transport's child process and pipes.
+//! - `toolwire-wire`: the message types shared with the session.
 //! - `bytes`: message bodies are serialised once and shared, never copied.
-//! - `http`: header names and values of [`Outbound`], the types hyper takes.
 //! - `nix` (signal): SIGTERM for graceful shutdown without `unsafe` (tokio only offers SIGKILL).
 //! - `tracing`: the child's stderr, by default.
 
 use std::future::Future;
 use std::pin::Pin;
 
-use bytes::Bytes;
-
 mod error;
 mod stdio;
 
-pub use error::{ExitDescription, RequestFailure, TransportError};
+pub use error::{ExitDescription, TransportError};
 pub use stdio::{DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport};
-pub use toolwire_types::{MessageKind, RequestId};
+pub use toolwire_wire::{Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass};
 
 /// A boxed future, so that [`Transport`] can be used as `dyn Transport`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Whether repeating a message is safe, as the session judged it. HTTP transports retry only
-/// [`RetryClass::Safe`] messages; others ignore it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RetryClass {
-    /// Never resend: the server may already have acted on it.
-    #[default]
-    Never,
-    /// Resending cannot do harm (`ping`, lists, reads, idempotent or read-only tools, or the
-    /// caller opted in).
-    Safe,
-}
-
-/// One message to send: the JSON-RPC bytes, serialised once, and what travels with them.
-#[derive(Debug, Clone)]
-pub struct Outbound {
-    /// One compact JSON-RPC message (no embedded newline).
-    pub body: Bytes,
-    /// HTTP headers for this message (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
-    /// `Mcp-Param-*`); transports that are not HTTP ignore them.
-    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    /// Whether it may be resent.
-    pub retry: RetryClass,
-    /// Request (with its id and method), notification or response.
-    pub kind: MessageKind,
-}
-
-impl Outbound {
-    /// A message of `kind` with no headers that must not be resent.
-    pub fn new(body: impl Into<Bytes>, kind: MessageKind) -> Self {
-        Self {
-            body: body.into(),
-            headers: Vec::new(),
-            retry: RetryClass::Never,
-            kind,
-        }
-    }
-}
-
-/// One message received: the JSON-RPC bytes, undecoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Inbound {
-    /// One JSON-RPC message (or batch), as received.
-    pub body: Bytes,
-}
-
-impl Inbound {
-    /// Wraps received bytes.
-    pub fn new(body: impl Into<Bytes>) -> Self {
-        Self { body: body.into() }
-    }
-}
 
 /// A way to exchange JSON-RPC messages with one MCP server.
 ///

@@ -161,3 +161,59 @@ pub struct ResourcesCapability {
     #[serde(flatten)]
     pub extra: JsonObject,
 }
+
+/// A server capability that a request needs before a client may send it in the legacy era
+/// (both sides may use only what was negotiated). Each request method names its own
+/// ([`crate::RequestMethod::CAPABILITY`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Capability {
+    /// `tools`.
+    Tools,
+    /// `resources`.
+    Resources,
+    /// `resources.subscribe`.
+    ResourceSubscribe,
+    /// `prompts`.
+    Prompts,
+    /// `completions`.
+    Completions,
+    /// `logging`.
+    Logging,
+}
+
+impl Capability {
+    /// Its name as a path into the capabilities object (`resources.subscribe`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Resources => "resources",
+            Self::ResourceSubscribe => "resources.subscribe",
+            Self::Prompts => "prompts",
+            Self::Completions => "completions",
+            Self::Logging => "logging",
+        }
+    }
+
+    /// Whether `capabilities` declare it.
+    pub fn declared_by(self, capabilities: &ServerCapabilities) -> bool {
+        match self {
+            Self::Tools => capabilities.tools.is_some(),
+            Self::Resources => capabilities.resources.is_some(),
+            Self::ResourceSubscribe => capabilities
+                .resources
+                .as_ref()
+                .and_then(|r| r.subscribe)
+                .unwrap_or(false),
+            Self::Prompts => capabilities.prompts.is_some(),
+            Self::Completions => capabilities.completions.is_some(),
+            Self::Logging => capabilities.logging.is_some(),
+        }
+    }
+}
+
+impl std::fmt::Display for Capability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -60,8 +60,9 @@ mod tools;
 mod version;
 
 pub use capabilities::{
-    ClientCapabilities, ClientToolsCapability, ElicitationCapability, ListChangedCapability,
-    ResourcesCapability, RootsCapability, SamplingCapability, ServerCapabilities,
+    Capability, ClientCapabilities, ClientToolsCapability, ElicitationCapability,
+    ListChangedCapability, ResourcesCapability, RootsCapability, SamplingCapability,
+    ServerCapabilities,
 };
 pub use client_features::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult,

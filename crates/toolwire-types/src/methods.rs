@@ -24,6 +24,19 @@ pub trait RequestMethod: Method {
     type Result: Serialize + DeserializeOwned;
     /// Whether the method may answer `input_required` (MRTR, `2026-07-28`).
     const MAY_REQUIRE_INPUT: bool;
+    /// The server capability a legacy server must have declared before a client sends this
+    /// (`None`: always allowed, or a request the server sends).
+    const CAPABILITY: Option<crate::Capability>;
+    /// Whether resending it can do no harm (`ping`, lists, reads): a transport may retry it.
+    /// `false` for `tools/call`, whose safety depends on the tool (the session decides).
+    const RETRY_SAFE: bool;
+
+    /// The params member that `Mcp-Name` mirrors (SEP-2243): the tool or prompt name, the
+    /// resource URI; `None` for methods without one.
+    fn mcp_name(params: &Self::Params) -> Option<&str> {
+        let _ = params;
+        None
+    }
 
     /// Decodes a raw result of this method; a method that may require input decodes an
     /// [`Outcome`], the others only [`Outcome::Complete`] (anything else is a typed error).
@@ -45,7 +58,8 @@ pub mod method {
     use crate::*;
 
     macro_rules! request {
-        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal $(, decode = $decode:path)?) => {
+        ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal,
+         cap = $cap:expr, retry = $retry:literal $(, mcp_name = $field:ident)? $(, decode = $decode:path)?) => {
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub enum $name {}
@@ -56,6 +70,13 @@ pub mod method {
             impl RequestMethod for $name {
                 type Result = $result;
                 const MAY_REQUIRE_INPUT: bool = $mrtr;
+                const CAPABILITY: Option<crate::Capability> = $cap;
+                const RETRY_SAFE: bool = $retry;
+                $(
+                    fn mcp_name(params: &$params) -> Option<&str> {
+                        Some(&params.$field)
+                    }
+                )?
                 $(
                     fn decode_result(
                         raw: &serde_json::value::RawValue,
@@ -80,43 +101,63 @@ pub mod method {
         };
     }
 
+    use crate::Capability::{Completions, Logging, Prompts, ResourceSubscribe, Resources, Tools};
+
     request!(/// `initialize` (legacy handshake).
-        Initialize = "initialize", InitializeParams => InitializeResult, mrtr = false);
+        Initialize = "initialize", InitializeParams => InitializeResult, mrtr = false,
+        cap = None, retry = false);
     request!(/// `server/discover` (modern).
-        Discover = "server/discover", DiscoverParams => DiscoverResult, mrtr = false);
+        Discover = "server/discover", DiscoverParams => DiscoverResult, mrtr = false,
+        cap = None, retry = true);
     request!(/// `ping` (legacy, either direction).
-        Ping = "ping", MetaOnlyParams => EmptyResult, mrtr = false);
+        Ping = "ping", MetaOnlyParams => EmptyResult, mrtr = false,
+        cap = None, retry = true);
     request!(/// `tools/list`.
-        ListTools = "tools/list", ListParams => ListToolsResult, mrtr = false);
-    request!(/// `tools/call`.
+        ListTools = "tools/list", ListParams => ListToolsResult, mrtr = false,
+        cap = Some(Tools), retry = true);
+    request!(/// `tools/call` (retry safety is per tool: its annotations or the caller's opt-in).
         CallTool = "tools/call", CallToolParams => CallToolResult, mrtr = true,
+        cap = Some(Tools), retry = false, mcp_name = name,
         decode = crate::tools::decode_call_tool);
     request!(/// `resources/list`.
-        ListResources = "resources/list", ListParams => ListResourcesResult, mrtr = false);
+        ListResources = "resources/list", ListParams => ListResourcesResult, mrtr = false,
+        cap = Some(Resources), retry = true);
     request!(/// `resources/templates/list`.
-        ListResourceTemplates = "resources/templates/list", ListParams => ListResourceTemplatesResult, mrtr = false);
+        ListResourceTemplates = "resources/templates/list", ListParams => ListResourceTemplatesResult, mrtr = false,
+        cap = Some(Resources), retry = true);
     request!(/// `resources/read`.
-        ReadResource = "resources/read", ReadResourceParams => ReadResourceResult, mrtr = true);
+        ReadResource = "resources/read", ReadResourceParams => ReadResourceResult, mrtr = true,
+        cap = Some(Resources), retry = true, mcp_name = uri);
     request!(/// `resources/subscribe` (legacy).
-        Subscribe = "resources/subscribe", ResourceUriParams => EmptyResult, mrtr = false);
+        Subscribe = "resources/subscribe", ResourceUriParams => EmptyResult, mrtr = false,
+        cap = Some(ResourceSubscribe), retry = false);
     request!(/// `resources/unsubscribe` (legacy).
-        Unsubscribe = "resources/unsubscribe", ResourceUriParams => EmptyResult, mrtr = false);
+        Unsubscribe = "resources/unsubscribe", ResourceUriParams => EmptyResult, mrtr = false,
+        cap = Some(ResourceSubscribe), retry = false);
     request!(/// `prompts/list`.
-        ListPrompts = "prompts/list", ListParams => ListPromptsResult, mrtr = false);
+        ListPrompts = "prompts/list", ListParams => ListPromptsResult, mrtr = false,
+        cap = Some(Prompts), retry = true);
     request!(/// `prompts/get`.
-        GetPrompt = "prompts/get", GetPromptParams => GetPromptResult, mrtr = true);
+        GetPrompt = "prompts/get", GetPromptParams => GetPromptResult, mrtr = true,
+        cap = Some(Prompts), retry = false, mcp_name = name);
     request!(/// `completion/complete`.
-        Complete = "completion/complete", CompleteParams => CompleteResult, mrtr = false);
+        Complete = "completion/complete", CompleteParams => CompleteResult, mrtr = false,
+        cap = Some(Completions), retry = false);
     request!(/// `logging/setLevel` (legacy).
-        SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false);
+        SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false,
+        cap = Some(Logging), retry = false);
     request!(/// `subscriptions/listen` (modern): its response stream carries list changes.
-        Listen = "subscriptions/listen", ListenParams => EmptyResult, mrtr = false);
+        Listen = "subscriptions/listen", ListenParams => EmptyResult, mrtr = false,
+        cap = None, retry = true);
     request!(/// `sampling/createMessage` (server to client).
-        CreateMessage = "sampling/createMessage", CreateMessageParams => CreateMessageResult, mrtr = false);
+        CreateMessage = "sampling/createMessage", CreateMessageParams => CreateMessageResult, mrtr = false,
+        cap = None, retry = false);
     request!(/// `elicitation/create` (server to client).
-        Elicit = "elicitation/create", ElicitParams => ElicitResult, mrtr = false);
+        Elicit = "elicitation/create", ElicitParams => ElicitResult, mrtr = false,
+        cap = None, retry = false);
     request!(/// `roots/list` (server to client).
-        ListRoots = "roots/list", MetaOnlyParams => ListRootsResult, mrtr = false);
+        ListRoots = "roots/list", MetaOnlyParams => ListRootsResult, mrtr = false,
+        cap = None, retry = false);
 
     notification!(/// `notifications/initialized` (legacy).
         Initialized = "notifications/initialized", MetaOnlyParams);

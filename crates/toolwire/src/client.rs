@@ -12,11 +12,9 @@ use toolwire_cache::{CacheConfig, Commit, ListOutcome, ToolCache, ToolSnapshot};
 use toolwire_http::HttpTransportBuilder;
 use toolwire_session::{
     CallOptions, Event, Negotiated, OpId, ProtocolMode, Session, SessionConfig, SessionError,
-    SettleMode, Transmit, Undelivered,
+    SettleMode,
 };
-use toolwire_transport::{
-    BoxFuture, Outbound, RetryClass, StdioConfig, StdioTransport, Transport, TransportError,
-};
+use toolwire_transport::{BoxFuture, StdioConfig, StdioTransport, Transport, TransportError};
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
     CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, HasMeta, Implementation,
@@ -779,11 +777,8 @@ impl Client {
         self.ready().await?;
         let (commands, _) = self.connection()?;
         let (reply, answer) = oneshot::channel();
-        // Reads and lists are safe to resend; anything else is the caller's to opt in.
-        let retry_safe = M::NAME.ends_with("/list") || matches!(M::NAME, "resources/read" | "ping");
-        let issue = Box::new(move |session: &mut Session, now| {
-            session.request::<M>(params, retry_safe, now)
-        });
+        // The method says whether it is safe to resend (reads and lists are).
+        let issue = Box::new(move |session: &mut Session, now| session.request::<M>(params, now));
         commands
             .send(Command::Request { issue, reply })
             .map_err(|_| Error::Closed)?;
@@ -956,14 +951,14 @@ impl Inner {
         let session = Session::new(config, self.cache.clone(), transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
-        let mut driver = Driver::new(
+        let driver = Driver::new(
             session,
             transport,
             state,
             self.config.handler.clone(),
             commands.downgrade(),
+            self.changes.clone(),
         );
-        driver.changes = Some(self.changes.clone());
         self.runtime.spawn(driver.run(rx));
         Connection::Running {
             commands,
@@ -1016,75 +1011,9 @@ struct Driver {
     ready: bool,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
-    changes: Option<broadcast::Sender<Commit>>,
+    changes: broadcast::Sender<Commit>,
     /// Calls the settle barrier released on its timeout.
     stale: std::collections::HashSet<OpId>,
-    /// The session's headers as `http` ones.
-    wire: WireHeaders,
-}
-
-/// Turns the session's headers into `http` ones for the transport, without allocating what is
-/// the same on every request: header names are kept once per distinct name, and the values
-/// that are a method or a protocol version are static.
-#[derive(Default)]
-struct WireHeaders {
-    names: FastMap<Box<str>, http::HeaderName>,
-}
-
-/// At most this many distinct header names are kept (`Mcp-Param-*` names come from servers'
-/// schemas); past it, names are converted per request.
-const MAX_KEPT_HEADER_NAMES: usize = 1024;
-
-impl WireHeaders {
-    fn name(&mut self, name: &str) -> Option<http::HeaderName> {
-        if let Some(n) = self.names.get(name) {
-            return Some(n.clone());
-        }
-        let n = http::HeaderName::from_bytes(name.as_bytes()).ok()?;
-        if self.names.len() < MAX_KEPT_HEADER_NAMES {
-            self.names.insert(name.into(), n.clone());
-        }
-        Some(n)
-    }
-
-    fn value(value: &str, method: Option<&'static str>) -> Option<http::HeaderValue> {
-        if method == Some(value) {
-            return method.map(http::HeaderValue::from_static);
-        }
-        // `SUPPORTED` is a `'static` table, so its strings are too.
-        if let Some(v) = ProtocolVersion::SUPPORTED
-            .iter()
-            .find(|v| v.as_str() == value)
-        {
-            return Some(http::HeaderValue::from_static(v.as_str()));
-        }
-        http::HeaderValue::from_bytes(value.as_bytes()).ok()
-    }
-
-    fn outbound(&mut self, t: Transmit) -> Outbound {
-        let method = t.kind.method();
-        let mut out = Outbound::new(t.body, t.kind);
-        out.retry = if t.retry_safe {
-            RetryClass::Safe
-        } else {
-            RetryClass::Never
-        };
-        out.headers.reserve_exact(t.headers.len());
-        for h in t.headers {
-            // Names are tokens and values printable ASCII by construction (toolwire-headers), so
-            // neither conversion fails; a failure would drop that one header, loudly.
-            match (
-                self.name(h.name.as_str()),
-                Self::value(h.value.as_str(), method),
-            ) {
-                (Some(name), Some(value)) => out.headers.push((name, value)),
-                _ => {
-                    tracing::error!(header = %h.name, "header could not be converted; sent without it")
-                }
-            }
-        }
-        out
-    }
 }
 
 impl Driver {
@@ -1094,6 +1023,7 @@ impl Driver {
         state: watch::Sender<Negotiation>,
         handler: Option<ServerRequestHandler>,
         own_commands: mpsc::WeakUnboundedSender<Command>,
+        changes: broadcast::Sender<Commit>,
     ) -> Self {
         Self {
             session,
@@ -1108,9 +1038,8 @@ impl Driver {
             queued: Vec::new(),
             ready: false,
             last_transport_error: None,
-            changes: None,
+            changes,
             stale: std::collections::HashSet::new(),
-            wire: WireHeaders::default(),
         }
     }
 
@@ -1281,15 +1210,13 @@ impl Driver {
                             generation = outcome.commit.generation,
                             "tool list refreshed"
                         );
-                        if let Some(changes) = &self.changes {
-                            announce(changes, &outcome.commit);
-                        }
+                        announce(&self.changes, &outcome.commit);
                     }
                     Err(e) => tracing::debug!(error = %e, "tool list refresh failed"),
                 },
                 Event::ToolsListed { op, result } => {
-                    if let (Ok(outcome), Some(changes)) = (&result, &self.changes) {
-                        announce(changes, &outcome.commit);
+                    if let Ok(outcome) = &result {
+                        announce(&self.changes, &outcome.commit);
                     }
                     if let Some(reply) = self.lists.remove(&op) {
                         let _ = reply.send(result.map_err(Error::from));
@@ -1314,9 +1241,8 @@ impl Driver {
 
     /// Sends everything the session queued; `false` if the transport failed.
     async fn flush(&mut self) -> bool {
-        while let Some(t) = self.session.poll_transmit() {
-            let out = self.wire.outbound(t);
-            if let Err(e) = self.transport.send(out).await {
+        while let Some(message) = self.session.poll_transmit() {
+            if let Err(e) = self.transport.send(message).await {
                 tracing::warn!(error = %e, "sending failed");
                 self.last_transport_error = Some(Arc::new(e));
                 return false;
@@ -1368,12 +1294,7 @@ impl Driver {
                     Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
                     Some(Err(TransportError::Request(failure))) => {
                         tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
-                        let undelivered = Undelivered {
-                            status: failure.status,
-                            body: failure.body.to_vec(),
-                            cause: failure.cause,
-                        };
-                        self.session.handle_undelivered(&failure.id, undelivered, Instant::now());
+                        self.session.handle_undelivered(failure, Instant::now());
                     }
                     Some(Err(e)) => {
                         tracing::warn!(error = %e, "transport error");

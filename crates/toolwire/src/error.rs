@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolwire_session::{RequestError, SessionError};
-use toolwire_transport::TransportError;
+use toolwire_transport::{RequestFailure, TransportError};
 use toolwire_types::{DecodeError, ErrorObject};
 
 /// Everything that can go wrong, with the server's JSON-RPC errors, transport failures,
@@ -25,15 +25,10 @@ pub enum Error {
     Transport(#[source] Arc<TransportError>),
     /// This request got no answer: the server answered with an HTTP error status (and no
     /// JSON-RPC error), the connection failed, or the response stream broke. The client goes
-    /// on; a request whose retry class allowed it was already retried.
-    #[error("the request got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
-    Undelivered {
-        /// The HTTP status, when the server answered with one.
-        status: Option<u16>,
-        /// What the transport saw (for HTTP, a `toolwire_http::HttpError`).
-        #[source]
-        cause: Arc<dyn std::error::Error + Send + Sync>,
-    },
+    /// on; a request whose retry class allowed it was already retried. The failure carries the
+    /// HTTP status, if any, and what the transport saw as its `source`.
+    #[error(transparent)]
+    Undelivered(RequestFailure),
     /// Protocol negotiation failed.
     #[error("protocol negotiation failed")]
     Negotiation(#[source] Arc<SessionError>),
@@ -93,7 +88,7 @@ impl From<RequestError> for Error {
             RequestError::Timeout(d) => Self::Timeout(d),
             RequestError::Decode(e) => Self::Decode(Arc::new(e)),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
-            RequestError::Undelivered { status, cause } => Self::Undelivered { status, cause },
+            RequestError::Undelivered(failure) => Self::Undelivered(failure),
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
             | RequestError::Encode(_)

@@ -1,0 +1,125 @@
+//! The types that cross the line between the sans-IO session and the transports, one type per
+//! thing: [`Outbound`] (a message to send), [`Inbound`] (a message received) and
+//! [`RequestFailure`] (a request that got no answer). The session emits [`Outbound`] exactly as
+//! a transport sends it, and takes a [`RequestFailure`] exactly as a transport reports it:
+//! nothing converts between them, in the facade or anywhere else.
+//!
+//! Plain data: no I/O, no clock, no decisions. Headers are `http`'s types, built once by
+//! `toolwire-headers` in the form hyper sends; transports that are not HTTP ignore them.
+//!
+//! # Dependencies
+//! - `bytes`: a message body is serialised once and shared, never copied.
+//! - `http`: header names and values in the form hyper takes them (plain data).
+//! - `thiserror`: [`RequestFailure`]'s `Display` and `source`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use toolwire_types::{MessageKind, RequestId};
+
+/// Whether repeating a message is safe, as the session judged it. HTTP transports retry only
+/// [`RetryClass::Safe`] messages; others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RetryClass {
+    /// Never resend: the server may already have acted on it.
+    #[default]
+    Never,
+    /// Resending cannot do harm (`ping`, lists, reads, idempotent or read-only tools, or the
+    /// caller opted in).
+    Safe,
+}
+
+impl RetryClass {
+    /// [`RetryClass::Safe`] when `safe`.
+    pub fn from_safe(safe: bool) -> Self {
+        if safe { Self::Safe } else { Self::Never }
+    }
+}
+
+/// One message to send: the JSON-RPC bytes, serialised once, and what travels with them.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// One compact JSON-RPC message (no embedded newline).
+    pub body: Bytes,
+    /// HTTP headers for this message (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`), in their final form; empty over a transport that carries none.
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// Whether it may be resent.
+    pub retry: RetryClass,
+    /// Request (with its id and method), notification or response, so that a transport routes
+    /// it without decoding it.
+    pub kind: MessageKind,
+}
+
+impl Outbound {
+    /// A message of `kind` with no headers that must not be resent.
+    pub fn new(body: impl Into<Bytes>, kind: MessageKind) -> Self {
+        Self {
+            body: body.into(),
+            headers: Vec::new(),
+            retry: RetryClass::Never,
+            kind,
+        }
+    }
+}
+
+/// One message received: the JSON-RPC bytes, undecoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// One JSON-RPC message (or batch), as received.
+    pub body: Bytes,
+}
+
+impl Inbound {
+    /// Wraps received bytes.
+    pub fn new(body: impl Into<Bytes>) -> Self {
+        Self { body: body.into() }
+    }
+}
+
+/// One request that got no JSON-RPC answer through the transport: an HTTP error status (with
+/// whatever body came with it, which may hold a JSON-RPC error), a connection that failed, a
+/// response stream that broke. The transport reports it; the session decides what it means.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("request {id} got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+pub struct RequestFailure {
+    /// The request.
+    pub id: RequestId,
+    /// The HTTP status, when the server answered with one.
+    pub status: Option<u16>,
+    /// The body that came with an error status; empty if none.
+    pub body: Bytes,
+    /// What went wrong, as the transport saw it (for HTTP, a `toolwire_http::HttpError`).
+    #[source]
+    pub cause: Arc<dyn std::error::Error + Send + Sync>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_prints_its_own_level_and_keeps_the_cause_as_source() {
+        let failure = RequestFailure {
+            id: RequestId::Number(7),
+            status: Some(503),
+            body: Bytes::new(),
+            cause: Arc::new(std::io::Error::other("connection reset")),
+        };
+        assert_eq!(failure.to_string(), "request 7 got no answer (HTTP 503)");
+        let source = std::error::Error::source(&failure).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some("connection reset"));
+        let no_status = RequestFailure {
+            status: None,
+            ..failure
+        };
+        assert_eq!(no_status.to_string(), "request 7 got no answer");
+    }
+
+    #[test]
+    fn retry_class_from_the_sessions_judgement() {
+        assert_eq!(RetryClass::from_safe(true), RetryClass::Safe);
+        assert_eq!(RetryClass::from_safe(false), RetryClass::Never);
+    }
+}
