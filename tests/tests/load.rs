@@ -1,5 +1,6 @@
 //! Load under faults: many calls from many tasks through one client, every result checked
-//! against its arguments, none lost, none mismatched.
+//! against its arguments, none lost, none mismatched, none answered twice, and the faults
+//! verified to have happened.
 
 #![allow(
     clippy::unwrap_used,
@@ -8,6 +9,7 @@
     reason = "tests fail by panicking"
 )]
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -39,27 +41,47 @@ async fn run(mode: ProtocolMode, tasks: usize, per_task: usize, framing: Framing
         .map(|t| {
             let client = client.clone();
             tokio::spawn(async move {
+                let mut answers = Vec::with_capacity(per_task);
                 for i in 0..per_task {
                     let text = format!("task {t} call {i}");
                     let r = client
                         .call_tool("echo", json!({ "text": text }))
                         .await
                         .unwrap_or_else(|e| panic!("{text}: {e}"));
-                    assert_eq!(
-                        r.content[0].as_text(),
-                        Some(text.as_str()),
-                        "mismatched answer"
-                    );
+                    let answer = r.content[0].as_text().map(str::to_owned);
+                    assert_eq!(answer.as_deref(), Some(text.as_str()), "mismatched answer");
+                    answers.extend(answer);
                 }
-                per_task
+                answers
             })
         })
         .collect();
-    let mut done = 0;
+    // Every call answered with its own text: as many distinct answers as calls, and exactly
+    // the texts that were sent.
+    let mut answered = BTreeSet::new();
+    let mut count = 0;
     for w in workers {
-        done += w.await.unwrap();
+        for answer in w.await.unwrap() {
+            count += 1;
+            answered.insert(answer);
+        }
     }
-    assert_eq!(done, tasks * per_task);
+    let sent: BTreeSet<String> = (0..tasks)
+        .flat_map(|t| (0..per_task).map(move |i| format!("task {t} call {i}")))
+        .collect();
+    assert_eq!(count, tasks * per_task, "an answer went missing");
+    assert_eq!(
+        answered, sent,
+        "an answer was lost, duplicated or mismatched"
+    );
+    // "Under faults": the server did fail some POSTs with 503 (every 300th), and every call
+    // still succeeded, so those were retried.
+    let posts = tasks * per_task;
+    let faults = server.faults_injected();
+    assert!(
+        faults >= (posts / 300) as u64,
+        "only {faults} faults injected over {posts} calls"
+    );
     client.close().await;
 }
 

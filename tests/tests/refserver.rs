@@ -44,6 +44,8 @@ async fn transient_statuses_are_retried_for_safe_requests() {
     // The probe itself is retry-safe: 429 (Retry-After: 1), 503, 503, then the answer.
     let n = client.ready().await.unwrap();
     assert_eq!(n.version, ProtocolVersion::V2026_07_28);
+    // The three faults did happen (a knob that did nothing would leave this at 0).
+    assert_eq!(s.faults_injected(), 3);
     client.close().await;
 }
 
@@ -70,6 +72,7 @@ async fn an_expired_legacy_session_is_re_established_transparently() {
         first,
         "a new session was made"
     );
+    assert!(s.faults_injected() >= 1, "no session expired");
     client.close().await;
 }
 
@@ -88,6 +91,7 @@ async fn a_cut_legacy_stream_is_resumed_with_last_event_id() {
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("resumed"));
     // initialize and the call were both cut; each resumed after the server's `retry: 500`.
+    assert!(s.faults_injected() >= 2, "{} cuts", s.faults_injected());
     assert!(
         started.elapsed() >= Duration::from_millis(900),
         "{:?}",
@@ -110,6 +114,7 @@ async fn a_406_steps_the_accept_header_down() {
         transport.accept_profile(),
         toolwire::AcceptProfile::JsonOnly
     );
+    assert_eq!(s.faults_injected(), 1, "the first Accept was refused once");
     client.close().await;
 }
 

@@ -442,34 +442,41 @@ fn diffs_between_any_generations() {
 }
 
 /// Readers on several threads never see a known tool missing, an empty cache, or a generation
-/// going backwards, while writers add, list, remove and mark stale.
+/// going backwards, while writers add, list, remove and mark stale; and what the writers
+/// publish reaches them (each reader starts before the first write and ends on the last one).
 #[test]
 fn readers_never_see_a_half_built_cache() {
     let cache = ToolCache::default();
     cache.add_known_tools([tool("pinned", "Pinned")]).unwrap();
     let done = AtomicBool::new(false);
+    // Three readers and two writers: no write before every reader has read once.
+    let start = std::sync::Barrier::new(5);
+    let check = |snapshot: &toolwire_cache::ToolSnapshot, last: u64| {
+        assert!(snapshot.generation() >= last, "generation went backwards");
+        let pinned = snapshot.get("pinned").expect("a known tool went missing");
+        assert!(pinned.is_known());
+        assert_eq!(pinned.plan().params().len(), 1);
+        assert!(!snapshot.is_empty());
+        snapshot.generation()
+    };
     thread::scope(|s| {
         let readers: Vec<_> = (0..3)
             .map(|_| {
                 s.spawn(|| {
-                    let mut last = 0;
-                    let mut loads = 0u64;
-                    while !done.load(Ordering::Relaxed) || loads < 1000 {
-                        let snapshot = cache.load();
-                        assert!(snapshot.generation() >= last, "generation went backwards");
-                        last = snapshot.generation();
-                        let pinned = snapshot.get("pinned").expect("a known tool went missing");
-                        assert!(pinned.is_known());
-                        assert_eq!(pinned.plan().params().len(), 1);
-                        assert!(!snapshot.is_empty());
-                        loads += 1;
+                    let first = check(&cache.load(), 0);
+                    start.wait();
+                    let mut last = first;
+                    while !done.load(Ordering::Acquire) {
+                        last = check(&cache.load(), last);
                     }
-                    loads
+                    // After every writer ended: the final snapshot, whatever was missed.
+                    (first, check(&cache.load(), last))
                 })
             })
             .collect();
         let writers = [
             s.spawn(|| {
+                start.wait();
                 for i in 0..300 {
                     let name = format!("k{}", i % 7);
                     cache.add_known_tools([tool(&name, "H")]).unwrap();
@@ -477,6 +484,7 @@ fn readers_never_see_a_half_built_cache() {
                 }
             }),
             s.spawn(|| {
+                start.wait();
                 for i in 0..300 {
                     let tools = (0..(i % 5)).map(|j| tool(&format!("s{j}"), "S")).collect();
                     list(&cache, tools);
@@ -489,12 +497,15 @@ fn readers_never_see_a_half_built_cache() {
         for w in writers {
             w.join().unwrap();
         }
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
+        // 2 × 300 add/remove + 300 listings + 100 stale marks, one generation each: none lost.
+        let last = 1 + 600 + 300 + 100;
         for r in readers {
-            assert!(r.join().unwrap() >= 1000);
+            let (first, seen_last) = r.join().unwrap();
+            assert_eq!(first, 1, "a reader read only after a write");
+            assert_eq!(seen_last, last, "a reader never saw the final snapshot");
         }
     });
-    // 2 × 300 add/remove + 300 listings + 100 stale marks, one generation each: none lost.
     assert_eq!(cache.load().generation(), 1 + 600 + 300 + 100);
 }
 
@@ -504,7 +515,15 @@ fn definition_hashes_follow_the_definition() {
     list(&cache, vec![tool("a", "A"), tool("b", "A"), tool("c", "C")]);
     let snapshot = cache.snapshot();
     let h = |n: &str| snapshot.get(n).unwrap().definition_hash();
-    assert_eq!(h("a"), h("a"), "stable");
+    // Stable: the same definition held by another cache (another `CachedTool`, its hash
+    // computed afresh) hashes the same.
+    let other = ToolCache::default();
+    other.add_known_tools([tool("a", "A")]).unwrap();
+    assert_eq!(
+        other.load().get("a").unwrap().definition_hash(),
+        h("a"),
+        "stable"
+    );
     assert_ne!(h("a"), h("b"), "the name is part of the definition");
     list(&cache, vec![tool("a", "A")]);
     assert_eq!(

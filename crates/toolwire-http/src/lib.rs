@@ -633,7 +633,7 @@ impl Drop for Owner {
     }
 }
 
-/// A request's whole life: POST, answer, retries; it pushes what it gets into the channel.
+/// A request's whole life: POST, answer, retries; it pushes what it gets into the mailbox.
 type RequestFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The requests in flight and the waker of the `recv` that polls them.
@@ -829,7 +829,7 @@ impl Inner {
             Some(w) if w.will_wake(cx.waker()) => {}
             _ => inflight.waker = Some(cx.waker().clone()),
         }
-        // Each item is a request that ended (or was aborted); what it got is in the channel.
+        // Each item is a request that ended (or was aborted); what it got is in the mailbox.
         while let Poll::Ready(Some(_)) = inflight.requests.poll_next_unpin(cx) {}
     }
 

@@ -44,6 +44,8 @@ pub(crate) struct Front {
     minted: AtomicU64,
     posts: AtomicU64,
     sse_answers: AtomicU64,
+    /// Faults injected so far (every kind), for tests that must know a fault happened.
+    pub(crate) faults: Arc<AtomicU64>,
 }
 
 /// One SSE event, with an id when given.
@@ -138,7 +140,12 @@ impl Front {
             minted: AtomicU64::new(0),
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
+            faults: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    fn fault(&self) {
+        self.faults.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Accepts connections until the task is dropped.
@@ -180,6 +187,7 @@ impl Front {
         let n = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
         let faults = &options.faults;
         if n <= faults.fail_429 {
+            self.fault();
             let mut r = empty(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut()
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -190,11 +198,13 @@ impl Front {
                 .fail_503_every
                 .is_some_and(|every| every > 0 && n.is_multiple_of(every))
         {
+            self.fault();
             return empty(StatusCode::SERVICE_UNAVAILABLE);
         }
         if let Some(refused) = &faults.reject_accept
             && header(&parts, "accept").unwrap_or("") == refused
         {
+            self.fault();
             return empty(StatusCode::NOT_ACCEPTABLE);
         }
         let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
@@ -278,6 +288,7 @@ impl Front {
                 .is_some_and(|limit| s.requests > limit)
             {
                 sessions.remove(sid);
+                self.fault();
                 return empty(StatusCode::NOT_FOUND);
             }
             session = Some(sid.to_owned());
@@ -326,6 +337,9 @@ impl Front {
                     && faults
                         .cut_sse_every
                         .is_some_and(|every| every > 0 && k.is_multiple_of(every));
+                if cut {
+                    self.fault();
+                }
                 tokio::spawn(async move {
                     let stream = session.as_ref().map(|sid| front.open_stream(sid));
                     let mut sent_ok = true;

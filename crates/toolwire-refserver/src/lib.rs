@@ -27,6 +27,8 @@ mod stdio;
 mod tools;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::core::Core;
@@ -120,6 +122,7 @@ pub struct HttpServer {
     addr: SocketAddr,
     path: String,
     task: Option<tokio::task::JoinHandle<()>>,
+    faults: Arc<AtomicU64>,
 }
 
 impl HttpServer {
@@ -131,6 +134,12 @@ impl HttpServer {
     /// The endpoint URL.
     pub fn url(&self) -> String {
         format!("http://{}{}", self.addr, self.path)
+    }
+
+    /// How many faults of [`Options::faults`] it has injected so far (every kind counts: an
+    /// error status, a refused `Accept`, an expired session, a cut stream).
+    pub fn faults_injected(&self) -> u64 {
+        self.faults.load(Ordering::SeqCst)
     }
 
     /// Serves until the process ends.
@@ -155,11 +164,13 @@ pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<H
     let addr = listener.local_addr()?;
     let path = options.path.clone();
     let front = http::Front::new(Core::new(options));
+    let faults = front.faults.clone();
     let task = tokio::spawn(front.run(listener));
     Ok(HttpServer {
         addr,
         path,
         task: Some(task),
+        faults,
     })
 }
 

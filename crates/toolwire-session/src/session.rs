@@ -439,6 +439,17 @@ impl Pending {
     }
 }
 
+/// A request on its way into the pending table: what goes with its bytes.
+struct Sent {
+    method: &'static str,
+    /// The SEP-2243 headers (the version header is added when queued).
+    headers: Vec<Header>,
+    retry_safe: bool,
+    kind: PendingKind,
+    timeout: Duration,
+    progress_token: Option<RequestId>,
+}
+
 /// A `tools/call` as sent, kept to reissue it after a header mismatch.
 struct CallRetry {
     name: String,
@@ -805,7 +816,7 @@ impl Session {
         version: &ProtocolVersion,
         method: &'static str,
         params: &P,
-        mut headers: Vec<Header>,
+        headers: Vec<Header>,
         retry_safe: bool,
         kind: PendingKind,
         timeout: Duration,
@@ -813,28 +824,56 @@ impl Session {
     ) -> Result<RequestId, EncodeError> {
         let id = self.allocate_id();
         let body = encode_request(&id, method, Some(params))?;
+        let sent = Sent {
+            method,
+            headers,
+            retry_safe,
+            kind,
+            timeout,
+            progress_token: None,
+        };
+        self.push_request(version, id.clone(), body, sent, now);
+        Ok(id)
+    }
+
+    /// Queues request `id`, already encoded as `body`, and records what its answer completes.
+    fn push_request(
+        &mut self,
+        version: &ProtocolVersion,
+        id: RequestId,
+        body: Vec<u8>,
+        sent: Sent,
+        now: Instant,
+    ) {
+        let Sent {
+            method,
+            mut headers,
+            retry_safe,
+            kind,
+            timeout,
+            progress_token,
+        } = sent;
         if self.sends_version_header(version) {
             headers.insert(0, protocol_version_header(version));
         }
         let hard_deadline = now + self.config.max_request_time.max(timeout);
+        if let Some(token) = &progress_token {
+            self.progress.insert(token.clone(), id.clone());
+        }
         let pending = Pending {
             kind,
             deadline: now + timeout,
             timeout,
             hard_deadline,
-            progress_token: None,
+            progress_token,
         };
         self.pending.insert(id.clone(), pending);
         self.transmits.push_back(outbound(
             body,
             headers,
             RetryClass::from_safe(retry_safe),
-            MessageKind::Request {
-                id: id.clone(),
-                method,
-            },
+            MessageKind::Request { id, method },
         ));
-        Ok(id)
     }
 
     fn send_probe(&mut self, version: ProtocolVersion, retried: bool, now: Instant) {
@@ -1204,10 +1243,9 @@ impl Session {
             .retry_safe
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
         drop(snapshot);
-        // The token is the id the request is about to get: unique among active requests.
-        let token = options
-            .progress
-            .then(|| RequestId::Number(self.next_id + 1));
+        let id = self.allocate_id();
+        // The request's own id is its progress token: unique among active requests.
+        let token = options.progress.then(|| id.clone());
         let meta = match (&token, version.is_modern()) {
             (None, true) => Some(self.call_meta(&version)),
             (None, false) => None,
@@ -1229,47 +1267,31 @@ impl Session {
             request_state: options.request_state.as_deref(),
             meta,
         };
+        let body =
+            encode_request(&id, "tools/call", Some(&params)).map_err(RequestError::Encode)?;
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
         let settle = options
             .settle
             .unwrap_or(self.config.settle != SettleMode::Off);
-        let kind = PendingKind::ToolCall {
-            op,
-            retry: None,
-            settle,
-        };
-        let id = self
-            .queue_request(
-                &version,
-                "tools/call",
-                &params,
-                headers,
-                retry_safe,
-                kind,
-                timeout,
-                now,
-            )
-            .map_err(RequestError::Encode)?;
         let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
-        if let Some(pending) = self.pending.get_mut(&id) {
-            if let PendingKind::ToolCall { retry, .. } = &mut pending.kind
-                && reissuable
-            {
-                // Kept, not copied: the arguments are shared, the options were going to be
-                // dropped after encoding.
-                *retry = Some(Box::new(CallRetry {
-                    name: name.to_owned(),
-                    arguments,
-                    options,
-                }));
-            }
-            if token.is_some() {
-                pending.progress_token = token.clone();
-            }
-        }
-        if let Some(token) = token {
-            self.progress.insert(token.clone(), token);
-        }
+        // Kept, not copied: the arguments are shared, the options were going to be dropped
+        // after encoding.
+        let retry = reissuable.then(|| {
+            Box::new(CallRetry {
+                name: name.to_owned(),
+                arguments,
+                options,
+            })
+        });
+        let sent = Sent {
+            method: "tools/call",
+            headers,
+            retry_safe,
+            kind: PendingKind::ToolCall { op, retry, settle },
+            timeout,
+            progress_token: token,
+        };
+        self.push_request(&version, id, body, sent, now);
         Ok(())
     }
 
