@@ -252,8 +252,8 @@ mod facade {
 
     use serde_json::json;
     use toolwire::{
-        BoxFuture, Client, ClientConfig, Error, Inbound, Outbound, ProtocolMode, ProtocolVersion,
-        StderrMode, StdioConfig, StdioTransport, Transport, TransportError,
+        BoxFuture, Client, Error, Inbound, Outbound, ProtocolMode, ProtocolVersion, StderrMode,
+        StdioConfig, StdioTransport, Transport, TransportError,
     };
 
     fn server(eras: &str) -> StdioConfig {
@@ -298,7 +298,7 @@ mod facade {
             probes: probes.clone(),
             cancels: Arc::default(),
         };
-        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0").connect(transport).unwrap();
         let calls: Vec<_> = (0..8)
             .map(|i| {
                 let client = client.clone();
@@ -330,8 +330,9 @@ mod facade {
 
     #[tokio::test]
     async fn list_call_and_errors_over_a_legacy_server() {
-        let client =
-            Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("legacy"))
+            .unwrap();
         let outcome = client.list_tools().await.unwrap();
         assert_eq!(outcome.commit.diff.added.len(), 11);
         assert!(client.tools().contains("execute_sql"));
@@ -365,9 +366,9 @@ mod facade {
 
     #[tokio::test]
     async fn known_tools_and_a_pinned_version() {
-        let config = ClientConfig::new("e2e", "0")
-            .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2026_07_28));
-        let client = Client::connect_stdio(server("both"), config).unwrap();
+        let config =
+            Client::builder("e2e", "0").mode(ProtocolMode::Pinned(ProtocolVersion::V2026_07_28));
+        let client = config.connect_stdio(server("both")).unwrap();
         let tool: toolwire::Tool = serde_json::from_value(json!({"name": "execute_sql", "inputSchema": {
             "type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}}))
         .unwrap();
@@ -398,7 +399,7 @@ mod facade {
             ],
         )
         .with_stderr(StderrMode::Discard);
-        let client = Client::connect_stdio(config, ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0").connect_stdio(config).unwrap();
         let err = client.call_tool("echo", json!({})).await.unwrap_err();
         let Error::Transport(e) = &err else {
             panic!("{err}")
@@ -411,8 +412,9 @@ mod facade {
 
     #[tokio::test]
     async fn progress_reaches_the_callback() {
-        let client =
-            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("modern"))
+            .unwrap();
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = seen.clone();
         let result = client
@@ -447,7 +449,7 @@ mod facade {
             probes: Arc::default(),
             cancels: cancels.clone(),
         };
-        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0").connect(transport).unwrap();
         client.ready().await.unwrap();
         let slow = client.call_tool("slow", json!({}));
         assert!(
@@ -473,7 +475,7 @@ mod facade {
     async fn the_handler_answers_the_servers_elicitation() {
         let capabilities: toolwire::ClientCapabilities =
             serde_json::from_value(json!({"elicitation": {}})).unwrap();
-        let config = ClientConfig::new("e2e", "0").with_handler(capabilities, |request| {
+        let config = Client::builder("e2e", "0").handler(capabilities, |request| {
             Box::pin(async move {
                 match request {
                     toolwire::ServerRequest::Elicit(params) => {
@@ -487,14 +489,15 @@ mod facade {
                 }
             })
         });
-        let client = Client::connect_stdio(server("legacy"), config).unwrap();
+        let client = config.connect_stdio(server("legacy")).unwrap();
         let result = client.call_tool("ask", json!({})).await.unwrap();
         assert_eq!(result.content[0].as_text(), Some("hello ferris"));
         client.close().await;
 
         // Without the capability the session refuses the request itself.
-        let client =
-            Client::connect_stdio(server("legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("legacy"))
+            .unwrap();
         let result = client.call_tool("ask", json!({})).await.unwrap();
         assert_eq!(
             result.content[0].as_text(),
@@ -505,8 +508,9 @@ mod facade {
 
     #[tokio::test]
     async fn structured_output_is_validated_against_the_output_schema() {
-        let client =
-            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("modern"))
+            .unwrap();
         client.list_tools().await.unwrap();
         let ok = client.call_tool("weather", json!({})).await.unwrap();
         assert_eq!(ok.structured_content, Some(json!({"temp": 21})));
@@ -539,9 +543,8 @@ mod facade {
         client.close().await;
 
         // Switched off, the same results pass.
-        let mut config = ClientConfig::new("e2e", "0");
-        config.validate_structured_output = false;
-        let client = Client::connect_stdio(server("modern"), config).unwrap();
+        let config = Client::builder("e2e", "0").validate_structured_output(false);
+        let client = config.connect_stdio(server("modern")).unwrap();
         client.list_tools().await.unwrap();
         assert_eq!(
             client
@@ -562,7 +565,7 @@ mod facade {
             counter.fetch_add(1, Ordering::SeqCst);
             StdioTransport::spawn(server("both")).map(|t| Arc::new(t) as Arc<dyn Transport>)
         });
-        let client = Client::connect_with(connector, ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0").connect_with(connector).unwrap();
         assert_eq!(
             connections.load(Ordering::SeqCst),
             0,
@@ -577,7 +580,7 @@ mod facade {
         assert!(client.tools().contains("echo"));
         assert_eq!(connections.load(Ordering::SeqCst), 1);
 
-        client.shutdown().await;
+        client.disconnect().await;
         assert_eq!(
             client.tools().names(),
             ["offline_tool"],
@@ -614,8 +617,9 @@ mod facade {
     #[tokio::test]
     async fn resources_prompts_and_ping_in_both_eras() {
         for eras in ["legacy", "modern"] {
-            let client =
-                Client::connect_stdio(server(eras), ClientConfig::new("e2e", "0")).unwrap();
+            let client = Client::builder("e2e", "0")
+                .connect_stdio(server(eras))
+                .unwrap();
             let resources = client.list_resources(None).await.unwrap();
             assert_eq!(resources.resources[0].uri, "file:///notes.txt");
             let read = client.read_resource("file:///notes.txt").await.unwrap();
@@ -650,7 +654,7 @@ mod facade {
     async fn input_required_rounds_go_through_the_handler() {
         let capabilities: toolwire::ClientCapabilities =
             serde_json::from_value(json!({"elicitation": {}})).unwrap();
-        let config = ClientConfig::new("e2e", "0").with_handler(capabilities, |request| {
+        let config = Client::builder("e2e", "0").handler(capabilities, |request| {
             Box::pin(async move {
                 match request {
                     toolwire::ServerRequest::Elicit(p) if p.message == "GitHub login?" => {
@@ -666,7 +670,7 @@ mod facade {
                 }
             })
         });
-        let client = Client::connect_stdio(server("modern"), config).unwrap();
+        let client = config.connect_stdio(server("modern")).unwrap();
         let result = client
             .call_tool("login", json!({"org": "rust-lang"}))
             .await
@@ -685,8 +689,9 @@ mod facade {
         client.close().await;
 
         // Without a handler the call cannot go on.
-        let client =
-            Client::connect_stdio(server("modern"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("modern"))
+            .unwrap();
         assert!(matches!(
             client.call_tool("login", json!({})).await,
             Err(Error::InputRequired)
@@ -698,8 +703,8 @@ mod facade {
     #[test]
     fn the_blocking_client_works_without_a_runtime() {
         let client = toolwire::blocking::Client::connect_stdio(
+            Client::builder("e2e", "0"),
             server("legacy"),
-            ClientConfig::new("e2e", "0"),
         )
         .unwrap();
         assert_eq!(
@@ -709,7 +714,7 @@ mod facade {
         assert_eq!(client.list_tools().unwrap().commit.diff.added.len(), 11);
         let result = client.call_tool("echo", json!({"text": "sync"})).unwrap();
         assert_eq!(result.content[0].as_text(), Some("sync"));
-        client.shutdown().unwrap();
+        client.disconnect().unwrap();
         assert_eq!(
             client
                 .call_tool("echo", json!({"text": "again"}))
@@ -728,18 +733,15 @@ mod facade {
     #[tokio::test]
     async fn the_blocking_client_refuses_async_contexts_and_drops_safely() {
         let err = toolwire::blocking::Client::connect_stdio(
+            Client::builder("e2e", "0"),
             server("legacy"),
-            ClientConfig::new("e2e", "0"),
         )
         .unwrap_err();
         assert!(matches!(err, Error::BlockingInAsync));
         // Made on a plain thread, dropped here inside a runtime: no panic.
         let client = std::thread::spawn(|| {
-            toolwire::blocking::Client::connect_stdio(
-                server("legacy"),
-                ClientConfig::new("e2e", "0"),
-            )
-            .unwrap()
+            toolwire::blocking::Client::connect_stdio(Client::builder("e2e", "0"), server("legacy"))
+                .unwrap()
         })
         .join()
         .unwrap();
@@ -751,8 +753,9 @@ mod facade {
     /// kills them. The client starts the server again and uses `initialize`.
     #[tokio::test]
     async fn a_server_that_dies_on_the_probe_is_restarted_in_the_legacy_era() {
-        let client =
-            Client::connect_stdio(server("strict-legacy"), ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0")
+            .connect_stdio(server("strict-legacy"))
+            .unwrap();
         let result = client
             .call_tool("echo", json!({"text": "second try"}))
             .await
@@ -763,7 +766,7 @@ mod facade {
             ProtocolVersion::V2025_11_25
         );
         // Reconnecting after a shutdown goes straight to initialize.
-        client.shutdown().await;
+        client.disconnect().await;
         assert_eq!(
             client.ready().await.unwrap().version,
             ProtocolVersion::V2025_11_25
@@ -772,7 +775,7 @@ mod facade {
 
         // Without a way to start it again, the death is the caller's error.
         let transport = StdioTransport::spawn(server("strict-legacy")).unwrap();
-        let client = Client::connect(transport, ClientConfig::new("e2e", "0")).unwrap();
+        let client = Client::builder("e2e", "0").connect(transport).unwrap();
         assert!(matches!(client.ready().await, Err(Error::Transport(_))));
     }
 
@@ -819,8 +822,9 @@ mod facade {
     #[tokio::test]
     async fn the_settle_barrier_over_stdio_in_both_eras() {
         for eras in ["both", "legacy"] {
-            let client =
-                Client::connect_stdio(server(eras), ClientConfig::new("e2e", "0")).unwrap();
+            let client = Client::builder("e2e", "0")
+                .connect_stdio(server(eras))
+                .unwrap();
             client.list_tools().await.unwrap();
             assert!(!client.tools().contains("read_file"));
             let result = client.call_tool("unlock", json!({})).await.unwrap();

@@ -260,3 +260,25 @@ async fn discovery_carries_the_required_cache_fields() {
     assert_eq!(result["ttlMs"], 0);
     assert_eq!(result["cacheScope"], "private");
 }
+
+/// The blocking client over Streamable HTTP, from a plain thread: `list_all_tools` returns the
+/// server's tools in the order it lists them (echo, add, execute_sql, … as registered).
+#[test]
+fn the_blocking_client_lists_every_tool_over_http_in_the_servers_order() {
+    // The server runs on a runtime of its own; this thread is outside it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let s = runtime.block_on(server(options(Eras::Both)));
+    let client = toolwire::blocking::Client::connect_http(
+        Client::builder("e2e", "0"),
+        HttpTransport::builder(s.url()),
+    )
+    .unwrap();
+    let tools = client.list_all_tools().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names[..3], ["echo", "add", "execute_sql"], "{names:?}");
+    assert_eq!(names.len(), client.tools().len(), "{names:?}");
+    let r = client.call_tool("echo", json!({"text": "sync"})).unwrap();
+    assert_eq!(r.content[0].as_text(), Some("sync"));
+    client.close().unwrap();
+    drop(s);
+}

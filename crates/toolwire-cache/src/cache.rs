@@ -122,10 +122,13 @@ pub struct Commit {
 }
 
 /// The result of committing a complete `tools/list`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ListOutcome {
     /// The swap.
     pub commit: Commit,
+    /// The server's tools this listing put in the cache, in the server's order (the same
+    /// definitions the snapshot holds, shared).
+    pub tools: Vec<Arc<Tool>>,
     /// Server tools excluded from the cache (log each: the spec says clients SHOULD warn with
     /// the tool name and the reason).
     pub rejected: Vec<RejectedTool>,
@@ -488,15 +491,18 @@ impl ToolCache {
                 },
             );
         }
+        let mut listed = Vec::with_capacity(discovered.len());
         for (tool, plan) in discovered {
             let known = next.get(tool.name.as_str()).is_some_and(|t| t.known);
             let (name, cached) = entry(tool, plan, known, true);
+            listed.push(cached.tool.clone());
             next.insert(name, cached);
         }
         let stale = writer.stale_epoch != listing.stale_epoch;
         let commit = self.swap(next, stale);
         ListOutcome {
             commit,
+            tools: listed,
             rejected,
             unmirrored,
         }

@@ -7,6 +7,7 @@
     reason = "test helpers fail the test by panicking"
 )]
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
@@ -392,6 +393,36 @@ fn malformed_definitions_keep_their_place_and_their_name() {
         (outcome.rejected[0].index, outcome.rejected[0].name.as_str()),
         (1, "b")
     );
+}
+
+#[test]
+fn a_listing_returns_the_tools_it_kept_in_the_servers_order() {
+    let cache = ToolCache::default();
+    cache.add_known_tools([tool("pinned", "Pinned")]).unwrap();
+    let mut listing = cache.begin_listing();
+    // zeta, alpha, <broken>, mid, alpha again (the later one wins, at its own place).
+    listing.add_lenient_page(
+        vec![
+            plain("zeta"),
+            plain("alpha"),
+            plain("mid"),
+            tool("alpha", "A"),
+        ],
+        vec![malformed(2, Some("broken"))],
+    );
+    let outcome = cache.commit_listing(listing);
+    let names: Vec<&str> = outcome.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["zeta", "mid", "alpha"],
+        "server order, rejected ones left out"
+    );
+    // The second `alpha` is the one kept, and the snapshot holds the very same definition.
+    let snapshot = cache.load();
+    let alpha = snapshot.get("alpha").unwrap().tool();
+    assert!(Arc::ptr_eq(alpha, &outcome.tools[2]));
+    // A known tool the server did not list stays in the cache but is not in the listing.
+    assert!(snapshot.contains("pinned"));
 }
 
 #[test]

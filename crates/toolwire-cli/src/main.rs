@@ -240,9 +240,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 let (name, value) = h.split_once(':').ok_or_else(|| {
                     Failure::Usage(format!("--header {h:?}: expected 'Name: value'"))
                 })?;
-                b = b
-                    .header(name.trim(), value.trim())
-                    .map_err(|e| Failure::Usage(one_line(&e)))?;
+                // A refused header is the error of `build` below.
+                b = b.header(name.trim(), value.trim());
             }
             if let Some(token) = &cli.bearer {
                 b = b.bearer_token(token.as_str());

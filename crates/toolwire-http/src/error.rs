@@ -25,14 +25,18 @@ pub enum HttpError {
         /// Why.
         reason: &'static str,
     },
-    /// TLS could not be set up (no usable root certificates, say).
-    #[error("TLS set-up failed: {0}")]
-    Tls(String),
+    /// TLS could not be set up.
+    #[error("TLS set-up failed")]
+    Tls(#[source] rustls::Error),
+    /// [`crate::TlsRoots::Native`] was asked for and the platform store holds no usable root
+    /// certificate.
+    #[error("no usable root certificate in the platform store")]
+    NoNativeRoots,
     /// No connection could be made within the connect timeout.
     #[error("could not connect within {0:?}")]
     ConnectTimeout(Duration),
     /// The request could not be sent or no response head came back (refused, reset, TLS).
-    #[error("the request could not be sent: {0}")]
+    #[error("the request could not be sent")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// No response head or body data within the read timeout.
     #[error("no data within the {0:?} read timeout")]
@@ -70,7 +74,7 @@ pub enum HttpError {
     #[error("the server accepted the request without answering it (HTTP {0})")]
     NoAnswer(http::StatusCode),
     /// Reading the body failed mid-way.
-    #[error("the response body broke: {0}")]
+    #[error("the response body broke")]
     Body(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The response stream ended before the answer, and it could not be resumed (2026-07-28
     /// never resumes: reissue the request with a new id).
@@ -79,9 +83,10 @@ pub enum HttpError {
         /// How many resumptions were tried.
         resumes: u32,
     },
-    /// The legacy session expired (404) and re-initialising did not bring it back.
-    #[error("the session expired and could not be re-established: {0}")]
-    SessionLost(String),
+    /// The legacy session expired (404) and re-initialising did not bring it back; the source
+    /// is why the new handshake failed.
+    #[error("the session expired and could not be re-established")]
+    SessionLost(#[source] Box<HttpError>),
     /// The transport was closed.
     #[error("the transport is closed")]
     Closed,

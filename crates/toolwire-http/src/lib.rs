@@ -291,6 +291,8 @@ pub struct HttpTransportBuilder {
     on_sending: Option<SendingHook>,
     on_received: Option<ReceivedHook>,
     on_auth_failed: Option<AuthHook>,
+    /// The first header or user agent refused, for `build` to report.
+    refused: Option<(String, &'static str)>,
 }
 
 impl fmt::Debug for HttpTransportBuilder {
@@ -347,24 +349,38 @@ impl HttpTransportBuilder {
             on_sending: None,
             on_received: None,
             on_auth_failed: None,
+            refused: None,
         }
     }
 
     /// Adds a static header sent with every request. Refuses `Mcp-*` names (computed per
-    /// message) and the headers the transport sets itself.
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, HttpError> {
-        let invalid = |reason| HttpError::InvalidHeader {
-            name: name.to_owned(),
-            reason,
-        };
-        let header = HeaderName::try_from(name).map_err(|_| invalid("not a valid header name"))?;
-        if let Some(reason) = reserved(&header) {
-            return Err(invalid(reason));
+    /// message) and the headers the transport sets itself: the first refusal is the error of
+    /// [`Self::build`] (and of `connect_http`), so the chain of settings stays unbroken.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        let checked = HeaderName::try_from(name)
+            .map_err(|_| "not a valid header name")
+            .and_then(|header| match reserved(&header) {
+                Some(reason) => Err(reason),
+                None => Ok(header),
+            })
+            .and_then(|header| {
+                HeaderValue::try_from(value)
+                    .map(|value| (header, value))
+                    .map_err(|_| "the value holds characters a header cannot")
+            });
+        match checked {
+            Ok((header, value)) => {
+                self.headers.append(header, value);
+            }
+            Err(reason) => self.refuse(name, reason),
         }
-        let value = HeaderValue::try_from(value)
-            .map_err(|_| invalid("the value holds characters a header cannot"))?;
-        self.headers.append(header, value);
-        Ok(self)
+        self
+    }
+
+    /// Keeps the first refused setting for [`Self::build`] to report.
+    fn refuse(&mut self, name: &str, reason: &'static str) {
+        self.refused
+            .get_or_insert_with(|| (name.to_owned(), reason));
     }
 
     /// The bearer token sent as `Authorization: Bearer …`.
@@ -379,14 +395,14 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// The `User-Agent` (default `toolwire/<version>`). Refused if not a valid header value.
-    pub fn user_agent(mut self, user_agent: &str) -> Result<Self, HttpError> {
-        self.user_agent =
-            HeaderValue::try_from(user_agent).map_err(|_| HttpError::InvalidHeader {
-                name: "user-agent".into(),
-                reason: "the value holds characters a header cannot",
-            })?;
-        Ok(self)
+    /// The `User-Agent` (default `toolwire/<version>`). One that is not a valid header value
+    /// is the error of [`Self::build`].
+    pub fn user_agent(mut self, user_agent: &str) -> Self {
+        match HeaderValue::try_from(user_agent) {
+            Ok(value) => self.user_agent = value,
+            Err(_) => self.refuse("user-agent", "the value holds characters a header cannot"),
+        }
+        self
     }
 
     /// How long a connection may take to open (default 10 s).
@@ -473,16 +489,14 @@ impl HttpTransportBuilder {
                     }
                     let (added, _) = store.add_parsable_certificates(found.certs);
                     if added == 0 {
-                        return Err(HttpError::Tls(
-                            "no usable root certificate in the platform store".into(),
-                        ));
+                        return Err(HttpError::NoNativeRoots);
                     }
                 } else {
                     store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
                 }
                 rustls::ClientConfig::builder_with_provider(provider)
                     .with_safe_default_protocol_versions()
-                    .map_err(|e| HttpError::Tls(e.to_string()))?
+                    .map_err(HttpError::Tls)?
                     .with_root_certificates(store)
                     .with_no_client_auth()
             }
@@ -496,6 +510,9 @@ impl HttpTransportBuilder {
     /// Builds the transport (no connection is made yet). Needs no runtime; using it needs
     /// tokio.
     pub fn build(self) -> Result<HttpTransport, HttpError> {
+        if let Some((name, reason)) = self.refused {
+            return Err(HttpError::InvalidHeader { name, reason });
+        }
         let uri: Uri = self.url.parse().map_err(|_| HttpError::InvalidUrl {
             url: self.url.clone(),
         })?;
@@ -1139,17 +1156,14 @@ impl Inner {
             },
         );
         out.headers = initialize.headers;
-        let lost = |why: String| HttpError::SessionLost(why);
-        let resp = self
-            .post(&out, true)
-            .await
-            .map_err(|f| lost(f.error.to_string()))?;
+        let lost = |why: HttpError| HttpError::SessionLost(Box::new(why));
+        let resp = self.post(&out, true).await.map_err(|f| lost(f.error))?;
         let session = resp.headers().get(SESSION_ID).cloned();
         let mut body = resp.into_body();
         let answer = self
             .read_body(&mut body, self.config.max_message_size)
             .await
-            .map_err(|e| lost(e.to_string()))?;
+            .map_err(lost)?;
         let session = session
             .filter(valid_session_id)
             .or_else(|| payload_session_id(sse_answer(&answer).unwrap_or(&answer)));
@@ -1167,9 +1181,7 @@ impl Inner {
                 },
             );
             out.headers = initialized.headers;
-            self.post(&out, true)
-                .await
-                .map_err(|f| lost(f.error.to_string()))?;
+            self.post(&out, true).await.map_err(|f| lost(f.error))?;
         }
         Ok(())
     }
@@ -1700,7 +1712,7 @@ mod tests {
     }
 
     #[test]
-    fn reserved_and_invalid_headers_are_refused() {
+    fn reserved_and_invalid_headers_are_refused_when_built() {
         for name in [
             "Mcp-Session-Id",
             "MCP-Protocol-Version",
@@ -1708,22 +1720,36 @@ mod tests {
             "Authorization",
             "Accept",
         ] {
+            let built = HttpTransport::builder("http://x/mcp")
+                .header(name, "v")
+                .build();
             assert!(
-                matches!(
-                    HttpTransport::builder("http://x/mcp").header(name, "v"),
-                    Err(HttpError::InvalidHeader { .. })
-                ),
+                matches!(&built, Err(HttpError::InvalidHeader { name: n, .. }) if n == name),
                 "{name}"
             );
         }
+        // The first refusal is the one reported, whatever follows it in the chain.
+        let built = HttpTransport::builder("http://x/mcp")
+            .header("X-Ok", "a\r\nb")
+            .user_agent("bad\nagent")
+            .header("X-Tenant", "acme")
+            .build();
         assert!(
-            HttpTransport::builder("http://x/mcp")
-                .header("X-Ok", "a\r\nb")
-                .is_err()
+            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "X-Ok"),
+            "{built:?}"
+        );
+        let built = HttpTransport::builder("http://x/mcp")
+            .user_agent("bad\nagent")
+            .build();
+        assert!(
+            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "user-agent"),
+            "{built:?}"
         );
         assert!(
             HttpTransport::builder("http://x/mcp")
                 .header("X-Tenant", "acme")
+                .user_agent("agent/1")
+                .build()
                 .is_ok()
         );
     }

@@ -79,9 +79,7 @@ async fn json_answers_carry_every_header_and_notifications_get_202() {
     let (s, r) = (sent.clone(), statuses.clone());
     let t = HttpTransport::builder(peer.url())
         .header("X-Tenant", "acme")
-        .unwrap()
         .user_agent("agent/9")
-        .unwrap()
         .bearer_token("tok")
         .on_sending(move |m| s.lock().unwrap().push(m.to_owned()))
         .on_received(move |r| {

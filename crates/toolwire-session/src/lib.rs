@@ -35,8 +35,8 @@
 //! - the settle barrier: a `tools/call` result that announces tool changes is held until the
 //!   cache shows them ([`SettleMode`]), and a call answered with a header mismatch (`-32020`)
 //!   is reissued once after a re-list.
-//! - MRTR retries: the caller sends a call again with [`CallOptions::with_input_responses`];
-//!   the session keeps the arguments shared for it.
+//! - MRTR retries: the caller sends a call again with the answers
+//!   ([`Session::call_tool_with_input`]); the arguments stay shared, never copied.
 //!
 //! It emits [`Outbound`](toolwire_wire::Outbound) messages exactly as a transport sends them
 //! (bytes, final HTTP headers, retry class, kind) and takes a transport's
@@ -55,8 +55,8 @@
 mod session;
 
 pub use session::{
-    CallOptions, Event, Negotiated, OpId, ProtocolMode, RequestError, Session, SessionConfig,
-    SessionError, SettleMode, tool_call_headers,
+    CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, RequestError, Session,
+    SessionConfig, SessionError, SettleMode, tool_call_headers,
 };
 
 pub use toolwire_cache::ToolCache;

@@ -309,6 +309,16 @@ pub enum Event {
     },
 }
 
+/// The answers of an MRTR round: a `tools/call` answered `input_required` is sent again with
+/// them ([`Session::call_tool_with_input`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputResponses {
+    /// The answers to the server's `inputRequests`, by key.
+    pub responses: JsonObject,
+    /// The server's `requestState`, echoed exactly (`None` if it sent none).
+    pub request_state: Option<String>,
+}
+
 /// Per-call choices for [`Session::call_tool`].
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -326,10 +336,6 @@ pub struct CallOptions {
     /// Ask the server for progress notifications ([`Event::Progress`]); each one also resets
     /// the call's deadline, up to [`SessionConfig::max_request_time`].
     pub progress: bool,
-    /// An MRTR retry: the answers to the server's `inputRequests`, by key.
-    pub input_responses: Option<JsonObject>,
-    /// An MRTR retry: the server's `requestState`, echoed exactly.
-    pub request_state: Option<String>,
     /// Whether the settle barrier applies to this call (default: as the session is set up).
     pub settle: Option<bool>,
 }
@@ -368,18 +374,6 @@ impl CallOptions {
     /// Asks for progress notifications.
     pub fn with_progress(mut self) -> Self {
         self.progress = true;
-        self
-    }
-
-    /// Makes this call an MRTR retry: the answers to the server's `inputRequests` and its
-    /// `requestState` (echoed exactly; `None` if it sent none).
-    pub fn with_input_responses(
-        mut self,
-        responses: JsonObject,
-        request_state: Option<String>,
-    ) -> Self {
-        self.input_responses = Some(responses);
-        self.request_state = request_state;
         self
     }
 }
@@ -455,8 +449,9 @@ struct CallRetry {
     name: String,
     /// Shared with the caller, which may need them for an `input_required` round.
     arguments: Option<Arc<JsonObject>>,
-    /// With the MRTR answers and `requestState` the call carried.
     options: CallOptions,
+    /// The MRTR answers and `requestState` the call carried.
+    input: Option<InputResponses>,
 }
 
 /// A result the settle barrier holds.
@@ -1195,16 +1190,37 @@ impl Session {
         now: Instant,
     ) -> Result<OpId, RequestError> {
         let op = self.allocate_op();
-        self.issue_call(op, name, arguments, options, true, now)?;
+        self.issue_call(op, name, arguments, options, None, true, now)?;
         Ok(op)
     }
 
+    /// [`Session::call_tool_shared`] for the next round of a call the server answered
+    /// `input_required`: the same arguments, with the answers to its input requests and its
+    /// `requestState` (a new request with a new id, as MRTR asks).
+    pub fn call_tool_with_input(
+        &mut self,
+        name: &str,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+        input: InputResponses,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        self.issue_call(op, name, arguments, options, Some(input), true, now)?;
+        Ok(op)
+    }
+
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the one funnel of every tools/call and its reissue"
+    )]
     fn issue_call(
         &mut self,
         op: OpId,
         name: &str,
         arguments: Option<Arc<JsonObject>>,
         options: CallOptions,
+        input: Option<InputResponses>,
         may_retry: bool,
         now: Instant,
     ) -> Result<(), RequestError> {
@@ -1263,8 +1279,8 @@ impl Session {
         let params = CallToolRequestParams {
             name,
             arguments: arguments.as_deref(),
-            input_responses: options.input_responses.as_ref(),
-            request_state: options.request_state.as_deref(),
+            input_responses: input.as_ref().map(|i| &i.responses),
+            request_state: input.as_ref().and_then(|i| i.request_state.as_deref()),
             meta,
         };
         let body =
@@ -1281,6 +1297,7 @@ impl Session {
                 name: name.to_owned(),
                 arguments,
                 options,
+                input,
             })
         });
         let sent = Sent {
@@ -1426,9 +1443,10 @@ impl Session {
                 name,
                 arguments,
                 options,
+                input,
             } = *r.retry;
             tracing::info!(tool = %name, "retrying the call with headers from the fresh tool list");
-            if let Err(e) = self.issue_call(r.op, &name, arguments, options, false, now) {
+            if let Err(e) = self.issue_call(r.op, &name, arguments, options, input, false, now) {
                 self.events.push_back(Event::Completed {
                     op: r.op,
                     result: Err(e),

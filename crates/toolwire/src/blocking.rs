@@ -1,18 +1,31 @@
-//! A blocking client, for callers without an async runtime (seed 002's synchronous variants).
+//! A blocking client, for callers without an async runtime.
 //!
 //! It owns a small tokio runtime (one worker thread, so the connection keeps reading between
 //! calls) and blocks on the async [`crate::Client`]. Calling it from inside an async runtime
-//! is an error ([`Error::BlockingInAsync`]), not a panic.
+//! is an error ([`Error::BlockingInAsync`]), not a panic. It is set up with the same
+//! [`ClientBuilder`] as the async client:
+//!
+//! ```no_run
+//! use toolwire::{Client, StdioConfig};
+//!
+//! let client = toolwire::blocking::Client::connect_stdio(
+//!     Client::builder("my-agent", "1.0"),
+//!     StdioConfig::new("my-mcp-server", ["--stdio"]),
+//! )?;
+//! let tools = client.list_all_tools()?;
+//! # Ok::<(), toolwire::Error>(())
+//! ```
 
 use serde_json::Value;
 use toolwire_cache::{Commit, ListOutcome, ToolSnapshot};
-use toolwire_session::{CallOptions, Negotiated};
+use toolwire_http::HttpTransportBuilder;
+use toolwire_session::Negotiated;
 use toolwire_transport::StdioConfig;
 use toolwire_types::{CallToolResult, Tool};
 
 use std::sync::Arc;
 
-use crate::{ClientConfig, Error};
+use crate::{CallOptions, ClientBuilder, Error};
 
 /// The blocking face of [`crate::Client`].
 #[derive(Debug)]
@@ -30,8 +43,19 @@ fn not_in_async() -> Result<(), Error> {
 }
 
 impl Client {
-    /// Starts the server as a child process and connects to it over stdio.
-    pub fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<Self, Error> {
+    /// Starts the server as a child process and connects to it over stdio
+    /// ([`ClientBuilder::connect_stdio`]).
+    pub fn connect_stdio(builder: ClientBuilder, stdio: StdioConfig) -> Result<Self, Error> {
+        Self::start(|| builder.connect_stdio(stdio))
+    }
+
+    /// Connects over Streamable HTTP ([`ClientBuilder::connect_http`]).
+    pub fn connect_http(builder: ClientBuilder, http: HttpTransportBuilder) -> Result<Self, Error> {
+        Self::start(|| builder.connect_http(http))
+    }
+
+    /// Makes the runtime, and the async client inside it.
+    fn start(connect: impl FnOnce() -> Result<crate::Client, Error>) -> Result<Self, Error> {
         not_in_async()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -39,7 +63,7 @@ impl Client {
             .enable_all()
             .build()
             .map_err(|e| Error::Transport(Arc::new(crate::TransportError::Io(e))))?;
-        let inner = runtime.block_on(async { crate::Client::connect_stdio(stdio, config) })?;
+        let inner = runtime.block_on(async { connect() })?;
         Ok(Self {
             runtime: Some(runtime),
             inner,
@@ -67,6 +91,11 @@ impl Client {
         self.block_on(self.inner.list_tools())
     }
 
+    /// See [`crate::Client::list_all_tools`].
+    pub fn list_all_tools(&self) -> Result<Vec<Arc<Tool>>, Error> {
+        self.block_on(self.inner.list_all_tools())
+    }
+
     /// See [`crate::Client::call_tool`].
     pub fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.block_on(self.inner.call_tool(name, arguments))
@@ -92,15 +121,15 @@ impl Client {
         self.inner.add_known_tools(tools)
     }
 
-    /// See [`crate::Client::shutdown`].
-    pub fn shutdown(&self) -> Result<(), Error> {
+    /// See [`crate::Client::disconnect`] (reusable: the next call connects again).
+    pub fn disconnect(&self) -> Result<(), Error> {
         self.block_on(async {
-            self.inner.shutdown().await;
+            self.inner.disconnect().await;
             Ok(())
         })
     }
 
-    /// See [`crate::Client::close`].
+    /// See [`crate::Client::close`] (final).
     pub fn close(&self) -> Result<(), Error> {
         self.block_on(async {
             self.inner.close().await;

@@ -1,261 +1,31 @@
-//! The client: a handle to a driver task that runs the session over a transport.
+//! The client: a clone-able handle to the current connection, whose driver task
+//! (`driver.rs`) runs the session over a transport.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use toolwire_cache::{CacheConfig, Commit, ListOutcome, ToolCache, ToolSnapshot};
-use toolwire_http::HttpTransportBuilder;
-use toolwire_session::{
-    CallOptions, Event, Negotiated, OpId, ProtocolMode, Session, SessionConfig, SessionError,
-    SettleMode,
-};
-use toolwire_transport::{BoxFuture, StdioConfig, StdioTransport, Transport, TransportError};
+use toolwire_cache::{Commit, ListOutcome, ToolCache, ToolSnapshot};
+use toolwire_session::{Negotiated, ProtocolMode, Session};
+use toolwire_transport::Transport;
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
-    CallToolResult, ErrorObject, GetPromptParams, GetPromptResult, HasMeta, Implementation,
-    InputRequiredResult, JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams,
-    ReadResourceResult, RequestId, RequestMethod, RetryWithInput, ServerRequest, Tool,
+    CallToolResult, GetPromptParams, GetPromptResult, HasMeta, Implementation, InputRequiredResult,
+    JsonObject, ListParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams, ReadResourceResult, RequestMethod,
+    RetryWithInput, ServerRequest, Tool,
 };
 use toolwire_types::{ProtocolVersion, ServerCapabilities};
 
-use crate::Error;
+use crate::config::ClientConfig;
+use crate::driver::{Command, Driver, Negotiation, announce};
 use crate::output::OutputValidators;
-
-/// Answers requests from the server (`elicitation/create`, `sampling/createMessage`,
-/// `roots/list`): the decoded request in, the result (any JSON value) or a JSON-RPC error out.
-pub type ServerRequestHandler =
-    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
-
-/// A per-call progress callback.
-pub type ProgressCallback = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
-
-/// How a [`Client`] behaves.
-#[derive(Clone)]
-#[non_exhaustive]
-pub struct ClientConfig {
-    /// The protocol session's settings (client info, capabilities, mode, timeouts).
-    pub session: SessionConfig,
-    /// The tool cache's settings.
-    pub cache: CacheConfig,
-    /// Answers the server's requests; without one they are refused with `-32601`. Declare the
-    /// matching capabilities in [`SessionConfig::capabilities`]: requests for undeclared ones
-    /// are refused before they reach the handler.
-    pub handler: Option<ServerRequestHandler>,
-    /// Check `structuredContent` against the tool's `outputSchema` (default `true`; skipped
-    /// for `isError` results and when the result has no structured content).
-    pub validate_structured_output: bool,
-}
-
-impl std::fmt::Debug for ClientConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientConfig")
-            .field("session", &self.session)
-            .field("cache", &self.cache)
-            .field("handler", &self.handler.as_ref().map(|_| "Fn"))
-            .field(
-                "validate_structured_output",
-                &self.validate_structured_output,
-            )
-            .finish()
-    }
-}
-
-impl ClientConfig {
-    /// A client that introduces itself as `name` `version`, with the defaults.
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            session: SessionConfig::new(Implementation::new(name, version)),
-            cache: CacheConfig::default(),
-            handler: None,
-            validate_structured_output: true,
-        }
-    }
-
-    /// Sets the handler for the server's requests and declares `capabilities` for it.
-    pub fn with_handler(
-        mut self,
-        capabilities: toolwire_types::ClientCapabilities,
-        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.session = self.session.with_capabilities(capabilities);
-        self.handler = Some(Arc::new(handler));
-        self
-    }
-
-    /// Sets the protocol mode.
-    pub fn with_mode(mut self, mode: ProtocolMode) -> Self {
-        self.session = self.session.with_mode(mode);
-        self
-    }
-
-    /// Replaces the session settings.
-    pub fn with_session(mut self, session: SessionConfig) -> Self {
-        self.session = session;
-        self
-    }
-}
-
-#[derive(Debug, Clone)]
-enum Negotiation {
-    NotStarted,
-    Pending,
-    Ready(Arc<Negotiated>),
-    Failed(Arc<SessionError>),
-    Closed {
-        error: Option<Arc<TransportError>>,
-        /// The connection ended while the `server/discover` probe was in flight.
-        during_probe: bool,
-    },
-}
-
-/// Issues one request on the session (the driver calls it when the session is ready).
-type IssueRequest =
-    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
-
-enum Command {
-    Start,
-    Call {
-        call: u64,
-        progress: Option<ProgressCallback>,
-        name: String,
-        /// Shared with the caller, which keeps them for an `input_required` round.
-        arguments: Option<Arc<JsonObject>>,
-        /// Boxed: it may hold a whole tool definition.
-        options: Box<CallOptions>,
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-    },
-    ListTools {
-        reply: oneshot::Sender<Result<ListOutcome, Error>>,
-    },
-    /// Any other request: issued on the session by the closure.
-    Request {
-        issue: IssueRequest,
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-    },
-    Close {
-        reply: oneshot::Sender<()>,
-    },
-    /// A call's future was dropped before its answer.
-    Cancel {
-        call: u64,
-    },
-    /// A handler finished answering a server request.
-    Respond {
-        id: RequestId,
-        result: Result<Value, ErrorObject>,
-    },
-}
+use crate::{CallOptions, ClientBuilder, Connector, Error, ProgressCallback};
+use toolwire_session::InputResponses;
 
 /// How many `input_required` rounds one call may take.
 const MAX_INPUT_ROUNDS: usize = 8;
-
-/// Makes a fresh transport for each connection (used to reconnect after
-/// [`Client::shutdown`]).
-pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;
-
-/// Builds a [`Client`]: `Client::builder("my-agent", "1.0").title("My Agent").connect_stdio(..)`.
-#[derive(Clone, Debug)]
-pub struct ClientBuilder {
-    config: ClientConfig,
-}
-
-impl ClientBuilder {
-    /// The human-readable name in `clientInfo`.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.config.session.client_info.title = Some(title.into());
-        self
-    }
-
-    /// Which protocol era to speak (default: probe, then fall back).
-    pub fn mode(mut self, mode: ProtocolMode) -> Self {
-        self.config.session.mode = mode;
-        self
-    }
-
-    /// The default request deadline and the `server/discover` probe timeout.
-    pub fn timeouts(mut self, request: std::time::Duration, probe: std::time::Duration) -> Self {
-        self.config.session = self.config.session.with_timeouts(request, probe);
-        self
-    }
-
-    /// Declares client capabilities (a handler sets its own).
-    pub fn capabilities(mut self, capabilities: toolwire_types::ClientCapabilities) -> Self {
-        self.config.session.capabilities = capabilities;
-        self
-    }
-
-    /// Answers the server's requests and `input_required` rounds; declares `capabilities`.
-    pub fn handler(
-        mut self,
-        capabilities: toolwire_types::ClientCapabilities,
-        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
-        self.config = self.config.with_handler(capabilities, handler);
-        self
-    }
-
-    /// The tool cache's settings.
-    pub fn cache(mut self, cache: CacheConfig) -> Self {
-        self.config.cache = cache;
-        self
-    }
-
-    /// The settle barrier for results that announce tool changes (default: announced
-    /// changes, 5 s).
-    pub fn settle(mut self, mode: SettleMode, timeout: std::time::Duration) -> Self {
-        self.config.session = self.config.session.with_settle(mode, timeout);
-        self
-    }
-
-    /// Whether to refetch the tool list when the server says it changed (default on).
-    pub fn auto_refresh(mut self, on: bool) -> Self {
-        self.config.session = self.config.session.with_auto_refresh(on);
-        self
-    }
-
-    /// Whether to check `structuredContent` against `outputSchema` (default on).
-    pub fn validate_structured_output(mut self, validate: bool) -> Self {
-        self.config.validate_structured_output = validate;
-        self
-    }
-
-    /// The configuration built so far.
-    pub fn config(self) -> ClientConfig {
-        self.config
-    }
-
-    /// [`Client::connect`].
-    pub fn connect(self, transport: impl Transport) -> Result<Client, Error> {
-        Client::connect(transport, self.config)
-    }
-
-    /// [`Client::connect_stdio`].
-    pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
-        Client::connect_stdio(stdio, self.config)
-    }
-
-    /// [`Client::connect_with`].
-    pub fn connect_with(self, connector: Connector) -> Result<Client, Error> {
-        Client::connect_with(connector, self.config)
-    }
-
-    /// [`Client::connect_http`].
-    pub fn connect_http(self, http: HttpTransportBuilder) -> Result<Client, Error> {
-        Client::connect_http(http, self.config)
-    }
-}
 
 /// The current connection of a client.
 #[derive(Clone)]
@@ -300,31 +70,7 @@ pub fn tools_may_be_stale(result: &CallToolResult) -> bool {
         .unwrap_or(false)
 }
 
-/// Sets [`TOOLS_STALE_META`] on a raw `tools/call` result.
-fn mark_tools_stale(raw: Box<RawValue>) -> Box<RawValue> {
-    let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
-        return raw;
-    };
-    if let Some(object) = value.as_object_mut() {
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(TOOLS_STALE_META.to_owned(), Value::Bool(true));
-        }
-    }
-    serde_json::value::to_raw_value(&value).unwrap_or(raw)
-}
-
-/// Sends a commit to subscribers when it changed something.
-fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
-    if !commit.diff.is_empty() {
-        // No subscriber is not an error.
-        let _ = changes.send(commit.clone());
-    }
-}
-
-/// A connection to one MCP server. Clones share it. [`Client::shutdown`] ends the connection
+/// A connection to one MCP server. Clones share it. [`Client::disconnect`] ends the connection
 /// but keeps the client: the next call connects again (a new child process, a new
 /// negotiation). [`Client::close`] ends it for good; so does dropping the last clone.
 #[derive(Clone)]
@@ -340,22 +86,8 @@ impl std::fmt::Debug for Client {
     }
 }
 
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Start => "Start",
-            Self::Call { .. } => "Call",
-            Self::ListTools { .. } => "ListTools",
-            Self::Request { .. } => "Request",
-            Self::Close { .. } => "Close",
-            Self::Cancel { .. } => "Cancel",
-            Self::Respond { .. } => "Respond",
-        })
-    }
-}
-
 impl Client {
-    fn new(
+    pub(crate) fn new(
         config: ClientConfig,
         connection: Option<Arc<dyn Transport>>,
         connector: Option<Connector>,
@@ -386,9 +118,7 @@ impl Client {
     /// A builder: client info, protocol mode, timeouts, capabilities and handler, then
     /// `connect*`.
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ClientBuilder {
-        ClientBuilder {
-            config: ClientConfig::new(name, version),
-        }
+        ClientBuilder::new(name, version)
     }
 
     /// What the current connection negotiated, if it has (no waiting, no connecting).
@@ -449,49 +179,6 @@ impl Client {
     /// The server's capabilities, once negotiated.
     pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
         self.negotiated().map(|n| n.capabilities.clone())
-    }
-
-    /// Connects over any transport. Nothing is sent until the first use; then one negotiation
-    /// serves every caller. Must be called inside a tokio runtime. Without a [`Connector`] the
-    /// client cannot reconnect after [`Client::shutdown`].
-    pub fn connect(transport: impl Transport, config: ClientConfig) -> Result<Self, Error> {
-        Self::new(config, Some(Arc::new(transport)), None)
-    }
-
-    /// Connects lazily through `connector`, which is called again to reconnect after
-    /// [`Client::shutdown`].
-    pub fn connect_with(connector: Connector, config: ClientConfig) -> Result<Self, Error> {
-        Self::new(config, None, Some(connector))
-    }
-
-    /// Starts the server as a child process now (so a bad command fails here) and connects
-    /// over stdio; after [`Client::shutdown`] the next call starts a new one.
-    pub fn connect_stdio(stdio: StdioConfig, config: ClientConfig) -> Result<Self, Error> {
-        let first =
-            StdioTransport::spawn(stdio.clone()).map_err(|e| Error::Transport(Arc::new(e)))?;
-        let connector: Connector = Arc::new(move || {
-            StdioTransport::spawn(stdio.clone()).map(|t| Arc::new(t) as Arc<dyn Transport>)
-        });
-        Self::new(config, Some(Arc::new(first)), Some(connector))
-    }
-
-    /// Connects over Streamable HTTP (the URL is checked now; no request is sent until the
-    /// first use); after [`Client::shutdown`] the next call builds a new transport from the
-    /// same settings. To change the bearer token later, build the [`crate::HttpTransport`] yourself,
-    /// keep a clone, and use [`Client::connect`].
-    pub fn connect_http(http: HttpTransportBuilder, config: ClientConfig) -> Result<Self, Error> {
-        let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
-        let first = http
-            .clone()
-            .build()
-            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
-        let connector: Connector = Arc::new(move || {
-            http.clone()
-                .build()
-                .map(|t| Arc::new(t) as Arc<dyn Transport>)
-                .map_err(setup)
-        });
-        Self::new(config, Some(Arc::new(first)), Some(connector))
     }
 
     /// The current connection's command channel and negotiation state, connecting if idle.
@@ -574,6 +261,14 @@ impl Client {
         answer.await.map_err(|_| Error::Closed)?
     }
 
+    /// Lists the server's tools (every page) into the cache and returns them, in the server's
+    /// order. Tools the listing left out (a definition that does not decode, broken
+    /// `x-mcp-header` annotations) are not among them: [`Client::list_tools`] says which and
+    /// why.
+    pub async fn list_all_tools(&self) -> Result<Vec<Arc<Tool>>, Error> {
+        self.list_tools().await.map(|outcome| outcome.tools)
+    }
+
     /// Calls a tool. `arguments` must be a JSON object or `null`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
         self.call_tool_with(name, arguments, CallOptions::default())
@@ -644,6 +339,7 @@ impl Client {
         // round to keep the options for: they move into the call.
         let another_round_possible = self.inner.config.handler.is_some();
         let mut rounds = 0;
+        let mut input = None;
         let result = loop {
             let this_round = if another_round_possible {
                 options.clone()
@@ -651,13 +347,23 @@ impl Client {
                 std::mem::take(&mut options)
             };
             let outcome = self
-                .call_once(name, arguments.clone(), this_round, progress.clone())
+                .call_once(
+                    name,
+                    arguments.clone(),
+                    this_round,
+                    input.take(),
+                    progress.clone(),
+                )
                 .await?;
             match outcome {
                 Outcome::Complete(result) => break result,
                 Outcome::InputRequired(required) => {
-                    let (responses, state) = self.answer_input(required, &mut rounds).await?;
-                    options = options.with_input_responses(responses, state);
+                    let (responses, request_state) =
+                        self.answer_input(required, &mut rounds).await?;
+                    input = Some(InputResponses {
+                        responses,
+                        request_state,
+                    });
                 }
             }
         };
@@ -682,6 +388,7 @@ impl Client {
         name: &str,
         arguments: Option<Arc<JsonObject>>,
         options: CallOptions,
+        input: Option<InputResponses>,
         progress: Option<ProgressCallback>,
     ) -> Result<Outcome<CallToolResult>, Error> {
         self.ready().await?;
@@ -695,6 +402,7 @@ impl Client {
             name: name.to_owned(),
             arguments,
             options,
+            input,
             reply,
         };
         commands.send(command).map_err(|_| Error::Closed)?;
@@ -892,10 +600,11 @@ impl Client {
         commit
     }
 
-    /// Ends the current connection (pending calls fail with [`Error::Closed`]) and forgets the
-    /// tools the server listed (known tools stay), but keeps the client: the next call
-    /// connects again through the connector. Without a connector this is [`Client::close`].
-    pub async fn shutdown(&self) {
+    /// Ends the current connection but not the client (reusable): pending calls fail with
+    /// [`Error::Closed`], the tools the server listed are forgotten (known tools stay), and
+    /// the next call connects again through the connector (a new child process, a new
+    /// negotiation). Without a connector this is [`Client::close`].
+    pub async fn disconnect(&self) {
         let next = if self.inner.connector.is_some() {
             Connection::Idle
         } else {
@@ -907,8 +616,8 @@ impl Client {
         self.inner.cache.commit_listing(listing);
     }
 
-    /// Closes the client for good (the transport's graceful shutdown); pending and later calls
-    /// fail with [`Error::Closed`].
+    /// Closes the client for good (final; the transport's graceful shutdown): pending and
+    /// later calls fail with [`Error::Closed`]. Dropping the last clone does the same.
     pub async fn close(&self) {
         let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
         close_connection(previous).await;
@@ -979,349 +688,5 @@ impl Drop for CancelOnDrop<'_> {
         if self.armed {
             let _ = self.commands.send(Command::Cancel { call: self.call });
         }
-    }
-}
-
-/// A call in flight, as the driver tracks it.
-struct CallSlot {
-    call: u64,
-    reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-    progress: Option<ProgressCallback>,
-}
-
-/// The driver's maps, looked up several times per call: `foldhash` with a random seed per map
-/// (SipHash, the std default, cost more than the lookups themselves). Their keys are ids the
-/// client chose, or header names capped at [`MAX_KEPT_HEADER_NAMES`].
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
-/// The task that owns the session and the transport.
-struct Driver {
-    session: Session,
-    transport: Arc<dyn Transport>,
-    state: watch::Sender<Negotiation>,
-    calls: FastMap<OpId, CallSlot>,
-    /// The caller's call id → the session's operation.
-    call_ops: FastMap<u64, OpId>,
-    lists: FastMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
-    requests: FastMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
-    handler: Option<ServerRequestHandler>,
-    /// To post handler answers back to this driver without keeping the channel open.
-    own_commands: mpsc::WeakUnboundedSender<Command>,
-    queued: Vec<Command>,
-    ready: bool,
-    last_transport_error: Option<Arc<TransportError>>,
-    /// Where cache changes are announced.
-    changes: broadcast::Sender<Commit>,
-    /// Calls the settle barrier released on its timeout.
-    stale: std::collections::HashSet<OpId>,
-}
-
-impl Driver {
-    fn new(
-        session: Session,
-        transport: Arc<dyn Transport>,
-        state: watch::Sender<Negotiation>,
-        handler: Option<ServerRequestHandler>,
-        own_commands: mpsc::WeakUnboundedSender<Command>,
-        changes: broadcast::Sender<Commit>,
-    ) -> Self {
-        Self {
-            session,
-            transport,
-            state,
-            calls: FastMap::default(),
-            call_ops: FastMap::default(),
-            lists: FastMap::default(),
-            requests: FastMap::default(),
-            handler,
-            own_commands,
-            queued: Vec::new(),
-            ready: false,
-            last_transport_error: None,
-            changes,
-            stale: std::collections::HashSet::new(),
-        }
-    }
-
-    fn closed_error(&self) -> Error {
-        self.last_transport_error
-            .clone()
-            .map_or(Error::Closed, Error::Transport)
-    }
-
-    /// Fails everything waiting.
-    fn fail_all(&mut self, error: &Error) {
-        self.call_ops.clear();
-        for (_, slot) in self.calls.drain() {
-            let _ = slot.reply.send(Err(error.clone()));
-        }
-        for (_, reply) in self.lists.drain() {
-            let _ = reply.send(Err(error.clone()));
-        }
-        for (_, reply) in self.requests.drain() {
-            let _ = reply.send(Err(error.clone()));
-        }
-        for command in self.queued.drain(..) {
-            match command {
-                Command::Call { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::ListTools { reply } => drop(reply.send(Err(error.clone()))),
-                Command::Request { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::Close { reply } => drop(reply.send(())),
-                Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
-            }
-        }
-    }
-
-    fn issue(&mut self, command: Command) {
-        let now = Instant::now();
-        match command {
-            Command::Call {
-                call,
-                progress,
-                name,
-                arguments,
-                options,
-                reply,
-            } => match self
-                .session
-                .call_tool_shared(&name, arguments, *options, now)
-            {
-                Ok(op) => {
-                    self.call_ops.insert(call, op);
-                    self.calls.insert(
-                        op,
-                        CallSlot {
-                            call,
-                            reply,
-                            progress,
-                        },
-                    );
-                }
-                Err(e) => drop(reply.send(Err(e.into()))),
-            },
-            Command::ListTools { reply } => match self.session.list_tools(now) {
-                Ok(op) => drop(self.lists.insert(op, reply)),
-                Err(e) => drop(reply.send(Err(e.into()))),
-            },
-            Command::Request { issue, reply } => match issue(&mut self.session, now) {
-                Ok(op) => drop(self.requests.insert(op, reply)),
-                Err(e) => drop(reply.send(Err(e.into()))),
-            },
-            Command::Cancel { call } => self.cancel(call),
-            Command::Respond { id, result } => {
-                let answered = match &result {
-                    Ok(value) => self.session.respond(&id, Ok(value)),
-                    Err(error) => self.session.respond(&id, Err::<&Value, _>(error.clone())),
-                };
-                if let Err(e) = answered {
-                    tracing::warn!(error = %e, %id, "could not answer the server's request");
-                }
-            }
-            Command::Start | Command::Close { .. } => {}
-        }
-    }
-
-    /// The caller stopped waiting for a call.
-    fn cancel(&mut self, call: u64) {
-        // Still queued before negotiation finished: it was never sent.
-        self.queued
-            .retain(|c| !matches!(c, Command::Call { call: queued, .. } if *queued == call));
-        if let Some(op) = self.call_ops.remove(&call) {
-            // The Completed(Cancelled) event that follows finds no one waiting.
-            if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {
-                self.transport.cancel(&id);
-            }
-        }
-    }
-
-    /// Hands a server request to the handler on a task of its own; its answer comes back as
-    /// a `Respond` command.
-    fn serve(&mut self, request: toolwire_types::Request) {
-        tracing::debug!(method = %request.method, id = %request.id, "request from the server");
-        let refuse = |message: String| {
-            ErrorObject::new(toolwire_types::error::code::METHOD_NOT_FOUND, message)
-        };
-        let Some(handler) = self.handler.clone() else {
-            let error = refuse(format!(
-                "Method not found: no handler for {} in this client",
-                request.method
-            ));
-            if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
-                tracing::warn!(error = %e, "could not answer {}", request.method);
-            }
-            return;
-        };
-        let decoded = match ServerRequest::decode(&request.method, request.params.as_deref()) {
-            Ok(ServerRequest::Other { method }) => {
-                Err(refuse(format!("Method not found: {method}")))
-            }
-            Ok(decoded) => Ok(decoded),
-            Err(e) => Err(ErrorObject::new(
-                toolwire_types::error::code::INVALID_PARAMS,
-                e.to_string(),
-            )),
-        };
-        let id = request.id;
-        let commands = self.own_commands.clone();
-        tokio::spawn(async move {
-            let result = match decoded {
-                Ok(decoded) => handler(decoded).await,
-                Err(error) => Err(error),
-            };
-            if let Some(commands) = commands.upgrade() {
-                let _ = commands.send(Command::Respond { id, result });
-            }
-        });
-    }
-
-    fn handle_events(&mut self) {
-        while let Some(event) = self.session.poll_event() {
-            match event {
-                Event::Ready(n) => {
-                    self.ready = true;
-                    self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
-                    for command in std::mem::take(&mut self.queued) {
-                        self.issue(command);
-                    }
-                }
-                Event::Failed(e) => {
-                    let e = Arc::new(e);
-                    self.state.send_replace(Negotiation::Failed(e.clone()));
-                    self.fail_all(&Error::Negotiation(e));
-                }
-                Event::Completed { op, result } => {
-                    if let Some(slot) = self.calls.remove(&op) {
-                        self.call_ops.remove(&slot.call);
-                        let result = match result {
-                            Ok(raw) if self.stale.remove(&op) => Ok(mark_tools_stale(raw)),
-                            other => other,
-                        };
-                        let _ = slot.reply.send(result.map_err(Error::from));
-                    } else if let Some(reply) = self.requests.remove(&op) {
-                        let _ = reply.send(result.map_err(Error::from));
-                    }
-                }
-                Event::SettleTimedOut { op } => {
-                    self.stale.insert(op);
-                }
-                Event::ToolsRefreshed(result) => match result {
-                    Ok(outcome) => {
-                        tracing::debug!(
-                            generation = outcome.commit.generation,
-                            "tool list refreshed"
-                        );
-                        announce(&self.changes, &outcome.commit);
-                    }
-                    Err(e) => tracing::debug!(error = %e, "tool list refresh failed"),
-                },
-                Event::ToolsListed { op, result } => {
-                    if let Ok(outcome) = &result {
-                        announce(&self.changes, &outcome.commit);
-                    }
-                    if let Some(reply) = self.lists.remove(&op) {
-                        let _ = reply.send(result.map_err(Error::from));
-                    }
-                }
-                Event::ServerRequest(request) => self.serve(request),
-                Event::Progress { op, params } => {
-                    if let Some(callback) =
-                        self.calls.get(&op).and_then(|slot| slot.progress.as_ref())
-                    {
-                        callback(&params);
-                    }
-                }
-                Event::Notification(n) => tracing::debug!(method = %n.method, "notification"),
-                Event::Malformed(e) => {
-                    tracing::warn!(error = %e, "malformed message from the server")
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Sends everything the session queued; `false` if the transport failed.
-    async fn flush(&mut self) -> bool {
-        while let Some(message) = self.session.poll_transmit() {
-            if let Err(e) = self.transport.send(message).await {
-                tracing::warn!(error = %e, "sending failed");
-                self.last_transport_error = Some(Arc::new(e));
-                return false;
-            }
-        }
-        true
-    }
-
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        // One timer for the session's deadlines, moved when the next one changes (not a new
-        // timer per turn of the loop).
-        let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
-        let mut armed: Option<Instant> = None;
-        loop {
-            self.handle_events();
-            if !self.flush().await {
-                break;
-            }
-            self.handle_events();
-            let wake = self.session.poll_timeout();
-            if wake != armed {
-                if let Some(at) = wake {
-                    timer.as_mut().reset(at.into());
-                }
-                armed = wake;
-            }
-            tokio::select! {
-                command = commands.recv() => match command {
-                    None => break,
-                    Some(Command::Close { reply }) => {
-                        self.shutdown().await;
-                        let _ = reply.send(());
-                        return;
-                    }
-                    Some(Command::Start) => {
-                        if matches!(*self.state.borrow(), Negotiation::NotStarted) {
-                            self.state.send_replace(Negotiation::Pending);
-                            self.session.start(Instant::now());
-                        }
-                    }
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. }))
-                        if !self.ready =>
-                    {
-                        self.queued.push(command);
-                    }
-                    Some(command) => self.issue(command),
-                },
-                inbound = self.transport.recv() => match inbound {
-                    Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
-                    Some(Err(TransportError::Request(failure))) => {
-                        tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
-                        self.session.handle_undelivered(failure, Instant::now());
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "transport error");
-                        self.last_transport_error = Some(Arc::new(e));
-                    }
-                    None => break,
-                },
-                () = &mut timer, if armed.is_some() => {
-                    // Re-armed next turn, for whatever deadline comes next.
-                    armed = None;
-                    self.session.handle_timeout(Instant::now());
-                }
-            }
-        }
-        self.shutdown().await;
-    }
-
-    async fn shutdown(&mut self) {
-        let error = self.closed_error();
-        self.fail_all(&error);
-        if let Err(e) = self.transport.close().await {
-            tracing::debug!(error = %e, "closing the transport");
-        }
-        let during_probe = self.session.is_probing();
-        self.state.send_replace(Negotiation::Closed {
-            error: self.last_transport_error.clone(),
-            during_probe,
-        });
     }
 }

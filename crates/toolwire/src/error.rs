@@ -98,9 +98,10 @@ impl From<RequestError> for Error {
     }
 }
 
-/// An error and its causes on one line, outermost first: `error: cause: cause …`. A cause
-/// whose text the line already holds (an error that prints its source itself) is not repeated.
-/// For a log line or a terminal, where `Display` alone would drop the causes.
+/// An error and its causes on one line, outermost first: `error: cause: cause …`. Every error
+/// of Toolwire's says only its own level in `Display` and keeps its cause in `source()`, so
+/// each level appears once. For a log line or a terminal, where `Display` alone would drop the
+/// causes.
 ///
 /// ```
 /// # use toolwire::ErrorChain;
@@ -112,17 +113,13 @@ pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
 
 impl fmt::Display for ErrorChain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut line = self.0.to_string();
+        write!(f, "{}", self.0)?;
         let mut source = self.0.source();
         while let Some(cause) = source {
-            let next = cause.to_string();
-            if !line.contains(&next) {
-                line.push_str(": ");
-                line.push_str(&next);
-            }
+            write!(f, ": {cause}")?;
             source = cause.source();
         }
-        f.write_str(&line)
+        Ok(())
     }
 }
 
@@ -146,16 +143,27 @@ mod tests {
     }
 
     #[test]
-    fn the_chain_is_one_line_outermost_first_without_repeats() {
+    fn the_chain_is_one_line_outermost_first() {
         let e = Wrap("call failed", std::io::Error::other("connection reset"));
-        assert_eq!(ErrorChain(&e).to_string(), "call failed: connection reset");
-        // An outer error that already prints its cause.
-        let e = Wrap(
-            "call failed: connection reset",
-            std::io::Error::other("connection reset"),
-        );
         assert_eq!(ErrorChain(&e).to_string(), "call failed: connection reset");
         let e = Error::Timeout(Duration::from_secs(2));
         assert_eq!(ErrorChain(&e).to_string(), e.to_string());
+    }
+
+    /// Each level of a real failure says its own part once: the facade's error, the request
+    /// that got no answer, the HTTP transport's error, the socket's.
+    #[test]
+    fn every_level_of_an_undelivered_call_appears_once() {
+        let io = std::io::Error::other("connection refused");
+        let e = Error::Undelivered(RequestFailure {
+            id: toolwire_types::RequestId::Number(3),
+            status: None,
+            body: Default::default(),
+            cause: Arc::new(toolwire_http::HttpError::Connect(Box::new(io))),
+        });
+        assert_eq!(
+            ErrorChain(&e).to_string(),
+            "request 3 got no answer: the request could not be sent: connection refused"
+        );
     }
 }

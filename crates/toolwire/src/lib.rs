@@ -53,13 +53,13 @@
 
 pub mod blocking;
 mod client;
+mod config;
+mod driver;
 mod error;
 mod output;
 
-pub use client::{
-    Client, ClientBuilder, ClientConfig, Connector, ProgressCallback, ServerRequestHandler,
-    TOOLS_STALE_META, tools_may_be_stale,
-};
+pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
+pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{Error, ErrorChain};
 
 pub use toolwire_cache::{
@@ -69,14 +69,22 @@ pub use toolwire_http::{
     AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
     HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
 };
-pub use toolwire_session::{CallOptions, Negotiated, ProtocolMode, SettleMode};
+pub use toolwire_session::{
+    CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,
+};
 pub use toolwire_transport::{
-    BoxFuture, Inbound, Outbound, RetryClass, StderrMode, StdioConfig, StdioTransport, Transport,
-    TransportError,
+    BoxFuture, Inbound, Outbound, RequestFailure, RetryClass, StderrMode, StdioConfig,
+    StdioTransport, Transport, TransportError,
 };
 pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
-    ElicitAction, ElicitParams, ElicitResult, ErrorObject, Implementation, JsonObject,
+    DecodeError, ElicitAction, ElicitParams, ElicitResult, ErrorObject, Implementation, JsonObject,
     ListRootsResult, ProgressParams, ProtocolVersion, Root, ServerCapabilities, ServerRequest,
     Tool,
 };
+
+/// Every protocol type (the `toolwire-types` crate), for what the names above leave out: the
+/// results of [`Client::read_resource`], [`Client::get_prompt`] and the `list_*` calls, and
+/// the method markers [`Client::request`] takes (`types::methods::method::*` with their params,
+/// and the [`types::RequestMethod`] and [`types::HasMeta`] traits).
+pub use toolwire_types as types;

@@ -1,0 +1,219 @@
+//! How a client is set up: [`ClientBuilder`], the one way to configure and connect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use toolwire_cache::CacheConfig;
+use toolwire_http::HttpTransportBuilder;
+use toolwire_session::{ProtocolMode, SessionConfig, SettleMode};
+use toolwire_transport::{BoxFuture, StdioConfig, Transport, TransportError};
+use toolwire_types::{ClientCapabilities, ErrorObject, Implementation, ServerRequest};
+
+use crate::{Client, Error};
+
+/// Answers requests from the server (`elicitation/create`, `sampling/createMessage`,
+/// `roots/list`): the decoded request in, the result (any JSON value) or a JSON-RPC error out.
+pub type ServerRequestHandler =
+    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
+
+/// A per-call progress callback.
+pub type ProgressCallback = Arc<dyn Fn(&toolwire_types::ProgressParams) + Send + Sync>;
+
+/// Makes a fresh transport for each connection (used to reconnect after
+/// [`Client::disconnect`]).
+pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;
+
+/// What a [`ClientBuilder`] collected: the builder's output, kept by the client.
+#[derive(Clone)]
+pub(crate) struct ClientConfig {
+    /// The protocol session's settings (client info, capabilities, mode, timeouts).
+    pub(crate) session: SessionConfig,
+    /// The tool cache's settings.
+    pub(crate) cache: CacheConfig,
+    /// Answers the server's requests; without one they are refused with `-32601`.
+    pub(crate) handler: Option<ServerRequestHandler>,
+    /// Check `structuredContent` against the tool's `outputSchema`.
+    pub(crate) validate_structured_output: bool,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("session", &self.session)
+            .field("cache", &self.cache)
+            .field("handler", &self.handler.as_ref().map(|_| "Fn"))
+            .field(
+                "validate_structured_output",
+                &self.validate_structured_output,
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Client`], with every setting a client has, then connects it:
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), toolwire::Error> {
+/// use std::time::Duration;
+/// use toolwire::{Client, HttpTransport, ProtocolMode};
+///
+/// let client = Client::builder("my-agent", "1.0")
+///     .title("My Agent")
+///     .mode(ProtocolMode::Auto)
+///     .timeouts(Duration::from_secs(30), Duration::from_secs(5))
+///     .connect_http(HttpTransport::builder("https://example.com/mcp"))?;
+/// # Ok(()) }
+/// ```
+///
+/// Connecting needs a tokio runtime ([`Error::NoRuntime`] otherwise); the blocking client
+/// takes the same builder ([`crate::blocking::Client::connect_stdio`]).
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    pub(crate) config: ClientConfig,
+}
+
+impl ClientBuilder {
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            config: ClientConfig {
+                session: SessionConfig::new(Implementation::new(name, version)),
+                cache: CacheConfig::default(),
+                handler: None,
+                validate_structured_output: true,
+            },
+        }
+    }
+
+    /// The human-readable name in `clientInfo`.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.config.session.client_info.title = Some(title.into());
+        self
+    }
+
+    /// Which protocol era to speak (default: probe `server/discover`, then fall back to
+    /// `initialize`).
+    pub fn mode(mut self, mode: ProtocolMode) -> Self {
+        self.config.session.mode = mode;
+        self
+    }
+
+    /// The default request deadline (60 s) and the `server/discover` probe timeout (5 s).
+    pub fn timeouts(mut self, request: Duration, probe: Duration) -> Self {
+        self.config.session = self.config.session.with_timeouts(request, probe);
+        self
+    }
+
+    /// The longest a request may run even while progress keeps resetting its deadline
+    /// (default 10 min).
+    pub fn max_request_time(mut self, limit: Duration) -> Self {
+        self.config.session.max_request_time = limit;
+        self
+    }
+
+    /// The most pages one `tools/list` walk may take (default 1,000).
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.config.session = self.config.session.with_max_list_pages(pages);
+        self
+    }
+
+    /// Declares client capabilities (a handler declares its own with [`Self::handler`]).
+    pub fn capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.config.session.capabilities = capabilities;
+        self
+    }
+
+    /// Answers the server's requests and `input_required` rounds; declares `capabilities`
+    /// (requests for undeclared ones are refused before they reach the handler). Without a
+    /// handler every server request is refused with `-32601`.
+    pub fn handler(
+        mut self,
+        capabilities: ClientCapabilities,
+        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.config.session = self.config.session.with_capabilities(capabilities);
+        self.config.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// The tool cache's settings.
+    pub fn cache(mut self, cache: CacheConfig) -> Self {
+        self.config.cache = cache;
+        self
+    }
+
+    /// The settle barrier for results that announce tool changes (default: announced
+    /// changes, 5 s).
+    pub fn settle(mut self, mode: SettleMode, timeout: Duration) -> Self {
+        self.config.session = self.config.session.with_settle(mode, timeout);
+        self
+    }
+
+    /// Whether to refetch the tool list when the server says it changed (default on).
+    pub fn auto_refresh(mut self, on: bool) -> Self {
+        self.config.session = self.config.session.with_auto_refresh(on);
+        self
+    }
+
+    /// Whether to open the `2026-07-28` `subscriptions/listen` stream for tool-list changes
+    /// when the server declares `tools.listChanged` (default on).
+    pub fn listen(mut self, on: bool) -> Self {
+        self.config.session = self.config.session.with_listen(on);
+        self
+    }
+
+    /// Whether to check `structuredContent` against `outputSchema` (default on; skipped for
+    /// `isError` results and results without structured content).
+    pub fn validate_structured_output(mut self, validate: bool) -> Self {
+        self.config.validate_structured_output = validate;
+        self
+    }
+
+    /// Connects over any transport. Nothing is sent until the first use; then one negotiation
+    /// serves every caller. Without a connector the client cannot reconnect after
+    /// [`Client::disconnect`].
+    pub fn connect(self, transport: impl Transport) -> Result<Client, Error> {
+        Client::new(self.config, Some(Arc::new(transport)), None)
+    }
+
+    /// Connects lazily through `connector`, which is called again to reconnect after
+    /// [`Client::disconnect`].
+    pub fn connect_with(self, connector: Connector) -> Result<Client, Error> {
+        Client::new(self.config, None, Some(connector))
+    }
+
+    /// Starts the server as a child process now (so a bad command fails here) and connects
+    /// over stdio; after [`Client::disconnect`] the next call starts a new one.
+    pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
+        let first = toolwire_transport::StdioTransport::spawn(stdio.clone())
+            .map_err(|e| Error::Transport(Arc::new(e)))?;
+        let connector: Connector = Arc::new(move || {
+            toolwire_transport::StdioTransport::spawn(stdio.clone())
+                .map(|t| Arc::new(t) as Arc<dyn Transport>)
+        });
+        Client::new(self.config, Some(Arc::new(first)), Some(connector))
+    }
+
+    /// Connects over Streamable HTTP (the URL, headers and TLS settings are checked now: a
+    /// refused one is the error here; no request is sent until the first use); after
+    /// [`Client::disconnect`] the next call builds a new transport from the same settings. To
+    /// change the bearer token later, build the [`crate::HttpTransport`] yourself, keep a
+    /// clone, and use [`ClientBuilder::connect`].
+    pub fn connect_http(self, http: HttpTransportBuilder) -> Result<Client, Error> {
+        let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
+        let first = http
+            .clone()
+            .build()
+            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
+        let connector: Connector = Arc::new(move || {
+            http.clone()
+                .build()
+                .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                .map_err(setup)
+        });
+        Client::new(self.config, Some(Arc::new(first)), Some(connector))
+    }
+}
