@@ -259,8 +259,9 @@ pub(crate) fn check_sans_io(graph: &Graph) -> Vec<String> {
     problems
 }
 
-/// The lines of `text` (comments aside) that contain one of `patterns`, as
-/// `path:line: ` followed by what `say` makes of the pattern.
+/// The lines of `text` (comments and the unit-test module aside: tests may read the clock
+/// to make a time) that contain one of `patterns`, as `path:line: ` followed by what `say`
+/// makes of the pattern.
 fn find_patterns(
     path: &str,
     text: &str,
@@ -268,7 +269,15 @@ fn find_patterns(
     say: impl Fn(&str) -> String,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|(_, next)| next.trim_start().starts_with("mod tests"))
+        {
+            break;
+        }
         if line.trim_start().starts_with("//") {
             continue;
         }
@@ -515,6 +524,19 @@ mod tests {
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].starts_with("c.rs:2: `HeaderValue::from`"));
         assert!(problems[1].starts_with("c.rs:3: `HeaderName::try_from`"));
+    }
+
+    #[test]
+    fn unit_tests_may_read_the_clock_the_code_above_them_may_not() {
+        let text =
+            "let a = Instant::now();\n#[cfg(test)]\nmod tests {\n    let t = Instant::now();\n}\n";
+        assert_eq!(
+            check_sans_io_source("s.rs", text),
+            ["s.rs:1: sans-IO code must not use `Instant::now`"]
+        );
+        // A `cfg(test)` item that is not the test module ends nothing.
+        let text = "#[cfg(test)]\nfn helper() {}\nlet b = Instant::now();\n";
+        assert_eq!(check_sans_io_source("s.rs", text).len(), 1);
     }
 
     #[test]

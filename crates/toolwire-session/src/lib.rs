@@ -52,11 +52,14 @@
 //! - `foldhash` (already under the tool cache): the maps of requests in flight, looked up on
 //!   every answer; SipHash cost ~1 k instructions per call there.
 
+mod config;
+mod error;
+mod event;
 mod session;
 
-pub use session::{
-    CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, RequestError, Session,
-    SessionConfig, SessionError, SettleMode, tool_call_headers,
-};
+pub use config::{CallOptions, InputResponses, ProtocolMode, SessionConfig, SettleMode};
+pub use error::{RequestError, SessionError};
+pub use event::{Event, Negotiated, OpId};
+pub use session::{Session, tool_call_headers};
 
 pub use toolwire_cache::ToolCache;

@@ -1,0 +1,528 @@
+//! Setting up a transport: [`HttpTransportBuilder`] and what it takes ([`AcceptProfile`],
+//! [`RetryPolicy`], [`TlsRoots`], the hooks and what they are shown).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use backon::BackoffBuilder;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::{
+    BearerToken, Challenge, Config, HttpError, HttpTransport, InFlight, Inner, Mailbox, Owner,
+    QuickAckConnector, State,
+};
+
+/// The `Accept` header a POST carries; stepped down on 406 (seed 002).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AcceptProfile {
+    /// `application/json, text/event-stream`, as the spec asks.
+    #[default]
+    JsonOrEventStream,
+    /// `application/json`.
+    JsonOnly,
+    /// `*/*`.
+    Wildcard,
+    /// No `Accept` header.
+    Omit,
+}
+
+impl AcceptProfile {
+    pub(crate) fn header(self) -> Option<HeaderValue> {
+        match self {
+            Self::JsonOrEventStream => Some(HeaderValue::from_static(
+                "application/json, text/event-stream",
+            )),
+            Self::JsonOnly => Some(HeaderValue::from_static("application/json")),
+            Self::Wildcard => Some(HeaderValue::from_static("*/*")),
+            Self::Omit => None,
+        }
+    }
+
+    /// The next profile to try after a 406.
+    pub fn fallback(self) -> Option<Self> {
+        match self {
+            Self::JsonOrEventStream => Some(Self::JsonOnly),
+            Self::JsonOnly => Some(Self::Wildcard),
+            Self::Wildcard => Some(Self::Omit),
+            Self::Omit => None,
+        }
+    }
+}
+
+/// When and how often retry-safe messages are resent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Resends after the first attempt (default 3).
+    pub max_retries: u32,
+    /// First backoff delay (default 100 ms); doubles each time, with jitter.
+    pub min_delay: Duration,
+    /// Longest backoff delay (default 2 s).
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured (default 30 s); a server asking for more gets its
+    /// status passed to the caller instead of a client that hangs.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            min_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(2),
+            max_retry_after: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Never resend.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Resend up to `max_retries` times with backoff from `min_delay` to `max_delay`.
+    pub fn new(max_retries: u32, min_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            max_retries,
+            min_delay,
+            max_delay,
+            ..Self::default()
+        }
+    }
+
+    /// Caps the `Retry-After` honoured.
+    pub fn with_max_retry_after(mut self, cap: Duration) -> Self {
+        self.max_retry_after = cap;
+        self
+    }
+
+    pub(crate) fn delays(&self) -> backon::ExponentialBackoff {
+        backon::ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_max_times(self.max_retries as usize)
+            .with_jitter()
+            .build()
+    }
+}
+
+/// Where trusted TLS roots come from.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum TlsRoots {
+    /// Mozilla's roots, compiled in (`webpki-roots`).
+    #[default]
+    WebPki,
+    /// The platform's certificate store (`rustls-native-certs`).
+    Native,
+    /// A complete rustls configuration of your own (client certificates, private roots).
+    /// Its ALPN protocols are replaced with `h2` and `http/1.1`.
+    Config(Arc<rustls::ClientConfig>),
+}
+
+impl fmt::Debug for TlsRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::WebPki => "WebPki",
+            Self::Native => "Native",
+            Self::Config(_) => "Config(..)",
+        })
+    }
+}
+
+/// What the on-received hook sees of one response.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Received<'a> {
+    /// The JSON-RPC method of the message sent (`None` for a response to the server, or the
+    /// GET stream).
+    pub method: Option<&'a str>,
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The start of the body (at most 256 bytes, lossy UTF-8); empty for event streams.
+    pub snippet: &'a str,
+}
+
+/// What the auth-failed hook sees of a 401 or 403.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct AuthFailure<'a> {
+    /// The JSON-RPC method of the message sent, if any.
+    pub method: Option<&'a str>,
+    /// 401 or 403.
+    pub status: StatusCode,
+    /// The parsed `WWW-Authenticate` challenges (`resource_metadata`, `scope`, `error`).
+    pub challenges: &'a [Challenge],
+}
+
+pub(crate) type SendingHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+pub(crate) type ReceivedHook = Arc<dyn Fn(&Received<'_>) + Send + Sync>;
+
+pub(crate) type AuthHook = Arc<dyn Fn(&AuthFailure<'_>) + Send + Sync>;
+
+/// Builds an [`HttpTransport`]: `HttpTransport::builder("http://127.0.0.1:8080/mcp")`.
+#[must_use]
+#[derive(Clone)]
+pub struct HttpTransportBuilder {
+    url: String,
+    bearer: Option<BearerToken>,
+    accept: AcceptProfile,
+    tls: TlsRoots,
+    /// What the transport keeps as it is.
+    config: Config,
+    /// The first header or user agent refused, for `build` to report.
+    refused: Option<(String, &'static str)>,
+}
+
+impl fmt::Debug for HttpTransportBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransportBuilder")
+            .field("url", &self.url)
+            .field("bearer", &self.bearer)
+            .field("accept", &self.accept)
+            .field("retry", &self.config.retry)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Header names the transport owns: set them through their own builder methods.
+pub(crate) fn reserved(name: &HeaderName) -> Option<&'static str> {
+    let n = name.as_str();
+    if n.starts_with("mcp-") {
+        Some("Mcp-* headers are computed per message by the session")
+    } else if [
+        "authorization",
+        "accept",
+        "content-type",
+        "content-length",
+        "host",
+        "last-event-id",
+        "transfer-encoding",
+        "connection",
+    ]
+    .contains(&n)
+    {
+        Some("the transport sets this header itself (use bearer_token, accept_profile)")
+    } else {
+        None
+    }
+}
+
+impl HttpTransportBuilder {
+    pub(crate) fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            bearer: None,
+            accept: AcceptProfile::default(),
+            tls: TlsRoots::default(),
+            config: Config {
+                headers: HeaderMap::new(),
+                user_agent: HeaderValue::from_static(concat!(
+                    "toolwire/",
+                    env!("CARGO_PKG_VERSION")
+                )),
+                connect_timeout: Duration::from_secs(10),
+                read_timeout: None,
+                max_message_size: 16 * 1024 * 1024,
+                max_sse_line: 16 * 1024 * 1024,
+                retry: RetryPolicy::default(),
+                get_stream: true,
+                delete_timeout: Duration::from_secs(2),
+                on_sending: None,
+                on_received: None,
+                on_auth_failed: None,
+            },
+            refused: None,
+        }
+    }
+
+    /// Adds a static header sent with every request. Refuses `Mcp-*` names (computed per
+    /// message) and the headers the transport sets itself: the first refusal is the error of
+    /// [`Self::build`] (and of `connect_http`), so the chain of settings stays unbroken.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        let checked = HeaderName::try_from(name)
+            .map_err(|_| "not a valid header name")
+            .and_then(|header| match reserved(&header) {
+                Some(reason) => Err(reason),
+                None => Ok(header),
+            })
+            .and_then(|header| {
+                HeaderValue::try_from(value)
+                    .map(|value| (header, value))
+                    .map_err(|_| "the value holds characters a header cannot")
+            });
+        match checked {
+            Ok((header, value)) => {
+                self.config.headers.append(header, value);
+            }
+            Err(reason) => self.refuse(name, reason),
+        }
+        self
+    }
+
+    /// Keeps the first refused setting for [`Self::build`] to report.
+    pub(crate) fn refuse(&mut self, name: &str, reason: &'static str) {
+        self.refused
+            .get_or_insert_with(|| (name.to_owned(), reason));
+    }
+
+    /// The bearer token sent as `Authorization: Bearer …`.
+    pub fn bearer_token(mut self, token: impl Into<BearerToken>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
+
+    /// The first `Accept` profile tried (default: JSON or event stream).
+    pub fn accept_profile(mut self, profile: AcceptProfile) -> Self {
+        self.accept = profile;
+        self
+    }
+
+    /// The `User-Agent` (default `toolwire/<version>`). One that is not a valid header value
+    /// is the error of [`Self::build`].
+    pub fn user_agent(mut self, user_agent: &str) -> Self {
+        match HeaderValue::try_from(user_agent) {
+            Ok(value) => self.config.user_agent = value,
+            Err(_) => self.refuse("user-agent", "the value holds characters a header cannot"),
+        }
+        self
+    }
+
+    /// How long a connection may take to open (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for a response head, and between body chunks (default: no limit; the
+    /// session's request deadlines apply). Servers that keep quiet streams alive with SSE
+    /// comments work with any value above their keep-alive period.
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.config.read_timeout = Some(timeout);
+        self
+    }
+
+    /// The largest JSON body or SSE event accepted (default 16 MiB).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.config.max_message_size = bytes;
+        self
+    }
+
+    /// The longest SSE line accepted (default 16 MiB).
+    pub fn max_sse_line(mut self, bytes: usize) -> Self {
+        self.config.max_sse_line = bytes;
+        self
+    }
+
+    /// When to resend retry-safe messages.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.config.retry = policy;
+        self
+    }
+
+    /// Whether to open the legacy GET stream for server messages (default on).
+    pub fn get_stream(mut self, open: bool) -> Self {
+        self.config.get_stream = open;
+        self
+    }
+
+    /// How long `close` waits for the legacy `DELETE` (default 2 s).
+    pub fn delete_timeout(mut self, timeout: Duration) -> Self {
+        self.config.delete_timeout = timeout;
+        self
+    }
+
+    /// Where trusted TLS roots come from (default: webpki roots).
+    pub fn tls_roots(mut self, roots: TlsRoots) -> Self {
+        self.tls = roots;
+        self
+    }
+
+    /// Called with the JSON-RPC method just before each POST.
+    pub fn on_sending(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.config.on_sending = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called after each response head (or body, for JSON) arrives.
+    pub fn on_received(mut self, hook: impl Fn(&Received<'_>) + Send + Sync + 'static) -> Self {
+        self.config.on_received = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called on 401 and 403 with the parsed `WWW-Authenticate` challenges.
+    pub fn on_auth_failed(
+        mut self,
+        hook: impl Fn(&AuthFailure<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.config.on_auth_failed = Some(Arc::new(hook));
+        self
+    }
+
+    pub(crate) fn tls_config(&self) -> Result<rustls::ClientConfig, HttpError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = match &self.tls {
+            TlsRoots::Config(config) => (**config).clone(),
+            roots => {
+                let mut store = rustls::RootCertStore::empty();
+                if matches!(roots, TlsRoots::Native) {
+                    let found = rustls_native_certs::load_native_certs();
+                    for e in &found.errors {
+                        tracing::debug!(error = %e, "a native root certificate could not be loaded");
+                    }
+                    let (added, _) = store.add_parsable_certificates(found.certs);
+                    if added == 0 {
+                        return Err(HttpError::NoNativeRoots);
+                    }
+                } else {
+                    store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+                }
+                rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .map_err(HttpError::Tls)?
+                    .with_root_certificates(store)
+                    .with_no_client_auth()
+            }
+        };
+        // hyper-rustls offers `h2` and `http/1.1` itself (and refuses a config that already
+        // names protocols).
+        config.alpn_protocols.clear();
+        Ok(config)
+    }
+
+    /// Builds the transport (no connection is made yet). Needs no runtime; using it needs
+    /// tokio.
+    pub fn build(self) -> Result<HttpTransport, HttpError> {
+        if let Some((name, reason)) = self.refused {
+            return Err(HttpError::InvalidHeader { name, reason });
+        }
+        let uri: Uri = self.url.parse().map_err(|_| HttpError::InvalidUrl {
+            url: self.url.clone(),
+        })?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
+            return Err(HttpError::InvalidUrl { url: self.url });
+        }
+        let tls = self.tls_config()?;
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(self.config.connect_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(connector));
+        let state = State {
+            accept: self.accept,
+            token: self.bearer,
+            ..State::default()
+        };
+        let inner = Arc::new(Inner {
+            uri,
+            client,
+            config: self.config,
+            state: Mutex::new(state),
+            mailbox: Mutex::new(Mailbox::default()),
+            receiving: tokio::sync::Mutex::new(()),
+            tasks: Mutex::new(HashMap::default()),
+            inflight: Mutex::new(InFlight::default()),
+            handshake: tokio::sync::Mutex::new(()),
+        });
+        Ok(HttpTransport {
+            _owner: Arc::new(Owner(inner.clone())),
+            inner,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_profiles_fall_back_in_order() {
+        let mut p = AcceptProfile::default();
+        let mut seen = vec![p];
+        while let Some(next) = p.fallback() {
+            seen.push(next);
+            p = next;
+        }
+        assert_eq!(
+            seen,
+            [
+                AcceptProfile::JsonOrEventStream,
+                AcceptProfile::JsonOnly,
+                AcceptProfile::Wildcard,
+                AcceptProfile::Omit
+            ]
+        );
+        assert_eq!(AcceptProfile::Omit.header(), None);
+    }
+
+    #[test]
+    fn reserved_and_invalid_headers_are_refused_when_built() {
+        for name in [
+            "Mcp-Session-Id",
+            "MCP-Protocol-Version",
+            "mcp-param-x",
+            "Authorization",
+            "Accept",
+        ] {
+            let built = HttpTransport::builder("http://x/mcp")
+                .header(name, "v")
+                .build();
+            assert!(
+                matches!(&built, Err(HttpError::InvalidHeader { name: n, .. }) if n == name),
+                "{name}"
+            );
+        }
+        // The first refusal is the one reported, whatever follows it in the chain.
+        let built = HttpTransport::builder("http://x/mcp")
+            .header("X-Ok", "a\r\nb")
+            .user_agent("bad\nagent")
+            .header("X-Tenant", "acme")
+            .build();
+        assert!(
+            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "X-Ok"),
+            "{built:?}"
+        );
+        let built = HttpTransport::builder("http://x/mcp")
+            .user_agent("bad\nagent")
+            .build();
+        assert!(
+            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "user-agent"),
+            "{built:?}"
+        );
+        assert!(
+            HttpTransport::builder("http://x/mcp")
+                .header("X-Tenant", "acme")
+                .user_agent("agent/1")
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn urls_must_be_absolute_http() {
+        for bad in ["localhost:8080/mcp", "ftp://x/y", "/mcp", "http//x"] {
+            assert!(
+                matches!(HttpTransport::new(bad), Err(HttpError::InvalidUrl { .. })),
+                "{bad}"
+            );
+        }
+        assert!(HttpTransport::new("https://example.com/mcp").is_ok());
+    }
+}

@@ -1,0 +1,307 @@
+//! One POST's life: the request with its headers, retries with backoff and `Retry-After`, the
+//! 406 `Accept` fallback, and the 404 that replays a lost legacy session before resending.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::{Bytes, BytesMut};
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
+};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use toolwire_transport::{Outbound, RetryClass};
+
+use crate::{
+    AcceptProfile, AuthFailure, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner, SESSION_ID,
+    SNIPPET, lock, parse_challenges,
+};
+
+/// What a failed exchange reports.
+pub(crate) struct Failure {
+    pub(crate) status: Option<StatusCode>,
+    pub(crate) body: Bytes,
+    pub(crate) error: HttpError,
+}
+
+impl From<HttpError> for Failure {
+    fn from(error: HttpError) -> Self {
+        Self {
+            status: None,
+            body: Bytes::new(),
+            error,
+        }
+    }
+}
+
+pub(crate) fn snippet(body: &[u8]) -> String {
+    let cut = body.len().min(SNIPPET);
+    String::from_utf8_lossy(&body[..cut]).into_owned()
+}
+
+/// `Retry-After` as a delay: delta-seconds or an HTTP date.
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+impl Inner {
+    /// A request with everything but the per-message headers; `None` for the session id if
+    /// it must not be sent.
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        body: Bytes,
+        with_session: bool,
+    ) -> (Request<Full<Bytes>>, Option<HeaderValue>, AcceptProfile) {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = self.uri.clone();
+        let headers = req.headers_mut();
+        // The common headers below plus the few every POST adds (Mcp-*, content type, accept).
+        headers.reserve(self.config.headers.len() + 12);
+        for (name, value) in &self.config.headers {
+            headers.append(name, value.clone());
+        }
+        headers.insert(USER_AGENT, self.config.user_agent.clone());
+        let state = lock(&self.state);
+        if let Some(value) = state.token.as_ref().and_then(BearerToken::header_value) {
+            headers.insert(AUTHORIZATION, value);
+        }
+        let session = if with_session {
+            state.session_id.clone()
+        } else {
+            None
+        };
+        if let Some(id) = &session {
+            headers.insert(SESSION_ID, id.clone());
+        }
+        (req, session, state.accept)
+    }
+
+    /// Sends one request and waits for its response head, within the read timeout.
+    pub(crate) async fn roundtrip(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, HttpError> {
+        let sent = self.client.request(req);
+        let result = match self.config.read_timeout {
+            Some(t) => tokio::time::timeout(t, sent)
+                .await
+                .map_err(|_| HttpError::ReadTimeout(t))?,
+            None => sent.await,
+        };
+        result.map_err(|e| {
+            let timed_out = e.is_connect() && {
+                let mut source = std::error::Error::source(&e);
+                let mut found = false;
+                while let Some(s) = source {
+                    if s.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+                    {
+                        found = true;
+                        break;
+                    }
+                    source = s.source();
+                }
+                found
+            };
+            if timed_out {
+                HttpError::ConnectTimeout(self.config.connect_timeout)
+            } else {
+                HttpError::Connect(Box::new(e))
+            }
+        })
+    }
+
+    /// The start of an error body: up to [`ERROR_BODY_LIMIT`], the rest dropped.
+    pub(crate) async fn read_error_body(&self, body: &mut Incoming) -> Bytes {
+        let mut buf = BytesMut::new();
+        let read = async {
+            while let Ok(Some(data)) = self.chunk(body).await {
+                let room = ERROR_BODY_LIMIT - buf.len();
+                buf.extend_from_slice(&data[..data.len().min(room)]);
+                if buf.len() >= ERROR_BODY_LIMIT {
+                    break;
+                }
+            }
+        };
+        // An error body is advice; never wait long for it.
+        let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+        buf.freeze()
+    }
+
+    /// Turns a final non-success response into a failure (calling the auth hook on 401/403).
+    pub(crate) async fn status_failure(
+        &self,
+        resp: Response<Incoming>,
+        method: Option<&str>,
+    ) -> Failure {
+        let status = resp.status();
+        let challenges = parse_challenges(
+            resp.headers()
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .map(HeaderValue::as_bytes),
+        );
+        let mut body = resp.into_body();
+        let body = self.read_error_body(&mut body).await;
+        self.received(method, status, &body);
+        let snippet = snippet(&body);
+        if matches!(status.as_u16(), 401 | 403) {
+            tracing::warn!(%status, ?challenges, "the server refused the credentials");
+            if let Some(hook) = &self.config.on_auth_failed {
+                hook(&AuthFailure {
+                    method,
+                    status,
+                    challenges: &challenges,
+                });
+            }
+        }
+        Failure {
+            status: Some(status),
+            body,
+            error: HttpError::Status {
+                status,
+                snippet,
+                challenges,
+            },
+        }
+    }
+
+    /// POSTs `out` until it has a final response: steps the Accept profile down on 406,
+    /// replays a lost legacy session once, and resends retry-safe messages on transient
+    /// failures. Returns 2xx responses; everything else is a failure.
+    pub(crate) async fn post(
+        &self,
+        out: &Outbound,
+        handshake: bool,
+    ) -> Result<Response<Incoming>, Failure> {
+        let method = out.kind.method();
+        let is_initialize = method == Some("initialize");
+        let safe = out.retry == RetryClass::Safe;
+        let policy = &self.config.retry;
+        let mut delays = policy.delays();
+        let mut retries = 0;
+        let mut replayed = false;
+        loop {
+            if !is_initialize && !handshake {
+                self.ensure_session().await?;
+            }
+            let (mut req, sent_session, accept) =
+                self.request(Method::POST, out.body.clone(), !is_initialize);
+            let headers = req.headers_mut();
+            // Room for the message's own headers and the two below: one allocation, no rehash.
+            headers.reserve(out.headers.len() + 2);
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            if let Some(value) = accept.header() {
+                headers.insert(ACCEPT, value);
+            }
+            for (name, value) in &out.headers {
+                headers.insert(name, value.clone());
+            }
+            if let Some(hook) = &self.config.on_sending {
+                hook(method.unwrap_or("(response)"));
+            }
+            let resp = match self.roundtrip(req).await {
+                Ok(resp) => resp,
+                Err(e) => {
+                    if safe && retries < policy.max_retries {
+                        let delay = delays.next().unwrap_or(policy.max_delay);
+                        retries += 1;
+                        tracing::info!(retry = retries, ?delay, reason = %e, "resending after a failure before any response");
+                        tokio::time::sleep(delay).await;
+                        continue;
+                    }
+                    return Err(e.into());
+                }
+            };
+            let status = resp.status();
+            if status.is_success() {
+                return Ok(resp);
+            }
+            match status.as_u16() {
+                406 => {
+                    let next = {
+                        let mut state = lock(&self.state);
+                        if state.accept == accept {
+                            state.accept = accept.fallback().unwrap_or(accept);
+                        }
+                        (state.accept != accept).then_some(state.accept)
+                    };
+                    match next {
+                        Some(next) => {
+                            tracing::info!(from = ?accept, to = ?next, "406 Not Acceptable; trying the next Accept profile");
+                            continue;
+                        }
+                        None => return Err(HttpError::NotAcceptable.into()),
+                    }
+                }
+                404 if sent_session.is_some() && !replayed && !handshake => {
+                    replayed = true;
+                    {
+                        let mut state = lock(&self.state);
+                        if state.session_id == sent_session {
+                            state.stale = true;
+                        }
+                    }
+                    tracing::warn!(
+                        "the server no longer knows the session (404); re-initialising and resending"
+                    );
+                    continue;
+                }
+                408 | 429 | 502 | 503 | 504 if safe && retries < policy.max_retries => {
+                    let delay = match retry_after(resp.headers(), SystemTime::now()) {
+                        Some(d) if d > policy.max_retry_after => {
+                            tracing::info!(%status, retry_after = ?d, "Retry-After beyond the cap; not retrying");
+                            return Err(self.status_failure(resp, method).await);
+                        }
+                        Some(d) => d,
+                        None => delays.next().unwrap_or(policy.max_delay),
+                    };
+                    retries += 1;
+                    tracing::info!(retry = retries, %status, ?delay, "resending after a transient status");
+                    drop(resp);
+                    tokio::time::sleep(delay).await;
+                }
+                _ => return Err(self.status_failure(resp, method).await),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use http::HeaderValue;
+    use http::header::RETRY_AFTER;
+
+    use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(3)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::try_from(later).unwrap_or(HeaderValue::from_static("x")),
+        );
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(7)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::try_from(past).unwrap_or(HeaderValue::from_static("x")),
+        );
+        assert_eq!(retry_after(&h, now), Some(Duration::ZERO));
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h, now), None);
+    }
+}

@@ -1,0 +1,195 @@
+//! How a session behaves ([`SessionConfig`], [`ProtocolMode`], [`SettleMode`]) and the
+//! per-call choices of a `tools/call` ([`CallOptions`], [`InputResponses`]).
+
+use std::time::Duration;
+
+use toolwire_types::{ClientCapabilities, Implementation, JsonObject, ProtocolVersion, Tool};
+
+/// Which protocol era to speak.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProtocolMode {
+    /// Probe with `server/discover` at the newest modern version; fall back to `initialize`.
+    #[default]
+    Auto,
+    /// Speak exactly this version (modern: no fallback; legacy: no probe).
+    Pinned(ProtocolVersion),
+}
+
+/// How the session behaves.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// Sent as `clientInfo`.
+    pub client_info: Implementation,
+    /// Declared to the server.
+    pub capabilities: ClientCapabilities,
+    /// Which era to speak.
+    pub mode: ProtocolMode,
+    /// Default deadline of a request (default 60 s).
+    pub request_timeout: Duration,
+    /// How long the `server/discover` probe waits before falling back (default 5 s).
+    pub probe_timeout: Duration,
+    /// The most pages one `tools/list` walk may take (default 1,000).
+    pub max_list_pages: usize,
+    /// The longest a request may run even while progress keeps resetting its deadline
+    /// (default 10 min).
+    pub max_request_time: Duration,
+    /// The settle barrier for `tools/call` results that announce tool changes (seed 003;
+    /// default [`SettleMode::Announced`]).
+    pub settle: SettleMode,
+    /// How long the settle barrier holds a result at most (default 5 s).
+    pub settle_timeout: Duration,
+    /// Refetch the tool list when the server says it changed (default on).
+    pub auto_refresh: bool,
+    /// In the `2026-07-28` era, open a `subscriptions/listen` stream for tool-list changes
+    /// when the server declares `tools.listChanged` (default on).
+    pub listen: bool,
+}
+
+/// What the session does with a `tools/call` result that may change the tool list (seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SettleMode {
+    /// Hand every result over at once.
+    Off,
+    /// Hold a result that announces `registers`, `unregisters` or `updates` until the tool
+    /// cache shows every registered tool, none of the unregistered ones and a changed
+    /// definition for each updated one, or until the settle timeout (default).
+    #[default]
+    Announced,
+    /// As `Announced`, and also hold a result that announces nothing while a tool-list refresh
+    /// is under way, until that refresh ends (for servers that do not announce).
+    AnnouncedOrRefresh,
+}
+
+impl SessionConfig {
+    /// A configuration with this client identity and the defaults.
+    pub fn new(client_info: Implementation) -> Self {
+        Self {
+            client_info,
+            capabilities: ClientCapabilities::default(),
+            mode: ProtocolMode::Auto,
+            request_timeout: Duration::from_secs(60),
+            probe_timeout: Duration::from_secs(5),
+            max_list_pages: 1000,
+            max_request_time: Duration::from_secs(600),
+            settle: SettleMode::Announced,
+            settle_timeout: Duration::from_secs(5),
+            auto_refresh: true,
+            listen: true,
+        }
+    }
+
+    /// Sets the settle barrier's mode and timeout.
+    pub fn with_settle(mut self, mode: SettleMode, timeout: Duration) -> Self {
+        self.settle = mode;
+        self.settle_timeout = timeout;
+        self
+    }
+
+    /// Turns the automatic tool-list refresh on list changes on or off.
+    pub fn with_auto_refresh(mut self, on: bool) -> Self {
+        self.auto_refresh = on;
+        self
+    }
+
+    /// Turns the `2026-07-28` listen subscription on or off.
+    pub fn with_listen(mut self, on: bool) -> Self {
+        self.listen = on;
+        self
+    }
+
+    /// Sets the protocol mode.
+    pub fn with_mode(mut self, mode: ProtocolMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the declared capabilities.
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Sets the default request deadline and the probe timeout.
+    pub fn with_timeouts(mut self, request: Duration, probe: Duration) -> Self {
+        self.request_timeout = request;
+        self.probe_timeout = probe;
+        self
+    }
+
+    /// Sets the page cap of a `tools/list` walk.
+    pub fn with_max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages;
+        self
+    }
+}
+
+/// The answers of an MRTR round: a `tools/call` answered `input_required` is sent again with
+/// them ([`Session::call_tool_with_input`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputResponses {
+    /// The answers to the server's `inputRequests`, by key.
+    pub responses: JsonObject,
+    /// The server's `requestState`, echoed exactly (`None` if it sent none).
+    pub request_state: Option<String>,
+}
+
+/// Per-call choices for [`Session::call_tool`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The deadline for this call (default: the session's).
+    pub timeout: Option<Duration>,
+    /// A tool definition for this call only: its `x-mcp-header` annotations decide the
+    /// headers, and the cache is neither read nor changed (seed 000's stateless variant).
+    pub tool: Option<Tool>,
+    /// Argument → header annotation for this call only (when no definition is at hand).
+    pub header_map: Option<Vec<(String, String)>>,
+    /// Allow the transport to resend the call (default: only for tools annotated
+    /// `readOnlyHint` or `idempotentHint`).
+    pub retry_safe: Option<bool>,
+    /// Ask the server for progress notifications ([`Event::Progress`]); each one also resets
+    /// the call's deadline, up to [`SessionConfig::max_request_time`].
+    pub progress: bool,
+    /// Whether the settle barrier applies to this call (default: as the session is set up).
+    pub settle: Option<bool>,
+}
+
+impl CallOptions {
+    /// Sets the deadline.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Supplies the tool definition for this call.
+    pub fn with_tool(mut self, tool: Tool) -> Self {
+        self.tool = Some(tool);
+        self
+    }
+
+    /// Supplies an argument → header annotation map for this call.
+    pub fn with_header_map(mut self, map: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.header_map = Some(map.into_iter().collect());
+        self
+    }
+
+    /// Allows or forbids resending.
+    pub fn with_retry_safe(mut self, safe: bool) -> Self {
+        self.retry_safe = Some(safe);
+        self
+    }
+
+    /// Turns the settle barrier on or off for this call.
+    pub fn with_settle(mut self, settle: bool) -> Self {
+        self.settle = Some(settle);
+        self
+    }
+
+    /// Asks for progress notifications.
+    pub fn with_progress(mut self) -> Self {
+        self.progress = true;
+        self
+    }
+}

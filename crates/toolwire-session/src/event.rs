@@ -1,0 +1,80 @@
+//! What a session tells its driver ([`Event`]), about operations named by [`OpId`].
+
+use serde_json::value::RawValue;
+use toolwire_cache::ListOutcome;
+use toolwire_types::{DecodeError, Implementation, ProtocolVersion, ServerCapabilities};
+
+use crate::{RequestError, SessionError};
+
+/// What negotiation settled on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Negotiated {
+    /// The version both sides speak.
+    pub version: ProtocolVersion,
+    /// The server's implementation info, if it sent one.
+    pub server_info: Option<Implementation>,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's instructions for the model.
+    pub instructions: Option<String>,
+}
+
+/// Identifies one operation the caller started (a request, or a whole `tools/list` walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OpId(pub(crate) u64);
+
+impl OpId {
+    /// An id for unit tests of the sub-machines.
+    #[cfg(test)]
+    pub(crate) fn for_test(n: u64) -> Self {
+        Self(n)
+    }
+}
+
+/// Something the caller should know.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// Negotiation finished; requests may be sent.
+    Ready(Box<Negotiated>),
+    /// Negotiation failed; the session cannot be used.
+    Failed(SessionError),
+    /// A request finished: its raw result (decode it with the method's
+    /// [`RequestMethod::decode_result`]) or why it failed.
+    Completed {
+        /// The operation.
+        op: OpId,
+        /// The raw result or the error.
+        result: Result<Box<RawValue>, RequestError>,
+    },
+    /// A `tools/list` walk finished and its listing is in the cache (or why not).
+    ToolsListed {
+        /// The operation.
+        op: OpId,
+        /// What the cache did with the listing.
+        result: Result<ListOutcome, RequestError>,
+    },
+    /// A progress notification for an operation that asked for progress.
+    Progress {
+        /// The operation.
+        op: OpId,
+        /// The notification's params.
+        params: toolwire_types::ProgressParams,
+    },
+    /// A notification from the server that the session does not handle itself (a
+    /// `tools/list_changed` is handled, marking the cache stale, and passed up too).
+    Notification(toolwire_types::Notification),
+    /// A request from the server that the session does not answer itself.
+    ServerRequest(toolwire_types::Request),
+    /// Bytes from the server that are not JSON-RPC.
+    Malformed(DecodeError),
+    /// The session refetched the tool list by itself (after a list change, for the settle
+    /// barrier, or to recover from a header mismatch), and what the cache did with it.
+    ToolsRefreshed(Result<ListOutcome, RequestError>),
+    /// The settle barrier gave up waiting for operation `op`: its result follows as
+    /// [`Event::Completed`], although the tool list may not show the announced changes yet.
+    SettleTimedOut {
+        /// The operation.
+        op: OpId,
+    },
+}

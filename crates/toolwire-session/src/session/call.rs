@@ -1,0 +1,209 @@
+//! The `tools/call` path: headers from the cached tool's plan (or a per-call definition or
+//! map), the shared `_meta` envelope, the retry class, progress tokens, and what a call keeps
+//! to be reissued once after a header mismatch.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use toolwire_headers::{ArgumentError, Header, HeaderPlan, standard_headers};
+use toolwire_types::methods::method;
+use toolwire_types::{
+    CallToolRequestParams, JsonObject, Meta, MetaOnlyParams, ProtocolVersion, Rendered,
+    RequestMethod, Tool, encode_request,
+};
+
+use super::{PendingKind, Sent, Session};
+use crate::{CallOptions, InputResponses, OpId, RequestError, SettleMode};
+
+/// A `tools/call` as sent, kept to reissue it after a header mismatch.
+pub(super) struct CallRetry {
+    pub(super) name: String,
+    /// Shared with the caller, which may need them for an `input_required` round.
+    pub(super) arguments: Option<Arc<JsonObject>>,
+    pub(super) options: CallOptions,
+    /// The MRTR answers and `requestState` the call carried.
+    pub(super) input: Option<InputResponses>,
+}
+
+/// The SEP-2243 headers of a `tools/call` of `name` at a version and over a transport that
+/// send them: `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` of `plan` for `arguments`, or the
+/// first two alone without a plan (a tool the client does not know). Fails on an argument that
+/// does not fit its annotation. The one place the rule lives: the session's calls and
+/// `toolwire::Client::call_headers` both use it.
+pub fn tool_call_headers(
+    name: &str,
+    plan: Option<&HeaderPlan>,
+    arguments: Option<&JsonObject>,
+) -> Result<Vec<Header>, ArgumentError> {
+    match plan {
+        Some(plan) => plan.call_headers(arguments),
+        None => Ok(standard_headers("tools/call", Some(name))),
+    }
+}
+
+impl Session {
+    /// The envelope of a modern `tools/call` at `version` as one shared `_meta`, built on first
+    /// use (and again only if the version changes).
+    pub(super) fn call_meta(&mut self, version: &ProtocolVersion) -> Rendered<Meta> {
+        if let Some((built_for, meta)) = &self.call_meta
+            && built_for == version
+        {
+            return meta.clone();
+        }
+        let mut params = MetaOnlyParams::default();
+        self.envelope(version, &mut params);
+        let meta = Rendered::new(params.meta.unwrap_or_default());
+        self.call_meta = Some((version.clone(), meta.clone()));
+        meta
+    }
+
+    /// Calls a tool. Its headers come from `options.tool` or `options.header_map` when given,
+    /// else from the cached tool's plan; the result arrives as [`Event::Completed`].
+    ///
+    /// A call answered with a header mismatch (`-32020`, or `-32001` before the rename) is
+    /// reissued once, with a new id and headers from a fresh `tools/list` (unless its headers
+    /// came from a per-call definition or map, which a re-list cannot change). A result that
+    /// announces tool changes waits for them under the settle barrier ([`SettleMode`]).
+    pub fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        self.call_tool_shared(name, arguments.map(Arc::new), options, now)
+    }
+
+    /// [`Session::call_tool`] with arguments the caller keeps too: they are serialised from the
+    /// shared map and kept for a reissue without a copy, so a caller that may send them again
+    /// (an `input_required` round) holds one map, whatever its size.
+    pub fn call_tool_shared(
+        &mut self,
+        name: &str,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        self.issue_call(op, name, arguments, options, None, true, now)?;
+        Ok(op)
+    }
+
+    /// [`Session::call_tool_shared`] for the next round of a call the server answered
+    /// `input_required`: the same arguments, with the answers to its input requests and its
+    /// `requestState` (a new request with a new id, as MRTR asks).
+    pub fn call_tool_with_input(
+        &mut self,
+        name: &str,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+        input: InputResponses,
+        now: Instant,
+    ) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        self.issue_call(op, name, arguments, options, Some(input), true, now)?;
+        Ok(op)
+    }
+
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the one funnel of every tools/call and its reissue"
+    )]
+    pub(super) fn issue_call(
+        &mut self,
+        op: OpId,
+        name: &str,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+        input: Option<InputResponses>,
+        may_retry: bool,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        let version = self.version_for(method::CallTool::CAPABILITY)?;
+        let snapshot = self.cache.load();
+        let cached = snapshot.get(name);
+        let plan = match (&options.tool, &options.header_map) {
+            (Some(tool), _) => Some(
+                HeaderPlan::from_input_schema(name, &tool.input_schema)
+                    .map_err(RequestError::InvalidTool)?,
+            ),
+            (None, Some(map)) => Some(
+                HeaderPlan::from_param_map(name, map.iter().map(|(a, h)| (a, h)))
+                    .map_err(RequestError::InvalidTool)?,
+            ),
+            (None, None) => cached.map(|t| t.plan().clone()),
+        };
+        // Over a transport without headers (stdio) the annotations are ignored, as the spec
+        // allows: no header is built, so no argument is refused for the header it would make.
+        let headers = if self.sends_sep2243_headers(&version) {
+            if plan.is_none() {
+                tracing::warn!(
+                    tool = name,
+                    "tools/call of `{name}` goes without Mcp-Param-* headers: the tool is not in the \
+                     tool cache. Call list_tools() first, add it with add_known_tools(), or pass its \
+                     definition in CallOptions"
+                );
+            }
+            tool_call_headers(name, plan.as_ref(), arguments.as_deref())
+                .map_err(RequestError::Argument)?
+        } else {
+            Vec::new()
+        };
+        let definition = options.tool.as_ref().or(cached.map(|t| &**t.tool()));
+        let retry_safe = options
+            .retry_safe
+            .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
+        drop(snapshot);
+        let id = self.allocate_id();
+        // The request's own id is its progress token: unique among active requests.
+        let token = options.progress.then(|| id.clone());
+        let meta = match (&token, version.is_modern()) {
+            (None, true) => Some(self.call_meta(&version)),
+            (None, false) => None,
+            // A token makes this call's `_meta` its own: the envelope (shared members) and it.
+            (Some(token), modern) => {
+                let mut meta = if modern {
+                    self.call_meta(&version).get().clone()
+                } else {
+                    Meta::default()
+                };
+                meta.progress_token = Some(token.clone());
+                Some(Rendered::new(meta))
+            }
+        };
+        let params = CallToolRequestParams {
+            name,
+            arguments: arguments.as_deref(),
+            input_responses: input.as_ref().map(|i| &i.responses),
+            request_state: input.as_ref().and_then(|i| i.request_state.as_deref()),
+            meta,
+        };
+        let body =
+            encode_request(&id, "tools/call", Some(&params)).map_err(RequestError::Encode)?;
+        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+        let settle = options
+            .settle
+            .unwrap_or(self.config.settle != SettleMode::Off);
+        let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
+        // Kept, not copied: the arguments are shared, the options were going to be dropped
+        // after encoding.
+        let retry = reissuable.then(|| {
+            Box::new(CallRetry {
+                name: name.to_owned(),
+                arguments,
+                options,
+                input,
+            })
+        });
+        let sent = Sent {
+            method: "tools/call",
+            headers,
+            retry_safe,
+            kind: PendingKind::ToolCall { op, retry, settle },
+            timeout,
+            progress_token: token,
+        };
+        self.push_request(&version, id, body, sent, now);
+        Ok(())
+    }
+}

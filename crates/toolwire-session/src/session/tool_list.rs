@@ -1,0 +1,193 @@
+//! The `tools/list` walk: pages requested one by one into a cache [`Listing`] and committed in
+//! one swap; the session's own refreshes after list changes ([`super::refresh::Refresh`]).
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use toolwire_cache::{ListOutcome, Listing};
+use toolwire_types::methods::method;
+use toolwire_types::{
+    DecodeError, ErrorObject, JsonObject, ListParams, ListToolsResult, Outcome, RequestMethod,
+};
+
+use super::refresh::Wanted;
+use super::{PendingKind, Session};
+use crate::{Event, OpId, RequestError};
+
+/// Decodes one `tools/list` page. A page the strict decoder refuses is decoded again tool by
+/// tool, so that one malformed definition is rejected alone (and warned about at commit) rather
+/// than hiding every other tool of the server; a page whose own shape is wrong fails with the
+/// strict decoder's error.
+fn decode_tool_page(
+    raw: &RawValue,
+) -> Result<(ListToolsResult, Vec<toolwire_types::MalformedTool>), RequestError> {
+    match method::ListTools::decode_result(raw) {
+        Ok(Outcome::Complete(page)) => Ok((page, Vec::new())),
+        // decode_result only yields Complete for tools/list; kept total anyway.
+        Ok(Outcome::InputRequired(_)) => {
+            Err(RequestError::Decode(DecodeError::UnexpectedInputRequired {
+                method: "tools/list".into(),
+            }))
+        }
+        Err(strict) => {
+            ListToolsResult::decode_lenient(raw).map_err(|_| RequestError::Decode(strict))
+        }
+    }
+}
+
+impl Session {
+    /// Walks every page of `tools/list` and commits the listing to the cache in one swap; the
+    /// result arrives as [`Event::ToolsListed`].
+    pub fn list_tools(&mut self, now: Instant) -> Result<OpId, RequestError> {
+        let op = self.allocate_op();
+        let listing = self.cache.begin_listing();
+        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        Ok(op)
+    }
+
+    pub(super) fn send_list_page(
+        &mut self,
+        op: OpId,
+        listing: Listing,
+        cursor: Option<String>,
+        pages: usize,
+        cursors: HashSet<String>,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        let version = self.version_for(method::ListTools::CAPABILITY)?;
+        let mut params = ListParams {
+            cursor,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.envelope(&version, &mut params);
+        let headers = self.sep2243_headers(&version, "tools/list");
+        let kind = PendingKind::ListPage {
+            op,
+            listing,
+            pages,
+            cursors,
+        };
+        let timeout = self.config.request_timeout;
+        self.queue_request(
+            &version,
+            "tools/list",
+            &params,
+            headers,
+            true,
+            kind,
+            timeout,
+            now,
+        )
+        .map_err(RequestError::Encode)?;
+        Ok(())
+    }
+
+    /// Asks for a refresh walk; returns the number of the refresh whose end shows a list
+    /// fetched after now (`None` if none can be sent).
+    pub(super) fn request_refresh(&mut self, now: Instant) -> Option<u64> {
+        match self.refresh.request() {
+            Wanted::Queued(seq) => Some(seq),
+            Wanted::Start => match self.start_refresh(now) {
+                Ok(seq) => Some(seq),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not refresh the tool list");
+                    None
+                }
+            },
+        }
+    }
+
+    /// Sends the first page of a refresh walk; returns its number.
+    pub(super) fn start_refresh(&mut self, now: Instant) -> Result<u64, RequestError> {
+        let op = self.allocate_op();
+        let listing = self.cache.begin_listing();
+        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        Ok(self.refresh.started(op))
+    }
+
+    /// A `tools/list` walk ended: the caller's ([`Event::ToolsListed`]) or the session's own
+    /// refresh ([`Event::ToolsRefreshed`], then the next one if list changes came meanwhile).
+    /// Either way held results and re-list waiters are looked at again.
+    pub(super) fn finish_listing(
+        &mut self,
+        op: OpId,
+        result: Result<ListOutcome, RequestError>,
+        now: Instant,
+    ) {
+        if self.refresh.is_current(op) {
+            let again = self.refresh.finished(result.is_ok());
+            if let Err(e) = &result {
+                tracing::warn!(error = %e, "refreshing the tool list failed");
+            }
+            self.events.push_back(Event::ToolsRefreshed(result));
+            if again && let Err(e) = self.start_refresh(now) {
+                tracing::warn!(error = %e, "could not refresh the tool list");
+            }
+        } else {
+            self.events.push_back(Event::ToolsListed { op, result });
+        }
+        self.recheck(now);
+    }
+
+    /// A list change arrived: the cache is stale; refresh it (bursts coalesce into one more
+    /// walk) when auto-refresh is on or a result is waiting for it.
+    pub(super) fn list_changed(&mut self, now: Instant) {
+        self.cache.mark_stale();
+        if self.negotiated().is_some() && (self.config.auto_refresh || self.barrier.is_holding()) {
+            self.request_refresh(now);
+        }
+    }
+
+    /// One page of a `tools/list` walk answered: the next page is asked for, or the listing
+    /// is committed in one swap (or the walk fails: an error answer, a page that does not
+    /// decode, a repeated cursor, too many pages).
+    pub(super) fn page_answered(
+        &mut self,
+        op: OpId,
+        mut listing: Listing,
+        pages: usize,
+        mut cursors: HashSet<String>,
+        payload: Result<Box<RawValue>, ErrorObject>,
+        now: Instant,
+    ) {
+        let page = payload
+            .map_err(|error| RequestError::Server { error })
+            .and_then(|raw| decode_tool_page(&raw));
+        let (page, malformed) = match page {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                self.finish_listing(op, Err(e), now);
+                return;
+            }
+        };
+        if malformed.is_empty() {
+            listing.add_page(page.tools);
+        } else {
+            listing.add_lenient_page(page.tools, malformed);
+        }
+        let Some(cursor) = page.next_cursor else {
+            let outcome = self.cache.commit_listing(listing);
+            for rejected in &outcome.rejected {
+                tracing::warn!(tool = %rejected.name, "tool excluded from the tool list: {}", rejected.reason);
+            }
+            self.finish_listing(op, Ok(outcome), now);
+            return;
+        };
+        let error = if !cursors.insert(cursor.clone()) {
+            Some(RequestError::RepeatedCursor(cursor.clone()))
+        } else if pages >= self.config.max_list_pages {
+            Some(RequestError::TooManyPages(self.config.max_list_pages))
+        } else {
+            None
+        };
+        let sent = match error {
+            Some(e) => Err(e),
+            None => self.send_list_page(op, listing, Some(cursor), pages + 1, cursors, now),
+        };
+        if let Err(e) = sent {
+            self.finish_listing(op, Err(e), now);
+        }
+    }
+}
