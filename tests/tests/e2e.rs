@@ -233,7 +233,7 @@ async fn a_tool_that_registers_tools_returns_once_they_are_listed() {
             panic!()
         };
         assert_eq!(r.registers.as_deref(), Some(&["read_file".to_owned()][..]));
-        // The list change follows the result on the pipe (the race of seed 003); the settle
+        // The list change follows the result on the pipe (after it, as real servers send it); the settle
         // barrier held the result until a refreshed list had the tool.
         assert!(h.session.cache().load().contains("read_file"), "{eras}");
         assert!(

@@ -140,7 +140,7 @@ async fn stale_headers_are_refused_by_the_server_and_recovered_by_the_client() {
         r.content[0].as_text(),
         Some("region=us-west-2 rows=1 query=SELECT 1")
     );
-    // The re-list replaced the definition; the tool stays known (seed 004).
+    // The re-list replaced the definition; the tool stays known.
     let snapshot = client.tools();
     let cached = snapshot.get("execute_sql").unwrap();
     assert!(cached.is_known());

@@ -298,7 +298,7 @@ impl ToolCache {
     }
 
     /// Pre-loads tool definitions, so calls carry `Mcp-Param-*` headers without a
-    /// `tools/list` (seed 000). All or nothing: every tool is validated first (non-empty name,
+    /// `tools/list`. All or nothing: every tool is validated first (non-empty name,
     /// the `x-mcp-header` rules) and one bad tool adds none, with an error naming each bad
     /// one. A name already cached is overwritten (last write wins) and becomes known; known
     /// status lasts until [`ToolCache::remove_known_tools`] or

@@ -7,7 +7,8 @@
 //! reader never sees a half-built or emptied cache, not even while a `tools/list` refresh is in
 //! flight (the C# SDK clears its cache before refetching; this one never does).
 //!
-//! The semantics are those of the C# SDK's `AddKnownTools` (seed 000, seed 004):
+//! The semantics are those of the C# SDK's `AddKnownTools` (the rules are listed under "Known tools" in
+//! `docs/protocol-decisions.md`):
 //! - [`ToolCache::add_known_tools`] validates every tool first and adds all or none; last
 //!   write wins; known status lasts until removed.
 //! - A complete listing ([`ToolCache::begin_listing`], [`Listing::add_page`],

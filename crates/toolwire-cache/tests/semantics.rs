@@ -1,4 +1,4 @@
-//! The known-tools semantics of seed 000 and seed 004, test by test, plus listings, staleness,
+//! The known-tools semantics ("Known tools" in `docs/protocol-decisions.md`), rule by rule, plus listings, staleness,
 //! diffs and concurrent readers.
 
 #![allow(
@@ -72,7 +72,7 @@ fn known_tools_give_headers_without_a_listing() {
     assert!(t.is_known() && !t.is_discovered());
 }
 
-/// Seed 000: "register → server returns [] → headers still sent".
+/// Known tools: "register → server returns [] → headers still sent".
 #[test]
 fn staleness_known_survives_an_empty_listing() {
     let cache = ToolCache::default();
@@ -87,7 +87,7 @@ fn staleness_known_survives_an_empty_listing() {
     );
 }
 
-/// Seed 000: "[valid, invalid, valid] → nothing cached".
+/// Known tools: "[valid, invalid, valid] → nothing cached".
 #[test]
 fn partial_failure_is_atomic() {
     let cache = ToolCache::default();
@@ -110,7 +110,7 @@ fn partial_failure_is_atomic() {
     assert_eq!(cache.load().generation(), 0);
 }
 
-/// Seed 000: "null element at index 1 → nothing cached" (in Rust: an unnamed tool).
+/// Known tools: "null element at index 1 → nothing cached" (in Rust: an unnamed tool).
 #[test]
 fn an_unnamed_element_is_atomic_too() {
     let cache = ToolCache::default();
@@ -129,7 +129,7 @@ fn an_unnamed_element_is_atomic_too() {
     assert!(cache.load().is_empty());
 }
 
-/// Seed 000: "re-register with schema B → headers reflect B".
+/// Known tools: "re-register with schema B → headers reflect B".
 #[test]
 fn last_write_wins() {
     let cache = ToolCache::default();
@@ -173,7 +173,7 @@ fn known_tools_survive_listings_beside_discovered_ones() {
     assert_eq!(cache.load().names(), ["known"]);
 }
 
-/// Seed 004: "If the server returns a tool with the same name, the server's definition
+/// Known tools: "If the server returns a tool with the same name, the server's definition
 /// overwrites the cached one, but the tool keeps its known status."
 #[test]
 fn server_definition_overwrites_and_the_tool_stays_known() {
@@ -199,7 +199,7 @@ fn server_definition_overwrites_and_the_tool_stays_known() {
     );
 }
 
-/// Seed 000: "RemoveKnownTools → no headers sent after removal".
+/// Known tools: "RemoveKnownTools → no headers sent after removal".
 #[test]
 fn remove_then_headers_stop() {
     let cache = ToolCache::default();

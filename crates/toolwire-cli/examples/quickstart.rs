@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .title("Toolwire quickstart")
         .connect_http(HttpTransport::builder(url))?;
 
-    // A known tool: its calls carry Mcp-Param-Region without a tools/list first (seed 004).
+    // A known tool: its calls carry Mcp-Param-Region without a tools/list first.
     let execute_sql: Tool = serde_json::from_value(json!({
         "name": "execute_sql",
         "inputSchema": {"type": "object", "properties": {
@@ -60,7 +60,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         result.content[0].as_text().unwrap_or("(not text)")
     );
 
-    // A tool that registers tools: the call returns once they are in the cache (seed 003).
+    // A tool that registers tools: the call returns once they are in the cache.
     client.list_tools().await?;
     let unlocked = client.call_tool("unlock_files", json!({})).await?;
     println!(

@@ -17,7 +17,7 @@ use crate::{
     QuickAckConnector, State,
 };
 
-/// The `Accept` header a POST carries; stepped down on 406 (seed 002).
+/// The `Accept` header a POST carries; stepped down on 406.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AcceptProfile {
     /// `application/json, text/event-stream`, as the spec asks.

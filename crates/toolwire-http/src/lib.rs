@@ -48,7 +48,8 @@
 //!
 //! # Dependencies
 //! - `hyper`, `hyper-util` (pooled client, tokio I/O), `http-body-util`: HTTP/1.1 and HTTP/2,
-//!   connection reuse, without reqwest (the project card puts hyper under this transport).
+//!   connection reuse, without reqwest (a user who brings their own HTTP stack implements
+//!   `Transport` instead).
 //! - `hyper-rustls`, `rustls` (ring provider: builds with `cc` alone), `webpki-roots`,
 //!   `rustls-native-certs`: TLS, with the roots the caller chooses.
 //! - `backon`: the exponential backoff with jitter between retries.
@@ -274,7 +275,7 @@ impl HttpTransport {
     }
 
     /// Sets or clears the bearer token. A legacy session is invalidated: the next request
-    /// first replays the handshake with the new credentials (seed 002).
+    /// first replays the handshake with the new credentials.
     pub fn set_bearer_token(&self, token: Option<BearerToken>) {
         let mut state = lock(&self.inner.state);
         state.token = token;

@@ -302,7 +302,7 @@ impl Core {
         })
     }
 
-    /// Runs `change` after the registration delay (the race of seed 003).
+    /// Runs `change` after the registration delay (the race the settle barrier closes: the answer comes before the list change).
     fn later(self: &Arc<Self>, change: impl FnOnce(&Core) + Send + 'static) {
         let core = self.clone();
         let delay = self.options.register_delay;

@@ -8,10 +8,9 @@
 //!   (`Last-Event-ID` replays what a stream sent, or would have, after that event); modern
 //!   listen streams; SEP-2243 headers validated with `toolwire-headers` exactly as the spec
 //!   prescribes (HTTP 400 with `-32020` on a mismatch).
-//! - **Tools**: `echo`, `add` (structured output), `execute_sql` (`x-mcp-header` Region, seed
-//!   004), `deploy` (nested `x-mcp-header` arguments), `sample_content` (every content type),
+//! - **Tools**: `echo`, `add` (structured output), `execute_sql` (`x-mcp-header` Region), `deploy` (nested `x-mcp-header` arguments), `sample_content` (every content type),
 //!   `fail` (`isError`), `protocol_error`, `slow` (progress), `unlock_files` (registers
-//!   `read_file` and `write_file` a moment after it answers and announces them, seed 003),
+//!   `read_file` and `write_file` a moment after it answers and announces them),
 //!   `ephemeral` (removes itself).
 //! - **Knobs** ([`Options`], [`Faults`]): latency, registration delay, 406 on a given `Accept`,
 //!   429 with `Retry-After`, 503 n times, session expiry, SSE streams cut before their answer,

@@ -27,7 +27,7 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]},
             "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]},
             "annotations": {"readOnlyHint": true}}),
-        json!({"name": "execute_sql", "description": "Runs a query in a region (seed 004); the region travels as Mcp-Param-Region.",
+        json!({"name": "execute_sql", "description": "Runs a query in a region; the region travels as Mcp-Param-Region.",
             "inputSchema": {"type": "object", "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region"},
                 "query": {"type": "string"}}, "required": ["region", "query"]}}),
@@ -47,7 +47,7 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "slow", "description": "Takes `steps` steps of `delay_ms` each, reporting progress.",
             "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}, "delay_ms": {"type": "integer"}}}}),
-        json!({"name": "unlock_files", "description": "Registers read_file and write_file a moment after it answers, and announces them (seed 003).",
+        json!({"name": "unlock_files", "description": "Registers read_file and write_file a moment after it answers, and announces them.",
             "inputSchema": {"type": "object"}}),
         json!({"name": "ephemeral", "description": "Removes itself a moment after it answers, and announces it.",
             "inputSchema": {"type": "object"}}),

@@ -34,8 +34,8 @@ pub struct SessionConfig {
     /// The longest a request may run even while progress keeps resetting its deadline
     /// (default 10 min).
     pub max_request_time: Duration,
-    /// The settle barrier for `tools/call` results that announce tool changes (seed 003;
-    /// default [`SettleMode::Announced`]).
+    /// The settle barrier for `tools/call` results that announce tool changes (default
+    /// [`SettleMode::Announced`]).
     pub settle: SettleMode,
     /// How long the settle barrier holds a result at most (default 5 s).
     pub settle_timeout: Duration,
@@ -46,7 +46,7 @@ pub struct SessionConfig {
     pub listen: bool,
 }
 
-/// What the session does with a `tools/call` result that may change the tool list (seed 003).
+/// What the session does with a `tools/call` result that may change the tool list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum SettleMode {
@@ -142,7 +142,7 @@ pub struct CallOptions {
     /// The deadline for this call (default: the session's).
     pub timeout: Option<Duration>,
     /// A tool definition for this call only: its `x-mcp-header` annotations decide the
-    /// headers, and the cache is neither read nor changed (seed 000's stateless variant).
+    /// headers, and the cache is neither read nor changed (for callers that keep no cache).
     pub tool: Option<Tool>,
     /// Argument → header annotation for this call only (when no definition is at hand).
     pub header_map: Option<Vec<(String, String)>>,

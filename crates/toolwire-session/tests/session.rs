@@ -149,7 +149,7 @@ fn modern_negotiation_sends_the_envelope_and_headers() {
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
         json!({"tools": {"wait_for": true, "wait_for_timeout": 5000}}),
-        "the settle barrier is on by default and advertised as seed 003 proposes"
+        "the settle barrier is on by default and advertised with the wait_for capability"
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientInfo"]["name"],
@@ -966,7 +966,7 @@ fn legacy_servers_are_held_to_their_declared_capabilities() {
         .unwrap();
 }
 
-// ---- Dynamic tools: auto-refresh, the settle barrier, header-mismatch recovery (seed 003) ----
+// ---- Dynamic tools: auto-refresh, the settle barrier, header-mismatch recovery ----
 
 impl Peer {
     /// Every event so far.

@@ -343,7 +343,7 @@ impl ScriptedServer {
                 self.unlocked = true;
                 let mut r = text_result("unlocked");
                 // Announced in the result; the list change follows it (see `after`): the race
-                // seed 003 is about.
+                // the settle barrier closes.
                 r["registers"] = json!(["read_file"]);
                 Ok(r)
             }
@@ -405,7 +405,7 @@ pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
         }
         let later = server.after((&method, &name));
         if !later.is_empty() {
-            // Registered a little after the answer, as real servers do (seed 003's race).
+            // Registered a little after the answer, as real servers do.
             std::thread::spawn(move || {
                 std::thread::sleep(http::REGISTER_DELAY);
                 let mut out = std::io::stdout().lock();
