@@ -360,10 +360,10 @@ impl Client {
                 Outcome::InputRequired(required) => {
                     let (responses, request_state) =
                         self.answer_input(required, &mut rounds).await?;
-                    input = Some(InputResponses {
+                    input = Some(Box::new(InputResponses {
                         responses,
                         request_state,
-                    });
+                    }));
                 }
             }
         };
@@ -388,7 +388,7 @@ impl Client {
         name: &str,
         arguments: Option<Arc<JsonObject>>,
         options: CallOptions,
-        input: Option<InputResponses>,
+        input: Option<Box<InputResponses>>,
         progress: Option<ProgressCallback>,
     ) -> Result<Outcome<CallToolResult>, Error> {
         self.ready().await?;

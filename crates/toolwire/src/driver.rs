@@ -50,8 +50,9 @@ pub(crate) enum Command {
         arguments: Option<Arc<JsonObject>>,
         /// Boxed: it may hold a whole tool definition.
         options: Box<CallOptions>,
-        /// The answers of an `input_required` round, for the rounds after the first.
-        input: Option<InputResponses>,
+        /// The answers of an `input_required` round, for the rounds after the first (boxed:
+        /// the first round, the common one, carries none).
+        input: Option<Box<InputResponses>>,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
     ListTools {
@@ -114,16 +115,35 @@ pub(crate) fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
     }
 }
 
-/// A call in flight, as the driver tracks it.
-struct CallSlot {
-    call: u64,
-    reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-    progress: Option<ProgressCallback>,
+/// Who waits for an operation of the session, and how to answer them.
+enum Waiter {
+    /// A `tools/call` of the caller's call `call`.
+    Call {
+        call: u64,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        progress: Option<ProgressCallback>,
+        /// The settle barrier released the result on its timeout: mark it stale.
+        stale: bool,
+    },
+    /// A `tools/list` walk.
+    List(oneshot::Sender<Result<ListOutcome, Error>>),
+    /// Any other request.
+    Request(oneshot::Sender<Result<Box<RawValue>, Error>>),
+}
+
+impl Waiter {
+    /// Tells the waiter the operation failed.
+    fn fail(self, error: Error) {
+        match self {
+            Self::Call { reply, .. } | Self::Request(reply) => drop(reply.send(Err(error))),
+            Self::List(reply) => drop(reply.send(Err(error))),
+        }
+    }
 }
 
 /// The driver's maps, looked up several times per call: `foldhash` with a random seed per map
 /// (SipHash, the std default, cost more than the lookups themselves). Their keys are ids the
-/// client chose, or header names capped at [`MAX_KEPT_HEADER_NAMES`].
+/// client chose.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The task that owns the session and the transport.
@@ -131,11 +151,10 @@ pub(crate) struct Driver {
     session: Session,
     transport: Arc<dyn Transport>,
     state: watch::Sender<Negotiation>,
-    calls: FastMap<OpId, CallSlot>,
-    /// The caller's call id → the session's operation.
+    /// Every operation someone waits for.
+    waiters: FastMap<OpId, Waiter>,
+    /// The caller's call id → the session's operation (a dropped call future names its call).
     call_ops: FastMap<u64, OpId>,
-    lists: FastMap<OpId, oneshot::Sender<Result<ListOutcome, Error>>>,
-    requests: FastMap<OpId, oneshot::Sender<Result<Box<RawValue>, Error>>>,
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
@@ -144,8 +163,6 @@ pub(crate) struct Driver {
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
-    /// Calls the settle barrier released on its timeout.
-    stale: std::collections::HashSet<OpId>,
 }
 
 impl Driver {
@@ -161,17 +178,14 @@ impl Driver {
             session,
             transport,
             state,
-            calls: FastMap::default(),
+            waiters: FastMap::default(),
             call_ops: FastMap::default(),
-            lists: FastMap::default(),
-            requests: FastMap::default(),
             handler,
             own_commands,
             queued: Vec::new(),
             ready: false,
             last_transport_error: None,
             changes,
-            stale: std::collections::HashSet::new(),
         }
     }
 
@@ -184,14 +198,8 @@ impl Driver {
     /// Fails everything waiting.
     fn fail_all(&mut self, error: &Error) {
         self.call_ops.clear();
-        for (_, slot) in self.calls.drain() {
-            let _ = slot.reply.send(Err(error.clone()));
-        }
-        for (_, reply) in self.lists.drain() {
-            let _ = reply.send(Err(error.clone()));
-        }
-        for (_, reply) in self.requests.drain() {
-            let _ = reply.send(Err(error.clone()));
+        for (_, waiter) in self.waiters.drain() {
+            waiter.fail(error.clone());
         }
         for command in self.queued.drain(..) {
             match command {
@@ -222,27 +230,28 @@ impl Driver {
                         .call_tool_shared(&name, arguments, *options, now),
                     Some(input) => self
                         .session
-                        .call_tool_with_input(&name, arguments, *options, input, now),
+                        .call_tool_with_input(&name, arguments, *options, *input, now),
                 };
                 match issued {
                     Ok(op) => {
                         self.call_ops.insert(call, op);
-                        let slot = CallSlot {
+                        let waiter = Waiter::Call {
                             call,
                             reply,
                             progress,
+                            stale: false,
                         };
-                        self.calls.insert(op, slot);
+                        self.waiters.insert(op, waiter);
                     }
                     Err(e) => drop(reply.send(Err(e.into()))),
                 }
             }
             Command::ListTools { reply } => match self.session.list_tools(now) {
-                Ok(op) => drop(self.lists.insert(op, reply)),
+                Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Request { issue, reply } => match issue(&mut self.session, now) {
-                Ok(op) => drop(self.requests.insert(op, reply)),
+                Ok(op) => drop(self.waiters.insert(op, Waiter::Request(reply))),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
@@ -327,20 +336,26 @@ impl Driver {
                     self.state.send_replace(Negotiation::Failed(e.clone()));
                     self.fail_all(&Error::Negotiation(e));
                 }
-                Event::Completed { op, result } => {
-                    if let Some(slot) = self.calls.remove(&op) {
-                        self.call_ops.remove(&slot.call);
+                Event::Completed { op, result } => match self.waiters.remove(&op) {
+                    Some(Waiter::Call {
+                        call, reply, stale, ..
+                    }) => {
+                        self.call_ops.remove(&call);
                         let result = match result {
-                            Ok(raw) if self.stale.remove(&op) => Ok(mark_tools_stale(raw)),
+                            Ok(raw) if stale => Ok(mark_tools_stale(raw)),
                             other => other,
                         };
-                        let _ = slot.reply.send(result.map_err(Error::from));
-                    } else if let Some(reply) = self.requests.remove(&op) {
                         let _ = reply.send(result.map_err(Error::from));
                     }
-                }
+                    Some(Waiter::Request(reply)) => drop(reply.send(result.map_err(Error::from))),
+                    // Walks end as `ToolsListed`, never as `Completed`.
+                    Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
+                    None => {}
+                },
                 Event::SettleTimedOut { op } => {
-                    self.stale.insert(op);
+                    if let Some(Waiter::Call { stale, .. }) = self.waiters.get_mut(&op) {
+                        *stale = true;
+                    }
                 }
                 Event::ToolsRefreshed(result) => match result {
                     Ok(outcome) => {
@@ -356,14 +371,19 @@ impl Driver {
                     if let Ok(outcome) = &result {
                         announce(&self.changes, &outcome.commit);
                     }
-                    if let Some(reply) = self.lists.remove(&op) {
-                        let _ = reply.send(result.map_err(Error::from));
+                    match self.waiters.remove(&op) {
+                        Some(Waiter::List(reply)) => drop(reply.send(result.map_err(Error::from))),
+                        // Only walks end as `ToolsListed`.
+                        Some(other) => drop(self.waiters.insert(op, other)),
+                        None => {}
                     }
                 }
                 Event::ServerRequest(request) => self.serve(request),
                 Event::Progress { op, params } => {
-                    if let Some(callback) =
-                        self.calls.get(&op).and_then(|slot| slot.progress.as_ref())
+                    if let Some(Waiter::Call {
+                        progress: Some(callback),
+                        ..
+                    }) = self.waiters.get(&op)
                     {
                         callback(&params);
                     }
