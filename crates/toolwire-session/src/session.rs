@@ -10,17 +10,6 @@ mod refresh;
 mod settle;
 mod tool_list;
 
-pub use call::tool_call_headers;
-
-use self::call::CallRetry;
-use self::listen::Listen;
-use self::negotiation::Phase;
-use self::refresh::Refresh;
-use self::settle::SettleBarrier;
-use crate::{
-    Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError, SettleMode,
-};
-
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,6 +27,17 @@ use toolwire_types::{
     encode_notification, encode_request, encode_result,
 };
 use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass};
+
+pub use call::tool_call_headers;
+
+use self::call::CallRetry;
+use self::listen::Listen;
+use self::negotiation::Phase;
+use self::refresh::Refresh;
+use self::settle::SettleBarrier;
+use crate::{
+    Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError, SettleMode,
+};
 
 enum PendingKind {
     Probe,
