@@ -45,7 +45,7 @@ pub enum Error {
     InvalidCall(#[source] Arc<RequestError>),
     /// The tool's `structuredContent` does not match its `outputSchema`, or the schema cannot
     /// be used (it does not compile, or one value could cost more evaluations than validation
-    /// safely spends). Switch validation off with `ClientConfig::validate_structured_output`.
+    /// safely spends). Switch validation off with `ClientBuilder::validate_structured_output`.
     #[error("structured output of `{tool}` is invalid: {message}")]
     StructuredOutput {
         /// The tool.
@@ -57,7 +57,7 @@ pub enum Error {
     #[error("tool arguments must be a JSON object")]
     ArgumentsNotAnObject,
     /// The server asked for input (`input_required`) and no handler is configured to answer
-    /// (`ClientConfig::with_handler`), or a method other than `tools/call` asked for it.
+    /// (`ClientBuilder::handler`), or a method other than `tools/call` asked for it.
     #[error("the server asked for input (input_required) and this client has no handler for it")]
     InputRequired,
     /// The handler refused one of the server's input requests; the call was abandoned.
