@@ -25,7 +25,7 @@
 //!   `*/*` → no `Accept`, remembered for the transport ([`AcceptProfile`]).
 //! - **Retries** on 408, 429, 502, 503, 504 and on failures before any response byte, with
 //!   exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP date) up to
-//!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`] is `Safe`. Each
+//!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`](toolwire_transport::RetryClass) is `Safe`. Each
 //!   retry is a `tracing` event with its reason.
 //! - **Bearer auth**: set at build time or later ([`HttpTransport::set_bearer_token`]; a new
 //!   token re-initialises a legacy session); 401/403 call the auth-failed hook with the parsed

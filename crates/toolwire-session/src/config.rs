@@ -126,7 +126,7 @@ impl SessionConfig {
 }
 
 /// The answers of an MRTR round: a `tools/call` answered `input_required` is sent again with
-/// them ([`Session::call_tool_with_input`]).
+/// them ([`Session::call_tool_with_input`](crate::Session::call_tool_with_input)).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct InputResponses {
     /// The answers to the server's `inputRequests`, by key.
@@ -135,7 +135,7 @@ pub struct InputResponses {
     pub request_state: Option<String>,
 }
 
-/// Per-call choices for [`Session::call_tool`].
+/// Per-call choices for [`Session::call_tool`](crate::Session::call_tool).
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct CallOptions {
@@ -149,7 +149,7 @@ pub struct CallOptions {
     /// Allow the transport to resend the call (default: only for tools annotated
     /// `readOnlyHint` or `idempotentHint`).
     pub retry_safe: Option<bool>,
-    /// Ask the server for progress notifications ([`Event::Progress`]); each one also resets
+    /// Ask the server for progress notifications ([`Event::Progress`](crate::Event::Progress)); each one also resets
     /// the call's deadline, up to [`SessionConfig::max_request_time`].
     pub progress: bool,
     /// Whether the settle barrier applies to this call (default: as the session is set up).

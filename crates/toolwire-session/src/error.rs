@@ -75,7 +75,7 @@ pub enum RequestError {
     /// No answer before the deadline (raised here, not by the server).
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    /// Negotiation has not finished (or failed); wait for [`Event::Ready`].
+    /// Negotiation has not finished (or failed); wait for [`Event::Ready`](crate::Event::Ready).
     #[error("the session is not ready")]
     NotReady,
     /// The answer could not be decoded.
@@ -100,7 +100,7 @@ pub enum RequestError {
     #[error("cancelled")]
     Cancelled,
     /// The transport could not deliver the request or its answer (see
-    /// [`Session::handle_undelivered`]).
+    /// [`Session::handle_undelivered`](crate::Session::handle_undelivered)).
     #[error(transparent)]
     Undelivered(RequestFailure),
     /// The server did not declare the capability this request needs (legacy era: both sides

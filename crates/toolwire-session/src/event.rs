@@ -40,7 +40,7 @@ pub enum Event {
     /// Negotiation failed; the session cannot be used.
     Failed(SessionError),
     /// A request finished: its raw result (decode it with the method's
-    /// [`RequestMethod::decode_result`]) or why it failed.
+    /// [`RequestMethod::decode_result`](toolwire_types::RequestMethod::decode_result)) or why it failed.
     Completed {
         /// The operation.
         op: OpId,

@@ -58,7 +58,7 @@ impl Session {
     }
 
     /// Calls a tool. Its headers come from `options.tool` or `options.header_map` when given,
-    /// else from the cached tool's plan; the result arrives as [`Event::Completed`].
+    /// else from the cached tool's plan; the result arrives as [`Event::Completed`](crate::Event::Completed).
     ///
     /// A call answered with a header mismatch (`-32020`, or `-32001` before the rename) is
     /// reissued once, with a new id and headers from a fresh `tools/list` (unless its headers
