@@ -45,6 +45,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-http",
         ],
     ),
+    // Its tests connect entries to the reference server (a dev-dependency).
+    ("toolwire-host", &["toolwire", "toolwire-refserver"]),
     ("toolwire-cli", &["toolwire", "toolwire-refserver"]),
     (
         "toolwire-refserver",

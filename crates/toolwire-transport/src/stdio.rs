@@ -51,8 +51,9 @@ impl fmt::Debug for StderrMode {
     }
 }
 
-/// How to start and stop an MCP server as a child process.
-#[derive(Debug, Clone)]
+/// How to start and stop an MCP server as a child process. `Debug` shows the names of the
+/// variables in `env`, never their values (they are often tokens).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct StdioConfig {
     /// The program to run.
@@ -78,6 +79,25 @@ pub struct StdioConfig {
     pub exit_wait: Duration,
     /// How long to wait after SIGTERM before SIGKILL (default 2 s).
     pub term_wait: Duration,
+}
+
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(name, _)| format!("{name}=…"))
+            .collect();
+        f.debug_struct("StdioConfig")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("inherit_env", &self.inherit_env)
+            .field("env", &env)
+            .field("max_message_size", &self.max_message_size)
+            .field("stderr", &self.stderr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StdioConfig {

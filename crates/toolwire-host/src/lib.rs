@@ -1,0 +1,55 @@
+//! Many MCP servers from one configuration file: the `mcpServers` format that MCP apps write
+//! (Claude Desktop and Code, Cursor, VS Code, Windsurf, Gemini CLI, the MCP Inspector), for the
+//! Toolwire client.
+//!
+//! [`ServersConfig::load`] reads a file and checks all of it before returning anything:
+//! - the top-level key `mcpServers`, or `servers` (VS Code); JSON with comments and trailing
+//!   commas (VS Code's files are JSONC);
+//! - stdio entries (`command`, `args`, `env`, `cwd`) and remote ones (`url`, Windsurf's
+//!   `serverUrl`, Gemini CLI's `httpUrl`; `headers`);
+//! - `type` optional (inferred from `command` or a URL), spelled `stdio`, `http`,
+//!   `streamable-http`, `streamable_http` or `sse` (the legacy HTTP+SSE transport: loaded, and
+//!   refused when connected, since Toolwire does not speak it yet);
+//! - `${VAR}`, `${VAR:-default}` and `${env:VAR}` in `command`, `args`, `env`, the URL and
+//!   `headers`; `${input:…}` (VS Code's prompts) and other schemes are an error naming the
+//!   server and the key;
+//! - `disabled`, `timeout` (milliseconds), and tool filters `includeTools`/`excludeTools` (also
+//!   `enabled_tools`/`disabled_tools`) with glob patterns; unknown members are kept.
+//!
+//! Every problem names the server and the key, with the line and column for syntax errors; a
+//! file with a problem never half-loads. Nothing is started by loading: a server runs only
+//! when the caller connects it ([`ServerConfig::stdio_config`],
+//! [`ServerConfig::http_transport`]). `env` and `headers` values are never shown in `Debug`.
+//!
+//! ```
+//! use toolwire_host::{ServerTransport, ServersConfig};
+//!
+//! let text = r#"{
+//!   // Claude Code's .mcp.json, with a comment
+//!   "mcpServers": {
+//!     "github": {"command": "npx", "args": ["-y", "server-github"],
+//!                "env": {"GITHUB_TOKEN": "${GH_TOKEN}"}},
+//!     "linear": {"type": "http", "url": "https://mcp.linear.app/mcp",
+//!                "headers": {"Authorization": "Bearer ${LINEAR_TOKEN:-none}"}},
+//!   }
+//! }"#;
+//! let config = ServersConfig::parse(text, |var| (var == "GH_TOKEN").then(|| "t0k".to_owned()))?;
+//! assert_eq!(config.servers.len(), 2);
+//! let linear = config.get("linear").unwrap();
+//! assert!(matches!(&linear.transport, ServerTransport::Http { url, .. } if url.ends_with("/mcp")));
+//! # Ok::<(), toolwire_host::ConfigError>(())
+//! ```
+//!
+//! # Dependencies
+//! - `toolwire`: the client whose transports the entries configure.
+//! - `jsonc-parser` (dprint's; `serde` feature): JSON with comments and trailing commas, with
+//!   the line and column of a syntax error; every other JSON5 extension is switched off.
+//! - `glob`: the tool filters' patterns (rust-lang's, no dependencies).
+//! - `serde_json`: the parsed file, and the unknown members kept as written.
+
+mod config;
+
+pub use config::{
+    ConfigError, ConnectError, Problem, ProblemKind, ServerConfig, ServerTransport, ServersConfig,
+    ToolFilter,
+};

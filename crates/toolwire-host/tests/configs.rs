@@ -1,0 +1,379 @@
+//! Configuration files as each MCP app writes them, and malformed ones: what loads, and where
+//! each problem is named.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use toolwire::Client;
+use toolwire_host::{ConfigError, ConnectError, ProblemKind, ServerTransport, ServersConfig};
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "GITHUB_TOKEN" => Some("ghp_secret".into()),
+        "LINEAR_TOKEN" => Some("lin_secret".into()),
+        "HOME" => Some("/home/me".into()),
+        _ => None,
+    }
+}
+
+fn parse(text: &str) -> ServersConfig {
+    ServersConfig::parse(text, env).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `(server, key, problem)` of every problem, for tables.
+fn problems(text: &str) -> Vec<(Option<String>, Option<String>, ProblemKind)> {
+    match ServersConfig::parse(text, env) {
+        Ok(config) => panic!("loaded: {config:?}"),
+        Err(e) => e
+            .problems()
+            .iter()
+            .map(|p| (p.server.clone(), p.key.clone(), p.kind.clone()))
+            .collect(),
+    }
+}
+
+fn stdio(config: &ServersConfig, name: &str) -> (String, Vec<String>, Vec<(String, String)>) {
+    match &config.get(name).unwrap().transport {
+        ServerTransport::Stdio {
+            command, args, env, ..
+        } => (command.clone(), args.clone(), env.clone()),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+fn http(config: &ServersConfig, name: &str) -> (String, Vec<(String, String)>) {
+    match &config.get(name).unwrap().transport {
+        ServerTransport::Http { url, headers } => (url.clone(), headers.clone()),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+#[test]
+fn claude_desktop_stdio_entries() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "filesystem": {"command": "npx",
+                "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME}/Desktop"]},
+            "github": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"],
+                "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}}
+        }}"#,
+    );
+    let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["filesystem", "github"]);
+    let (command, args, _) = stdio(&config, "filesystem");
+    assert_eq!(command, "npx");
+    assert_eq!(args[2], "/home/me/Desktop");
+    let (_, _, env) = stdio(&config, "github");
+    assert_eq!(
+        env,
+        [(
+            "GITHUB_PERSONAL_ACCESS_TOKEN".to_owned(),
+            "ghp_secret".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn claude_code_mcp_json_with_types_and_defaults() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "linear": {"type": "http", "url": "https://mcp.linear.app/mcp",
+                "headers": {"Authorization": "Bearer ${LINEAR_TOKEN}"}},
+            "legacy": {"type": "sse", "url": "https://old.example/sse"},
+            "local": {"type": "stdio", "command": "my-server", "args": ["--port", "${PORT:-8080}"]},
+            "modern": {"type": "streamable-http", "url": "https://x.example/mcp"}
+        }}"#,
+    );
+    assert_eq!(
+        http(&config, "linear"),
+        (
+            "https://mcp.linear.app/mcp".to_owned(),
+            vec![("Authorization".to_owned(), "Bearer lin_secret".to_owned())]
+        )
+    );
+    assert!(matches!(
+        config.get("legacy").unwrap().transport,
+        ServerTransport::Sse { .. }
+    ));
+    assert_eq!(stdio(&config, "local").1, ["--port", "8080"]);
+    assert_eq!(http(&config, "modern").0, "https://x.example/mcp");
+}
+
+#[test]
+fn cursor_infers_the_transport_from_command_or_url() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "remote": {"url": "https://mcp.example.com/mcp", "headers": {"X-Team": "a"}},
+            "local": {"command": "python", "args": ["server.py"]}
+        }}"#,
+    );
+    assert_eq!(http(&config, "remote").0, "https://mcp.example.com/mcp");
+    assert_eq!(stdio(&config, "local").0, "python");
+}
+
+#[test]
+fn vs_code_servers_key_jsonc_and_env_scheme() {
+    let config = parse(
+        r#"// .vscode/mcp.json
+        {
+          "inputs": [{"type": "promptString", "id": "token", "password": true}],
+          "servers": {
+            /* a block comment */
+            "github": {
+              "type": "http",
+              "url": "https://api.githubcopilot.com/mcp/",
+              "headers": {"Authorization": "Bearer ${env:GITHUB_TOKEN}"},
+            },
+            "fetch": {"type": "stdio", "command": "uvx", "args": ["mcp-server-fetch"],},
+          },
+        }"#,
+    );
+    assert_eq!(
+        http(&config, "github").1,
+        [("Authorization".to_owned(), "Bearer ghp_secret".to_owned())]
+    );
+    assert_eq!(stdio(&config, "fetch").1, ["mcp-server-fetch"]);
+}
+
+#[test]
+fn vs_code_input_prompts_are_refused_with_where_they_are() {
+    assert_eq!(
+        problems(
+            r#"{"servers": {"github": {"type": "http", "url": "https://x/mcp",
+                "headers": {"Authorization": "Bearer ${input:token}"}}}}"#
+        ),
+        [(
+            Some("github".into()),
+            Some("headers.Authorization".into()),
+            ProblemKind::UnsupportedScheme("input".into())
+        )]
+    );
+}
+
+#[test]
+fn windsurf_server_url_and_disabled() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "remote": {"serverUrl": "https://mcp.example.com/mcp", "disabled": true,
+                "headers": {"Authorization": "Bearer ${env:LINEAR_TOKEN}"}}
+        }}"#,
+    );
+    let remote = config.get("remote").unwrap();
+    assert!(remote.disabled);
+    assert_eq!(http(&config, "remote").0, "https://mcp.example.com/mcp");
+}
+
+#[test]
+fn gemini_http_url_filters_timeout_cwd_and_kept_extras() {
+    let config = parse(
+        r#"{"theme": "dark", "mcpServers": {
+            "tools": {"httpUrl": "https://mcp.example.com/mcp", "timeout": 30000, "trust": true,
+                "includeTools": ["read_*", "search"], "excludeTools": ["*_secret"]},
+            "local": {"command": "node", "args": ["server.js"], "cwd": "./servers"}
+        }}"#,
+    );
+    let tools = config.get("tools").unwrap();
+    assert_eq!(tools.timeout, Some(Duration::from_secs(30)));
+    assert!(tools.tools.allows("read_file"));
+    assert!(!tools.tools.allows("read_secret"));
+    assert!(!tools.tools.allows("delete_file"));
+    assert_eq!(tools.extra.get("trust"), Some(&json!(true)));
+    match &config.get("local").unwrap().transport {
+        ServerTransport::Stdio { cwd, .. } => {
+            assert_eq!(cwd.as_deref(), Some(std::path::Path::new("./servers")))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn cline_streamable_http_and_codex_style_tool_lists() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "a": {"type": "streamable_http", "url": "https://a/mcp", "alwaysAllow": ["x"],
+                "enabled_tools": ["x", "y"], "disabled_tools": ["y"]}
+        }}"#,
+    );
+    let a = config.get("a").unwrap();
+    assert!(a.tools.allows("x"));
+    assert!(!a.tools.allows("y"));
+    assert!(!a.tools.allows("z"));
+    assert_eq!(a.extra.get("alwaysAllow"), Some(&json!(["x"])));
+}
+
+#[test]
+fn syntax_errors_name_line_and_column() {
+    let err = ServersConfig::parse(
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": }\n  }\n}",
+        env,
+    )
+    .unwrap_err();
+    let problem = &err.problems()[0];
+    assert_eq!(problem.position.map(|(line, _)| line), Some(3));
+    assert!(matches!(problem.kind, ProblemKind::Syntax(_)));
+    assert!(err.to_string().contains("line 3, column"), "{err}");
+}
+
+#[test]
+fn every_problem_of_a_file_is_reported_and_nothing_loads() {
+    let got = problems(
+        r#"{"mcpServers": {
+            "both": {"command": "x", "url": "https://x/mcp"},
+            "neither": {"args": ["a"]},
+            "typo": {"type": "websocket", "url": "wss://x"},
+            "mismatch": {"type": "stdio", "url": "https://x/mcp"},
+            "wrong": {"command": "x", "args": "not a list", "env": {"N": 1}},
+            "secret": {"command": "x", "env": {"TOKEN": "${NOT_SET}"}},
+            "glob": {"url": "https://x/mcp", "includeTools": ["[unclosed"]},
+            "late": {"url": "https://x/mcp", "timeout": "soon"},
+            "fine": {"command": "ok"}
+        }}"#,
+    );
+    let s = |v: &str| Some(v.to_owned());
+    assert_eq!(
+        got,
+        [
+            (s("both"), None, ProblemKind::BothTransports),
+            (
+                s("glob"),
+                s("includeTools"),
+                ProblemKind::BadPattern("[unclosed".into())
+            ),
+            (
+                s("late"),
+                s("timeout"),
+                ProblemKind::WrongType("a whole number of milliseconds")
+            ),
+            (
+                s("mismatch"),
+                s("type"),
+                ProblemKind::TypeMismatch("stdio".into(), "`command`")
+            ),
+            (s("neither"), None, ProblemKind::NoTransport),
+            (
+                s("secret"),
+                s("env.TOKEN"),
+                ProblemKind::UnsetVariable("NOT_SET".into())
+            ),
+            (
+                s("typo"),
+                s("type"),
+                ProblemKind::UnknownType("websocket".into())
+            ),
+            (
+                s("wrong"),
+                s("args"),
+                ProblemKind::WrongType("an array of strings")
+            ),
+            (s("wrong"), s("env.N"), ProblemKind::WrongType("a string")),
+        ]
+    );
+}
+
+#[test]
+fn the_file_itself_must_hold_servers() {
+    assert_eq!(problems("[]"), [(None, None, ProblemKind::NotAnObject)]);
+    assert_eq!(problems("{}"), [(None, None, ProblemKind::NoServers)]);
+    assert_eq!(
+        problems(r#"{"mcpServers": []}"#),
+        [(
+            None,
+            Some("mcpServers".into()),
+            ProblemKind::WrongType("an object")
+        )]
+    );
+}
+
+#[test]
+fn loading_a_file_names_it_in_every_error() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"a": {"type": "ws", "url": "x"}}}"#,
+    )
+    .unwrap();
+    let err = ServersConfig::load(&file).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: server `a`, key `type`", file.display())),
+        "{err}"
+    );
+    std::fs::write(&file, r#"{"mcpServers": {"a": {"command": "x"}}}"#).unwrap();
+    let config = ServersConfig::load(&file).unwrap();
+    assert_eq!(config.file.as_deref(), Some(file.as_path()));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(matches!(
+        ServersConfig::load(dir.join("missing.json")),
+        Err(ConfigError::Read { .. })
+    ));
+}
+
+#[test]
+fn secrets_never_reach_debug_or_errors() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "gh": {"command": "x", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+            "lin": {"url": "https://x/mcp", "headers": {"Authorization": "Bearer ${LINEAR_TOKEN}"}}
+        }}"#,
+    );
+    let shown = format!("{config:?}");
+    assert!(
+        shown.contains("GITHUB_TOKEN") && shown.contains("Authorization"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("ghp_secret") && !shown.contains("lin_secret"),
+        "{shown}"
+    );
+    let stdio = config.get("gh").unwrap().stdio_config().unwrap();
+    let shown = format!("{stdio:?}");
+    assert!(shown.contains("GITHUB_TOKEN"), "{shown}");
+    assert!(!shown.contains("ghp_secret"), "{shown}");
+}
+
+#[test]
+fn a_legacy_sse_entry_loads_and_says_why_it_cannot_connect() {
+    let config = parse(r#"{"mcpServers": {"old": {"type": "sse", "url": "https://old/sse"}}}"#);
+    let err = config.get("old").unwrap().http_transport().unwrap_err();
+    assert!(matches!(err, ConnectError::LegacySse(ref name) if name == "old"));
+    assert!(err.to_string().contains("legacy HTTP+SSE"), "{err}");
+}
+
+/// An HTTP entry connects to a real server with its headers.
+#[tokio::test]
+async fn an_http_entry_connects_with_its_settings() {
+    let server = toolwire_refserver::serve_http(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        toolwire_refserver::Options::default(),
+    )
+    .await
+    .unwrap();
+    let text = format!(
+        r#"{{"mcpServers": {{"ref": {{"url": "{}", "headers": {{"X-Team": "a"}}, "timeout": 5000}}}}}}"#,
+        server.url()
+    );
+    let config = parse(&text);
+    let entry = config.get("ref").unwrap();
+    let client = Client::builder("host-test", "0")
+        .timeouts(entry.timeout.unwrap(), Duration::from_secs(5))
+        .connect_http(entry.http_transport().unwrap())
+        .unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let kept: Vec<&str> = tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| entry.tools.allows(n))
+        .collect();
+    assert!(kept.contains(&"echo"), "{kept:?}");
+    client.close().await;
+}
