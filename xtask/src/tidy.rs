@@ -70,6 +70,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-transport",
             "toolwire-http",
             "toolwire",
+            "toolwire-host",
             // The reference server is a peer for end-to-end tests, like the scripted one.
             "toolwire-refserver",
         ],

@@ -48,6 +48,11 @@
 //! - `serde_json`: the parsed file, and the unknown members kept as written.
 
 mod config;
+mod host;
+
+pub use host::{
+    DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, ServerState,
+};
 
 pub use config::{
     ConfigError, ConnectError, Problem, ProblemKind, ServerConfig, ServerTransport, ServersConfig,

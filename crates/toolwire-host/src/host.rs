@@ -1,0 +1,524 @@
+//! [`Host`]: one [`Client`] per server of a configuration, and one merged tool snapshot.
+//!
+//! Servers start concurrently, each negotiating its own era; one that fails to start or dies
+//! leaves the others running. Each server's tools, filtered, enter one immutable snapshot
+//! behind `arc-swap` as `{server}{separator}{tool}`, rebuilt and swapped whole whenever any
+//! server's tool cache changes; reading it takes no lock.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+use toolwire::{CallToolResult, Client, ClientBuilder, Error, ProtocolVersion, Tool};
+
+use crate::{ConnectError, ServerConfig, ServerTransport, ServersConfig};
+
+/// The default separator between a server's name and its tool's: `github__create_issue`.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// Where one server is.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerState {
+    /// `disabled` in the configuration: never started.
+    Disabled,
+    /// Starting: connecting, negotiating, listing its tools.
+    Starting,
+    /// Running.
+    Ready {
+        /// The protocol version it negotiated.
+        version: ProtocolVersion,
+        /// How many of its tools are in the merged snapshot (after the filters).
+        tools: usize,
+    },
+    /// It could not start, or its connection ended; the other servers are unaffected.
+    Failed {
+        /// Why, as one line.
+        reason: String,
+    },
+}
+
+/// One tool of the merged snapshot.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HostTool {
+    /// The server it belongs to.
+    pub server: Arc<str>,
+    /// Its definition, with the server's own name for it.
+    pub tool: Arc<Tool>,
+}
+
+/// Every server's tools at one moment, by qualified name. Never changes once built.
+#[derive(Debug, Default)]
+pub struct HostTools {
+    generation: u64,
+    tools: HashMap<Arc<str>, HostTool>,
+}
+
+impl HostTools {
+    /// Counts the swaps; the first snapshot is generation 0.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The tool with this qualified name (`server__tool`).
+    pub fn get(&self, qualified: &str) -> Option<&HostTool> {
+        self.tools.get(qualified)
+    }
+
+    /// How many tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The qualified names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.tools.keys().map(|k| &**k).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Every tool, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &HostTool)> {
+        self.tools.iter().map(|(k, v)| (&**k, v))
+    }
+}
+
+/// One change of the merged snapshot: which server's tools changed, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostChange {
+    /// The generation now current.
+    pub generation: u64,
+    /// The server whose tools changed.
+    pub server: Arc<str>,
+    /// Qualified names that appeared.
+    pub added: Vec<Arc<str>>,
+    /// Qualified names that went away.
+    pub removed: Vec<Arc<str>>,
+    /// Qualified names whose definition changed.
+    pub changed: Vec<Arc<str>>,
+}
+
+/// Why a host could not be built or could not route a call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// A server's name contains the separator, so qualified names could collide.
+    #[error("server name `{server}` contains the separator {separator:?}")]
+    NameHasSeparator {
+        /// The server.
+        server: String,
+        /// The separator.
+        separator: String,
+    },
+    /// No server has this name.
+    #[error("no server is named `{0}`")]
+    UnknownServer(String),
+    /// The merged snapshot has no tool of this name (unknown, or filtered out).
+    #[error(
+        "no tool `{0}` (expected `server{1}tool`, one that the server lists and its filters let through)"
+    )]
+    UnknownTool(String, String),
+    /// The server is disabled, starting or failed.
+    #[error("server `{server}` is not running ({state})")]
+    NotRunning {
+        /// The server.
+        server: String,
+        /// Its state, as one line.
+        state: String,
+    },
+    /// The entry could not be connected (a legacy SSE server).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The server answered the call with an error, or the call failed on the way.
+    #[error("server `{server}`")]
+    Call {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        #[source]
+        error: Error,
+    },
+}
+
+/// Settings of a [`Host`].
+#[derive(Debug, Clone)]
+pub struct HostBuilder {
+    client: ClientBuilder,
+    separator: String,
+}
+
+impl HostBuilder {
+    /// The separator between a server's name and its tool's (default `__`).
+    pub fn separator(mut self, separator: impl Into<String>) -> Self {
+        self.separator = separator.into();
+        self
+    }
+
+    /// Starts every enabled server of `config` concurrently and returns at once; each
+    /// server's state says how it goes ([`Host::state`], [`Host::watch`]). Must be called
+    /// inside a tokio runtime.
+    pub fn start(self, config: &ServersConfig) -> Result<Host, HostError> {
+        if let Some(server) = config
+            .servers
+            .iter()
+            .find(|s| s.name.contains(&self.separator))
+        {
+            return Err(HostError::NameHasSeparator {
+                server: server.name.clone(),
+                separator: self.separator,
+            });
+        }
+        let servers = config
+            .servers
+            .iter()
+            .map(|config| {
+                let initial = if config.disabled {
+                    ServerState::Disabled
+                } else {
+                    ServerState::Starting
+                };
+                Arc::new(Server {
+                    name: config.name.as_str().into(),
+                    config: config.clone(),
+                    state: watch::channel(initial).0,
+                    client: Mutex::new(None),
+                    tools: Mutex::new(Vec::new()),
+                })
+            })
+            .collect();
+        let inner = Arc::new(Inner {
+            servers,
+            separator: self.separator,
+            merged: ArcSwap::from_pointee(HostTools::default()),
+            changes: broadcast::channel(256).0,
+            merging: Mutex::new(()),
+            closing: watch::channel(false).0,
+        });
+        for server in inner.servers.iter().filter(|s| !s.config.disabled) {
+            let inner = inner.clone();
+            let server = server.clone();
+            let client = self.client.clone();
+            tokio::spawn(async move { inner.run(&server, client).await });
+        }
+        Ok(Host { inner })
+    }
+}
+
+/// Many servers as one: their tools merged under qualified names, each call routed to its
+/// server. Cheap to clone; [`Host::shutdown`] ends every server.
+#[derive(Debug, Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    servers: Vec<Arc<Server>>,
+    separator: String,
+    merged: ArcSwap<HostTools>,
+    changes: broadcast::Sender<HostChange>,
+    /// One merge at a time, so none is lost (readers never take it).
+    merging: Mutex<()>,
+    /// Set by `shutdown`: the tasks following the servers end.
+    closing: watch::Sender<bool>,
+}
+
+#[derive(Debug)]
+struct Server {
+    name: Arc<str>,
+    config: ServerConfig,
+    state: watch::Sender<ServerState>,
+    client: Mutex<Option<Client>>,
+    /// Its tools as they are in the merged snapshot, by qualified name.
+    tools: Mutex<Vec<(Arc<str>, HostTool)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Host {
+    /// A host whose servers introduce themselves with `client`'s settings (client info,
+    /// timeouts, handler, …); each entry's `timeout` replaces the request timeout.
+    pub fn builder(client: ClientBuilder) -> HostBuilder {
+        HostBuilder {
+            client,
+            separator: DEFAULT_SEPARATOR.to_owned(),
+        }
+    }
+
+    /// Every server's tools now (lock-free).
+    pub fn tools(&self) -> Arc<HostTools> {
+        self.inner.merged.load_full()
+    }
+
+    /// Every change of the merged snapshot from now on, with its diff.
+    pub fn subscribe(&self) -> broadcast::Receiver<HostChange> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The names of the servers, sorted.
+    pub fn servers(&self) -> Vec<&str> {
+        self.inner.servers.iter().map(|s| &*s.name).collect()
+    }
+
+    /// A server's state now.
+    pub fn state(&self, server: &str) -> Option<ServerState> {
+        self.inner.server(server).map(|s| s.state.borrow().clone())
+    }
+
+    /// A server's state, as it changes.
+    pub fn watch(&self, server: &str) -> Option<watch::Receiver<ServerState>> {
+        self.inner.server(server).map(|s| s.state.subscribe())
+    }
+
+    /// Waits until no server is `Starting` any more, or `limit` passes.
+    pub async fn settled(&self, limit: Duration) {
+        let wait = async {
+            for server in &self.inner.servers {
+                let mut rx = server.state.subscribe();
+                let _ = rx.wait_for(|s| !matches!(s, ServerState::Starting)).await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
+    }
+
+    /// The client of a running server, for anything the host does not wrap.
+    pub fn client(&self, server: &str) -> Result<Client, HostError> {
+        let s = self
+            .inner
+            .server(server)
+            .ok_or_else(|| HostError::UnknownServer(server.to_owned()))?;
+        let client = lock(&s.client).clone();
+        client.ok_or_else(|| HostError::NotRunning {
+            server: server.to_owned(),
+            state: describe(&s.state.borrow()),
+        })
+    }
+
+    /// Calls `server__tool`: routed to its server, with that server's SEP-2243 headers and
+    /// settle barrier.
+    pub async fn call_tool(
+        &self,
+        qualified: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, HostError> {
+        let merged = self.tools();
+        let Some(entry) = merged.get(qualified) else {
+            return Err(HostError::UnknownTool(
+                qualified.to_owned(),
+                self.inner.separator.clone(),
+            ));
+        };
+        let server = entry.server.clone();
+        let name = entry.tool.name.clone();
+        drop(merged);
+        let client = self.client(&server)?;
+        let result = client.call_tool(&name, arguments).await;
+        result.map_err(|error| {
+            self.inner.connection_error(&server, &error);
+            HostError::Call {
+                server: server.to_string(),
+                error,
+            }
+        })
+    }
+
+    /// Pre-loads tool definitions on one server (see `Client::add_known_tools`); they reach
+    /// the merged snapshot when its filters let them through.
+    pub fn add_known_tools(
+        &self,
+        server: &str,
+        tools: impl IntoIterator<Item = Tool>,
+    ) -> Result<(), HostError> {
+        let client = self.client(server)?;
+        client
+            .add_known_tools(tools)
+            .map_err(|error| HostError::Call {
+                server: server.to_owned(),
+                error,
+            })?;
+        Ok(())
+    }
+
+    /// Ends every server: their sessions close and their child processes stop.
+    pub async fn shutdown(&self) {
+        self.inner.closing.send_replace(true);
+        for server in &self.inner.servers {
+            let client = lock(&server.client).take();
+            if let Some(client) = client {
+                client.close().await;
+            }
+        }
+    }
+}
+
+fn describe(state: &ServerState) -> String {
+    match state {
+        ServerState::Disabled => "disabled".into(),
+        ServerState::Starting => "starting".into(),
+        ServerState::Ready { version, tools } => format!("ready, {version}, {tools} tools"),
+        ServerState::Failed { reason } => format!("failed: {reason}"),
+    }
+}
+
+impl Inner {
+    fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.servers.iter().find(|s| &*s.name == name)
+    }
+
+    /// Starts one server and follows its tool cache until it ends.
+    async fn run(self: &Arc<Self>, server: &Arc<Server>, client: ClientBuilder) {
+        let client = match connect(&server.config, client) {
+            Ok(client) => client,
+            Err(reason) => return fail(server, reason),
+        };
+        let mut changes = client.subscribe_tools();
+        *lock(&server.client) = Some(client.clone());
+        let negotiated = match client.ready().await {
+            Ok(n) => n,
+            Err(e) => return self.stop(server, &e),
+        };
+        if let Err(e) = client.list_tools().await {
+            return self.stop(server, &e);
+        }
+        let count = self.merge(server, &client);
+        server.state.send_replace(ServerState::Ready {
+            version: negotiated.version.clone(),
+            tools: count,
+        });
+        let mut closing = self.closing.subscribe();
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                _ = closing.wait_for(|closed| *closed) => return,
+            };
+            if let Err(broadcast::error::RecvError::Closed) = change {
+                return;
+            }
+            // A change, or changes missed (`Lagged`): either way the cache is read anew.
+            let count = self.merge(server, &client);
+            server.state.send_modify(|state| {
+                if let ServerState::Ready { tools, .. } = state {
+                    *tools = count;
+                }
+            });
+        }
+    }
+
+    /// The server could not go on: its tools leave the snapshot, and its state says why.
+    fn stop(&self, server: &Server, error: &Error) {
+        lock(&server.client).take();
+        self.replace(server, Vec::new());
+        fail(server, toolwire::ErrorChain(error).to_string());
+    }
+
+    /// A call's error that means the server's connection is gone.
+    fn connection_error(&self, server: &str, error: &Error) {
+        if matches!(error, Error::Transport(_) | Error::Closed)
+            && let Some(server) = self.server(server)
+        {
+            self.stop(server, error);
+        }
+    }
+
+    /// Rebuilds `server`'s part of the snapshot from its client's cache; returns its count.
+    fn merge(&self, server: &Server, client: &Client) -> usize {
+        let snapshot = client.tools();
+        let mut tools: Vec<(Arc<str>, HostTool)> = snapshot
+            .iter()
+            .filter(|(name, _)| server.config.tools.allows(name))
+            .map(|(name, cached)| {
+                let qualified: Arc<str> = format!("{}{}{name}", server.name, self.separator).into();
+                let tool = HostTool {
+                    server: server.name.clone(),
+                    tool: cached.tool().clone(),
+                };
+                (qualified, tool)
+            })
+            .collect();
+        tools.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let count = tools.len();
+        self.replace(server, tools);
+        count
+    }
+
+    /// Puts `tools` in place of `server`'s in a new snapshot, swaps it in and announces the
+    /// difference.
+    fn replace(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) {
+        let _merging = lock(&self.merging);
+        let mut own = lock(&server.tools);
+        let before: HashSet<&Arc<str>> = own.iter().map(|(k, _)| k).collect();
+        let after: HashSet<&Arc<str>> = tools.iter().map(|(k, _)| k).collect();
+        let added: Vec<Arc<str>> = after.difference(&before).map(|k| (*k).clone()).collect();
+        let removed: Vec<Arc<str>> = before.difference(&after).map(|k| (*k).clone()).collect();
+        let old: HashMap<&Arc<str>, &Arc<Tool>> = own.iter().map(|(k, t)| (k, &t.tool)).collect();
+        let changed: Vec<Arc<str>> = tools
+            .iter()
+            .filter(|(k, t)| {
+                old.get(k)
+                    .is_some_and(|o| !Arc::ptr_eq(o, &t.tool) && **o != t.tool)
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        drop(old);
+        if added.is_empty() && removed.is_empty() && changed.is_empty() {
+            *own = tools;
+            return;
+        }
+        let current = self.merged.load();
+        let mut next = current.tools.clone();
+        for key in &removed {
+            next.remove(key);
+        }
+        for (key, tool) in &tools {
+            next.insert(key.clone(), tool.clone());
+        }
+        let generation = current.generation + 1;
+        self.merged.store(Arc::new(HostTools {
+            generation,
+            tools: next,
+        }));
+        *own = tools;
+        let _ = self.changes.send(HostChange {
+            generation,
+            server: server.name.clone(),
+            added,
+            removed,
+            changed,
+        });
+    }
+}
+
+/// Failures are the caller's to report: the state carries them, nothing is logged here.
+fn fail(server: &Server, reason: String) {
+    server.state.send_replace(ServerState::Failed { reason });
+}
+
+/// Connects one entry with the template's settings and the entry's timeout.
+fn connect(config: &ServerConfig, mut client: ClientBuilder) -> Result<Client, String> {
+    if let Some(timeout) = config.timeout {
+        client = client.timeouts(timeout, timeout.min(Duration::from_secs(5)));
+    }
+    let connected = match &config.transport {
+        ServerTransport::Stdio { .. } => {
+            let stdio = config.stdio_config().map_err(|e| e.to_string())?;
+            client.connect_stdio(stdio)
+        }
+        ServerTransport::Http { .. } | ServerTransport::Sse { .. } => {
+            let http = config.http_transport().map_err(|e| e.to_string())?;
+            client.connect_http(http)
+        }
+    };
+    connected.map_err(|e| toolwire::ErrorChain(&e).to_string())
+}

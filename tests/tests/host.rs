@@ -1,0 +1,215 @@
+//! The host over one configuration naming real servers: the scripted server as a child
+//! process, the reference server over loopback HTTP, a command that cannot start, a disabled
+//! entry, and a child that dies after a while.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use toolwire::Client;
+use toolwire_host::{Host, HostError, ServerState, ServersConfig};
+use toolwire_refserver::{Options, serve_http};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
+
+async fn reference() -> toolwire_refserver::HttpServer {
+    serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), Options::default())
+        .await
+        .unwrap()
+}
+
+fn config(url: &str) -> ServersConfig {
+    let text = json!({"mcpServers": {
+        "scripted": {"command": SERVER, "args": ["modern"]},
+        "ref": {"type": "http", "url": url, "excludeTools": ["fail", "protocol_*"]},
+        "broken": {"command": "/nonexistent/toolwire-test-binary"},
+        "off": {"command": SERVER, "args": ["modern"], "disabled": true},
+        // Ends itself after three seconds: a server that dies later.
+        "mortal": {"command": "sh", "args": ["-c", "exec timeout 3 \"$0\" legacy", SERVER]},
+    }})
+    .to_string();
+    ServersConfig::parse(&text, |_| None).unwrap()
+}
+
+fn host(config: &ServersConfig) -> Host {
+    Host::builder(Client::builder("host-e2e", "0"))
+        .start(config)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_start_side_by_side_and_calls_route_by_qualified_name() {
+    let server = reference().await;
+    let config = config(&server.url());
+    let host = host(&config);
+    host.settled(Duration::from_secs(20)).await;
+
+    assert!(matches!(
+        host.state("scripted"),
+        Some(ServerState::Ready { .. })
+    ));
+    assert!(matches!(host.state("ref"), Some(ServerState::Ready { .. })));
+    assert!(matches!(
+        host.state("mortal"),
+        Some(ServerState::Ready { .. })
+    ));
+    assert_eq!(host.state("off"), Some(ServerState::Disabled));
+    match host.state("broken") {
+        Some(ServerState::Failed { reason }) => {
+            assert!(reason.contains("nonexistent"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // One snapshot, qualified names, the filters applied before it.
+    let tools = host.tools();
+    let names = tools.names();
+    for expected in [
+        "scripted__echo",
+        "ref__echo",
+        "ref__execute_sql",
+        "mortal__echo",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("ref__protocol_") || *n == "ref__fail")
+    );
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("off__") || n.starts_with("broken__"))
+    );
+    match host.state("ref") {
+        Some(ServerState::Ready { tools, .. }) => {
+            assert_eq!(
+                tools,
+                names.iter().filter(|n| n.starts_with("ref__")).count()
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Routed to the right server, with its own name for the tool.
+    let r = host
+        .call_tool("ref__echo", json!({"text": "from ref"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("from ref"));
+    let r = host
+        .call_tool("scripted__echo", json!({"text": "from scripted"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("from scripted"));
+    // A filtered tool is not reachable through the host.
+    assert!(matches!(
+        host.call_tool("ref__fail", json!({})).await,
+        Err(HostError::UnknownTool(..))
+    ));
+    assert!(matches!(
+        host.call_tool("nowhere__echo", json!({})).await,
+        Err(HostError::UnknownTool(..))
+    ));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_on_one_server_reaches_the_merged_snapshot() {
+    let server = reference().await;
+    let config = config(&server.url());
+    let host = host(&config);
+    host.settled(Duration::from_secs(20)).await;
+    let mut changes = host.subscribe();
+    let before = host.tools().generation();
+    assert!(host.tools().get("ref__read_file").is_none());
+    // Registers read_file and write_file a moment after it answers, and announces them.
+    host.call_tool("ref__unlock_files", json!({}))
+        .await
+        .unwrap();
+    let change = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let change = changes.recv().await.unwrap();
+            if change.server.as_ref() == "ref" {
+                return change;
+            }
+        }
+    })
+    .await
+    .expect("no change from ref");
+    let mut added: Vec<&str> = change.added.iter().map(|n| &**n).collect();
+    added.sort_unstable();
+    assert_eq!(added, ["ref__read_file", "ref__write_file"]);
+    let tools = host.tools();
+    assert!(tools.generation() > before);
+    assert!(tools.get("ref__read_file").is_some());
+    // The other servers' tools are untouched.
+    assert!(tools.get("scripted__echo").is_some());
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_fails_alone() {
+    let server = reference().await;
+    let config = config(&server.url());
+    let host = host(&config);
+    host.settled(Duration::from_secs(20)).await;
+    assert!(host.tools().get("mortal__echo").is_some());
+    // `mortal` ends itself three seconds after it started.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let err = host
+        .call_tool("mortal__echo", json!({"text": "anyone?"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, HostError::Call { ref server, .. } if server == "mortal"),
+        "{err}"
+    );
+    assert!(matches!(
+        host.state("mortal"),
+        Some(ServerState::Failed { .. })
+    ));
+    assert!(
+        host.tools().get("mortal__echo").is_none(),
+        "its tools left the snapshot"
+    );
+    // The others keep answering.
+    let r = host
+        .call_tool("ref__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("still here"));
+    let r = host
+        .call_tool("scripted__echo", json!({"text": "me too"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("me too"));
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_name_with_the_separator_is_refused() {
+    let config =
+        ServersConfig::parse(r#"{"mcpServers": {"a__b": {"command": "x"}}}"#, |_| None).unwrap();
+    let err = Host::builder(Client::builder("host-e2e", "0"))
+        .start(&config)
+        .unwrap_err();
+    assert!(matches!(err, HostError::NameHasSeparator { .. }), "{err}");
+    // Another separator makes it fine.
+    let host = Host::builder(Client::builder("host-e2e", "0"))
+        .separator("/")
+        .start(&config)
+        .unwrap();
+    host.shutdown().await;
+}
