@@ -213,3 +213,47 @@ async fn a_server_name_with_the_separator_is_refused() {
         .unwrap();
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_tools_added_to_one_server_reach_the_merged_snapshot() {
+    let server = reference().await;
+    let config = config(&server.url());
+    let host = host(&config);
+    host.settled(Duration::from_secs(20)).await;
+    let mut changes = host.subscribe();
+    // Added, then its definition changed: each a change of the merged snapshot, with its diff.
+    for (description, added, changed) in [("first", 1, 0), ("second", 0, 1)] {
+        let tool: toolwire::Tool = serde_json::from_value(
+            json!({"name": "extra", "description": description, "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        host.add_known_tools("ref", [tool]).unwrap();
+        let change = tokio::time::timeout(Duration::from_secs(5), changes.recv())
+            .await
+            .expect("no change")
+            .unwrap();
+        assert_eq!(change.server.as_ref(), "ref");
+        assert_eq!(
+            (change.added.len(), change.changed.len()),
+            (added, changed),
+            "{change:?}"
+        );
+        assert!(
+            change
+                .added
+                .iter()
+                .chain(&change.changed)
+                .all(|n| &**n == "ref__extra")
+        );
+        assert_eq!(
+            host.tools()
+                .get("ref__extra")
+                .unwrap()
+                .tool
+                .description
+                .as_deref(),
+            Some(description)
+        );
+    }
+    host.shutdown().await;
+}

@@ -231,6 +231,8 @@ fn ci(root: &Path) -> Result<(), String> {
             "toolwire-cache",
             "-p",
             "toolwire-session",
+            "-p",
+            "toolwire-host",
             "--locked",
         ],
         &[],

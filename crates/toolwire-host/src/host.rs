@@ -92,6 +92,23 @@ impl HostTools {
     }
 }
 
+/// A borrowed view of the merged snapshot ([`Host::load`]).
+pub struct HostToolsRef(arc_swap::Guard<Arc<HostTools>>);
+
+impl std::ops::Deref for HostToolsRef {
+    type Target = HostTools;
+
+    fn deref(&self) -> &HostTools {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for HostToolsRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self.0, f)
+    }
+}
+
 /// One change of the merged snapshot: which server's tools changed, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -257,9 +274,15 @@ impl Host {
         }
     }
 
-    /// Every server's tools now (lock-free).
+    /// Every server's tools now, owned (lock-free).
     pub fn tools(&self) -> Arc<HostTools> {
         self.inner.merged.load_full()
+    }
+
+    /// Every server's tools now, borrowed: no lock, and no reference count shared with other
+    /// readers (the fast path for lookups; hold it briefly).
+    pub fn load(&self) -> HostToolsRef {
+        HostToolsRef(self.inner.merged.load())
     }
 
     /// Every change of the merged snapshot from now on, with its diff.
@@ -313,7 +336,7 @@ impl Host {
         qualified: &str,
         arguments: Value,
     ) -> Result<CallToolResult, HostError> {
-        let merged = self.tools();
+        let merged = self.load();
         let Some(entry) = merged.get(qualified) else {
             return Err(HostError::UnknownTool(
                 qualified.to_owned(),

@@ -51,7 +51,8 @@ mod config;
 mod host;
 
 pub use host::{
-    DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, ServerState,
+    DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, HostToolsRef,
+    ServerState,
 };
 
 pub use config::{
