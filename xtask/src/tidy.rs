@@ -47,7 +47,10 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ),
     // Its tests connect entries to the reference server (a dev-dependency).
     ("toolwire-host", &["toolwire", "toolwire-refserver"]),
-    ("toolwire-cli", &["toolwire", "toolwire-refserver"]),
+    (
+        "toolwire-cli",
+        &["toolwire", "toolwire-host", "toolwire-refserver"],
+    ),
     (
         "toolwire-refserver",
         &["toolwire-types", "toolwire-headers"],

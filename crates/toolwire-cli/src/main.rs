@@ -1,10 +1,14 @@
 //! `toolwire`: list and call the tools of an MCP server from the command line.
 //!
 //! ```text
-//! toolwire [--url URL | --stdio 'CMD ARGS'] [--protocol auto|2026-07-28|2025-11-25|2025-06-18|2025-03-26|2024-11-05]
+//! toolwire [--url URL | --stdio 'CMD ARGS' | --config FILE [--server NAME]]
+//!          [--protocol auto|2026-07-28|2025-11-25|2025-06-18|2025-03-26|2024-11-05]
 //!          [--header 'Name: value']... [--bearer TOKEN] [--known-tools FILE] [--timeout SECS] [--json] [-v|-vv] COMMAND
 //! ```
-//! With neither `--url` nor `--stdio` it runs against the embedded reference server. Exit
+//! With neither `--url` nor `--stdio` nor `--config` it runs against the embedded reference
+//! server. With `--config FILE --server NAME` every command talks to that entry of an
+//! `mcpServers` file; without `--server`, `servers` and `tools list` take every entry at once
+//! and `tools call SERVER__TOOL` routes to its server. Exit
 //! codes: 0 success, 1 the tool returned `isError`, 2 usage error, 3 connection, protocol or
 //! server error (one line on stderr).
 
@@ -27,14 +31,22 @@ use toolwire::{
     CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, ProtocolMode,
     ProtocolVersion, StderrMode, StdioConfig, Tool,
 };
+use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
 
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
 #[command(name = "toolwire", version)]
 struct Cli {
     /// The server's Streamable HTTP endpoint.
-    #[arg(long, conflicts_with = "stdio")]
+    #[arg(long, conflicts_with_all = ["stdio", "config"])]
     url: Option<String>,
+    /// An `mcpServers` configuration file (the form Claude, Cursor, VS Code, Windsurf and
+    /// Gemini CLI write).
+    #[arg(long, value_name = "FILE", conflicts_with = "stdio")]
+    config: Option<PathBuf>,
+    /// With --config: the entry every command talks to.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    server: Option<String>,
     /// Start the server as a child process: the command line, split like a POSIX shell.
     #[arg(long, value_name = "CMD ARGS")]
     stdio: Option<String>,
@@ -69,6 +81,8 @@ enum Command {
     Info,
     /// Ping the server.
     Ping,
+    /// With --config: every server of the file, its transport, state, era and tool count.
+    Servers,
     /// List or call tools.
     Tools {
         #[command(subcommand)]
@@ -204,6 +218,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
+    if let Some(file) = &cli.config {
+        return with_config(&cli, file, client_builder(&cli)?).await;
+    }
+    if matches!(cli.command, Command::Servers) {
+        return Err(Failure::Usage("servers needs --config FILE".into()));
+    }
     // The embedded reference server, when no server is named.
     let mut embedded = None;
     let url = match (&cli.url, &cli.stdio) {
@@ -221,31 +241,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             Some(url)
         }
     };
-    let mut builder =
-        Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION")).mode(mode(&cli.protocol)?);
-    if let Some(secs) = cli.timeout {
-        if !(secs.is_finite() && secs > 0.0) {
-            return Err(Failure::Usage(format!(
-                "--timeout {secs}: must be a positive number"
-            )));
-        }
-        let t = Duration::from_secs_f64(secs);
-        builder = builder.timeouts(t, t.min(Duration::from_secs(5)));
-    }
+    let builder = client_builder(&cli)?;
     let mut http = None;
     let client = match (&url, &cli.stdio) {
         (Some(url), _) => {
-            let mut b = HttpTransport::builder(url.clone());
-            for h in &cli.headers {
-                let (name, value) = h.split_once(':').ok_or_else(|| {
-                    Failure::Usage(format!("--header {h:?}: expected 'Name: value'"))
-                })?;
-                // A refused header is the error of `build` below.
-                b = b.header(name.trim(), value.trim());
-            }
-            if let Some(token) = &cli.bearer {
-                b = b.bearer_token(token.as_str());
-            }
+            let b = http_options(&cli, HttpTransport::builder(url.clone()))?;
             let transport = b.build().map_err(|e| Failure::Usage(one_line(&e)))?;
             http = Some(transport.clone());
             builder.connect(transport)?
@@ -261,15 +261,67 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let Some((program, args)) = words.split_first() else {
                 return Err(Failure::Usage("--stdio: empty command".into()));
             };
-            let stderr = if cli.verbose > 0 {
-                StderrMode::Tracing
-            } else {
-                StderrMode::Discard
-            };
-            builder.connect_stdio(StdioConfig::new(program, args).with_stderr(stderr))?
+            builder.connect_stdio(StdioConfig::new(program, args).with_stderr(stderr_mode(&cli)))?
         }
         (None, None) => return Err(Failure::Usage("no server".into())),
     };
+    let outcome = session(&cli, &client, http.as_ref(), None).await;
+    client.close().await;
+    drop(embedded);
+    outcome
+}
+
+/// The client settings every command shares: `--protocol` and `--timeout`.
+fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
+    let mut builder =
+        Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION")).mode(mode(&cli.protocol)?);
+    if let Some(secs) = cli.timeout {
+        if !(secs.is_finite() && secs > 0.0) {
+            return Err(Failure::Usage(format!(
+                "--timeout {secs}: must be a positive number"
+            )));
+        }
+        let t = Duration::from_secs_f64(secs);
+        builder = builder.timeouts(t, t.min(Duration::from_secs(5)));
+    }
+    Ok(builder)
+}
+
+/// `--header` and `--bearer` on an HTTP transport's settings.
+fn http_options(
+    cli: &Cli,
+    mut b: toolwire::HttpTransportBuilder,
+) -> Result<toolwire::HttpTransportBuilder, Failure> {
+    for h in &cli.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| Failure::Usage(format!("--header {h:?}: expected 'Name: value'")))?;
+        // A refused header is the error of `build`.
+        b = b.header(name.trim(), value.trim());
+    }
+    if let Some(token) = &cli.bearer {
+        b = b.bearer_token(token.as_str());
+    }
+    Ok(b)
+}
+
+/// Where a stdio child's stderr goes: the log with -v, nowhere without.
+fn stderr_mode(cli: &Cli) -> StderrMode {
+    if cli.verbose > 0 {
+        StderrMode::Tracing
+    } else {
+        StderrMode::Discard
+    }
+}
+
+/// Pre-loads `--known-tools`, then runs the command on one connected client. `tool` replaces
+/// the name of `tools call` (a routed `server__tool`).
+async fn session(
+    cli: &Cli,
+    client: &Client,
+    http: Option<&HttpTransport>,
+    tool: Option<&str>,
+) -> Result<ExitCode, Failure> {
     if let Some(path) = &cli.known_tools {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Usage(format!("--known-tools {}: {e}", path.display())))?;
@@ -287,10 +339,172 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             ))
         })?;
     }
-    let outcome = command(&cli, &client, http.as_ref()).await;
+    command(cli, client, http, tool).await
+}
+
+/// `--config FILE`: one entry (`--server`, or the server of a routed `tools call`), or every
+/// entry at once (`servers`, `tools list`).
+async fn with_config(
+    cli: &Cli,
+    file: &std::path::Path,
+    builder: toolwire::ClientBuilder,
+) -> Result<ExitCode, Failure> {
+    let config = ServersConfig::load(file).map_err(|e| Failure::Usage(one_line(&e)))?;
+    let routed = match (&cli.server, &cli.command) {
+        (Some(server), _) => Some((server.clone(), None)),
+        (
+            None,
+            Command::Tools {
+                command: ToolsCommand::Call { name, .. },
+            },
+        ) => {
+            let (server, tool) = name.split_once(DEFAULT_SEPARATOR).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "tools call {name}: with --config, name the tool as SERVER{DEFAULT_SEPARATOR}TOOL or give --server"
+                ))
+            })?;
+            Some((server.to_owned(), Some(tool.to_owned())))
+        }
+        _ => None,
+    };
+    let Some((server, tool)) = routed else {
+        return every_server(cli, &config, builder).await;
+    };
+    let entry = config
+        .get(&server)
+        .ok_or_else(|| Failure::Usage(format!("no server `{server}` in {}", file.display())))?;
+    if entry.disabled {
+        return Err(Failure::Usage(format!("server `{server}` is disabled")));
+    }
+    let builder = match entry.timeout {
+        Some(t) if cli.timeout.is_none() => builder.timeouts(t, t.min(Duration::from_secs(5))),
+        _ => builder,
+    };
+    let mut http = None;
+    let client = match &entry.transport {
+        ServerTransport::Stdio { .. } => {
+            if !cli.headers.is_empty() || cli.bearer.is_some() {
+                return Err(Failure::Usage(
+                    "--header and --bearer apply to HTTP servers only".into(),
+                ));
+            }
+            let stdio = entry
+                .stdio_config()
+                .map_err(|e| Failure::Usage(one_line(&e)))?;
+            builder.connect_stdio(stdio.with_stderr(stderr_mode(cli)))?
+        }
+        _ => {
+            let b = entry
+                .http_transport()
+                .map_err(|e| Failure::Usage(one_line(&e)))?;
+            let transport = http_options(cli, b)?
+                .build()
+                .map_err(|e| Failure::Usage(one_line(&e)))?;
+            http = Some(transport.clone());
+            builder.connect(transport)?
+        }
+    };
+    let outcome = session(cli, &client, http.as_ref(), tool.as_deref()).await;
     client.close().await;
-    drop(embedded);
     outcome
+}
+
+/// `servers` and `tools list` over every entry of the file, side by side.
+async fn every_server(
+    cli: &Cli,
+    config: &ServersConfig,
+    builder: toolwire::ClientBuilder,
+) -> Result<ExitCode, Failure> {
+    if !matches!(
+        cli.command,
+        Command::Servers
+            | Command::Tools {
+                command: ToolsCommand::List
+            }
+    ) {
+        return Err(Failure::Usage(
+            "with --config, this command needs --server NAME".into(),
+        ));
+    }
+    let host = Host::builder(builder)
+        .start(config)
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    host.settled(Duration::from_secs(60)).await;
+    let servers: Vec<Value> = config
+        .servers
+        .iter()
+        .map(|entry| {
+            let transport = match entry.transport {
+                ServerTransport::Stdio { .. } => "stdio",
+                ServerTransport::Sse { .. } => "sse",
+                _ => "http",
+            };
+            let (state, era, tools, reason) = match host.state(&entry.name) {
+                Some(ServerState::Ready { version, tools }) => {
+                    ("ready", Some(version.to_string()), Some(tools), None)
+                }
+                Some(ServerState::Failed { reason }) => ("failed", None, None, Some(reason)),
+                Some(ServerState::Disabled) => ("disabled", None, None, None),
+                _ => ("starting", None, None, None),
+            };
+            json!({"name": entry.name, "transport": transport, "state": state,
+                   "protocolVersion": era, "tools": tools, "reason": reason})
+        })
+        .collect();
+    let failed: Vec<&Value> = servers.iter().filter(|s| s["state"] == "failed").collect();
+    let reached = servers.iter().any(|s| s["state"] == "ready");
+    let tools = host.tools();
+    if cli.json {
+        let mut document = json!({"servers": servers});
+        if matches!(cli.command, Command::Tools { .. }) {
+            let listed: Vec<Value> = tools
+                .names()
+                .into_iter()
+                .filter_map(|name| {
+                    let t = tools.get(name)?;
+                    Some(json!({"name": name, "server": &*t.server, "tool": &*t.tool}))
+                })
+                .collect();
+            document["tools"] = Value::Array(listed);
+        }
+        print_json(&document);
+    } else {
+        for s in &failed {
+            eprintln!(
+                "toolwire: server `{}` failed: {}",
+                s["name"].as_str().unwrap_or(""),
+                s["reason"].as_str().unwrap_or("")
+            );
+        }
+        if matches!(cli.command, Command::Servers) {
+            for s in &servers {
+                let detail = match (s["protocolVersion"].as_str(), s["tools"].as_u64()) {
+                    (Some(era), Some(n)) => format!("  {era}  {n} tools"),
+                    _ => String::new(),
+                };
+                println!(
+                    "{}  {}  {}{detail}",
+                    s["name"].as_str().unwrap_or(""),
+                    s["transport"].as_str().unwrap_or(""),
+                    s["state"].as_str().unwrap_or("")
+                );
+            }
+        } else {
+            for name in tools.names() {
+                let description = tools
+                    .get(name)
+                    .and_then(|t| t.tool.description.clone())
+                    .unwrap_or_default();
+                println!("{name}  {description}");
+            }
+        }
+    }
+    host.shutdown().await;
+    let enabled = config.servers.iter().any(|s| !s.disabled);
+    if enabled && !reached {
+        return Err(Failure::Remote("no server could be reached".into()));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn mode(protocol: &str) -> Result<ProtocolMode, Failure> {
@@ -316,9 +530,10 @@ async fn command(
     cli: &Cli,
     client: &Client,
     http: Option<&HttpTransport>,
+    tool: Option<&str>,
 ) -> Result<ExitCode, Failure> {
     match &cli.command {
-        Command::Serve(_) => Ok(ExitCode::SUCCESS),
+        Command::Serve(_) | Command::Servers => Ok(ExitCode::SUCCESS),
         Command::Info => {
             let n = client.ready().await?;
             let session = http.and_then(HttpTransport::session_id);
@@ -413,7 +628,7 @@ async fn command(
                 cli,
                 client,
                 http.is_some(),
-                name,
+                tool.unwrap_or(name),
                 params,
                 args.as_deref(),
                 *no_list,

@@ -336,3 +336,138 @@ fn tools_list_says_which_tools_it_left_out() {
     assert!(stderr.contains("`bad_header`"), "{stderr}");
     assert!(stdout(&o).contains("execute_sql"));
 }
+
+/// A configuration file naming the binary's own server over stdio and over HTTP, one that
+/// cannot start and one disabled; removed when dropped.
+struct ConfigFile {
+    path: std::path::PathBuf,
+    _served: Served,
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn config_file(tag: &str) -> ConfigFile {
+    let served = serve(&[]);
+    let text = serde_json::json!({"mcpServers": {
+        "local": {"command": BIN, "args": ["serve", "--stdio"]},
+        "remote": {"type": "http", "url": served.url, "excludeTools": ["fail", "protocol_*"]},
+        "broken": {"command": "/nonexistent/toolwire-cli-test"},
+        "off": {"command": BIN, "args": ["serve", "--stdio"], "disabled": true},
+    }});
+    let path = std::env::temp_dir().join(format!("toolwire-cli-{tag}-{}.json", std::process::id()));
+    std::fs::write(&path, text.to_string()).unwrap();
+    ConfigFile {
+        path,
+        _served: served,
+    }
+}
+
+#[test]
+fn a_config_file_drives_one_server_or_every_server() {
+    let file = config_file("all");
+    let config = file.path.to_str().unwrap();
+
+    // --server: every command as with --stdio.
+    let out = toolwire(&[
+        "--config", config, "--server", "local", "tools", "call", "echo", "text=hi",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("hi"), "{}", stdout(&out));
+
+    // Routed by qualified name, without --server.
+    let out = toolwire(&[
+        "--config",
+        config,
+        "--json",
+        "tools",
+        "call",
+        "remote__echo",
+        "text=routed",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["content"][0]["text"], "routed");
+
+    // Every server: merged names, filters applied, the failed one named on stderr, exit 0.
+    let out = toolwire(&["--config", config, "tools", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = stdout(&out);
+    assert!(
+        listed.contains("local__echo") && listed.contains("remote__echo"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("remote__fail") && !listed.contains("off__"),
+        "{listed}"
+    );
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(errors.contains("server `broken` failed"), "{errors}");
+
+    let out = toolwire(&["--config", config, "--json", "servers"]);
+    assert!(out.status.success());
+    let doc = json(&out);
+    let state = |name: &str| {
+        doc["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(state("local")["state"], "ready");
+    assert_eq!(state("local")["transport"], "stdio");
+    assert_eq!(state("remote")["transport"], "http");
+    assert_eq!(state("broken")["state"], "failed");
+    assert_eq!(state("off")["state"], "disabled");
+    assert!(state("remote")["tools"].as_u64().unwrap() > 3);
+
+    // Usage errors: an unknown server, a bare tool name, a command that needs one server.
+    for args in [
+        &["--server", "nowhere", "tools", "list"][..],
+        &["tools", "call", "echo"][..],
+        &["info"][..],
+    ] {
+        let mut all = vec!["--config", config];
+        all.extend_from_slice(args);
+        assert_eq!(toolwire(&all).status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn no_reachable_server_is_exit_3_and_a_bad_file_is_exit_2() {
+    let path = std::env::temp_dir().join(format!("toolwire-cli-none-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/toolwire-cli-test"}}}"#,
+    )
+    .unwrap();
+    let out = toolwire(&["--config", path.to_str().unwrap(), "tools", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&path, r#"{"mcpServers": {"a": {"type": "ws"}}}"#).unwrap();
+    let out = toolwire(&["--config", path.to_str().unwrap(), "servers"]);
+    assert_eq!(out.status.code(), Some(2));
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(errors.contains("server `a`, key `type`"), "{errors}");
+    std::fs::remove_file(&path).unwrap();
+}
