@@ -698,6 +698,66 @@ fn everything_checks(
     }
 }
 
+/// One `mcpServers` file naming server-everything over stdio and the Python server over HTTP:
+/// `tools list` through the CLI's host shows both servers' tools, and a call to each reaches
+/// its server (server-everything echoes the message, the Python `where` tool the region).
+fn host_check(
+    bin: &Path,
+    py_url: &str,
+    everything_js: &Path,
+    peers: &Peers,
+) -> Result<(bool, String), String> {
+    let file = peers.cache.join("results/interop/mcp.json");
+    let config = serde_json::json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything_js.display().to_string(), "stdio"]},
+        "python": {"type": "http", "url": py_url},
+    }});
+    std::fs::write(&file, config.to_string()).map_err(|e| format!("{}: {e}", file.display()))?;
+    let run = |args: &[&str]| -> Result<Value, String> {
+        let mut command = Command::new(bin);
+        command
+            .args([
+                "--config",
+                &file.display().to_string(),
+                "--timeout",
+                "30",
+                "--json",
+            ])
+            .args(args)
+            .env("PATH", &peers.path);
+        let (ok, out, err) = run_limited(&mut command);
+        if !ok {
+            return Err(format!("toolwire {}: {}", args.join(" "), err.trim()));
+        }
+        serde_json::from_str(&out).map_err(|e| format!("toolwire {}: {e}: {out}", args.join(" ")))
+    };
+    let listed = run(&["tools", "list"])?;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    let echo = run(&[
+        "tools",
+        "call",
+        "everything__echo",
+        "message=through the host",
+    ])?;
+    let place = run(&["tools", "call", "python__where", "region=eu-west-1"])?;
+    let ok = names.contains(&"everything__echo")
+        && names.contains(&"python__where")
+        && first_text(&echo).contains("through the host")
+        && first_text(&place).contains("eu-west-1");
+    Ok((
+        ok,
+        format!(
+            "{} tools listed; everything__echo: {}; python__where: {}",
+            names.len(),
+            first_text(&echo),
+            first_text(&place)
+        ),
+    ))
+}
+
 fn table(rows: &[Row]) -> String {
     let mut t = String::from("| server | via | check | result |\n|---|---|---|---|\n");
     for r in rows {
@@ -834,6 +894,15 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
             "stdio",
         ],
         &peers.path,
+    );
+
+    let outcome = host_check(&bin, &running.py, &everything_js, &peers);
+    push(
+        &mut rows,
+        "Python mcp + server-everything",
+        "mcpServers file",
+        "one config, two servers: listed as server__tool, each call routed",
+        outcome,
     );
 
     nginx_checks(&mut rows, &bin, &running, cwd);
