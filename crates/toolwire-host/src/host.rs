@@ -426,7 +426,9 @@ impl Inner {
                 change = changes.recv() => change,
                 _ = closing.wait_for(|closed| *closed) => return,
             };
-            if let Err(broadcast::error::RecvError::Closed) = change {
+            // A server that failed keeps its tools out, whatever its cache does later.
+            let failed = matches!(*server.state.borrow(), ServerState::Failed { .. });
+            if failed || matches!(change, Err(broadcast::error::RecvError::Closed)) {
                 return;
             }
             // A change, or changes missed (`Lagged`): either way the cache is read anew.
