@@ -11,38 +11,16 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::sync::{Barrier, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::RwLock;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use toolwire_cache::ToolCache;
 use toolwire_headers::HeaderPlan;
+use toolwire_test_support::threads::per_thread;
 use toolwire_types::Tool;
 
 mod common;
 use common::tool;
-
-/// Runs `op` `iters` times on each of `threads` threads at once; the time per operation as one
-/// thread sees it.
-fn per_thread<F: Fn() + Sync>(threads: usize, iters: u64, op: F) -> Duration {
-    let start = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    let t0 = Instant::now();
-                    for _ in 0..iters {
-                        op();
-                    }
-                    t0.elapsed()
-                })
-            })
-            .collect();
-        let total: Duration = handles.into_iter().map(|h| h.join().unwrap()).sum();
-        total / threads as u32
-    })
-}
 
 fn bench(c: &mut Criterion) {
     let cache = ToolCache::default();

@@ -12,7 +12,6 @@
 )]
 
 use std::hint::black_box;
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -20,6 +19,7 @@ use serde_json::{Value, json};
 use toolwire::{Client, ProtocolMode, ProtocolVersion, Tool};
 use toolwire_host::{Host, ServerState, ServersConfig};
 use toolwire_test_support::http::{HttpPeer, Reply};
+use toolwire_test_support::threads::per_thread;
 
 const SERVERS: usize = 50;
 const TOOLS: usize = 200;
@@ -45,26 +45,6 @@ fn answer(body: &[u8]) -> Reply {
     };
     let message = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
     Reply::json(200, message.to_string())
-}
-
-fn per_thread<F: Fn() + Sync>(threads: usize, iters: u64, op: F) -> Duration {
-    let start = Barrier::new(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    start.wait();
-                    let t0 = Instant::now();
-                    for _ in 0..iters {
-                        op();
-                    }
-                    t0.elapsed()
-                })
-            })
-            .collect();
-        let total: Duration = handles.into_iter().map(|h| h.join().unwrap()).sum();
-        total / threads as u32
-    })
 }
 
 fn bench(c: &mut Criterion) {

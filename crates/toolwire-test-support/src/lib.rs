@@ -24,6 +24,7 @@
 
 pub mod http;
 pub mod proxy;
+pub mod threads;
 
 use std::io::{BufRead, Write};
 
