@@ -251,11 +251,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             builder.connect(transport)?
         }
         (None, Some(command)) => {
-            if !cli.headers.is_empty() || cli.bearer.is_some() {
-                return Err(Failure::Usage(
-                    "--header and --bearer apply to HTTP servers only".into(),
-                ));
-            }
+            stdio_only(&cli)?;
             let words = shlex::split(command)
                 .ok_or_else(|| Failure::Usage(format!("--stdio {command:?}: unbalanced quotes")))?;
             let Some((program, args)) = words.split_first() else {
@@ -303,6 +299,17 @@ fn http_options(
         b = b.bearer_token(token.as_str());
     }
     Ok(b)
+}
+
+/// `--header` and `--bearer` given for a stdio server are a usage error.
+fn stdio_only(cli: &Cli) -> Result<(), Failure> {
+    if cli.headers.is_empty() && cli.bearer.is_none() {
+        Ok(())
+    } else {
+        Err(Failure::Usage(
+            "--header and --bearer apply to HTTP servers only".into(),
+        ))
+    }
 }
 
 /// Where a stdio child's stderr goes: the log with -v, nowhere without.
@@ -383,11 +390,7 @@ async fn with_config(
     let mut http = None;
     let client = match &entry.transport {
         ServerTransport::Stdio { .. } => {
-            if !cli.headers.is_empty() || cli.bearer.is_some() {
-                return Err(Failure::Usage(
-                    "--header and --bearer apply to HTTP servers only".into(),
-                ));
-            }
+            stdio_only(cli)?;
             let stdio = entry
                 .stdio_config()
                 .map_err(|e| Failure::Usage(one_line(&e)))?;
