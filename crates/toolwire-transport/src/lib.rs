@@ -54,7 +54,10 @@ mod error;
 mod stdio;
 
 pub use error::{ExitDescription, TransportError};
-pub use stdio::{DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport};
+pub use stdio::{
+    DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport, UNIX_INHERITED_ENV,
+    WINDOWS_INHERITED_ENV,
+};
 pub use toolwire_wire::{Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass};
 
 /// A boxed future, so that [`Transport`] can be used as `dyn Transport`.

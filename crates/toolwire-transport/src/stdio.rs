@@ -4,26 +4,63 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 use crate::{BoxFuture, Inbound, Outbound, Transport, TransportError};
 
-/// Environment variables a child inherits by default (the same list as the TypeScript SDK's,
-/// plus the locale and the temporary directory). Everything else must be passed explicitly:
-/// a server should not see the client's secrets by accident.
-pub const DEFAULT_INHERITED_ENV: &[&str] = &[
+/// The variables a child inherits on Unix: the TypeScript SDK's list, plus the locale and the
+/// temporary directory.
+pub const UNIX_INHERITED_ENV: &[&str] = &[
     "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR",
 ];
+
+/// The variables a child inherits on Windows: without `PATHEXT` and `COMSPEC` a `.cmd` wrapper
+/// such as `npx` is not found or cannot run, without `SYSTEMROOT` sockets fail to initialise,
+/// and Node and Python look for their caches and settings under the profile folders.
+pub const WINDOWS_INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "COMSPEC",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+    "PROGRAMFILES(X86)",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERDOMAIN",
+    "USERNAME",
+    "USERPROFILE",
+    "WINDIR",
+];
+
+/// Environment variables a child inherits by default, for this platform
+/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]). Everything else must be passed
+/// explicitly: a server should not see the client's secrets by accident.
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV: &[&str] = UNIX_INHERITED_ENV;
+/// Environment variables a child inherits by default, for this platform
+/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]). Everything else must be passed
+/// explicitly: a server should not see the client's secrets by accident.
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV: &[&str] = WINDOWS_INHERITED_ENV;
 
 /// Where the child's stderr goes. The spec says stderr is for logs and must not be taken as
 /// an error signal.
@@ -179,19 +216,38 @@ struct Inbox {
 
 type Tail = Arc<StdMutex<VecDeque<String>>>;
 
+/// The child as its reaper task sees it.
+#[derive(Debug, Clone, Copy)]
+enum ChildState {
+    Running,
+    Exited(ExitStatus),
+    /// Waiting for it failed; it is not known to run.
+    Lost,
+}
+
 /// An MCP server running as a child process, spoken to over its stdin and stdout.
 ///
 /// The child gets only the allow-listed environment, its stderr is captured line by line, and
-/// it is killed if the transport is dropped. [`Transport::close`] closes its stdin, waits,
-/// sends SIGTERM, waits, and finally SIGKILLs it, each step bounded.
+/// it leads a process group of its own, so that what it starts (the server behind an `npx`,
+/// `uvx` or shell wrapper) ends with it: [`Transport::close`] closes its stdin, waits, sends
+/// SIGTERM to the group, waits, and finally SIGKILLs the group, each step bounded; processes
+/// of the group that outlive the child get the same SIGTERM-then-SIGKILL. If the child dies on
+/// its own, what is left of its group is killed at once (nothing can talk to it, and it would
+/// hold stdout open); dropping the transport kills the whole group.
 pub struct StdioTransport {
     stdin: Mutex<Option<ChildStdin>>,
     inbox: Mutex<Inbox>,
-    child: Mutex<Option<Child>>,
+    /// Set by the task that reaps the child.
+    exit: watch::Receiver<ChildState>,
     stderr_task: Mutex<Option<JoinHandle<()>>>,
     tail: Tail,
-    closing: AtomicBool,
+    closing: Arc<AtomicBool>,
     pid: Option<u32>,
+    /// The child's process group (its own pid: it leads it).
+    group: Option<Pid>,
+    /// Set once no process of the group is left, so that nothing is signalled afterwards: a
+    /// group id is free for reuse once the group is empty.
+    group_ended: Arc<AtomicBool>,
     limit: usize,
     exit_wait: Duration,
     term_wait: Duration,
@@ -218,7 +274,13 @@ impl StdioTransport {
             source: std::io::Error::other(e),
         })?;
         let mut command = Command::new(&config.program);
-        command.args(&config.args).env_clear().kill_on_drop(true);
+        // A group of its own (`setpgid(0, 0)` in the child), so that its descendants can be
+        // signalled with it; kill-on-drop covers a runtime that ends before the reaper.
+        command
+            .args(&config.args)
+            .env_clear()
+            .kill_on_drop(true)
+            .process_group(0);
         for name in &config.inherit_env {
             if let Some(value) = std::env::var_os(name) {
                 command.env(name, value);
@@ -240,6 +302,7 @@ impl StdioTransport {
             source,
         })?;
         let pid = child.id();
+        let group = pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
@@ -261,6 +324,16 @@ impl StdioTransport {
                 config.max_stderr_line,
             ))
         });
+        let closing = Arc::new(AtomicBool::new(false));
+        let group_ended = Arc::new(AtomicBool::new(false));
+        let (exit_tx, exit) = watch::channel(ChildState::Running);
+        runtime.spawn(reap(
+            child,
+            exit_tx,
+            group,
+            closing.clone(),
+            group_ended.clone(),
+        ));
         tracing::debug!(program = %config.program, pid, "started MCP server process");
         Ok(Self {
             stdin: Mutex::new(Some(stdin)),
@@ -268,11 +341,13 @@ impl StdioTransport {
                 rx,
                 finished: false,
             }),
-            child: Mutex::new(Some(child)),
+            exit,
             stderr_task: Mutex::new(stderr_task),
             tail,
-            closing: AtomicBool::new(false),
+            closing,
             pid,
+            group,
+            group_ended,
             limit: config.max_message_size,
             exit_wait: config.exit_wait,
             term_wait: config.term_wait,
@@ -296,63 +371,173 @@ impl StdioTransport {
         }
     }
 
+    /// Waits up to `limit` for the child to have exited; `true` once it has (or can no longer
+    /// be waited for).
+    async fn exited_within(&self, limit: Duration) -> bool {
+        let mut exit = self.exit.clone();
+        let exited = exit.wait_for(|state| !matches!(state, ChildState::Running));
+        // An error means the reaper is gone (the runtime is ending): nothing left to wait for.
+        timeout(limit, exited).await.is_ok()
+    }
+
+    /// Sends `signal` to the child's process group while it may have members, else to the
+    /// child while it runs.
+    fn signal(&self, signal: Signal) {
+        if let Some(group) = self.group
+            && !self.group_ended.load(Ordering::SeqCst)
+        {
+            let _ = killpg(group, signal);
+        } else if let (Some(group), ChildState::Running) = (self.group, *self.exit.borrow()) {
+            let _ = kill(group, signal);
+        }
+    }
+
+    /// Ends what is left of the child's process group once the child has exited: SIGTERM,
+    /// then SIGKILL after the term wait.
+    async fn end_group(&self) {
+        let Some(group) = self.group else { return };
+        if self.group_ended.load(Ordering::SeqCst) {
+            return;
+        }
+        if killpg(group, Signal::SIGTERM).is_ok() {
+            tracing::debug!(
+                pgid = group.as_raw(),
+                "processes the MCP server started outlived it; sending SIGTERM to its group"
+            );
+            if !group_emptied(group, self.term_wait).await {
+                tracing::debug!(pgid = group.as_raw(), "killing the rest of its group");
+                let _ = killpg(group, Signal::SIGKILL);
+                group_emptied(group, Duration::from_secs(1)).await;
+            }
+        }
+        self.group_ended.store(true, Ordering::SeqCst);
+    }
+
     /// Stdout ended: report how the child ended, stopping it if it is still running.
     async fn stdout_closed(&self) -> TransportError {
-        let mut guard = self.child.lock().await;
-        let Some(child) = guard.as_mut() else {
-            return TransportError::Closed;
-        };
-        let error = match timeout(self.exit_wait, child.wait()).await {
-            Ok(Ok(status)) => {
-                // The child stays: `wait` keeps answering with this status, so a later call
-                // (this future dropped below, or `close`) gets the same answer at once.
-                drop(guard);
-                self.drain_stderr().await;
-                return TransportError::ChildExited {
+        if self.exited_within(self.exit_wait).await {
+            self.drain_stderr().await;
+            return match *self.exit.borrow() {
+                ChildState::Exited(status) => TransportError::ChildExited {
                     status: status.into(),
                     stderr_tail: self.stderr_tail(),
-                };
-            }
-            Ok(Err(e)) => TransportError::Io(e),
-            Err(_) => {
-                // Still running without a stdout: it cannot answer any more; stop and reap it.
-                let _ = child.kill().await;
-                self.drain_stderr().await;
-                TransportError::StdoutClosed {
-                    stderr_tail: self.stderr_tail(),
-                }
-            }
-        };
-        drop(guard.take());
-        error
+                },
+                ChildState::Running | ChildState::Lost => TransportError::Closed,
+            };
+        }
+        // Still running without a stdout: it cannot answer any more; stop it and its group.
+        self.signal(Signal::SIGKILL);
+        self.exited_within(Duration::from_secs(1)).await;
+        self.drain_stderr().await;
+        TransportError::StdoutClosed {
+            stderr_tail: self.stderr_tail(),
+        }
     }
 
     async fn shutdown(&self) -> Result<(), TransportError> {
         self.closing.store(true, Ordering::SeqCst);
         drop(self.stdin.lock().await.take());
-        let Some(mut child) = self.child.lock().await.take() else {
+        if self.pid.is_none() {
             return Ok(());
-        };
-        if timeout(self.exit_wait, child.wait()).await.is_err() {
-            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        }
+        if !self.exited_within(self.exit_wait).await {
+            tracing::debug!(
+                pid = self.pid,
+                "MCP server did not exit after stdin closed; sending SIGTERM to its group"
+            );
+            self.signal(Signal::SIGTERM);
+            if !self.exited_within(self.term_wait).await {
                 tracing::debug!(
-                    pid,
-                    "MCP server did not exit after stdin closed; sending SIGTERM"
+                    pid = self.pid,
+                    "MCP server ignored SIGTERM; killing its group"
                 );
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGTERM,
-                );
-            }
-            if timeout(self.term_wait, child.wait()).await.is_err() {
-                tracing::debug!(pid = self.pid, "MCP server ignored SIGTERM; killing it");
-                // `kill` sends SIGKILL and waits, which reaps the child.
-                child.kill().await.map_err(TransportError::Io)?;
+                self.signal(Signal::SIGKILL);
+                self.exited_within(Duration::from_secs(1)).await;
             }
         }
+        self.end_group().await;
         self.drain_stderr().await;
         Ok(())
     }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // Not closed (or not to the end): the whole group goes, not only the child.
+        if let Some(group) = self.group
+            && !self.group_ended.load(Ordering::SeqCst)
+        {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Waits for the child, publishes how it ended, and, when it died on its own (not closed),
+/// kills what is left of its process group: nothing can talk to those processes any more,
+/// and one of them holding stdout would hide the death from the reader.
+async fn reap(
+    mut child: Child,
+    exit: watch::Sender<ChildState>,
+    group: Option<Pid>,
+    closing: Arc<AtomicBool>,
+    group_ended: Arc<AtomicBool>,
+) {
+    let state = match child.wait().await {
+        Ok(status) => ChildState::Exited(status),
+        Err(e) => {
+            tracing::debug!(error = %e, "could not wait for the MCP server process");
+            ChildState::Lost
+        }
+    };
+    if let Some(group) = group
+        && !closing.load(Ordering::SeqCst)
+    {
+        // SIGKILL cannot be ignored, and the group id stays taken until its last member is
+        // reaped: nothing needs signalling after this.
+        if killpg(group, Signal::SIGKILL).is_ok() {
+            tracing::debug!(
+                pgid = group.as_raw(),
+                "the MCP server process ended; killed the rest of its process group"
+            );
+        }
+        group_ended.store(true, Ordering::SeqCst);
+    }
+    exit.send_replace(state);
+}
+
+/// Polls until no process of `group` runs any more, up to `limit`; whether it emptied.
+async fn group_emptied(group: Pid, limit: Duration) -> bool {
+    let poll = async {
+        while group_runs(group) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    timeout(limit, poll).await.is_ok()
+}
+
+/// Whether a process of `group` still runs. Signal 0 also reaches zombies, which a container
+/// whose first process never reaps keeps for ever; on Linux a group of zombies only is ended.
+fn group_runs(group: Pid) -> bool {
+    if killpg(group, None).is_err() {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        return entries.flatten().any(|entry| {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid pgrp …`; `comm` may hold spaces and parentheses.
+            let Some((_, rest)) = stat.rsplit_once(") ") else {
+                return false;
+            };
+            let mut fields = rest.split(' ');
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+            pgrp == Some(group.as_raw()) && state != Some("Z")
+        });
+    }
+    true
 }
 
 impl Transport for StdioTransport {

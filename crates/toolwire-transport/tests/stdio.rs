@@ -286,3 +286,134 @@ async fn recv_is_cancel_safe_in_the_middle_of_a_line() {
     assert_eq!(first, r#"{"part":"one"}"#);
     assert_eq!(recv_text(&t).await, r#"{"n":2}"#);
 }
+
+/// Whether `pid` is a live process (a zombie waiting for a parent that never reaps counts as
+/// gone: it runs nothing and holds no pipe).
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 5 s for `pid` to be gone.
+async fn gone(pid: u32) -> bool {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while process_alive(pid) {
+        if Instant::now() > give_up {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+/// A wrapper that starts a grandchild (as `npx` and `uvx` do), says its pid on stdout, then
+/// echoes; `then` runs after the echo loop ends.
+fn wrapper(then: &str) -> StdioConfig {
+    sh(&format!(
+        r#"sleep 300 & printf '{{"grandchild":%s}}\n' "$!"; {ECHO}; {then}"#
+    ))
+}
+
+async fn grandchild(t: &StdioTransport) -> u32 {
+    let line = recv_text(t).await;
+    let pid = line
+        .trim_start_matches(r#"{"grandchild":"#)
+        .trim_end_matches('}')
+        .parse()
+        .unwrap();
+    assert!(process_alive(pid), "the grandchild runs at first");
+    pid
+}
+
+#[tokio::test]
+async fn closing_ends_the_grandchildren_a_wrapper_started() {
+    let t = StdioTransport::spawn(wrapper("exit 0")).unwrap();
+    let child = t.pid().unwrap();
+    let grandchild = grandchild(&t).await;
+    t.close().await.unwrap();
+    assert!(!process_alive(child), "the wrapper ended");
+    assert!(
+        gone(grandchild).await,
+        "the wrapper's grandchild {grandchild} outlived close"
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_transport_kills_the_whole_process_group() {
+    let t = StdioTransport::spawn(wrapper("exit 0")).unwrap();
+    let child = t.pid().unwrap();
+    let grandchild = grandchild(&t).await;
+    drop(t);
+    assert!(gone(child).await, "the wrapper outlived the drop");
+    assert!(
+        gone(grandchild).await,
+        "the grandchild {grandchild} outlived the drop"
+    );
+}
+
+/// The grandchild inherited stdout: unless it dies with the wrapper, the pipe never reaches
+/// EOF and the death goes unnoticed.
+#[tokio::test]
+async fn a_wrapper_that_dies_is_reported_even_though_its_grandchild_holds_stdout() {
+    let t = StdioTransport::spawn(sh(
+        r#"sleep 300 & printf '{"grandchild":%s}\n' "$!"; read -r line; exit 7"#,
+    ))
+    .unwrap();
+    let grandchild = grandchild(&t).await;
+    t.send(Outbound::new("{}", NOTE)).await.unwrap();
+    let err = recv_error(&t).await;
+    match &err {
+        TransportError::ChildExited { status, .. } => assert_eq!(status.code, Some(7), "{err}"),
+        other => panic!("expected ChildExited, got {other}"),
+    }
+    assert!(
+        gone(grandchild).await,
+        "the dead wrapper's grandchild {grandchild} was left running"
+    );
+    assert!(t.recv().await.is_none());
+}
+
+#[tokio::test]
+async fn a_grandchild_ignoring_sigterm_is_killed_within_bounds() {
+    let config = sh(&format!(
+        r#"sh -c "trap '' TERM; sleep 300" & printf '{{"grandchild":%s}}\n' "$!"; {ECHO}"#
+    ));
+    let t = StdioTransport::spawn(config).unwrap();
+    let grandchild = grandchild(&t).await;
+    let started = Instant::now();
+    t.close().await.unwrap();
+    let took = started.elapsed();
+    // The wrapper exits on stdin EOF; its grandchild waits out the 200 ms after SIGTERM.
+    assert!(
+        took >= Duration::from_millis(200),
+        "SIGTERM was not ignored, the fault did not happen: {took:?}"
+    );
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    assert!(
+        gone(grandchild).await,
+        "the grandchild {grandchild} ignoring SIGTERM survived"
+    );
+}
+
+#[test]
+fn the_windows_allow_list_has_what_wrappers_need_there() {
+    for name in [
+        "PATHEXT",
+        "COMSPEC",
+        "SYSTEMROOT",
+        "PROGRAMDATA",
+        "APPDATA",
+        "USERPROFILE",
+    ] {
+        assert!(WINDOWS_INHERITED_ENV.contains(&name), "{name}");
+    }
+    assert_eq!(
+        DEFAULT_INHERITED_ENV, UNIX_INHERITED_ENV,
+        "this is not Windows"
+    );
+}
