@@ -380,8 +380,9 @@ async fn a_wrapper_that_dies_is_reported_even_though_its_grandchild_holds_stdout
 
 #[tokio::test]
 async fn a_grandchild_ignoring_sigterm_is_killed_within_bounds() {
+    // The grandchild says its pid once it ignores SIGTERM, not before.
     let config = sh(&format!(
-        r#"sh -c "trap '' TERM; sleep 300" & printf '{{"grandchild":%s}}\n' "$!"; {ECHO}"#
+        r#"sh -c 'trap "" TERM; printf "{{\"grandchild\":%s}}\n" "$$"; exec sleep 300' & {ECHO}"#
     ));
     let t = StdioTransport::spawn(config).unwrap();
     let grandchild = grandchild(&t).await;
