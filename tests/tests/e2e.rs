@@ -401,12 +401,25 @@ mod facade {
         .with_stderr(StderrMode::Discard);
         let client = Client::builder("e2e", "0").connect_stdio(config).unwrap();
         let err = client.call_tool("echo", json!({})).await.unwrap_err();
-        let Error::Transport(e) = &err else {
-            panic!("{err}")
+        // It died reading the handshake: the call was still waiting for it, never sent.
+        let Error::ConnectionLost {
+            may_have_run: false,
+            cause: Some(e),
+        } = &err
+        else {
+            panic!("{err:?}")
         };
         assert!(
             e.to_string().contains("exit code 7") && e.to_string().contains("out of memory"),
             "{e}"
+        );
+        // Later calls say why the client cannot go on.
+        let again = client.call_tool("echo", json!({})).await.unwrap_err();
+        assert!(
+            toolwire::ErrorChain(&again)
+                .to_string()
+                .contains("exit code 7"),
+            "{again}"
         );
     }
 

@@ -374,10 +374,33 @@ fn push(out: &mut Vec<Vec<u8>>, encoded: Result<Vec<u8>, toolwire_types::EncodeE
     }
 }
 
+/// With this variable set to a path, the stdio server appends `start PID` when it starts and
+/// `call NAME ARGUMENTS` for each `tools/call` it receives: what ran, for tests to check.
+pub const LOG_VAR: &str = "TOOLWIRE_TEST_LOG";
+
+/// With this variable set to N, the stdio server exits after answering its Nth `tools/call`.
+pub const EXIT_AFTER_VAR: &str = "TOOLWIRE_TEST_EXIT_AFTER";
+
+fn append(log: Option<&std::path::Path>, line: &str) -> std::io::Result<()> {
+    let Some(path) = log else { return Ok(()) };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(format!("{line}\n").as_bytes())
+}
+
 /// Serves `eras` on stdin/stdout until stdin ends. Tool-list changes are written
-/// [`http::REGISTER_DELAY`] after the answer that causes them.
+/// [`http::REGISTER_DELAY`] after the answer that causes them. See [`LOG_VAR`] and
+/// [`EXIT_AFTER_VAR`].
 pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
     let mut server = ScriptedServer::new(eras);
+    let log = std::env::var_os(LOG_VAR).map(std::path::PathBuf::from);
+    let exit_after: Option<usize> = std::env::var(EXIT_AFTER_VAR)
+        .ok()
+        .and_then(|n| n.parse().ok());
+    let mut calls = 0;
+    append(log.as_deref(), &format!("start {}", std::process::id()))?;
     let stdin = std::io::stdin();
     for line in stdin.lock().split(b'\n') {
         let line = line?;
@@ -391,6 +414,13 @@ pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
             ),
             Err(_) => (String::new(), String::new()),
         };
+        if method == "tools/call" {
+            let arguments = serde_json::from_slice::<Value>(&line)
+                .map(|v| v["params"]["arguments"].to_string())
+                .unwrap_or_default();
+            append(log.as_deref(), &format!("call {name} {arguments}"))?;
+            calls += 1;
+        }
         let lines = server.handle_line(&line);
         if server.exit {
             return Ok(());
@@ -403,6 +433,9 @@ pub fn serve_stdio(eras: Eras) -> std::io::Result<()> {
                 stdout.write_all(b"\n")?;
             }
             stdout.flush()?;
+        }
+        if exit_after.is_some_and(|n| method == "tools/call" && calls >= n) {
+            return Ok(());
         }
         let later = server.after((&method, &name));
         if !later.is_empty() {

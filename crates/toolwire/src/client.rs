@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache, ToolSnapshot};
-use toolwire_session::{Negotiated, ProtocolMode, Session};
+use toolwire_session::{Negotiated, Session};
 use toolwire_transport::Transport;
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
@@ -19,8 +19,9 @@ use toolwire_types::{
 use toolwire_types::{ProtocolVersion, ServerCapabilities};
 
 use crate::config::ClientConfig;
-use crate::driver::{Command, Driver, Negotiation, announce};
+use crate::driver::{Command, Driver, Link, Negotiation, announce};
 use crate::output::OutputValidators;
+use crate::reconnect::ConnectionState;
 use crate::{CallOptions, ClientBuilder, Connector, Error, ProgressCallback};
 use toolwire_session::InputResponses;
 
@@ -51,9 +52,11 @@ struct Inner {
     validators: Option<OutputValidators>,
     runtime: tokio::runtime::Handle,
     /// Set once a server died during the probe: later connections go straight to `initialize`.
-    legacy_only: std::sync::atomic::AtomicBool,
+    legacy_only: Arc<std::sync::atomic::AtomicBool>,
     /// Every change of the tool cache made through this client.
     changes: broadcast::Sender<Commit>,
+    /// Where the connection is, whichever driver runs it.
+    state: watch::Sender<ConnectionState>,
 }
 
 /// The `_meta` key set to `true` on a `tools/call` result that the settle barrier released
@@ -105,8 +108,9 @@ impl Client {
             next_call: AtomicU64::new(0),
             validators,
             runtime,
-            legacy_only: std::sync::atomic::AtomicBool::new(false),
+            legacy_only: Arc::default(),
             changes: broadcast::channel(64).0,
+            state: watch::channel(ConnectionState::Idle).0,
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -181,12 +185,28 @@ impl Client {
         self.negotiated().map(|n| n.capabilities.clone())
     }
 
-    /// The current connection's command channel and negotiation state, connecting if idle.
+    /// Where the connection is now.
+    pub fn connection_state(&self) -> ConnectionState {
+        self.inner.state.borrow().clone()
+    }
+
+    /// The connection's state as it changes (connecting, ready, reconnecting with the
+    /// attempt, failed with the reason).
+    pub fn watch_connection(&self) -> watch::Receiver<ConnectionState> {
+        self.inner.state.subscribe()
+    }
+
+    /// The current connection's command channel and negotiation state, connecting if idle
+    /// (or, with a reconnect policy, if the last connection ended).
     fn connection(
         &self,
     ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
         let mut connection = self.inner.lock();
-        if matches!(*connection, Connection::Idle) {
+        let ended =
+            matches!(&*connection, Connection::Running { commands, .. } if commands.is_closed());
+        if matches!(*connection, Connection::Idle)
+            || (ended && self.inner.config.reconnect.is_some())
+        {
             let connector = self.inner.connector.as_ref().ok_or(Error::Closed)?;
             let transport = connector().map_err(|e| Error::Transport(Arc::new(e)))?;
             *connection = self.inner.start(transport);
@@ -200,60 +220,44 @@ impl Client {
         }
     }
 
-    /// Negotiates (once per connection, shared by every caller) and returns what was agreed.
+    /// Negotiates (once per connection, shared by every caller) and returns what was agreed;
+    /// while the client reconnects, waits for the new connection.
     pub async fn ready(&self) -> Result<Arc<Negotiated>, Error> {
-        let (commands, mut rx) = self.connection()?;
-        if matches!(*rx.borrow(), Negotiation::NotStarted) {
-            commands.send(Command::Start).map_err(|_| Error::Closed)?;
-        }
+        let (_, mut rx) = self.start()?;
         loop {
             // Cloned out of the guard: it must not be held across an await.
             let state = rx.borrow_and_update().clone();
             match state {
                 Negotiation::Ready(n) => return Ok(n),
                 Negotiation::Failed(e) => return Err(Error::Negotiation(e)),
-                Negotiation::Closed {
-                    error: Some(e),
-                    during_probe,
-                } => {
-                    if during_probe && self.fall_back_to_legacy(&commands) {
-                        return Box::pin(self.ready()).await;
-                    }
-                    return Err(Error::Transport(e));
-                }
+                Negotiation::Closed { error: Some(e), .. } => return Err(Error::Transport(e)),
                 Negotiation::Closed { error: None, .. } => return Err(Error::Closed),
-                Negotiation::NotStarted | Negotiation::Pending => {}
+                Negotiation::NotStarted | Negotiation::Pending | Negotiation::Reconnecting => {}
             }
             rx.changed().await.map_err(|_| Error::Closed)?;
         }
     }
 
-    /// The connection died during the `server/discover` probe: some stdio servers (those built
-    /// on rmcp, for one) exit on any request before `initialize`. The spec says to treat that
-    /// as legacy: start the server again and use `initialize`. Once per client, in `Auto` mode,
-    /// and only with a connector to start it again.
-    fn fall_back_to_legacy(&self, dead: &mpsc::UnboundedSender<Command>) -> bool {
-        if self.inner.connector.is_none()
-            || self.inner.config.session.mode != ProtocolMode::Auto
-            || self.inner.legacy_only.swap(true, Ordering::SeqCst)
-        {
-            return false;
+    /// The current connection, its negotiation started (without waiting for it: commands
+    /// sent meanwhile wait in the driver, each up to its deadline).
+    fn start(
+        &self,
+    ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
+        let (commands, rx) = self.connection()?;
+        match &*rx.borrow() {
+            Negotiation::NotStarted => {
+                commands.send(Command::Start).map_err(|_| Error::Closed)?;
+            }
+            // Ended for good: say why, not only that.
+            Negotiation::Closed { error: Some(e) } => return Err(Error::Transport(e.clone())),
+            _ => {}
         }
-        tracing::info!(
-            "the server ended during the server/discover probe; starting it again with initialize"
-        );
-        let mut connection = self.inner.lock();
-        if matches!(&*connection, Connection::Running { commands, .. } if commands.same_channel(dead))
-        {
-            *connection = Connection::Idle;
-        }
-        true
+        Ok((commands, rx))
     }
 
     /// Lists the server's tools (every page) into the cache, in one swap.
     pub async fn list_tools(&self) -> Result<ListOutcome, Error> {
-        self.ready().await?;
-        let (commands, _) = self.connection()?;
+        let (commands, _) = self.start()?;
         let (reply, answer) = oneshot::channel();
         commands
             .send(Command::ListTools { reply })
@@ -391,8 +395,7 @@ impl Client {
         input: Option<Box<InputResponses>>,
         progress: Option<ProgressCallback>,
     ) -> Result<Outcome<CallToolResult>, Error> {
-        self.ready().await?;
-        let (commands, _) = self.connection()?;
+        let (commands, _) = self.start()?;
         let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let options = Box::new(options);
@@ -482,8 +485,7 @@ impl Client {
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        self.ready().await?;
-        let (commands, _) = self.connection()?;
+        let (commands, _) = self.start()?;
         let (reply, answer) = oneshot::channel();
         // The method says whether it is safe to resend (reads and lists are).
         let issue = Box::new(move |session: &mut Session, now| session.request::<M>(params, now));
@@ -610,8 +612,13 @@ impl Client {
         } else {
             Connection::Closed
         };
+        let state = match next {
+            Connection::Idle => ConnectionState::Idle,
+            _ => ConnectionState::Closed,
+        };
         let previous = std::mem::replace(&mut *self.inner.lock(), next);
         close_connection(previous).await;
+        self.inner.state.send_replace(state);
         let listing = self.inner.cache.begin_listing();
         self.inner.cache.commit_listing(listing);
     }
@@ -621,6 +628,7 @@ impl Client {
     pub async fn close(&self) {
         let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
         close_connection(previous).await;
+        self.inner.state.send_replace(ConnectionState::Closed);
     }
 }
 
@@ -651,13 +659,16 @@ impl Inner {
 
     /// Starts a driver task for a new connection over `transport`.
     fn start(&self, transport: Arc<dyn Transport>) -> Connection {
-        let mut config = self.config.session.clone();
-        if self.legacy_only.load(Ordering::SeqCst) {
-            config = config.with_mode(ProtocolMode::Pinned(
-                toolwire_types::ProtocolVersion::LATEST_LEGACY,
-            ));
-        }
-        let session = Session::new(config, self.cache.clone(), transport.carries_headers());
+        let link = Link {
+            session: self.config.session.clone(),
+            cache: self.cache.clone(),
+            connector: self.connector.clone(),
+            reconnect: self.config.reconnect.clone(),
+            legacy_only: self.legacy_only.clone(),
+            connection: self.state.clone(),
+            keep_alive: self.config.keep_alive,
+        };
+        let session = link.session(transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
         let driver = Driver::new(
@@ -667,6 +678,7 @@ impl Inner {
             self.config.handler.clone(),
             commands.downgrade(),
             self.changes.clone(),
+            link,
         );
         self.runtime.spawn(driver.run(rx));
         Connection::Running {

@@ -10,6 +10,7 @@ use toolwire_session::{ProtocolMode, SessionConfig, SettleMode};
 use toolwire_transport::{BoxFuture, StdioConfig, Transport, TransportError};
 use toolwire_types::{ClientCapabilities, ErrorObject, Implementation, ServerRequest};
 
+use crate::reconnect::ReconnectPolicy;
 use crate::{Client, Error};
 
 /// Answers requests from the server (`elicitation/create`, `sampling/createMessage`,
@@ -35,6 +36,10 @@ pub(crate) struct ClientConfig {
     pub(crate) handler: Option<ServerRequestHandler>,
     /// Check `structuredContent` against the tool's `outputSchema`.
     pub(crate) validate_structured_output: bool,
+    /// Reconnect after the connection dies.
+    pub(crate) reconnect: Option<ReconnectPolicy>,
+    /// Ping a quiet legacy connection this often.
+    pub(crate) keep_alive: Option<Duration>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -47,6 +52,8 @@ impl std::fmt::Debug for ClientConfig {
                 "validate_structured_output",
                 &self.validate_structured_output,
             )
+            .field("reconnect", &self.reconnect)
+            .field("keep_alive", &self.keep_alive)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +88,8 @@ impl ClientBuilder {
                 cache: CacheConfig::default(),
                 handler: None,
                 validate_structured_output: true,
+                reconnect: None,
+                keep_alive: None,
             },
         }
     }
@@ -169,6 +178,26 @@ impl ClientBuilder {
     /// `isError` results and results without structured content).
     pub fn validate_structured_output(mut self, validate: bool) -> Self {
         self.config.validate_structured_output = validate;
+        self
+    }
+
+    /// Reconnects when the connection dies (off by default): a new child process or HTTP
+    /// transport from the connector, after `policy`'s backoff. Needs a connector
+    /// ([`Self::connect_stdio`], [`Self::connect_http`], [`Self::connect_with`]); a transport
+    /// given once ([`Self::connect`]) cannot be made again.
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.config.reconnect = Some(policy);
+        self
+    }
+
+    /// Sends `ping` when a legacy-era connection has been quiet for `interval` (off by
+    /// default), so that proxies and NATs that cut idle connections keep it; an unanswered
+    /// ping is logged, not fatal (a server busy with long calls may answer late). The
+    /// `2026-07-28` era has no `ping`: there, the listen stream a server with `listChanged`
+    /// keeps open carries the server's own keep-alives, and a cut HTTP connection is simply
+    /// opened again by the next request.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.config.keep_alive = Some(interval);
         self
     }
 

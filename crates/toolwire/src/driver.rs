@@ -5,34 +5,44 @@
 //! receives back in, fires the session's timer, and hands each finished operation to its
 //! waiter. The loop: drain events → flush messages → `select!` over commands,
 //! `transport.recv()` and the next deadline.
+//!
+//! When the transport dies, the driver either ends (no connector, or no
+//! [`ReconnectPolicy`]) or builds a new session over a new transport from the connector,
+//! after the policy's backoff: calls in flight are sent again when they are safe to repeat and
+//! fail with [`Error::ConnectionLost`] otherwise, queued ones wait (each up to its deadline),
+//! and the tools are listed again. A death during the `server/discover` probe restarts at once
+//! in the legacy era, policy or not.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use toolwire_cache::{Commit, ListOutcome};
+use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CallOptions, Event, InputResponses, Negotiated, OpId, Session, SessionError,
+    CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, Session, SessionConfig,
+    SessionError,
 };
 use toolwire_transport::{Transport, TransportError};
-use toolwire_types::{ErrorObject, JsonObject, RequestId, ServerRequest};
+use toolwire_types::{ErrorObject, JsonObject, ProtocolVersion, RequestId, ServerRequest, Tool};
 
 use crate::client::TOOLS_STALE_META;
-use crate::{Error, ProgressCallback, ServerRequestHandler};
+use crate::reconnect::{Backoff, ConnectionState, ReconnectPolicy};
+use crate::{Connector, Error, ProgressCallback, ServerRequestHandler};
 
 #[derive(Debug, Clone)]
 pub(crate) enum Negotiation {
     NotStarted,
     Pending,
+    /// The connection died; a new one is on its way.
+    Reconnecting,
     Ready(Arc<Negotiated>),
     Failed(Arc<SessionError>),
     Closed {
         error: Option<Arc<TransportError>>,
-        /// The connection ended while the `server/discover` probe was in flight.
-        during_probe: bool,
     },
 }
 
@@ -115,6 +125,17 @@ pub(crate) fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
     }
 }
 
+/// What it takes to send a call again on a new connection (kept only for calls that are
+/// safe to repeat, and only when the client reconnects).
+struct Replay {
+    name: String,
+    arguments: Option<Arc<JsonObject>>,
+    options: Box<CallOptions>,
+    input: Option<Box<InputResponses>>,
+    /// When the caller stops waiting, whichever connection it is on.
+    deadline: Instant,
+}
+
 /// Who waits for an operation of the session, and how to answer them.
 enum Waiter {
     /// A `tools/call` of the caller's call `call`.
@@ -124,6 +145,8 @@ enum Waiter {
         progress: Option<ProgressCallback>,
         /// The settle barrier released the result on its timeout: mark it stale.
         stale: bool,
+        /// Set when the call may be sent again after a reconnect.
+        replay: Option<Box<Replay>>,
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
@@ -146,6 +169,62 @@ impl Waiter {
 /// client chose.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// A command waiting for the session to be ready, and when its caller stops waiting.
+struct Queued {
+    deadline: Instant,
+    command: Command,
+}
+
+/// Fails one command that never reached a session.
+fn fail_command(command: Command, error: Error) {
+    match command {
+        Command::Call { reply, .. } | Command::Request { reply, .. } => {
+            drop(reply.send(Err(error)));
+        }
+        Command::ListTools { reply } => drop(reply.send(Err(error))),
+        Command::Close { reply } => drop(reply.send(())),
+        Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
+    }
+}
+
+/// How a driver makes its sessions and, with a connector, new transports.
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) session: SessionConfig,
+    pub(crate) cache: Arc<ToolCache>,
+    /// Absent: a transport given once; when it dies, the driver ends.
+    pub(crate) connector: Option<Connector>,
+    /// Absent: no reconnecting after a death (the legacy fallback still restarts once).
+    pub(crate) reconnect: Option<ReconnectPolicy>,
+    /// Set once a server died during the probe: later sessions go straight to `initialize`.
+    pub(crate) legacy_only: Arc<AtomicBool>,
+    /// Where the connection's state is published (shared by every driver of a client).
+    pub(crate) connection: watch::Sender<ConnectionState>,
+    /// Sends `ping` after this long without traffic (legacy era).
+    pub(crate) keep_alive: Option<Duration>,
+}
+
+impl Link {
+    /// A session for a new transport.
+    pub(crate) fn session(&self, carries_headers: bool) -> Session {
+        let mut config = self.session.clone();
+        if self.legacy_only.load(Ordering::SeqCst) {
+            config = config.with_mode(ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY));
+        }
+        Session::new(config, self.cache.clone(), carries_headers)
+    }
+}
+
+/// Why one connection's loop ended.
+enum Ended {
+    /// `Client::close` or `disconnect`: answered once the transport is closed.
+    Close(oneshot::Sender<()>),
+    /// Every client handle is gone.
+    Dropped,
+    /// The transport died.
+    Died,
+}
+
 /// The task that owns the session and the transport.
 pub(crate) struct Driver {
     session: Session,
@@ -158,11 +237,21 @@ pub(crate) struct Driver {
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
-    queued: Vec<Command>,
+    queued: Vec<Queued>,
     ready: bool,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
+    link: Link,
+    backoff: Option<Backoff>,
+    /// Tools were listed on some connection: list them again after a reconnect.
+    listed: bool,
+    /// The session is a reconnect's: list the tools once it is ready.
+    relist: bool,
+    /// The last time anything was sent or received (for the keep-alive ping).
+    last_traffic: Instant,
+    /// The keep-alive ping in flight.
+    ping: Option<OpId>,
 }
 
 impl Driver {
@@ -173,6 +262,7 @@ impl Driver {
         handler: Option<ServerRequestHandler>,
         own_commands: mpsc::WeakUnboundedSender<Command>,
         changes: broadcast::Sender<Commit>,
+        link: Link,
     ) -> Self {
         Self {
             session,
@@ -186,13 +276,21 @@ impl Driver {
             ready: false,
             last_transport_error: None,
             changes,
+            backoff: link.reconnect.clone().map(Backoff::new),
+            link,
+            listed: false,
+            relist: false,
+            last_traffic: Instant::now(),
+            ping: None,
         }
     }
 
-    fn closed_error(&self) -> Error {
-        self.last_transport_error
-            .clone()
-            .map_or(Error::Closed, Error::Transport)
+    /// Why the connection ended, for whoever still waits.
+    fn lost(&self, may_have_run: bool) -> Error {
+        Error::ConnectionLost {
+            may_have_run,
+            cause: self.last_transport_error.clone(),
+        }
     }
 
     /// Fails everything waiting.
@@ -201,15 +299,58 @@ impl Driver {
         for (_, waiter) in self.waiters.drain() {
             waiter.fail(error.clone());
         }
-        for command in self.queued.drain(..) {
-            match command {
-                Command::Call { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::ListTools { reply } => drop(reply.send(Err(error.clone()))),
-                Command::Request { reply, .. } => drop(reply.send(Err(error.clone()))),
-                Command::Close { reply } => drop(reply.send(())),
-                Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
-            }
+        for queued in self.queued.drain(..) {
+            fail_command(queued.command, error.clone());
         }
+    }
+
+    /// Queues a command until the session is ready; its caller waits up to `timeout` (the
+    /// call's own, else the session's request timeout).
+    fn queue(&mut self, command: Command) {
+        let timeout = match &command {
+            Command::Call { options, .. } => options.timeout,
+            _ => None,
+        }
+        .unwrap_or(self.link.session.request_timeout);
+        self.queued.push(Queued {
+            deadline: Instant::now() + timeout,
+            command,
+        });
+    }
+
+    /// Fails the queued commands whose callers stopped waiting.
+    fn expire_queued(&mut self, now: Instant) {
+        let timeout = self.link.session.request_timeout;
+        let (expired, kept): (Vec<Queued>, Vec<Queued>) = std::mem::take(&mut self.queued)
+            .into_iter()
+            .partition(|q| q.deadline <= now);
+        self.queued = kept;
+        for queued in expired {
+            let waited = match &queued.command {
+                Command::Call { options, .. } => options.timeout.unwrap_or(timeout),
+                _ => timeout,
+            };
+            fail_command(queued.command, Error::Timeout(waited));
+        }
+    }
+
+    /// The earliest deadline of a queued command.
+    fn next_queued_deadline(&self) -> Option<Instant> {
+        self.queued.iter().map(|q| q.deadline).min()
+    }
+
+    /// Whether a call may be sent again on a new connection: the caller said so, or the tool
+    /// (the call's own definition, else the cached one) is read-only or idempotent.
+    fn safe_to_repeat(&self, name: &str, options: &CallOptions) -> bool {
+        options.retry_safe.unwrap_or_else(|| match &options.tool {
+            Some(tool) => tool.is_safe_to_retry(),
+            None => self
+                .link
+                .cache
+                .load()
+                .get(name)
+                .is_some_and(|cached| Tool::is_safe_to_retry(cached.tool())),
+        })
     }
 
     fn issue(&mut self, command: Command) {
@@ -224,6 +365,18 @@ impl Driver {
                 input,
                 reply,
             } => {
+                // Kept for a reconnect only when it could be sent again.
+                let replay =
+                    (self.backoff.is_some() && self.safe_to_repeat(&name, &options)).then(|| {
+                        let timeout = options.timeout.unwrap_or(self.link.session.request_timeout);
+                        Box::new(Replay {
+                            name: name.clone(),
+                            arguments: arguments.clone(),
+                            options: options.clone(),
+                            input: input.clone(),
+                            deadline: now + timeout,
+                        })
+                    });
                 let issued = match input {
                     None => self
                         .session
@@ -240,6 +393,7 @@ impl Driver {
                             reply,
                             progress,
                             stale: false,
+                            replay,
                         };
                         self.waiters.insert(op, waiter);
                     }
@@ -272,7 +426,7 @@ impl Driver {
     fn cancel(&mut self, call: u64) {
         // Still queued before negotiation finished: it was never sent.
         self.queued
-            .retain(|c| !matches!(c, Command::Call { call: queued, .. } if *queued == call));
+            .retain(|q| !matches!(q.command, Command::Call { call: queued, .. } if queued == call));
         if let Some(op) = self.call_ops.remove(&call) {
             // The Completed(Cancelled) event that follows finds no one waiting.
             if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {
@@ -326,15 +480,36 @@ impl Driver {
             match event {
                 Event::Ready(n) => {
                     self.ready = true;
+                    if let Some(backoff) = &mut self.backoff {
+                        backoff.reset();
+                    }
+                    tracing::debug!(version = %n.version, "connection ready");
                     self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
-                    for command in std::mem::take(&mut self.queued) {
-                        self.issue(command);
+                    self.link.connection.send_replace(ConnectionState::Ready);
+                    if std::mem::take(&mut self.relist) && self.listed {
+                        // Nobody waits for it: its `ToolsListed` is announced like any other.
+                        if let Err(e) = self.session.list_tools(Instant::now()) {
+                            tracing::debug!(error = %e, "listing the tools after a reconnect");
+                        }
+                    }
+                    for queued in std::mem::take(&mut self.queued) {
+                        self.issue(queued.command);
                     }
                 }
                 Event::Failed(e) => {
                     let e = Arc::new(e);
                     self.state.send_replace(Negotiation::Failed(e.clone()));
-                    self.fail_all(&Error::Negotiation(e));
+                    let error = Error::Negotiation(e);
+                    self.link.connection.send_replace(ConnectionState::Failed {
+                        reason: error.clone(),
+                    });
+                    self.fail_all(&error);
+                }
+                Event::Completed { op, result } if self.ping == Some(op) => {
+                    self.ping = None;
+                    if let Err(e) = result {
+                        tracing::warn!(error = %e, "the keep-alive ping got no answer");
+                    }
                 }
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
                     Some(Waiter::Call {
@@ -369,6 +544,7 @@ impl Driver {
                 },
                 Event::ToolsListed { op, result } => {
                     if let Ok(outcome) = &result {
+                        self.listed = true;
                         announce(&self.changes, &outcome.commit);
                     }
                     match self.waiters.remove(&op) {
@@ -400,6 +576,7 @@ impl Driver {
     /// Sends everything the session queued; `false` if the transport failed.
     async fn flush(&mut self) -> bool {
         while let Some(message) = self.session.poll_transmit() {
+            self.last_traffic = Instant::now();
             if let Err(e) = self.transport.send(message).await {
                 tracing::warn!(error = %e, "sending failed");
                 self.last_transport_error = Some(Arc::new(e));
@@ -409,18 +586,52 @@ impl Driver {
         true
     }
 
+    /// When the keep-alive ping is due: in the legacy era (the modern one has no `ping`),
+    /// once the connection has been quiet for the interval.
+    fn keep_alive_at(&self) -> Option<Instant> {
+        let interval = self.link.keep_alive?;
+        let version = self.session.negotiated()?.version.clone();
+        (self.ready && !version.is_modern()).then(|| self.last_traffic + interval)
+    }
+
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        // One timer for the session's deadlines, moved when the next one changes (not a new
-        // timer per turn of the loop).
+        loop {
+            match self.run_connection(&mut commands).await {
+                Ended::Close(reply) => {
+                    self.shutdown(Error::Closed).await;
+                    let _ = reply.send(());
+                    return;
+                }
+                Ended::Dropped => return self.shutdown(Error::Closed).await,
+                Ended::Died => {
+                    if !self.recover(&mut commands).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs one connection until it ends.
+    async fn run_connection(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Ended {
+        // One timer for the session's deadlines, the queued commands' and the keep-alive,
+        // moved when the next one changes (not a new timer per turn of the loop).
         let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
         let mut armed: Option<Instant> = None;
         loop {
             self.handle_events();
             if !self.flush().await {
-                break;
+                return Ended::Died;
             }
             self.handle_events();
-            let wake = self.session.poll_timeout();
+            let wake = [
+                self.session.poll_timeout(),
+                self.next_queued_deadline(),
+                self.keep_alive_at(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             if wake != armed {
                 if let Some(at) = wake {
                     timer.as_mut().reset(at.into());
@@ -429,57 +640,263 @@ impl Driver {
             }
             tokio::select! {
                 command = commands.recv() => match command {
-                    None => break,
-                    Some(Command::Close { reply }) => {
-                        self.shutdown().await;
-                        let _ = reply.send(());
-                        return;
-                    }
+                    None => return Ended::Dropped,
+                    Some(Command::Close { reply }) => return Ended::Close(reply),
                     Some(Command::Start) => {
                         if matches!(*self.state.borrow(), Negotiation::NotStarted) {
                             self.state.send_replace(Negotiation::Pending);
+                            self.link.connection.send_replace(ConnectionState::Connecting);
                             self.session.start(Instant::now());
                         }
                     }
                     Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. }))
                         if !self.ready =>
                     {
-                        self.queued.push(command);
+                        self.queue(command);
                     }
                     Some(command) => self.issue(command),
                 },
-                inbound = self.transport.recv() => match inbound {
-                    Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
-                    Some(Err(TransportError::Request(failure))) => {
-                        tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
-                        self.session.handle_undelivered(failure, Instant::now());
+                inbound = self.transport.recv() => {
+                    self.last_traffic = Instant::now();
+                    match inbound {
+                        Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
+                        Some(Err(TransportError::Request(failure))) => {
+                            tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
+                            self.session.handle_undelivered(failure, Instant::now());
+                        }
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "transport error");
+                            self.last_transport_error = Some(Arc::new(e));
+                        }
+                        None => return Ended::Died,
                     }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "transport error");
-                        self.last_transport_error = Some(Arc::new(e));
-                    }
-                    None => break,
-                },
+                }
                 () = &mut timer, if armed.is_some() => {
                     // Re-armed next turn, for whatever deadline comes next.
                     armed = None;
-                    self.session.handle_timeout(Instant::now());
+                    let now = Instant::now();
+                    self.session.handle_timeout(now);
+                    self.expire_queued(now);
+                    if self.keep_alive_at().is_some_and(|at| at <= now) {
+                        self.ping(now);
+                    }
                 }
             }
         }
-        self.shutdown().await;
     }
 
-    async fn shutdown(&mut self) {
-        let error = self.closed_error();
+    /// The keep-alive `ping`: nobody waits for it; an unanswered one is logged (a server busy
+    /// with long calls may be slow to answer, so it does not end the connection).
+    fn ping(&mut self, now: Instant) {
+        self.last_traffic = now;
+        tracing::trace!("keep-alive ping");
+        let params = toolwire_types::MetaOnlyParams::default();
+        match self
+            .session
+            .request::<toolwire_types::methods::method::Ping>(params, now)
+        {
+            Ok(op) => self.ping = Some(op),
+            Err(e) => tracing::debug!(error = %e, "could not send the keep-alive ping"),
+        }
+    }
+
+    /// The transport died: what was in flight is sent again or failed, then a new connection
+    /// is made (at once for the legacy fallback, else after the policy's backoff); `false`
+    /// when the driver ends instead.
+    async fn recover(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> bool {
+        self.drain().await;
+        let probing = self.session.is_probing();
+        if let Err(e) = self.transport.close().await {
+            tracing::debug!(error = %e, "closing the dead transport");
+        }
+        let cause = self
+            .last_transport_error
+            .as_ref()
+            .map_or_else(|| "the transport closed".to_owned(), ToString::to_string);
+        let fallback = probing
+            && self.link.connector.is_some()
+            && self.link.session.mode == ProtocolMode::Auto
+            && !self.link.legacy_only.swap(true, Ordering::SeqCst);
+        if fallback {
+            tracing::info!(
+                "the server ended during the server/discover probe; starting it again with initialize"
+            );
+        } else if self.backoff.is_none() || self.link.connector.is_none() {
+            let error = self.lost(false);
+            self.state.send_replace(Negotiation::Closed {
+                error: self.last_transport_error.clone(),
+            });
+            self.link.connection.send_replace(ConnectionState::Failed {
+                reason: error.clone(),
+            });
+            self.fail_in_flight(false);
+            self.fail_all(&error);
+            return false;
+        } else {
+            tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
+        }
+        self.fail_in_flight(self.backoff.is_some());
+        self.ready = false;
+        self.state.send_replace(Negotiation::Reconnecting);
+        let mut first = fallback;
+        loop {
+            if !first {
+                let Some((attempt, delay)) = self.backoff.as_mut().and_then(Backoff::next) else {
+                    let error = self.lost(false);
+                    tracing::warn!(cause, "giving up reconnecting to the MCP server");
+                    self.state.send_replace(Negotiation::Closed {
+                        error: self.last_transport_error.clone(),
+                    });
+                    self.link.connection.send_replace(ConnectionState::Failed {
+                        reason: error.clone(),
+                    });
+                    self.fail_all(&error);
+                    return false;
+                };
+                self.link
+                    .connection
+                    .send_replace(ConnectionState::Reconnecting { attempt });
+                tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
+                if !self.wait(delay, commands).await {
+                    return false;
+                }
+            }
+            first = false;
+            let Some(connector) = self.link.connector.clone() else {
+                return false;
+            };
+            match connector() {
+                Ok(transport) => {
+                    self.session = self.link.session(transport.carries_headers());
+                    self.transport = transport;
+                    self.ping = None;
+                    self.last_transport_error = None;
+                    self.relist = true;
+                    self.last_traffic = Instant::now();
+                    self.state.send_replace(Negotiation::Pending);
+                    self.link
+                        .connection
+                        .send_replace(ConnectionState::Connecting);
+                    self.session.start(Instant::now());
+                    return true;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not start a new connection");
+                    self.last_transport_error = Some(Arc::new(e));
+                }
+            }
+        }
+    }
+
+    /// Reads what a dead transport still holds (briefly): answers that arrived before the
+    /// death reach their callers, and a failed send learns why the peer went away (a stdio
+    /// child's exit status says more than a broken pipe).
+    async fn drain(&mut self) {
+        let transport = self.transport.clone();
+        let drain = async {
+            while let Some(item) = transport.recv().await {
+                match item {
+                    Ok(message) => self.session.handle_inbound(&message.body, Instant::now()),
+                    Err(TransportError::Request(failure)) => {
+                        self.session.handle_undelivered(failure, Instant::now());
+                    }
+                    Err(e) => self.last_transport_error = Some(Arc::new(e)),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(3), drain).await;
+        self.handle_events();
+    }
+
+    /// The calls in flight on a dead connection: with `replay`, tool listings and calls safe
+    /// to repeat wait for the next connection; every other one fails saying it may have run.
+    fn fail_in_flight(&mut self, replay: bool) {
+        self.call_ops.clear();
+        let error = self.lost(true);
+        for (_, waiter) in self.waiters.drain().collect::<Vec<_>>() {
+            match waiter {
+                Waiter::Call {
+                    call,
+                    reply,
+                    progress,
+                    replay: Some(again),
+                    ..
+                } if replay => {
+                    tracing::debug!(call, tool = %again.name, "the call is safe to repeat; sending it again after the reconnect");
+                    let Replay {
+                        name,
+                        arguments,
+                        options,
+                        input,
+                        deadline,
+                    } = *again;
+                    self.queued.push(Queued {
+                        deadline,
+                        command: Command::Call {
+                            call,
+                            progress,
+                            name,
+                            arguments,
+                            options,
+                            input,
+                            reply,
+                        },
+                    });
+                }
+                Waiter::List(reply) if replay => self.queue(Command::ListTools { reply }),
+                other => other.fail(error.clone()),
+            }
+        }
+    }
+
+    /// Waits out a reconnect delay while taking commands (queued, or cancelled) and failing
+    /// the queued ones whose callers stop waiting; `false` if the client closed meanwhile.
+    async fn wait(
+        &mut self,
+        delay: Duration,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> bool {
+        let until = tokio::time::Instant::now() + delay;
+        loop {
+            let next = self
+                .next_queued_deadline()
+                .map_or(until, |at| until.min(at.into()));
+            tokio::select! {
+                command = commands.recv() => match command {
+                    None => {
+                        self.shutdown(Error::Closed).await;
+                        return false;
+                    }
+                    Some(Command::Close { reply }) => {
+                        self.shutdown(Error::Closed).await;
+                        let _ = reply.send(());
+                        return false;
+                    }
+                    Some(Command::Cancel { call }) => self.cancel(call),
+                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. })) => {
+                        self.queue(command);
+                    }
+                    // The dead session's server requests cannot be answered any more.
+                    Some(Command::Start | Command::Respond { .. }) => {}
+                },
+                () = tokio::time::sleep_until(next) => {
+                    self.expire_queued(Instant::now());
+                    if tokio::time::Instant::now() >= until {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the driver: everything waiting fails with `error`, the transport closes.
+    async fn shutdown(&mut self, error: Error) {
         self.fail_all(&error);
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the transport");
         }
-        let during_probe = self.session.is_probing();
         self.state.send_replace(Negotiation::Closed {
             error: self.last_transport_error.clone(),
-            during_probe,
         });
     }
 }

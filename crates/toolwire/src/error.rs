@@ -69,6 +69,22 @@ pub enum Error {
     /// Known tools were rejected; nothing was changed.
     #[error("known tools rejected")]
     KnownTools(#[source] Arc<toolwire_cache::KnownToolsError>),
+    /// The connection ended before this request's answer. If the request had been sent
+    /// (`may_have_run`), the server may have acted on it: a tool with side effects may have
+    /// run, so it is not sent again unless it is safe to repeat; if not, it never left the
+    /// client. `cause` (also the `source`) is what ended the connection, when known.
+    #[error("the connection ended before the answer ({})", if *may_have_run {
+        "the request had been sent: it may have run"
+    } else {
+        "the request was never sent"
+    })]
+    ConnectionLost {
+        /// Whether the request had reached the transport.
+        may_have_run: bool,
+        /// What ended the connection.
+        #[source]
+        cause: Option<Arc<TransportError>>,
+    },
     /// The client was closed, or its connection ended.
     #[error("the client is closed")]
     Closed,

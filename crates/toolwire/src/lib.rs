@@ -42,6 +42,8 @@
 //!   forbids a client to do automatically, and build aws-lc.
 //! - `foldhash` (already under the tool cache): the driver's per-call maps, where SipHash cost
 //!   more than the lookups.
+//! - `backon` (already under the HTTP transport): the reconnect policy's exponential backoff
+//!   with jitter.
 //!
 //! # Crate features
 //! None yet.
@@ -57,10 +59,12 @@ mod config;
 mod driver;
 mod error;
 mod output;
+mod reconnect;
 
 pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{Error, ErrorChain};
+pub use reconnect::{ConnectionState, ReconnectPolicy};
 
 pub use toolwire_cache::{
     CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,

@@ -1,0 +1,183 @@
+//! Connections that heal: the [`ReconnectPolicy`] a client is given, the [`ConnectionState`]
+//! it shows, and the [`Backoff`] between attempts.
+
+use std::time::Duration;
+
+use backon::BackoffBuilder;
+
+use crate::Error;
+
+/// When a connection dies (the child process exited, the transport failed, the server closed
+/// it), start a new one through the client's connector, with exponential backoff and jitter
+/// between attempts; off by default ([`crate::ClientBuilder::reconnect`]).
+///
+/// On a new connection the era is negotiated again, the tools are listed again if they were
+/// listed before (known tools stay throughout) and the `2026-07-28` listen stream reopens.
+/// Calls in flight when it died fail with [`Error::ConnectionLost`] saying whether they may
+/// have run, except those safe to repeat (see [`crate::CallOptions::retry_safe`]) and tool
+/// listings, which are sent again on the new connection; calls made meanwhile wait for it up
+/// to their deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReconnectPolicy {
+    /// Attempts in a row before giving up (default 8); after that the state is
+    /// [`ConnectionState::Failed`] and the next call starts over with one fresh attempt.
+    pub max_attempts: u32,
+    /// The delay before the first attempt (default 250 ms); it doubles with each failed one,
+    /// with jitter.
+    pub min_delay: Duration,
+    /// The longest delay between attempts before jitter, which adds up to as much again
+    /// (default 30 s).
+    pub max_delay: Duration,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            min_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// Up to `max_attempts` in a row, waiting from `min_delay` up to `max_delay` between them.
+    pub fn new(max_attempts: u32, min_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            max_attempts,
+            min_delay,
+            max_delay,
+        }
+    }
+}
+
+/// Where a client's connection is; [`crate::Client::connection_state`] reads it and
+/// [`crate::Client::watch_connection`] follows it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// No connection is in use: before the first call, or after
+    /// [`crate::Client::disconnect`]. The next call connects.
+    Idle,
+    /// Negotiating a connection.
+    Connecting,
+    /// Negotiated; calls go out at once.
+    Ready,
+    /// The connection died; attempt `attempt` of the [`ReconnectPolicy`] is under way or
+    /// waiting for its delay. Calls wait.
+    Reconnecting {
+        /// 1 for the first attempt after the death.
+        attempt: u32,
+    },
+    /// The connection ended and will not come back by itself: no reconnect policy, the
+    /// attempts ran out, or negotiation was refused. With a policy (or after
+    /// [`crate::Client::disconnect`]) the next call tries again.
+    Failed {
+        /// Why.
+        reason: Error,
+    },
+    /// [`crate::Client::close`] ended the client.
+    Closed,
+}
+
+impl ConnectionState {
+    /// Whether calls go out at once.
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Self::Ready)
+    }
+}
+
+/// The delays between attempts: exponential from the policy's minimum to its maximum, with
+/// jitter, counted so that the policy's limit ends them. Reset by a connection that gets
+/// ready.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    policy: ReconnectPolicy,
+    delays: backon::ExponentialBackoff,
+    attempt: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new(policy: ReconnectPolicy) -> Self {
+        let delays = Self::delays(&policy);
+        Self {
+            policy,
+            delays,
+            attempt: 0,
+        }
+    }
+
+    fn delays(policy: &ReconnectPolicy) -> backon::ExponentialBackoff {
+        backon::ExponentialBuilder::default()
+            .with_min_delay(policy.min_delay)
+            .with_max_delay(policy.max_delay)
+            .without_max_times()
+            .with_jitter()
+            .build()
+    }
+
+    /// The next attempt's number and the delay before it; `None` once the policy's attempts
+    /// ran out.
+    pub(crate) fn next(&mut self) -> Option<(u32, Duration)> {
+        if self.attempt >= self.policy.max_attempts {
+            return None;
+        }
+        self.attempt += 1;
+        let delay = self.delays.next().unwrap_or(self.policy.max_delay);
+        Some((self.attempt, delay))
+    }
+
+    /// A connection got ready: the next death starts from the first delay again.
+    pub(crate) fn reset(&mut self) {
+        self.attempt = 0;
+        self.delays = Self::delays(&self.policy);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(max_attempts: u32) -> ReconnectPolicy {
+        ReconnectPolicy::new(
+            max_attempts,
+            Duration::from_millis(100),
+            Duration::from_millis(800),
+        )
+    }
+
+    #[test]
+    fn delays_grow_within_the_policy_bounds_and_attempts_run_out() {
+        let mut backoff = Backoff::new(policy(6));
+        let mut seen = Vec::new();
+        while let Some((attempt, delay)) = backoff.next() {
+            seen.push((attempt, delay));
+        }
+        let attempts: Vec<u32> = seen.iter().map(|(a, _)| *a).collect();
+        assert_eq!(attempts, [1, 2, 3, 4, 5, 6]);
+        for (attempt, delay) in &seen {
+            // Jitter adds up to the delay itself: [d, 2d), d = min · 2^(n-1) capped at max.
+            let base = (100u64 << (attempt - 1)).min(800);
+            let delay = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            assert!(
+                (base..2 * base).contains(&delay),
+                "attempt {attempt}: {delay} ms"
+            );
+        }
+        assert_eq!(backoff.next(), None, "the seventh attempt is refused");
+    }
+
+    #[test]
+    fn a_ready_connection_resets_the_count_and_the_delay() {
+        let mut backoff = Backoff::new(policy(3));
+        for _ in 0..3 {
+            assert!(backoff.next().is_some());
+        }
+        assert_eq!(backoff.next(), None);
+        backoff.reset();
+        let (attempt, delay) = backoff.next().unwrap_or_default();
+        assert_eq!(attempt, 1);
+        assert!(delay < Duration::from_millis(200), "{delay:?}");
+    }
+}
