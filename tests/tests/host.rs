@@ -159,42 +159,82 @@ async fn a_list_change_on_one_server_reaches_the_merged_snapshot() {
     host.shutdown().await;
 }
 
+/// Without a reconnect policy a server that dies while nobody calls it is noticed at once:
+/// its state says so and its tools leave the snapshot, before any call fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_dies_fails_alone() {
+async fn a_server_that_dies_while_idle_fails_alone_without_a_policy() {
     let server = reference().await;
     let config = config(&server.url());
-    let host = host(&config);
+    let host = Host::builder(Client::builder("host-e2e", "0"))
+        .reconnect(None)
+        .start(&config)
+        .unwrap();
     host.settled(Duration::from_secs(20)).await;
     assert!(host.tools().get("mortal__echo").is_some());
     // `mortal` ends itself three seconds after it started.
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let err = host
-        .call_tool("mortal__echo", json!({"text": "anyone?"}))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, HostError::Call { ref server, .. } if server == "mortal"),
-        "{err}"
-    );
-    assert!(matches!(
-        host.state("mortal"),
-        Some(ServerState::Failed { .. })
-    ));
+    let mut state = host.watch("mortal").unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| matches!(s, ServerState::Failed { .. })),
+    )
+    .await
+    .expect("the death of an idle server went unnoticed")
+    .unwrap();
     assert!(
         host.tools().get("mortal__echo").is_none(),
         "its tools left the snapshot"
     );
+    let err = host
+        .call_tool("mortal__echo", json!({"text": "anyone?"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, HostError::UnknownTool(..)), "{err}");
     // The others keep answering.
     let r = host
         .call_tool("ref__echo", json!({"text": "still here"}))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{e}; ref is {:?}", host.state("ref")));
     assert_eq!(r.content[0].as_text(), Some("still here"));
     let r = host
         .call_tool("scripted__echo", json!({"text": "me too"}))
         .await
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("me too"));
+    host.shutdown().await;
+}
+
+/// With the default policy the host restarts a server that died: its state goes through
+/// `Reconnecting`, its tools stay, and calls reach the new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_is_brought_back_by_the_default_policy() {
+    let server = reference().await;
+    let config = config(&server.url());
+    let host = host(&config);
+    host.settled(Duration::from_secs(20)).await;
+    let mut state = host.watch("mortal").unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| matches!(s, ServerState::Reconnecting { attempt: 1 })),
+    )
+    .await
+    .expect("the death was not noticed")
+    .unwrap();
+    assert!(
+        host.tools().get("mortal__echo").is_some(),
+        "a reconnecting server keeps its tools"
+    );
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| matches!(s, ServerState::Ready { tools, .. } if *tools > 0)),
+    )
+    .await
+    .expect("the server did not come back")
+    .unwrap();
+    let r = host
+        .call_tool("mortal__echo", json!({"text": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("back"));
     host.shutdown().await;
 }
 

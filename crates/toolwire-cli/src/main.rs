@@ -29,7 +29,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 use toolwire::{
     CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, ProtocolMode,
-    ProtocolVersion, StderrMode, StdioConfig, Tool,
+    ProtocolVersion, ReconnectPolicy, StderrMode, StdioConfig, Tool,
 };
 use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
 
@@ -267,10 +267,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     outcome
 }
 
-/// The client settings every command shares: `--protocol` and `--timeout`.
+/// The client settings every command shares: `--protocol`, `--timeout`, and the default
+/// reconnect policy (a stdio server that dies is started again; `-v` shows it).
 fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
-    let mut builder =
-        Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION")).mode(mode(&cli.protocol)?);
+    let mut builder = Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION"))
+        .mode(mode(&cli.protocol)?)
+        .reconnect(ReconnectPolicy::default());
     if let Some(secs) = cli.timeout {
         if !(secs.is_finite() && secs > 0.0) {
             return Err(Failure::Usage(format!(
@@ -447,6 +449,7 @@ async fn every_server(
                     ("ready", Some(version.to_string()), Some(tools), None)
                 }
                 Some(ServerState::Failed { reason }) => ("failed", None, None, Some(reason)),
+                Some(ServerState::Reconnecting { .. }) => ("reconnecting", None, None, None),
                 Some(ServerState::Disabled) => ("disabled", None, None, None),
                 _ => ("starting", None, None, None),
             };

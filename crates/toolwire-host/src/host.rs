@@ -12,7 +12,10 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
-use toolwire::{CallToolResult, Client, ClientBuilder, Error, ProtocolVersion, Tool};
+use toolwire::{
+    CallToolResult, Client, ClientBuilder, ConnectionState, Error, ProtocolVersion,
+    ReconnectPolicy, Tool,
+};
 
 use crate::{ConnectError, ServerConfig, ServerTransport, ServersConfig};
 
@@ -34,7 +37,14 @@ pub enum ServerState {
         /// How many of its tools are in the merged snapshot (after the filters).
         tools: usize,
     },
-    /// It could not start, or its connection ended; the other servers are unaffected.
+    /// Its connection died and the reconnect policy is bringing it back (attempt `attempt`);
+    /// its tools stay in the merged snapshot and calls to them wait for the new connection.
+    Reconnecting {
+        /// 1 for the first attempt after the death.
+        attempt: u32,
+    },
+    /// It could not start, or its connection ended for good (no reconnect policy, or the
+    /// attempts ran out); its tools left the snapshot; the other servers are unaffected.
     Failed {
         /// Why, as one line.
         reason: String,
@@ -172,9 +182,17 @@ pub enum HostError {
 pub struct HostBuilder {
     client: ClientBuilder,
     separator: String,
+    reconnect: Option<ReconnectPolicy>,
 }
 
 impl HostBuilder {
+    /// How servers whose connection dies are brought back (default:
+    /// [`ReconnectPolicy::default`]); `None` leaves them failed.
+    pub fn reconnect(mut self, policy: Option<ReconnectPolicy>) -> Self {
+        self.reconnect = policy;
+        self
+    }
+
     /// The separator between a server's name and its tool's (default `__`).
     pub fn separator(mut self, separator: impl Into<String>) -> Self {
         self.separator = separator.into();
@@ -221,10 +239,14 @@ impl HostBuilder {
             merging: Mutex::new(()),
             closing: watch::channel(false).0,
         });
+        let client = match self.reconnect {
+            Some(policy) => self.client.reconnect(policy),
+            None => self.client,
+        };
         for server in inner.servers.iter().filter(|s| !s.config.disabled) {
             let inner = inner.clone();
             let server = server.clone();
-            let client = self.client.clone();
+            let client = client.clone();
             tokio::spawn(async move { inner.run(&server, client).await });
         }
         Ok(Host { inner })
@@ -271,6 +293,7 @@ impl Host {
         HostBuilder {
             client,
             separator: DEFAULT_SEPARATOR.to_owned(),
+            reconnect: Some(ReconnectPolicy::default()),
         }
     }
 
@@ -348,12 +371,9 @@ impl Host {
         drop(merged);
         let client = self.client(&server)?;
         let result = client.call_tool(&name, arguments).await;
-        result.map_err(|error| {
-            self.inner.connection_error(&server, &error);
-            HostError::Call {
-                server: server.to_string(),
-                error,
-            }
+        result.map_err(|error| HostError::Call {
+            server: server.to_string(),
+            error,
         })
     }
 
@@ -391,6 +411,7 @@ fn describe(state: &ServerState) -> String {
         ServerState::Disabled => "disabled".into(),
         ServerState::Starting => "starting".into(),
         ServerState::Ready { version, tools } => format!("ready, {version}, {tools} tools"),
+        ServerState::Reconnecting { attempt } => format!("reconnecting (attempt {attempt})"),
         ServerState::Failed { reason } => format!("failed: {reason}"),
     }
 }
@@ -407,6 +428,7 @@ impl Inner {
             Err(reason) => return fail(server, reason),
         };
         let mut changes = client.subscribe_tools();
+        let mut connection = client.watch_connection();
         *lock(&server.client) = Some(client.clone());
         let negotiated = match client.ready().await {
             Ok(n) => n,
@@ -421,9 +443,21 @@ impl Inner {
             tools: count,
         });
         let mut closing = self.closing.subscribe();
+        // A death between the listing and here is followed now, the rest as it comes.
+        let now = connection.borrow_and_update().clone();
+        if !now.is_ready() && !self.follow(server, &client, now) {
+            return;
+        }
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
+                Ok(()) = connection.changed() => {
+                    let state = connection.borrow_and_update().clone();
+                    if !self.follow(server, &client, state) {
+                        return;
+                    }
+                    continue;
+                }
                 _ = closing.wait_for(|closed| *closed) => return,
             };
             // A server that failed keeps its tools out, whatever its cache does later.
@@ -448,13 +482,33 @@ impl Inner {
         fail(server, toolwire::ErrorChain(error).to_string());
     }
 
-    /// A call's error that means the server's connection is gone.
-    fn connection_error(&self, server: &str, error: &Error) {
-        if matches!(error, Error::Transport(_) | Error::Closed)
-            && let Some(server) = self.server(server)
-        {
-            self.stop(server, error);
+    /// Follows the server's connection into its state: reconnecting keeps its tools, a new
+    /// connection counts them again, a connection that ended for good takes them out. `false`
+    /// once the server is done.
+    fn follow(&self, server: &Server, client: &Client, state: ConnectionState) -> bool {
+        match state {
+            ConnectionState::Reconnecting { attempt } => {
+                server
+                    .state
+                    .send_replace(ServerState::Reconnecting { attempt });
+            }
+            ConnectionState::Ready => {
+                let count = self.merge(server, client);
+                if let Some(version) = client.protocol_version() {
+                    server.state.send_replace(ServerState::Ready {
+                        version,
+                        tools: count,
+                    });
+                }
+            }
+            ConnectionState::Failed { reason } => {
+                self.stop(server, &reason);
+                return false;
+            }
+            // `Closed` comes from the host's own shutdown; the rest are steps on the way.
+            _ => {}
         }
+        true
     }
 
     /// Rebuilds `server`'s part of the snapshot from its client's cache; returns its count.
