@@ -87,6 +87,29 @@ pub enum HttpError {
     /// is why the new handshake failed.
     #[error("the session expired and could not be re-established")]
     SessionLost(#[source] Box<HttpError>),
+    /// The server redirected to another origin (scheme, host or port), which is never
+    /// followed: the bearer token and session id must not reach it. Only the origins are
+    /// shown; the URLs' paths and queries may hold secrets.
+    #[error(
+        "the server redirected (HTTP {status}) from {from} to another origin, {to}; not followed"
+    )]
+    CrossOriginRedirect {
+        /// The redirect's status.
+        status: http::StatusCode,
+        /// The origin asked.
+        from: String,
+        /// The origin it pointed to.
+        to: String,
+    },
+    /// A redirect that cannot be followed: 301/302/303 (they turn a POST into a GET), no
+    /// usable `Location`, or more than five in a row.
+    #[error("the server's redirect (HTTP {status}) was not followed: {reason}")]
+    RedirectRefused {
+        /// The redirect's status.
+        status: http::StatusCode,
+        /// Why.
+        reason: &'static str,
+    },
     /// The transport was closed.
     #[error("the transport is closed")]
     Closed,

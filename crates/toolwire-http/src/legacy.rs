@@ -97,7 +97,7 @@ impl Inner {
         &self,
         last_event_id: Option<&str>,
     ) -> Result<Response<Incoming>, HttpError> {
-        let (mut req, _, _) = self.request(Method::GET, Bytes::new(), true);
+        let (mut req, _, _) = self.request(Method::GET, Bytes::new(), true, None);
         let headers = req.headers_mut();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(version) = lock(&self.state).version.clone() {
@@ -218,7 +218,7 @@ impl Inner {
         if session.is_none() {
             return;
         }
-        let (mut req, _, _) = self.request(Method::DELETE, Bytes::new(), true);
+        let (mut req, _, _) = self.request(Method::DELETE, Bytes::new(), true, None);
         if let Some(version) = version {
             req.headers_mut().insert(PROTOCOL_VERSION, version);
         }

@@ -21,6 +21,11 @@
 //!   over HTTP; a stream that breaks fails its request with [`HttpError::StreamEnded`] so the
 //!   caller can reissue it with a new id. A stray `Mcp-Session-Id` is ignored (only an
 //!   `initialize` answer can set one).
+//! - **Redirects**: 307 and 308 within the endpoint's origin are followed with the method, body
+//!   and headers kept (a 308 moves the endpoint for later requests), at most five in a row; a
+//!   redirect to another origin is refused ([`HttpError::CrossOriginRedirect`]: the token and
+//!   session id never leave the origin), and so are 301/302/303, which would turn the POST into
+//!   a GET ([`HttpError::RedirectRefused`]).
 //! - **Accept fallback** on 406: `application/json, text/event-stream` → `application/json` →
 //!   `*/*` → no `Accept`, remembered for the transport ([`AcceptProfile`]).
 //! - **Retries** on 408, 429, 502, 503, 504 and on failures before any response byte, with
@@ -54,6 +59,7 @@
 //!   `rustls-native-certs`: TLS, with the roots the caller chooses.
 //! - `backon`: the exponential backoff with jitter between retries.
 //! - `httpdate`: `Retry-After` given as an HTTP date.
+//! - `url` (already in the tree): resolving a redirect's relative `Location` by RFC 3986.
 //! - `futures-util`: `FuturesUnordered` and `abortable`, for the requests `recv` polls.
 //! - `socket2`, `tower-service`: `TCP_QUICKACK` after every read, through a wrapping connector
 //!   (see `quickack.rs`: the Nagle/delayed-ACK stall on kept-alive connections).
@@ -88,6 +94,7 @@ mod error;
 mod legacy;
 mod post;
 mod quickack;
+mod redirect;
 mod response;
 mod sse;
 
@@ -158,6 +165,8 @@ struct State {
     listener: Option<AbortHandle>,
     /// A replayed handshake wants the GET stream reopened.
     relisten: bool,
+    /// Where a 308 moved the endpoint (same origin); every request goes there from then on.
+    moved: Option<Uri>,
     closed: bool,
 }
 

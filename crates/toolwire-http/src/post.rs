@@ -5,13 +5,14 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use http::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
 };
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use toolwire_transport::{Outbound, RetryClass};
 
+use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
     AcceptProfile, AuthFailure, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner, SESSION_ID,
     SNIPPET, lock, parse_challenges,
@@ -50,17 +51,20 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 }
 
 impl Inner {
-    /// A request with everything but the per-message headers; `None` for the session id if
+    /// A request with everything but the per-message headers, to the endpoint (or where a
+    /// 308 moved it, or `to` when a 307 redirects this message); `None` for the session id if
     /// it must not be sent.
     pub(crate) fn request(
         &self,
         method: Method,
         body: Bytes,
         with_session: bool,
+        to: Option<&Uri>,
     ) -> (Request<Full<Bytes>>, Option<HeaderValue>, AcceptProfile) {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
-        *req.uri_mut() = self.uri.clone();
+        let state = lock(&self.state);
+        *req.uri_mut() = to.or(state.moved.as_ref()).unwrap_or(&self.uri).clone();
         let headers = req.headers_mut();
         // The common headers below plus the few every POST adds (Mcp-*, content type, accept).
         headers.reserve(self.config.headers.len() + 12);
@@ -68,7 +72,6 @@ impl Inner {
             headers.append(name, value.clone());
         }
         headers.insert(USER_AGENT, self.config.user_agent.clone());
-        let state = lock(&self.state);
         if let Some(value) = state.token.as_ref().and_then(BearerToken::header_value) {
             headers.insert(AUTHORIZATION, value);
         }
@@ -188,12 +191,19 @@ impl Inner {
         let mut delays = policy.delays();
         let mut retries = 0;
         let mut replayed = false;
+        // Where a 307 sent this message, and how many redirects it followed.
+        let mut redirected: Option<Uri> = None;
+        let mut redirects = 0;
         loop {
             if !is_initialize && !handshake {
                 self.ensure_session().await?;
             }
-            let (mut req, sent_session, accept) =
-                self.request(Method::POST, out.body.clone(), !is_initialize);
+            let (mut req, sent_session, accept) = self.request(
+                Method::POST,
+                out.body.clone(),
+                !is_initialize,
+                redirected.as_ref(),
+            );
             let headers = req.headers_mut();
             // Room for the message's own headers and the two below: one allocation, no rehash.
             headers.reserve(out.headers.len() + 2);
@@ -225,6 +235,40 @@ impl Inner {
                 return Ok(resp);
             }
             match status.as_u16() {
+                300..=399 => {
+                    // Where this attempt went, found again only here: no copy per request.
+                    let asked = redirected
+                        .clone()
+                        .or_else(|| lock(&self.state).moved.clone())
+                        .unwrap_or_else(|| self.uri.clone());
+                    let next = redirect::target(&asked, status, resp.headers().get(LOCATION))
+                        .and_then(|next| {
+                            redirects += 1;
+                            if redirects > MAX_REDIRECTS {
+                                return Err(HttpError::RedirectRefused {
+                                    status,
+                                    reason: "more than five redirects in a row",
+                                });
+                            }
+                            Ok(next)
+                        });
+                    let next = match next {
+                        Ok(next) => next,
+                        Err(error) => {
+                            tracing::warn!(%status, error = %error, "redirect not followed");
+                            return Err(Failure {
+                                status: Some(status),
+                                body: Bytes::new(),
+                                error,
+                            });
+                        }
+                    };
+                    tracing::info!(%status, to = %next.path(), "following a same-origin redirect");
+                    if status == StatusCode::PERMANENT_REDIRECT {
+                        lock(&self.state).moved = Some(next.clone());
+                    }
+                    redirected = Some(next);
+                }
                 406 => {
                     let next = {
                         let mut state = lock(&self.state);

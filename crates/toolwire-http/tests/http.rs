@@ -922,3 +922,111 @@ async fn the_token_never_reaches_the_logs() {
     assert!(logs.contains("refused the credentials"), "{logs}");
     assert!(!logs.contains("secret"), "{logs}");
 }
+
+/// The paths of every request a peer received, in order.
+fn paths(peer: &HttpPeer) -> Vec<String> {
+    peer.requests().into_iter().map(|r| r.path).collect()
+}
+
+/// Answers at `/v2/mcp`; `/mcp` redirects there with `status`.
+fn moved(status: u16) -> impl Fn(&Recorded) -> Reply + Send + Sync {
+    move |req| {
+        if req.path == "/mcp" {
+            Reply::status(status).header("location", "/v2/mcp")
+        } else {
+            json_ok(req)
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_same_origin_307_is_followed_for_each_message_with_method_body_and_token() {
+    let peer = HttpPeer::start(moved(307)).await;
+    let t = HttpTransport::builder(peer.url())
+        .bearer_token("tok")
+        .build()
+        .unwrap();
+    for id in 1..=2 {
+        t.send(request(id, "tools/call", RetryClass::Never))
+            .await
+            .unwrap();
+        let got = next(&t).await.unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&got.body).unwrap()["id"],
+            id
+        );
+    }
+    // Temporary: each message asks the endpoint first.
+    assert_eq!(paths(&peer), ["/mcp", "/v2/mcp", "/mcp", "/v2/mcp"]);
+    let reqs = peer.requests();
+    assert_eq!(reqs[0].body, reqs[1].body, "the body was kept");
+    for r in &reqs {
+        assert_eq!(r.method, http::Method::POST);
+        assert_eq!(r.header("authorization"), "Bearer tok");
+    }
+}
+
+#[tokio::test]
+async fn a_same_origin_308_moves_the_endpoint_for_good() {
+    let peer = HttpPeer::start(moved(308)).await;
+    let t = HttpTransport::builder(peer.url()).build().unwrap();
+    for id in 1..=3 {
+        t.send(request(id, "tools/list", RetryClass::Safe))
+            .await
+            .unwrap();
+        next(&t).await.unwrap();
+    }
+    assert_eq!(paths(&peer), ["/mcp", "/v2/mcp", "/v2/mcp", "/v2/mcp"]);
+}
+
+#[tokio::test]
+async fn a_cross_origin_redirect_is_refused_and_the_other_origin_gets_nothing() {
+    let other = HttpPeer::start(json_ok).await;
+    let target = format!("{}?token=in-the-query", other.url());
+    let peer =
+        HttpPeer::start(move |_: &Recorded| Reply::status(307).header("location", &target)).await;
+    let t = HttpTransport::builder(peer.url())
+        .bearer_token("secret-token")
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (status, error, _) = failure(&t).await;
+    assert_eq!(status, Some(307));
+    assert!(error.contains("another origin"), "{error}");
+    assert!(
+        !error.contains("secret-token") && !error.contains("in-the-query"),
+        "{error}"
+    );
+    assert_eq!(peer.requests().len(), 1);
+    assert!(
+        other.requests().is_empty(),
+        "the other origin received {:?}",
+        other.requests()
+    );
+    assert_eq!(other.connections(), 0, "not even a connection was opened");
+}
+
+#[tokio::test]
+async fn redirect_loops_and_method_changing_redirects_are_refused() {
+    let looping =
+        HttpPeer::start(|_: &Recorded| Reply::status(307).header("location", "/mcp")).await;
+    let t = HttpTransport::builder(looping.url()).build().unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (_, error, _) = failure(&t).await;
+    assert!(error.contains("more than five"), "{error}");
+    assert_eq!(looping.requests().len(), 6, "the first and five redirects");
+
+    let found = HttpPeer::start(moved(302)).await;
+    let t = HttpTransport::builder(found.url()).build().unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (status, error, _) = failure(&t).await;
+    assert_eq!(status, Some(302));
+    assert!(error.contains("GET"), "{error}");
+    assert_eq!(paths(&found), ["/mcp"]);
+}

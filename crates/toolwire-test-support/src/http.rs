@@ -24,6 +24,8 @@ use crate::{Eras, ScriptedServer};
 pub struct Recorded {
     /// The HTTP method.
     pub method: Method,
+    /// The request target's path and query.
+    pub path: String,
     /// The headers.
     pub headers: HeaderMap,
     /// The body.
@@ -278,6 +280,10 @@ async fn answer(
         .map(|c| c.to_bytes())
         .unwrap_or_default();
     let recorded = Recorded {
+        path: head
+            .uri
+            .path_and_query()
+            .map_or_else(|| "/".to_owned(), ToString::to_string),
         method: head.method,
         headers: head.headers,
         body,
