@@ -3,7 +3,8 @@
 //! ```text
 //! toolwire [--url URL | --stdio 'CMD ARGS' | --config FILE [--server NAME]]
 //!          [--protocol auto|2026-07-28|2025-11-25|2025-06-18|2025-03-26|2024-11-05]
-//!          [--header 'Name: value']... [--bearer TOKEN] [--known-tools FILE] [--timeout SECS] [--json] [-v|-vv] COMMAND
+//!          [--header 'Name: value']... [--bearer TOKEN] [--proxy URL|none] [--known-tools FILE]
+//!          [--timeout SECS] [--json] [-v|-vv] COMMAND
 //! ```
 //! With neither `--url` nor `--stdio` nor `--config` it runs against the embedded reference
 //! server. With `--config FILE --server NAME` every command talks to that entry of an
@@ -29,7 +30,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 use toolwire::{
     CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, ProtocolMode,
-    ProtocolVersion, ReconnectPolicy, StderrMode, StdioConfig, Tool,
+    ProtocolVersion, Proxy, ReconnectPolicy, StderrMode, StdioConfig, Tool,
 };
 use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
 
@@ -59,6 +60,10 @@ struct Cli {
     /// A bearer token for HTTP.
     #[arg(long)]
     bearer: Option<String>,
+    /// The HTTP proxy for --url: `http://[user:password@]host:port`, or `none` to go direct
+    /// (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY from the environment).
+    #[arg(long, value_name = "URL|none", requires = "url")]
+    proxy: Option<String>,
     /// A JSON array of tool definitions to pre-load as known tools.
     #[arg(long, value_name = "FILE")]
     known_tools: Option<PathBuf>,
@@ -299,6 +304,11 @@ fn http_options(
     }
     if let Some(token) = &cli.bearer {
         b = b.bearer_token(token.as_str());
+    }
+    match cli.proxy.as_deref() {
+        Some("none") => b = b.proxy(Proxy::Disabled),
+        Some(url) => b = b.proxy(Proxy::Url(url.to_owned())),
+        None => {}
     }
     Ok(b)
 }

@@ -471,3 +471,76 @@ fn no_reachable_server_is_exit_3_and_a_bad_file_is_exit_2() {
     assert!(errors.contains("server `a`, key `type`"), "{errors}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// `toolwire --url URL tools list` with `env` set (and the proxy variables of this process
+/// removed); whether it succeeded.
+fn list_with_env(url: &str, extra: &[&str], env: &[(&str, &str)]) -> bool {
+    let mut command = Command::new(BIN);
+    for name in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .args(["--url", url])
+        .args(extra)
+        .args(["tools", "list"])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+        .status
+        .success()
+}
+
+#[test]
+fn the_environment_proxy_is_honoured_no_proxy_bypasses_it_and_proxy_overrides_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime.block_on(toolwire_test_support::forward::ForwardProxy::start(None));
+    let served = serve(&[]);
+    let through = proxy.url(None);
+
+    assert!(list_with_env(&served.url, &[], &[("HTTP_PROXY", &through)]));
+    let after_env = proxy.asked().len();
+    assert!(after_env > 0, "HTTP_PROXY was not used");
+    assert!(
+        proxy.asked()[0].line.starts_with("POST http://127.0.0.1:"),
+        "{:?}",
+        proxy.asked()
+    );
+
+    assert!(list_with_env(
+        &served.url,
+        &[],
+        &[("http_proxy", &through), ("NO_PROXY", "127.0.0.1")]
+    ));
+    assert!(list_with_env(
+        &served.url,
+        &["--proxy", "none"],
+        &[("HTTP_PROXY", &through)]
+    ));
+    assert_eq!(
+        proxy.asked().len(),
+        after_env,
+        "NO_PROXY or --proxy none went through it"
+    );
+
+    assert!(list_with_env(
+        &served.url,
+        &["--proxy", &proxy.url(Some("u:p"))],
+        &[]
+    ));
+    let asked = proxy.asked();
+    assert!(asked.len() > after_env, "--proxy was not used");
+    assert_eq!(
+        asked.last().unwrap().authorization.as_deref(),
+        Some("Basic dTpw")
+    );
+}

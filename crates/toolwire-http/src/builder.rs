@@ -10,12 +10,49 @@ use backon::BackoffBuilder;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
 use crate::{
     BearerToken, Challenge, Config, HttpError, HttpTransport, InFlight, Inner, Mailbox, Owner,
-    QuickAckConnector, State,
+    QuickAckConnector, Route, State,
 };
+
+/// Which HTTP proxy, if any, requests go through.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Proxy {
+    /// The environment's, as curl reads it (the default): `HTTPS_PROXY` for `https://`
+    /// servers, `HTTP_PROXY` for `http://` ones, `ALL_PROXY` for both (each also in lower
+    /// case), and none for hosts `NO_PROXY` names (domains, `.suffix`es, IPs, CIDR ranges,
+    /// `*`).
+    #[default]
+    Environment,
+    /// None, whatever the environment says.
+    Disabled,
+    /// This one for every request: `http://[user:password@]host:port` (the credentials are
+    /// sent as basic `Proxy-Authorization`, and never shown).
+    Url(String),
+}
+
+impl fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Environment => f.write_str("Environment"),
+            Self::Disabled => f.write_str("Disabled"),
+            Self::Url(url) => write!(f, "Url({})", without_credentials(url)),
+        }
+    }
+}
+
+/// A proxy URL as it may be shown: `scheme://host:port`, without `user:password@` or a path.
+pub(crate) fn without_credentials(url: &str) -> String {
+    match url.parse::<Uri>() {
+        Ok(uri) if uri.host().is_some() => crate::redirect::origin(&uri),
+        _ => "(not a URL)".to_owned(),
+    }
+}
 
 /// The `Accept` header a POST carries; stepped down on 406.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,6 +215,7 @@ pub struct HttpTransportBuilder {
     bearer: Option<BearerToken>,
     accept: AcceptProfile,
     tls: TlsRoots,
+    proxy: Proxy,
     /// What the transport keeps as it is.
     config: Config,
     /// The first header or user agent refused, for `build` to report.
@@ -192,6 +230,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("accept", &self.accept)
             .field("retry", &self.config.retry)
             .field("tls", &self.tls)
+            .field("proxy", &self.proxy)
             .finish_non_exhaustive()
     }
 }
@@ -210,10 +249,11 @@ pub(crate) fn reserved(name: &HeaderName) -> Option<&'static str> {
         "last-event-id",
         "transfer-encoding",
         "connection",
+        "proxy-authorization",
     ]
     .contains(&n)
     {
-        Some("the transport sets this header itself (use bearer_token, accept_profile)")
+        Some("the transport sets this header itself (use bearer_token, accept_profile, proxy)")
     } else {
         None
     }
@@ -226,6 +266,7 @@ impl HttpTransportBuilder {
             bearer: None,
             accept: AcceptProfile::default(),
             tls: TlsRoots::default(),
+            proxy: Proxy::default(),
             config: Config {
                 headers: HeaderMap::new(),
                 user_agent: HeaderValue::from_static(concat!(
@@ -242,6 +283,7 @@ impl HttpTransportBuilder {
                 on_sending: None,
                 on_received: None,
                 on_auth_failed: None,
+                proxy_auth: None,
             },
             refused: None,
         }
@@ -280,6 +322,15 @@ impl HttpTransportBuilder {
     /// The bearer token sent as `Authorization: Bearer …`.
     pub fn bearer_token(mut self, token: impl Into<BearerToken>) -> Self {
         self.bearer = Some(token.into());
+        self
+    }
+
+    /// Which HTTP proxy requests go through (default: the environment's,
+    /// [`Proxy::Environment`]). `https://` servers are reached through a `CONNECT` tunnel
+    /// (TLS end to end), `http://` ones by absolute-form requests to the proxy. Only
+    /// `http://` proxies are supported; another kind is the error of [`Self::build`].
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
         self
     }
 
@@ -401,9 +452,43 @@ impl HttpTransportBuilder {
         Ok(config)
     }
 
+    /// The proxy for `uri`, if one applies, and its basic credentials (marked sensitive).
+    fn intercept(&self, uri: &Uri) -> Result<Option<(Uri, Option<HeaderValue>)>, HttpError> {
+        let matcher = match &self.proxy {
+            Proxy::Disabled => return Ok(None),
+            Proxy::Environment => Matcher::from_env(),
+            Proxy::Url(url) => {
+                let refused = |reason| HttpError::InvalidProxy {
+                    proxy: without_credentials(url),
+                    reason,
+                };
+                let parsed: Uri = url.parse().map_err(|_| refused("not a URL"))?;
+                if parsed.host().is_none() {
+                    return Err(refused("no host"));
+                }
+                Matcher::builder().all(url.clone()).build()
+            }
+        };
+        let Some(intercept) = matcher.intercept(uri) else {
+            return Ok(None);
+        };
+        let proxy = intercept.uri().clone();
+        if proxy.scheme_str() != Some("http") {
+            return Err(HttpError::InvalidProxy {
+                proxy: crate::redirect::origin(&proxy),
+                reason: "only http:// proxies are supported (not https:// or SOCKS)",
+            });
+        }
+        let auth = intercept.basic_auth().cloned().map(|mut value| {
+            value.set_sensitive(true);
+            value
+        });
+        Ok(Some((proxy, auth)))
+    }
+
     /// Builds the transport (no connection is made yet). Needs no runtime; using it needs
     /// tokio.
-    pub fn build(self) -> Result<HttpTransport, HttpError> {
+    pub fn build(mut self) -> Result<HttpTransport, HttpError> {
         if let Some((name, reason)) = self.refused {
             return Err(HttpError::InvalidHeader { name, reason });
         }
@@ -418,13 +503,31 @@ impl HttpTransportBuilder {
         http.set_nodelay(true);
         http.enforce_http(false);
         http.set_connect_timeout(Some(self.config.connect_timeout));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(connector));
+            .enable_http2();
+        let route = match self.intercept(&uri)? {
+            None => Route::Direct(https.wrap_connector(http)),
+            Some((proxy, auth)) if uri.scheme_str() == Some("https") => {
+                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a CONNECT tunnel");
+                let mut tunnel = Tunnel::new(proxy, http);
+                if let Some(auth) = auth {
+                    tunnel = tunnel.with_auth(auth);
+                }
+                Route::Tunnel(https.wrap_connector(tunnel))
+            }
+            Some((proxy, auth)) => {
+                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a forwarding proxy");
+                self.config.proxy_auth = auth;
+                Route::Forward {
+                    connector: https.wrap_connector(http),
+                    proxy,
+                }
+            }
+        };
+        let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(route));
         let state = State {
             accept: self.accept,
             token: self.bearer,

@@ -110,6 +110,14 @@ pub enum HttpError {
         /// Why.
         reason: &'static str,
     },
+    /// The proxy setting cannot be used (shown without its credentials).
+    #[error("proxy {proxy} cannot be used: {reason}")]
+    InvalidProxy {
+        /// The proxy's origin.
+        proxy: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// The transport was closed.
     #[error("the transport is closed")]
     Closed,

@@ -26,6 +26,10 @@
 //!   redirect to another origin is refused ([`HttpError::CrossOriginRedirect`]: the token and
 //!   session id never leave the origin), and so are 301/302/303, which would turn the POST into
 //!   a GET ([`HttpError::RedirectRefused`]).
+//! - **Proxies**: the environment's by default (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+//!   `NO_PROXY`, as curl reads them), or one given ([`Proxy`]): a `CONNECT` tunnel for
+//!   `https://` servers (TLS end to end), absolute-form requests for `http://` ones, basic
+//!   credentials from the proxy URL, never shown.
 //! - **Accept fallback** on 406: `application/json, text/event-stream` → `application/json` →
 //!   `*/*` → no `Accept`, remembered for the transport ([`AcceptProfile`]).
 //! - **Retries** on 408, 429, 502, 503, 504 and on failures before any response byte, with
@@ -59,6 +63,8 @@
 //!   `rustls-native-certs`: TLS, with the roots the caller chooses.
 //! - `backon`: the exponential backoff with jitter between retries.
 //! - `httpdate`: `Retry-After` given as an HTTP date.
+//! - `hyper-util`'s `client-proxy` feature: the environment's proxy rules (curl's `NO_PROXY`
+//!   matching) and the `CONNECT` tunnel, rather than our own.
 //! - `url` (already in the tree): resolving a redirect's relative `Location` by RFC 3986.
 //! - `futures-util`: `FuturesUnordered` and `abortable`, for the requests `recv` polls.
 //! - `socket2`, `tower-service`: `TCP_QUICKACK` after every read, through a wrapping connector
@@ -98,11 +104,11 @@ mod redirect;
 mod response;
 mod sse;
 
-use quickack::QuickAckConnector;
+use quickack::{QuickAckConnector, Route};
 
 pub use auth::{BearerToken, Challenge, parse_challenges};
 pub use builder::{
-    AcceptProfile, AuthFailure, HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
+    AcceptProfile, AuthFailure, HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots,
 };
 
 use builder::{AuthHook, ReceivedHook, SendingHook};
@@ -147,6 +153,9 @@ struct Config {
     on_sending: Option<SendingHook>,
     on_received: Option<ReceivedHook>,
     on_auth_failed: Option<AuthHook>,
+    /// `Proxy-Authorization` for every request, when they go through a forwarding proxy
+    /// (marked sensitive; never shown).
+    proxy_auth: Option<HeaderValue>,
 }
 
 #[derive(Default)]

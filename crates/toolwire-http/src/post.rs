@@ -72,6 +72,9 @@ impl Inner {
             headers.append(name, value.clone());
         }
         headers.insert(USER_AGENT, self.config.user_agent.clone());
+        if let Some(value) = &self.config.proxy_auth {
+            headers.insert(http::header::PROXY_AUTHORIZATION, value.clone());
+        }
         if let Some(value) = state.token.as_ref().and_then(BearerToken::header_value) {
             headers.insert(AUTHORIZATION, value);
         }

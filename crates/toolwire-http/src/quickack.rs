@@ -16,16 +16,31 @@ use std::task::{Context, Poll};
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
+use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-type Inner = HttpsConnector<HttpConnector>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The TLS-or-plain connector, handing out [`QuickAck`] streams.
+/// How connections reach the server.
 #[derive(Clone)]
-pub(crate) struct QuickAckConnector(pub(crate) Inner);
+pub(crate) enum Route {
+    /// Straight to it.
+    Direct(HttpsConnector<HttpConnector>),
+    /// `https://` through an HTTP proxy: a `CONNECT` tunnel, then TLS to the server inside it.
+    Tunnel(HttpsConnector<Tunnel<HttpConnector>>),
+    /// `http://` through an HTTP proxy: the connection goes to the proxy, and requests name
+    /// the server in absolute form.
+    Forward {
+        connector: HttpsConnector<HttpConnector>,
+        proxy: Uri,
+    },
+}
+
+/// The connector of every route, handing out [`QuickAck`] streams.
+#[derive(Clone)]
+pub(crate) struct QuickAckConnector(pub(crate) Route);
 
 impl tower_service::Service<Uri> for QuickAckConnector {
     type Response = QuickAck;
@@ -33,17 +48,33 @@ impl tower_service::Service<Uri> for QuickAckConnector {
     type Future = Pin<Box<dyn Future<Output = Result<QuickAck, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.0.poll_ready(cx)
+        match &mut self.0 {
+            Route::Direct(c) | Route::Forward { connector: c, .. } => c.poll_ready(cx),
+            Route::Tunnel(c) => c.poll_ready(cx),
+        }
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = self.0.call(uri);
-        Box::pin(async move { connecting.await.map(QuickAck) })
+        match &mut self.0 {
+            Route::Direct(c) => {
+                let connecting = c.call(uri);
+                Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
+            }
+            Route::Tunnel(c) => {
+                let connecting = c.call(uri);
+                Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
+            }
+            Route::Forward { connector, proxy } => {
+                let connecting = connector.call(proxy.clone());
+                Box::pin(async move { connecting.await.map(|io| QuickAck(io, true)) })
+            }
+        }
     }
 }
 
-/// A client connection that re-arms quick-ACK mode after every read.
-pub(crate) struct QuickAck(MaybeHttpsStream<TokioIo<TcpStream>>);
+/// A client connection that re-arms quick-ACK mode after every read; `true` when it leads to
+/// a forwarding proxy (requests then go in absolute form).
+pub(crate) struct QuickAck(MaybeHttpsStream<TokioIo<TcpStream>>, bool);
 
 impl QuickAck {
     fn tcp(&self) -> &TcpStream {
@@ -107,6 +138,6 @@ impl Write for QuickAck {
 
 impl Connection for QuickAck {
     fn connected(&self) -> Connected {
-        self.0.connected()
+        self.0.connected().proxy(self.1)
     }
 }

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use toolwire_http::{AcceptProfile, HttpError, HttpTransport, RetryPolicy};
+use toolwire_http::{AcceptProfile, HttpError, HttpTransport, Proxy, RetryPolicy};
+use toolwire_test_support::forward::ForwardProxy;
 use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply, sse_event};
 use toolwire_transport::{
     Inbound, MessageKind, Outbound, RequestId, RetryClass, Transport, TransportError,
@@ -891,11 +892,14 @@ async fn the_token_never_reaches_the_logs() {
         _ => json_ok(req),
     })
     .await;
-    let t = HttpTransport::builder(peer.url())
+    // Through a proxy with credentials: those must not reach the logs either.
+    let proxy = ForwardProxy::start(Some("alice:proxy-secret")).await;
+    let builder = HttpTransport::builder(peer.url())
         .bearer_token("tok-0123456789-secret")
         .retry_policy(fast_retries())
-        .build()
-        .unwrap();
+        .proxy(Proxy::Url(proxy.url(Some("alice:proxy-secret"))));
+    tracing::info!(builder = ?builder, "building");
+    let t = builder.build().unwrap();
     tracing::info!(transport = ?t, "built");
     t.send(request(1, "tools/list", RetryClass::Safe))
         .await
@@ -920,7 +924,25 @@ async fn the_token_never_reaches_the_logs() {
         "{logs}"
     );
     assert!(logs.contains("refused the credentials"), "{logs}");
+    assert!(logs.contains("through a forwarding proxy"), "{logs}");
+    assert_eq!(
+        proxy.asked().len(),
+        peer.requests().len(),
+        "every request went through the proxy"
+    );
     assert!(!logs.contains("secret"), "{logs}");
+    // Not even base64-encoded.
+    assert!(!logs.contains("YWxpY2U6cHJveHktc2VjcmV0"), "{logs}");
+}
+
+/// Sends request `id` and checks that the next thing received is its answer.
+async fn round_trip(t: &HttpTransport, id: i64, method: &'static str, retry: RetryClass) {
+    t.send(request(id, method, retry)).await.unwrap();
+    let got = next(t).await.unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got.body).unwrap()["id"],
+        id
+    );
 }
 
 /// The paths of every request a peer received, in order.
@@ -947,14 +969,7 @@ async fn a_same_origin_307_is_followed_for_each_message_with_method_body_and_tok
         .build()
         .unwrap();
     for id in 1..=2 {
-        t.send(request(id, "tools/call", RetryClass::Never))
-            .await
-            .unwrap();
-        let got = next(&t).await.unwrap();
-        assert_eq!(
-            serde_json::from_slice::<Value>(&got.body).unwrap()["id"],
-            id
-        );
+        round_trip(&t, id, "tools/call", RetryClass::Never).await;
     }
     // Temporary: each message asks the endpoint first.
     assert_eq!(paths(&peer), ["/mcp", "/v2/mcp", "/mcp", "/v2/mcp"]);
@@ -971,10 +986,7 @@ async fn a_same_origin_308_moves_the_endpoint_for_good() {
     let peer = HttpPeer::start(moved(308)).await;
     let t = HttpTransport::builder(peer.url()).build().unwrap();
     for id in 1..=3 {
-        t.send(request(id, "tools/list", RetryClass::Safe))
-            .await
-            .unwrap();
-        next(&t).await.unwrap();
+        round_trip(&t, id, "tools/list", RetryClass::Safe).await;
     }
     assert_eq!(paths(&peer), ["/mcp", "/v2/mcp", "/v2/mcp", "/v2/mcp"]);
 }
@@ -1029,4 +1041,86 @@ async fn redirect_loops_and_method_changing_redirects_are_refused() {
     assert_eq!(status, Some(302));
     assert!(error.contains("GET"), "{error}");
     assert_eq!(paths(&found), ["/mcp"]);
+}
+
+#[tokio::test]
+async fn http_requests_go_through_a_forwarding_proxy_with_its_credentials() {
+    let peer = HttpPeer::start(json_ok).await;
+    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
+    let builder = HttpTransport::builder(peer.url())
+        .bearer_token("tok")
+        .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))));
+    assert!(!format!("{builder:?}").contains("s3cret"), "{builder:?}");
+    let t = builder.build().unwrap();
+    for id in 1..=2 {
+        round_trip(&t, id, "tools/call", RetryClass::Never).await;
+    }
+    let asked = proxy.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    for a in &asked {
+        assert_eq!(
+            a.line,
+            format!("POST {} HTTP/1.1", peer.url()),
+            "absolute form"
+        );
+        assert_eq!(a.authorization.as_deref(), Some("Basic YWxpY2U6czNjcmV0"));
+    }
+    for r in peer.requests() {
+        assert_eq!(
+            r.header("proxy-authorization"),
+            "",
+            "the proxy's credentials went on"
+        );
+        assert_eq!(r.header("authorization"), "Bearer tok");
+    }
+}
+
+#[tokio::test]
+async fn a_proxy_that_wants_credentials_refuses_requests_without_them() {
+    let peer = HttpPeer::start(json_ok).await;
+    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
+    let t = HttpTransport::builder(peer.url())
+        .proxy(Proxy::Url(proxy.url(None)))
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let (status, _, _) = failure(&t).await;
+    assert_eq!(status, Some(407));
+    assert!(peer.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_disabled_proxy_goes_direct_and_unusable_proxies_are_refused() {
+    let peer = HttpPeer::start(json_ok).await;
+    let t = HttpTransport::builder(peer.url())
+        .proxy(Proxy::Disabled)
+        .build()
+        .unwrap();
+    t.send(request(1, "ping", RetryClass::Safe)).await.unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(peer.requests().len(), 1);
+
+    for (proxy, shown) in [
+        (
+            "socks5://bob:hunter2@127.0.0.1:1080",
+            "socks5://127.0.0.1:1080",
+        ),
+        (
+            "https://bob:hunter2@proxy.example:8443",
+            "https://proxy.example:8443",
+        ),
+        ("not a url", "(not a URL)"),
+    ] {
+        let err = HttpTransport::builder(peer.url())
+            .proxy(Proxy::Url(proxy.to_owned()))
+            .build()
+            .err()
+            .unwrap_or_else(|| panic!("{proxy} was accepted"));
+        let text = err.to_string();
+        assert!(matches!(err, HttpError::InvalidProxy { .. }), "{text}");
+        assert!(text.contains(shown), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
 }

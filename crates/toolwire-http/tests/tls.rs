@@ -17,7 +17,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use toolwire_http::{HttpTransport, TlsRoots};
+use toolwire_http::{HttpTransport, Proxy, TlsRoots};
+use toolwire_test_support::forward::ForwardProxy;
 use toolwire_transport::{MessageKind, Outbound, RequestId, Transport, TransportError};
 
 /// A TLS server offering h2 and http/1.1 that answers every request with a JSON result and
@@ -73,6 +74,16 @@ async fn tls_server(
     (port, versions)
 }
 
+/// A TLS server with a fresh self-signed certificate for `localhost`: its port, the HTTP
+/// versions it saw, and the certificate to trust.
+async fn self_signed_server() -> (u16, Arc<Mutex<Vec<http::Version>>>, CertificateDer<'static>) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert_der = cert.cert.der().clone();
+    let key = PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let (port, versions) = tls_server(cert_der.clone(), key).await;
+    (port, versions, cert_der)
+}
+
 fn ping(id: i64) -> Outbound {
     Outbound::new(
         json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string(),
@@ -83,12 +94,23 @@ fn ping(id: i64) -> Outbound {
     )
 }
 
+/// Sends `ping` `id` and checks that the next thing received is its answer.
+async fn ping_answered(t: &HttpTransport, id: i64) {
+    t.send(ping(id)).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), t.recv())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got.body).unwrap()["id"],
+        id
+    );
+}
+
 #[tokio::test]
 async fn https_speaks_h2_when_alpn_offers_it_and_checks_certificates() {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let cert_der = cert.cert.der().clone();
-    let key = PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-    let (port, versions) = tls_server(cert_der.clone(), key).await;
+    let (port, versions, cert_der) = self_signed_server().await;
     let url = format!("https://localhost:{port}/mcp");
 
     let mut roots = rustls::RootCertStore::empty();
@@ -106,16 +128,7 @@ async fn https_speaks_h2_when_alpn_offers_it_and_checks_certificates() {
         .build()
         .unwrap();
     for id in 1..=2 {
-        t.send(ping(id)).await.unwrap();
-        let got = tokio::time::timeout(Duration::from_secs(10), t.recv())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            serde_json::from_slice::<Value>(&got.body).unwrap()["id"],
-            id
-        );
+        ping_answered(&t, id).await;
     }
     assert_eq!(
         *versions.lock().unwrap(),
@@ -141,4 +154,38 @@ async fn https_speaks_h2_when_alpn_offers_it_and_checks_certificates() {
         }
         other => panic!("expected a certificate failure, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn https_goes_through_a_connect_tunnel_with_tls_end_to_end() {
+    let (port, versions, cert_der) = self_signed_server().await;
+    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert_der).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let t = HttpTransport::builder(format!("https://localhost:{port}/mcp"))
+        .tls_roots(TlsRoots::Config(Arc::new(config)))
+        .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))))
+        .build()
+        .unwrap();
+    for id in 1..=2 {
+        ping_answered(&t, id).await;
+    }
+    let asked = proxy.asked();
+    assert_eq!(asked.len(), 1, "one tunnel, kept for both: {asked:?}");
+    assert_eq!(asked[0].line, format!("CONNECT localhost:{port} HTTP/1.1"));
+    assert_eq!(
+        asked[0].authorization.as_deref(),
+        Some("Basic YWxpY2U6czNjcmV0")
+    );
+    assert_eq!(
+        versions.lock().unwrap().len(),
+        2,
+        "the server answered both"
+    );
 }

@@ -22,6 +22,7 @@
 //! Streamable HTTP. [`proxy::FaultProxy`] sits between a client and a server and injects
 //! faults connection by connection.
 
+pub mod forward;
 pub mod http;
 pub mod proxy;
 pub mod threads;

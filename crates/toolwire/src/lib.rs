@@ -71,7 +71,7 @@ pub use toolwire_cache::{
 };
 pub use toolwire_http::{
     AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
-    HttpTransportBuilder, Received, RetryPolicy, TlsRoots,
+    HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots,
 };
 pub use toolwire_session::{
     CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,
