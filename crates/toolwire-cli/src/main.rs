@@ -251,8 +251,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let client = match (&url, &cli.stdio) {
         (Some(url), _) => {
             let b = http_options(&cli, HttpTransport::builder(url.clone()))?;
-            let transport = b.build().map_err(|e| Failure::Usage(one_line(&e)))?;
-            http = Some(transport.clone());
+            let transport = b
+                .build_with_sse_fallback()
+                .map_err(|e| Failure::Usage(one_line(&e)))?;
+            http = Some(transport.http().clone());
             builder.connect(transport)?
         }
         (None, Some(command)) => {
@@ -407,6 +409,12 @@ async fn with_config(
                 .stdio_config()
                 .map_err(|e| Failure::Usage(one_line(&e)))?;
             builder.connect_stdio(stdio.with_stderr(stderr_mode(cli)))?
+        }
+        ServerTransport::Sse { .. } => {
+            let b = entry
+                .http_transport()
+                .map_err(|e| Failure::Usage(one_line(&e)))?;
+            builder.connect_sse(http_options(cli, b)?)?
         }
         _ => {
             let b = entry

@@ -67,9 +67,9 @@ pub enum ServerTransport {
         /// `headers`, sent with every request. Values are never shown in `Debug`.
         headers: Vec<(String, String)>,
     },
-    /// The legacy HTTP+SSE transport of `2024-11-05` (`type: "sse"`). Loaded, so the file is
-    /// accepted as written, but Toolwire has no transport for it yet:
-    /// [`ServerConfig::http_transport`] refuses it with [`ConnectError::LegacySse`].
+    /// The legacy HTTP+SSE transport of `2024-11-05` (`type: "sse"`): the URL is the server's
+    /// SSE stream; connect it with `ClientBuilder::connect_sse` and
+    /// [`ServerConfig::http_transport`]'s settings.
     Sse {
         /// `url` or `serverUrl`.
         url: String,
@@ -134,13 +134,6 @@ impl ToolFilter {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// A `type: "sse"` entry: the legacy HTTP+SSE transport does not exist in Toolwire yet.
-    #[error(
-        "server `{0}` uses the legacy HTTP+SSE transport (type \"sse\"), which Toolwire does not \
-         speak yet; if the server also serves Streamable HTTP, use type \"http\" and its \
-         Streamable HTTP URL"
-    )]
-    LegacySse(String),
     /// The entry is not of the kind asked for (an HTTP entry asked for its stdio settings).
     #[error("server `{server}` is not a {wanted} server")]
     WrongTransport {
@@ -178,18 +171,18 @@ impl ServerConfig {
         }
     }
 
-    /// The HTTP transport settings of an `Http` entry: its URL and `headers` (a header the
-    /// transport refuses is the error of its `build`).
+    /// The HTTP transport settings of an `Http` or `Sse` entry: its URL and `headers` (a
+    /// header the transport refuses is the error of its `build`). An `Sse` entry's settings
+    /// are built with `build_sse` (or connected with `ClientBuilder::connect_sse`).
     pub fn http_transport(&self) -> Result<HttpTransportBuilder, ConnectError> {
         match &self.transport {
-            ServerTransport::Http { url, headers } => {
+            ServerTransport::Http { url, headers } | ServerTransport::Sse { url, headers } => {
                 let mut builder = HttpTransport::builder(url.as_str());
                 for (name, value) in headers {
                     builder = builder.header(name, value);
                 }
                 Ok(builder)
             }
-            ServerTransport::Sse { .. } => Err(ConnectError::LegacySse(self.name.clone())),
             ServerTransport::Stdio { .. } => Err(ConnectError::WrongTransport {
                 server: self.name.clone(),
                 wanted: "HTTP",

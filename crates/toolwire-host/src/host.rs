@@ -594,9 +594,13 @@ fn connect(config: &ServerConfig, mut client: ClientBuilder) -> Result<Client, S
             let stdio = config.stdio_config().map_err(|e| e.to_string())?;
             client.connect_stdio(stdio)
         }
-        ServerTransport::Http { .. } | ServerTransport::Sse { .. } => {
+        ServerTransport::Http { .. } => {
             let http = config.http_transport().map_err(|e| e.to_string())?;
             client.connect_http(http)
+        }
+        ServerTransport::Sse { .. } => {
+            let http = config.http_transport().map_err(|e| e.to_string())?;
+            client.connect_sse(http)
         }
     };
     connected.map_err(|e| toolwire::ErrorChain(&e).to_string())

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolwire::Client;
-use toolwire_host::{ConfigError, ConnectError, ProblemKind, ServerTransport, ServersConfig};
+use toolwire_host::{ConfigError, ProblemKind, ServerTransport, ServersConfig};
 
 fn env(name: &str) -> Option<String> {
     match name {
@@ -341,12 +341,31 @@ fn secrets_never_reach_debug_or_errors() {
     assert!(!shown.contains("ghp_secret"), "{shown}");
 }
 
-#[test]
-fn a_legacy_sse_entry_loads_and_says_why_it_cannot_connect() {
-    let config = parse(r#"{"mcpServers": {"old": {"type": "sse", "url": "https://old/sse"}}}"#);
-    let err = config.get("old").unwrap().http_transport().unwrap_err();
-    assert!(matches!(err, ConnectError::LegacySse(ref name) if name == "old"));
-    assert!(err.to_string().contains("legacy HTTP+SSE"), "{err}");
+/// A `type: "sse"` entry connects over the legacy HTTP+SSE transport, with its headers.
+#[tokio::test]
+async fn a_legacy_sse_entry_connects_over_the_sse_transport() {
+    let mut options = toolwire_refserver::Options::default();
+    options.sse = true;
+    let server = toolwire_refserver::serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
+        .await
+        .unwrap();
+    let text = format!(
+        r#"{{"mcpServers": {{"old": {{"type": "sse", "url": "{}/sse", "headers": {{"X-Team": "a"}}}}}}}}"#,
+        server.url()
+    );
+    let config = parse(&text);
+    let entry = config.get("old").unwrap();
+    assert!(matches!(entry.transport, ServerTransport::Sse { .. }));
+    let client = Client::builder("host-test", "0")
+        .connect_sse(entry.http_transport().unwrap())
+        .unwrap();
+    let result = client
+        .call_tool("echo", json!({"text": "old but gold"}))
+        .await
+        .unwrap();
+    assert_eq!(result.content[0].as_text(), Some("old but gold"));
+    assert!(!client.ready().await.unwrap().version.is_modern());
+    client.close().await;
 }
 
 /// An HTTP entry connects to a real server with its headers.

@@ -14,9 +14,10 @@ use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
+use crate::fallback::HttpOrSseTransport;
 use crate::{
     BearerToken, Challenge, Config, HttpError, HttpTransport, InFlight, Inner, Mailbox, Owner,
-    QuickAckConnector, Route, State,
+    QuickAckConnector, Route, SseTransport, State,
 };
 
 /// Which HTTP proxy, if any, requests go through.
@@ -488,7 +489,29 @@ impl HttpTransportBuilder {
 
     /// Builds the transport (no connection is made yet). Needs no runtime; using it needs
     /// tokio.
-    pub fn build(mut self) -> Result<HttpTransport, HttpError> {
+    pub fn build(self) -> Result<HttpTransport, HttpError> {
+        let inner = self.build_inner()?;
+        Ok(HttpTransport {
+            _owner: Arc::new(Owner(inner.clone())),
+            inner,
+        })
+    }
+
+    /// Builds the 2024-11-05 HTTP+SSE transport instead, with the same settings: the URL is
+    /// the server's SSE endpoint (often `…/sse`). See [`SseTransport`].
+    pub fn build_sse(self) -> Result<SseTransport, HttpError> {
+        let url = self.url.clone();
+        Ok(SseTransport::new(self.build_inner()?, url))
+    }
+
+    /// Builds Streamable HTTP with the spec's fallback to the 2024-11-05 HTTP+SSE transport
+    /// (see [`HttpOrSseTransport`]).
+    pub fn build_with_sse_fallback(self) -> Result<HttpOrSseTransport, HttpError> {
+        let http = self.clone().build()?;
+        Ok(HttpOrSseTransport::new(http, self))
+    }
+
+    fn build_inner(mut self) -> Result<Arc<Inner>, HttpError> {
         if let Some((name, reason)) = self.refused {
             return Err(HttpError::InvalidHeader { name, reason });
         }
@@ -544,10 +567,7 @@ impl HttpTransportBuilder {
             inflight: Mutex::new(InFlight::default()),
             handshake: tokio::sync::Mutex::new(()),
         });
-        Ok(HttpTransport {
-            _owner: Arc::new(Owner(inner.clone())),
-            inner,
-        })
+        Ok(inner)
     }
 }
 

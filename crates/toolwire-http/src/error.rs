@@ -110,6 +110,15 @@ pub enum HttpError {
         /// Why.
         reason: &'static str,
     },
+    /// The 2024-11-05 SSE stream named no message endpoint in time.
+    #[error("the SSE stream named no message endpoint within {0:?}")]
+    NoEndpoint(Duration),
+    /// The 2024-11-05 SSE stream's `endpoint` event cannot be used.
+    #[error("the SSE stream's endpoint cannot be used: {reason}")]
+    BadEndpoint {
+        /// Why.
+        reason: &'static str,
+    },
     /// The proxy setting cannot be used (shown without its credentials).
     #[error("proxy {proxy} cannot be used: {reason}")]
     InvalidProxy {

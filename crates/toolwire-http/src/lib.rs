@@ -26,6 +26,10 @@
 //!   redirect to another origin is refused ([`HttpError::CrossOriginRedirect`]: the token and
 //!   session id never leave the origin), and so are 301/302/303, which would turn the POST into
 //!   a GET ([`HttpError::RedirectRefused`]).
+//! - **The 2024-11-05 HTTP+SSE transport** ([`SseTransport`], from
+//!   [`HttpTransportBuilder::build_sse`]) and the spec's fallback to it
+//!   ([`HttpOrSseTransport`]): Streamable HTTP until the server refuses the `initialize` POST
+//!   with 400/404/405 and a GET of the same URL opens an SSE stream naming its endpoint.
 //! - **Proxies**: the environment's by default (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
 //!   `NO_PROXY`, as curl reads them), or one given ([`Proxy`]): a `CONNECT` tunnel for
 //!   `https://` servers (TLS end to end), absolute-form requests for `http://` ones, basic
@@ -97,12 +101,14 @@ use tracing::Instrument;
 mod auth;
 mod builder;
 mod error;
+mod fallback;
 mod legacy;
 mod post;
 mod quickack;
 mod redirect;
 mod response;
 mod sse;
+mod sse_transport;
 
 use quickack::{QuickAckConnector, Route};
 
@@ -113,10 +119,12 @@ pub use builder::{
 
 use builder::{AuthHook, ReceivedHook, SendingHook};
 pub use error::HttpError;
+pub use fallback::HttpOrSseTransport;
 use legacy::{Replay, valid_session_id};
 use post::{Failure, snippet};
 use response::{Cursor, content_type, payload_session_id, sse_answer};
 pub use sse::{SseError, SseEvent, SseParser};
+pub use sse_transport::SseTransport;
 
 /// `Mcp-Session-Id`.
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -425,6 +433,64 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// What `recv` yields: the next item of the mailbox, driving the requests in flight while
+    /// it waits; `None` once closed and emptied.
+    async fn next_item(&self) -> Option<Result<Inbound, TransportError>> {
+        let _one = self.receiving.lock().await;
+        let _forget = Receiving(self);
+        std::future::poll_fn(|cx| {
+            {
+                let mut mailbox = lock(&self.mailbox);
+                if let Some(item) = mailbox.take() {
+                    return Poll::Ready(item);
+                }
+                // Pushes made while the requests are driven below are read below.
+                mailbox.waker = None;
+            }
+            // Requests push what they get into the mailbox as they are polled.
+            self.drive(cx);
+            let mut mailbox = lock(&self.mailbox);
+            match mailbox.take() {
+                Some(item) => Poll::Ready(item),
+                None => {
+                    mailbox.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
+    /// Closes the transport: requests and streams end, a legacy session is deleted, `recv`
+    /// ends once what was received is read.
+    async fn close(&self) -> Result<(), TransportError> {
+        {
+            let mut state = lock(&self.state);
+            if state.closed {
+                return Ok(());
+            }
+            state.closed = true;
+        }
+        self.abandon();
+        self.delete_session().await;
+        self.end_mailbox();
+        Ok(())
+    }
+
+    /// Marks the mailbox closed and wakes its reader.
+    fn end_mailbox(&self) {
+        let waker = {
+            let mut mailbox = lock(&self.mailbox);
+            mailbox.closed = true;
+            mailbox.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
 impl Transport for HttpTransport {
     fn carries_headers(&self) -> bool {
         true
@@ -466,31 +532,7 @@ impl Transport for HttpTransport {
     }
 
     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
-        Box::pin(async move {
-            let _one = self.inner.receiving.lock().await;
-            let _forget = Receiving(&self.inner);
-            std::future::poll_fn(|cx| {
-                {
-                    let mut mailbox = lock(&self.inner.mailbox);
-                    if let Some(item) = mailbox.take() {
-                        return Poll::Ready(item);
-                    }
-                    // Pushes made while the requests are driven below are read below.
-                    mailbox.waker = None;
-                }
-                // Requests push what they get into the mailbox as they are polled.
-                self.inner.drive(cx);
-                let mut mailbox = lock(&self.inner.mailbox);
-                match mailbox.take() {
-                    Some(item) => Poll::Ready(item),
-                    None => {
-                        mailbox.waker = Some(cx.waker().clone());
-                        Poll::Pending
-                    }
-                }
-            })
-            .await
-        })
+        Box::pin(self.inner.next_item())
     }
 
     fn cancel(&self, id: &RequestId) {
@@ -501,25 +543,6 @@ impl Transport for HttpTransport {
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
-        Box::pin(async move {
-            {
-                let mut state = lock(&self.inner.state);
-                if state.closed {
-                    return Ok(());
-                }
-                state.closed = true;
-            }
-            self.inner.abandon();
-            self.inner.delete_session().await;
-            let waker = {
-                let mut mailbox = lock(&self.inner.mailbox);
-                mailbox.closed = true;
-                mailbox.waker.take()
-            };
-            if let Some(waker) = waker {
-                waker.wake();
-            }
-            Ok(())
-        })
+        Box::pin(self.inner.close())
     }
 }

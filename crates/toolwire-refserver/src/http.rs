@@ -22,10 +22,10 @@ use toolwire_headers::{ReceivedHeaders, check_request};
 use crate::core::{Core, Handled, acknowledged, error, list_changed, lock, request_version};
 use crate::{Eras, Framing};
 
-type Body = Channel<Bytes, std::io::Error>;
+pub(crate) type Body = Channel<Bytes, std::io::Error>;
 
 /// The largest request body accepted.
-const MAX_BODY: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// Events kept per session for resumption.
 const EVENT_LOG: usize = 1000;
 
@@ -39,9 +39,11 @@ struct Session {
 
 /// The HTTP side's state: sessions and fault counters.
 pub(crate) struct Front {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     sessions: std::sync::Mutex<HashMap<String, Session>>,
-    minted: AtomicU64,
+    /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
+    pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    pub(crate) minted: AtomicU64,
     posts: AtomicU64,
     sse_answers: AtomicU64,
     /// Faults injected so far (every kind), for tests that must know a fault happened.
@@ -62,14 +64,18 @@ fn sse(id: Option<&str>, data: &Value) -> Bytes {
     Bytes::from(out)
 }
 
-fn empty(status: StatusCode) -> Response<Body> {
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     let (_, body) = Channel::new(1);
     let mut r = Response::new(body);
     *r.status_mut() = status;
     r
 }
 
-fn with_body(status: StatusCode, content_type: &'static str, data: Bytes) -> Response<Body> {
+pub(crate) fn with_body(
+    status: StatusCode,
+    content_type: &'static str,
+    data: Bytes,
+) -> Response<Body> {
     let (mut tx, body) = Channel::new(1);
     let _ = tx.try_send(Frame::data(data));
     let mut r = Response::new(body);
@@ -85,7 +91,7 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     with_body(status, "application/json", Bytes::from(value.to_string()))
 }
 
-fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
+pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
     let (tx, body) = Channel::new(16);
     let mut r = Response::new(body);
     let h = r.headers_mut();
@@ -137,6 +143,7 @@ impl Front {
         Arc::new(Self {
             core,
             sessions: std::sync::Mutex::new(HashMap::new()),
+            sse_sessions: std::sync::Mutex::new(HashMap::new()),
             minted: AtomicU64::new(0),
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
@@ -148,16 +155,19 @@ impl Front {
         self.faults.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Accepts connections until the task is dropped.
+    /// Accepts connections until the task is dropped; its connections (and their streams)
+    /// end with it, as a stopped server's would.
     pub(crate) async fn run(self: Arc<Self>, listener: TcpListener) {
+        let mut connections = tokio::task::JoinSet::new();
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
+            while connections.try_join_next().is_some() {}
             // Off only for the stall benchmark, which needs Nagle's algorithm on.
             let _ = stream.set_nodelay(!self.core.options.faults.nagle);
             let front = self.clone();
-            tokio::spawn(async move {
+            connections.spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
                     let front = front.clone();
                     async move { Ok::<_, Infallible>(front.answer(req).await) }
@@ -171,6 +181,17 @@ impl Front {
 
     async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let options = &self.core.options;
+        if options.sse {
+            let base = options.path.trim_end_matches('/');
+            let path = req.uri().path();
+            if path == format!("{base}/sse") && req.method() == Method::GET {
+                return self.sse_stream(base);
+            }
+            if path == format!("{base}/messages") && req.method() == Method::POST {
+                let query = req.uri().query().map(str::to_owned);
+                return self.sse_post(query.as_deref(), req.into_body()).await;
+            }
+        }
         if req.uri().path() != options.path {
             return empty(StatusCode::NOT_FOUND);
         }

@@ -3,6 +3,8 @@
 //!
 //! - **Eras**: `server/discover` and the `_meta` envelope (2026-07-28), and `initialize` with
 //!   sessions (2024-11-05 … 2025-11-25); [`Eras`] restricts it to one.
+//! - **HTTP+SSE** (2024-11-05, with [`Options::sse`]): the stream at `{path}/sse` with its
+//!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
 //! - **HTTP**: JSON or SSE answers ([`Framing`]); legacy sessions (`Mcp-Session-Id`, 400 without,
 //!   404 unknown, DELETE), the GET stream for list changes, SSE event ids with resumption
 //!   (`Last-Event-ID` replays what a stream sent, or would have, after that event); modern
@@ -22,6 +24,7 @@
 
 mod core;
 mod http;
+mod sse;
 mod stdio;
 mod tools;
 
@@ -98,6 +101,9 @@ pub struct Options {
     pub validate_headers: bool,
     /// Injected faults.
     pub faults: Faults,
+    /// Also serve the 2024-11-05 HTTP+SSE transport: `GET {path}/sse` and
+    /// `POST {path}/messages` (default off).
+    pub sse: bool,
 }
 
 impl Default for Options {
@@ -111,6 +117,7 @@ impl Default for Options {
             sessions: true,
             validate_headers: true,
             faults: Faults::default(),
+            sse: false,
         }
     }
 }

@@ -25,6 +25,7 @@
 pub mod forward;
 pub mod http;
 pub mod proxy;
+pub mod sse;
 pub mod threads;
 
 use std::io::{BufRead, Write};

@@ -202,8 +202,9 @@ impl Client {
         &self,
     ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
         let mut connection = self.inner.lock();
-        let ended =
-            matches!(&*connection, Connection::Running { commands, .. } if commands.is_closed());
+        // Ended: its driver is gone, or says so (it fails its waiters before it is gone).
+        let ended = matches!(&*connection, Connection::Running { commands, negotiation }
+            if commands.is_closed() || matches!(*negotiation.borrow(), Negotiation::Closed { .. }));
         if matches!(*connection, Connection::Idle)
             || (ended && self.inner.config.reconnect.is_some())
         {
@@ -257,11 +258,11 @@ impl Client {
 
     /// Lists the server's tools (every page) into the cache, in one swap.
     pub async fn list_tools(&self) -> Result<ListOutcome, Error> {
-        let (commands, _) = self.start()?;
+        let (commands, rx) = self.start()?;
         let (reply, answer) = oneshot::channel();
         commands
             .send(Command::ListTools { reply })
-            .map_err(|_| Error::Closed)?;
+            .map_err(|_| unsent(&rx))?;
         answer.await.map_err(|_| Error::Closed)?
     }
 
@@ -395,7 +396,7 @@ impl Client {
         input: Option<Box<InputResponses>>,
         progress: Option<ProgressCallback>,
     ) -> Result<Outcome<CallToolResult>, Error> {
-        let (commands, _) = self.start()?;
+        let (commands, rx) = self.start()?;
         let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let options = Box::new(options);
@@ -408,7 +409,7 @@ impl Client {
             input,
             reply,
         };
-        commands.send(command).map_err(|_| Error::Closed)?;
+        commands.send(command).map_err(|_| unsent(&rx))?;
         let mut guard = CancelOnDrop {
             commands: &commands,
             call,
@@ -485,13 +486,13 @@ impl Client {
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        let (commands, _) = self.start()?;
+        let (commands, rx) = self.start()?;
         let (reply, answer) = oneshot::channel();
         // The method says whether it is safe to resend (reads and lists are).
         let issue = Box::new(move |session: &mut Session, now| session.request::<M>(params, now));
         commands
             .send(Command::Request { issue, reply })
-            .map_err(|_| Error::Closed)?;
+            .map_err(|_| unsent(&rx))?;
         let raw = answer.await.map_err(|_| Error::Closed)??;
         M::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))
     }
@@ -629,6 +630,18 @@ impl Client {
         let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
         close_connection(previous).await;
         self.inner.state.send_replace(ConnectionState::Closed);
+    }
+}
+
+/// A command could not reach the driver: the connection ended just before. Why, if it says.
+fn unsent(negotiation: &watch::Receiver<Negotiation>) -> Error {
+    match &*negotiation.borrow() {
+        Negotiation::Closed { error: Some(e) } => Error::ConnectionLost {
+            may_have_run: false,
+            cause: Some(e.clone()),
+        },
+        Negotiation::Failed(e) => Error::Negotiation(e.clone()),
+        _ => Error::Closed,
     }
 }
 

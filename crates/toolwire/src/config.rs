@@ -226,7 +226,34 @@ impl ClientBuilder {
         Client::new(self.config, Some(Arc::new(first)), Some(connector))
     }
 
-    /// Connects over Streamable HTTP (the URL, headers and TLS settings are checked now: a
+    /// Connects over the 2024-11-05 HTTP+SSE transport ([`toolwire_http::SseTransport`]):
+    /// `http`'s URL is the server's SSE endpoint; every setting of the builder applies. The
+    /// era is legacy (`initialize`): in `Auto` mode the newest legacy version is offered and
+    /// the server's answer taken. After [`Client::disconnect`] (or with a reconnect policy,
+    /// after the stream ends) a new stream is opened.
+    pub fn connect_sse(mut self, http: HttpTransportBuilder) -> Result<Client, Error> {
+        if self.config.session.mode == ProtocolMode::Auto {
+            self.config.session.mode =
+                ProtocolMode::Pinned(toolwire_types::ProtocolVersion::LATEST_LEGACY);
+        }
+        let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
+        let first = http
+            .clone()
+            .build_sse()
+            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
+        let connector: Connector = Arc::new(move || {
+            http.clone()
+                .build_sse()
+                .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                .map_err(setup)
+        });
+        Client::new(self.config, Some(Arc::new(first)), Some(connector))
+    }
+
+    /// Connects over Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE transport when
+    /// the server refuses the `initialize` POST (400/404/405) and a GET of the same URL opens
+    /// an SSE stream with an `endpoint` event, as the spec asks of clients
+    /// ([`toolwire_http::HttpOrSseTransport`]). The URL, headers and TLS settings are checked now: a
     /// refused one is the error here; no request is sent until the first use); after
     /// [`Client::disconnect`] the next call builds a new transport from the same settings. To
     /// change the bearer token later, build the [`crate::HttpTransport`] yourself, keep a
@@ -235,11 +262,11 @@ impl ClientBuilder {
         let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
         let first = http
             .clone()
-            .build()
+            .build_with_sse_fallback()
             .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
         let connector: Connector = Arc::new(move || {
             http.clone()
-                .build()
+                .build_with_sse_fallback()
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)
                 .map_err(setup)
         });

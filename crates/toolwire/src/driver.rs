@@ -595,20 +595,25 @@ impl Driver {
     }
 
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        loop {
+        let error = loop {
             match self.run_connection(&mut commands).await {
                 Ended::Close(reply) => {
                     self.shutdown(Error::Closed).await;
                     let _ = reply.send(());
-                    return;
+                    break Error::Closed;
                 }
                 Ended::Dropped => return self.shutdown(Error::Closed).await,
                 Ended::Died => {
-                    if !self.recover(&mut commands).await {
-                        return;
+                    if let Err(error) = self.recover(&mut commands).await {
+                        break error;
                     }
                 }
             }
+        };
+        // Commands that arrived as it ended: nobody will issue them.
+        commands.close();
+        while let Ok(command) = commands.try_recv() {
+            fail_command(command, error.clone());
         }
     }
 
@@ -701,9 +706,12 @@ impl Driver {
     }
 
     /// The transport died: what was in flight is sent again or failed, then a new connection
-    /// is made (at once for the legacy fallback, else after the policy's backoff); `false`
-    /// when the driver ends instead.
-    async fn recover(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> bool {
+    /// is made (at once for the legacy fallback, else after the policy's backoff); the error
+    /// that ends the driver instead.
+    async fn recover(
+        &mut self,
+        commands: &mut mpsc::UnboundedReceiver<Command>,
+    ) -> Result<(), Error> {
         self.drain().await;
         let probing = self.session.is_probing();
         if let Err(e) = self.transport.close().await {
@@ -731,7 +739,7 @@ impl Driver {
             });
             self.fail_in_flight(false);
             self.fail_all(&error);
-            return false;
+            return Err(error);
         } else {
             tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
@@ -751,19 +759,19 @@ impl Driver {
                         reason: error.clone(),
                     });
                     self.fail_all(&error);
-                    return false;
+                    return Err(error);
                 };
                 self.link
                     .connection
                     .send_replace(ConnectionState::Reconnecting { attempt });
                 tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
                 if !self.wait(delay, commands).await {
-                    return false;
+                    return Err(Error::Closed);
                 }
             }
             first = false;
             let Some(connector) = self.link.connector.clone() else {
-                return false;
+                return Err(self.lost(false));
             };
             match connector() {
                 Ok(transport) => {
@@ -778,7 +786,7 @@ impl Driver {
                         .connection
                         .send_replace(ConnectionState::Connecting);
                     self.session.start(Instant::now());
-                    return true;
+                    return Ok(());
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "could not start a new connection");

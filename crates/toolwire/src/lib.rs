@@ -70,8 +70,8 @@ pub use toolwire_cache::{
     CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,
 };
 pub use toolwire_http::{
-    AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpTransport,
-    HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots,
+    AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpOrSseTransport,
+    HttpTransport, HttpTransportBuilder, Proxy, Received, RetryPolicy, SseTransport, TlsRoots,
 };
 pub use toolwire_session::{
     CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,

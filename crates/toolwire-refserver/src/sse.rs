@@ -1,0 +1,125 @@
+//! The 2024-11-05 HTTP+SSE front end (with [`crate::Options::sse`]): `GET {path}/sse` opens a
+//! stream whose first event, `endpoint`, names `{path}/messages?session_id=…`; each POST there
+//! is handled in the legacy era and acknowledged with 202, and its answer, notifications and
+//! tool-list changes go down that session's stream as `message` events.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::core::{Handled, error, list_changed, lock};
+use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
+
+/// One `message` event.
+fn message(data: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+}
+
+impl Front {
+    /// `GET …/sse`: a new session and its stream.
+    pub(crate) fn sse_stream(self: &Arc<Self>, base: &str) -> Response {
+        let id = format!("sse-{}", self.minted.fetch_add(1, Ordering::SeqCst) + 1);
+        let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
+        lock(&self.sse_sessions).insert(id.clone(), messages);
+        let (mut tx, response) = sse_response();
+        let mut changes = self.core.subscribe();
+        let front = self.clone();
+        let endpoint = format!("event: endpoint\ndata: {base}/messages?session_id={id}\n\n");
+        tokio::spawn(async move {
+            if tx.send_data(Bytes::from(endpoint)).await.is_ok() {
+                loop {
+                    let event = tokio::select! {
+                        next = outgoing.recv() => match next {
+                            Some(value) => message(&value),
+                            None => break,
+                        },
+                        change = changes.recv() => match change {
+                            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                                message(&list_changed(None))
+                            }
+                            Err(_) => continue,
+                        },
+                    };
+                    if tx.send_data(event).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            // The client went away: so does its session.
+            lock(&front.sse_sessions).remove(&id);
+        });
+        response
+    }
+
+    /// `POST …/messages?session_id=…`: handled, acknowledged with 202; what it gives goes
+    /// down the session's stream.
+    pub(crate) async fn sse_post(
+        self: &Arc<Self>,
+        query: Option<&str>,
+        body: Incoming,
+    ) -> Response {
+        let id = query
+            .unwrap_or("")
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("session_id="));
+        let Some(stream) = id.and_then(|id| lock(&self.sse_sessions).get(id).cloned()) else {
+            return empty(StatusCode::NOT_FOUND);
+        };
+        let Ok(body) = http_body_util::Limited::new(body, MAX_BODY).collect().await else {
+            return empty(StatusCode::PAYLOAD_TOO_LARGE);
+        };
+        let message: Value = match serde_json::from_slice(&body.to_bytes()) {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = stream.send(error(
+                    &Value::Null,
+                    -32700,
+                    format!("Parse error: {e}"),
+                    None,
+                ));
+                return empty(StatusCode::BAD_REQUEST);
+            }
+        };
+        if message["method"] == "server/discover" {
+            // This transport predates the modern era, as a server speaking it would.
+            let id = message["id"].clone();
+            let _ = stream.send(error(
+                &id,
+                -32601,
+                "Method not found: server/discover",
+                None,
+            ));
+            return with_body(
+                StatusCode::ACCEPTED,
+                "text/plain",
+                Bytes::from_static(b"Accepted"),
+            );
+        }
+        let core = self.core.clone();
+        tokio::spawn(async move {
+            let (notify, mut notes) = mpsc::unbounded_channel();
+            let forward = stream.clone();
+            tokio::spawn(async move {
+                while let Some(note) = notes.recv().await {
+                    let _ = forward.send(note);
+                }
+            });
+            if let Handled::Answer(answer) = core.handle(&message, &notify).await {
+                let _ = stream.send(answer);
+            }
+        });
+        with_body(
+            StatusCode::ACCEPTED,
+            "text/plain",
+            Bytes::from_static(b"Accepted"),
+        )
+    }
+}
+
+type Response = http::Response<Body>;
