@@ -94,7 +94,7 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use tokio::task::AbortHandle;
 use toolwire_transport::{
-    BoxFuture, Inbound, MessageKind, Outbound, RequestFailure, RequestId, Transport, TransportError,
+    BoxFuture, Inbound, MessageKind, Outbound, RequestId, Transport, TransportError,
 };
 use tracing::Instrument;
 
@@ -395,12 +395,9 @@ impl Inner {
             Ok(()) => {}
             Err(f) => {
                 tracing::debug!(error = %f.error, "request failed");
-                self.push(Err(TransportError::Request(RequestFailure {
-                    id: id.clone(),
-                    status: f.status.map(|s| s.as_u16()),
-                    body: f.body,
-                    cause: Arc::new(f.error),
-                })));
+                self.push(Err(TransportError::Request(
+                    f.into_request_failure(id.clone()),
+                )));
             }
         }
         lock(&self.tasks).remove(&id);

@@ -10,7 +10,7 @@ use http::header::{
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use toolwire_transport::{Outbound, RetryClass};
+use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass};
 
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
@@ -23,6 +23,18 @@ pub(crate) struct Failure {
     pub(crate) status: Option<StatusCode>,
     pub(crate) body: Bytes,
     pub(crate) error: HttpError,
+}
+
+impl Failure {
+    /// What `recv` reports for request `id`.
+    pub(crate) fn into_request_failure(self, id: RequestId) -> RequestFailure {
+        RequestFailure {
+            id,
+            status: self.status.map(|s| s.as_u16()),
+            body: self.body,
+            cause: std::sync::Arc::new(self.error),
+        }
+    }
 }
 
 impl From<HttpError> for Failure {

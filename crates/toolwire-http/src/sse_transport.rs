@@ -11,7 +11,7 @@ use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderValue, Method, Uri};
 use tokio::sync::watch;
 use toolwire_transport::{
-    BoxFuture, Inbound, MessageKind, Outbound, RequestFailure, RequestId, Transport, TransportError,
+    BoxFuture, Inbound, MessageKind, Outbound, RequestId, Transport, TransportError,
 };
 
 use crate::response::content_type;
@@ -242,12 +242,8 @@ impl SseTransport {
     /// A request the server did not accept fails through `recv`.
     fn fail(&self, id: RequestId, f: crate::post::Failure) {
         tracing::debug!(error = %f.error, "request not accepted");
-        self.inner.push(Err(TransportError::Request(RequestFailure {
-            id,
-            status: f.status.map(|s| s.as_u16()),
-            body: f.body,
-            cause: Arc::new(f.error),
-        })));
+        self.inner
+            .push(Err(TransportError::Request(f.into_request_failure(id))));
     }
 }
 

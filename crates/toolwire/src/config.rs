@@ -236,18 +236,7 @@ impl ClientBuilder {
             self.config.session.mode =
                 ProtocolMode::Pinned(toolwire_types::ProtocolVersion::LATEST_LEGACY);
         }
-        let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
-        let first = http
-            .clone()
-            .build_sse()
-            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
-        let connector: Connector = Arc::new(move || {
-            http.clone()
-                .build_sse()
-                .map(|t| Arc::new(t) as Arc<dyn Transport>)
-                .map_err(setup)
-        });
-        Client::new(self.config, Some(Arc::new(first)), Some(connector))
+        self.connect_built(http, HttpTransportBuilder::build_sse)
     }
 
     /// Connects over Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE transport when
@@ -259,14 +248,20 @@ impl ClientBuilder {
     /// change the bearer token later, build the [`crate::HttpTransport`] yourself, keep a
     /// clone, and use [`ClientBuilder::connect`].
     pub fn connect_http(self, http: HttpTransportBuilder) -> Result<Client, Error> {
+        self.connect_built(http, HttpTransportBuilder::build_with_sse_fallback)
+    }
+
+    /// Builds the first transport from `http` now (its refusal is the error here) and the
+    /// others, one per connection, with the same `build`.
+    fn connect_built<T: Transport>(
+        self,
+        http: HttpTransportBuilder,
+        build: fn(HttpTransportBuilder) -> Result<T, toolwire_http::HttpError>,
+    ) -> Result<Client, Error> {
         let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
-        let first = http
-            .clone()
-            .build_with_sse_fallback()
-            .map_err(|e| Error::Transport(Arc::new(setup(e))))?;
+        let first = build(http.clone()).map_err(|e| Error::Transport(Arc::new(setup(e))))?;
         let connector: Connector = Arc::new(move || {
-            http.clone()
-                .build_with_sse_fallback()
+            build(http.clone())
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)
                 .map_err(setup)
         });
