@@ -9,7 +9,8 @@
 //! With neither `--url` nor `--stdio` nor `--config` it runs against the embedded reference
 //! server. With `--config FILE --server NAME` every command talks to that entry of an
 //! `mcpServers` file; without `--server`, `servers` and `tools list` take every entry at once
-//! and `tools call SERVER__TOOL` routes to its server. Exit
+//! and `tools call SERVER__TOOL` routes to its server. `batch` answers one JSON request a line
+//! from stdin over one client (see `batch.rs`). Exit
 //! codes: 0 success, 1 the tool returned `isError`, 2 usage error, 3 connection, protocol or
 //! server error (one line on stderr).
 
@@ -33,6 +34,8 @@ use toolwire::{
     ProtocolVersion, Proxy, ReconnectPolicy, StderrMode, StdioConfig, Tool,
 };
 use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
+
+mod batch;
 
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
@@ -93,6 +96,9 @@ enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// Read one JSON request a line from stdin ({"tool": NAME, "arguments": {...}} or
+    /// {"method": M, "params": {...}}), print one JSON answer a line, over one client.
+    Batch,
     /// Run the reference server.
     Serve(ServeArgs),
 }
@@ -161,6 +167,12 @@ struct ServeArgs {
     /// Append two broken tool definitions to tools/list (a client should reject both).
     #[arg(long)]
     broken_tools: bool,
+    /// With --stdio: exit after answering N tools/call requests (a server that dies).
+    #[arg(long, value_name = "N")]
+    exit_after_calls: Option<u64>,
+    /// With --http: also serve the 2024-11-05 HTTP+SSE transport at /mcp/sse.
+    #[arg(long)]
+    sse: bool,
 }
 
 /// Why the command failed, and its exit code.
@@ -206,7 +218,11 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Not a drop, which would wait for blocking tasks: `serve --stdio` keeps one reading stdin,
+    // and a server that is done must exit now, not after the client's next line.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(Failure::Usage(reason)) => {
             eprintln!("toolwire: {reason}");
@@ -441,6 +457,7 @@ async fn every_server(
     if !matches!(
         cli.command,
         Command::Servers
+            | Command::Batch
             | Command::Tools {
                 command: ToolsCommand::List
             }
@@ -453,6 +470,11 @@ async fn every_server(
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     host.settled(Duration::from_secs(60)).await;
+    if matches!(cli.command, Command::Batch) {
+        let code = batch::run(batch::Target::Host(&host)).await;
+        host.shutdown().await;
+        return Ok(code);
+    }
     let servers: Vec<Value> = config
         .servers
         .iter()
@@ -558,6 +580,7 @@ async fn command(
 ) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::Serve(_) | Command::Servers => Ok(ExitCode::SUCCESS),
+        Command::Batch => Ok(batch::run(batch::Target::Client(client)).await),
         Command::Info => {
             let n = client.ready().await?;
             let session = http.and_then(HttpTransport::session_id);
@@ -848,6 +871,8 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.faults.cut_sse_every = args.cut_sse_every;
     options.faults.nagle = args.nagle;
     options.faults.broken_tools = args.broken_tools;
+    options.faults.exit_after_calls = args.exit_after_calls;
+    options.sse = args.sse;
     if args.stdio {
         toolwire_refserver::serve_stdio(options)
             .await

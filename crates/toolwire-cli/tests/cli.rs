@@ -544,3 +544,121 @@ fn the_environment_proxy_is_honoured_no_proxy_bypasses_it_and_proxy_overrides_it
         Some("Basic dTpw")
     );
 }
+
+/// `toolwire ARGS batch` with `input` on stdin.
+fn batch(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .arg("batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
+        .collect()
+}
+
+#[test]
+fn batch_answers_every_line_in_order_with_the_exit_classes_of_single_commands() {
+    let stdio = stdio_server("");
+    let input = [
+        r#"{"tool": "echo", "arguments": {"text": "first"}}"#,
+        r#"{"method": "tools/list", "params": {}}"#,
+        "this is not json",
+        r#"{"tool": "fail", "arguments": {}}"#,
+        r#"{"method": "prompts/get", "params": {"name": "no_such_prompt"}}"#,
+        "",
+        r#"{"tool": "echo", "arguments": {"text": "last"}}"#,
+    ]
+    .join("\n");
+    let o = batch(&["--stdio", &stdio], &input);
+    let answers = lines(&o);
+    assert_eq!(
+        answers.len(),
+        6,
+        "one answer a non-empty line: {}",
+        stdout(&o)
+    );
+    assert_eq!(answers[0]["content"][0]["text"], "first");
+    assert!(
+        answers[1]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
+    assert_eq!(answers[2]["error"]["exit"], 2, "{}", answers[2]);
+    assert_eq!(answers[3]["isError"], true, "{}", answers[3]);
+    assert_eq!(answers[4]["error"]["exit"], 3, "{}", answers[4]);
+    assert!(
+        answers[4]["error"]["code"].is_i64(),
+        "a server error keeps its code"
+    );
+    assert_eq!(answers[5]["content"][0]["text"], "last");
+    assert_eq!(o.status.code(), Some(3), "the worst line decides");
+}
+
+/// The reference server exits after every two calls; the batch's client starts it again, each
+/// line gets its own answer, and `-v` says what happened.
+#[test]
+fn batch_keeps_one_client_that_reconnects_and_says_so_on_verbose() {
+    let stdio = stdio_server("--exit-after-calls 2");
+    let input: String = (0..5)
+        .map(|i| format!("{{\"tool\": \"echo\", \"arguments\": {{\"text\": \"line {i}\"}}}}\n"))
+        .collect();
+    let o = batch(&["-v", "--stdio", &stdio], &input);
+    let answers = lines(&o);
+    let texts: Vec<&str> = answers
+        .iter()
+        .map(|a| a["content"][0]["text"].as_str().unwrap_or("(error)"))
+        .collect();
+    assert_eq!(
+        texts,
+        ["line 0", "line 1", "line 2", "line 3", "line 4"],
+        "{}\n{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(log.contains("reconnecting"), "{log}");
+}
+
+#[test]
+fn batch_over_a_config_routes_tools_by_qualified_name_and_methods_by_server() {
+    let file = config_file("batch");
+    let config = file.path.to_str().unwrap();
+    let input = [
+        r#"{"tool": "local__echo", "arguments": {"text": "from local"}}"#,
+        r#"{"tool": "remote__echo", "arguments": {"text": "from remote"}}"#,
+        r#"{"server": "remote", "method": "tools/list", "params": {}}"#,
+        r#"{"method": "tools/list", "params": {}}"#,
+        r#"{"tool": "broken__anything", "arguments": {}}"#,
+    ]
+    .join("\n");
+    let o = batch(&["--config", config], &input);
+    let answers = lines(&o);
+    assert_eq!(answers.len(), 5, "{}", stdout(&o));
+    assert_eq!(answers[0]["content"][0]["text"], "from local");
+    assert_eq!(answers[1]["content"][0]["text"], "from remote");
+    assert!(answers[2]["tools"].is_array(), "{}", answers[2]);
+    assert_eq!(
+        answers[3]["error"]["exit"], 2,
+        "no server named: {}",
+        answers[3]
+    );
+    assert_eq!(answers[4]["error"]["exit"], 3, "{}", answers[4]);
+    assert_eq!(o.status.code(), Some(3));
+}

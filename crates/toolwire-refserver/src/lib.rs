@@ -79,6 +79,8 @@ pub struct Faults {
     /// (`inputSchema` missing) and one whose `x-mcp-header` breaks the rules. A client should
     /// reject both and keep the rest.
     pub broken_tools: bool,
+    /// stdio: exit after answering this many `tools/call`s (a server that dies between calls).
+    pub exit_after_calls: Option<u64>,
 }
 
 /// How the server behaves.

@@ -30,6 +30,10 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
     let mut legacy = false;
     let mut listening: Vec<Value> = Vec::new();
     let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<Value>();
+    // `tools/call`s answered, for `exit_after_calls`; the last one wakes the loop to end.
+    let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let exit_after = core.options.faults.exit_after_calls;
+    let (quit_tx, mut quit_rx) = mpsc::unbounded_channel::<()>();
     // Lines are read on a task of their own: `read_until` is not cancel-safe in a select.
     let (line_tx, mut line_rx) = mpsc::channel::<std::io::Result<Option<Vec<u8>>>>(16);
     tokio::spawn(async move {
@@ -100,10 +104,17 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
                     }
                 });
                 let listens = listen_tx.clone();
+                let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     match core.handle(&message, &notify).await {
                         Handled::Answer(answer) => {
                             let _ = out.send(answer);
+                            if message["method"] == "tools/call" {
+                                let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                                if exit_after == Some(n) {
+                                    let _ = quit.send(());
+                                }
+                            }
                         }
                         Handled::Listen(id) => {
                             let _ = listens.send(id);
@@ -112,6 +123,7 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
                     }
                 });
             }
+            Some(()) = quit_rx.recv() => break,
             Some(id) = listen_rx.recv() => {
                 let _ = out.send(acknowledged(&id));
                 listening.push(id);
