@@ -166,3 +166,39 @@ async fn delayed_responses_each_reach_the_call_whose_id_they_answer() {
     }
     client.close().await;
 }
+
+/// The proxy drops every connection between calls (as NATs and proxies drop idle ones): the
+/// next calls open new connections and go on, in both eras (the legacy GET stream too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_cut_between_calls_are_opened_again_and_calls_go_on() {
+    for mode in [
+        ProtocolMode::Auto,
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let server = refserver(Framing::Sse).await;
+        let proxy = FaultProxy::start(server.addr(), Rule::connections(Fault::Pass, 0)).await;
+        let client = client(&proxy, mode.clone());
+        for round in 0..3 {
+            let text = format!("round {round}");
+            let r = client
+                .call_tool("echo", json!({"text": text}))
+                .await
+                .unwrap_or_else(|e| panic!("{mode:?} round {round}: {e}"));
+            assert_eq!(r.content[0].as_text(), Some(text.as_str()));
+            let before = proxy.connections();
+            proxy.cut_all();
+            // Time for the close to reach the client's pool.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let r = client
+                .call_tool("echo", json!({"text": "after the cut"}))
+                .await
+                .unwrap_or_else(|e| panic!("{mode:?} round {round}, after the cut: {e}"));
+            assert_eq!(r.content[0].as_text(), Some("after the cut"));
+            assert!(
+                proxy.connections() > before,
+                "no new connection after the cut"
+            );
+        }
+        client.close().await;
+    }
+}

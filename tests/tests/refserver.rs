@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolwire::{Client, HttpTransport, ProtocolMode, ProtocolVersion, RetryPolicy, Tool};
-use toolwire_refserver::{Eras, Framing, Options, serve_http};
+use toolwire_refserver::{Eras, Framing, Options, serve_http, serve_http_again};
 
 async fn server(options: Options) -> toolwire_refserver::HttpServer {
     serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
@@ -281,4 +281,62 @@ fn the_blocking_client_lists_every_tool_over_http_in_the_servers_order() {
     assert_eq!(r.content[0].as_text(), Some("sync"));
     client.close().unwrap();
     drop(s);
+}
+
+/// The server stops (its connections end with it) and starts again on the same port: a call
+/// made while it is down waits through the resends (nothing was sent, so even a call that is
+/// not safe to repeat goes again) and reaches the new server; a legacy session it forgot is
+/// re-established on its 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stopped_and_restarted_on_the_same_port_is_reached_again_in_both_eras() {
+    for (eras, mode) in [
+        (Eras::Both, ProtocolMode::Auto),
+        (
+            Eras::Legacy,
+            ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+        ),
+    ] {
+        let first = server(options(eras)).await;
+        let addr = first.addr();
+        let client = Client::builder("restart", "0")
+            .mode(mode.clone())
+            .connect_http(
+                HttpTransport::builder(first.url()).retry_policy(RetryPolicy::new(
+                    8,
+                    Duration::from_millis(50),
+                    Duration::from_millis(200),
+                )),
+            )
+            .unwrap();
+        let args = json!({"region": "eu", "query": "select 1"});
+        client.call_tool("execute_sql", args.clone()).await.unwrap();
+        drop(first);
+        // Time for the closed connections to reach the client's pool: a request written on
+        // one at the very moment it closes may have been sent, and is not resent.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        // Not retry-safe (no annotations); the server comes back 300 ms into the resends.
+        let started = std::time::Instant::now();
+        let call = tokio::spawn({
+            let client = client.clone();
+            let args = args.clone();
+            async move { client.call_tool("execute_sql", args).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let again = serve_http_again(addr, options(eras)).await.unwrap();
+        let result = call.await.unwrap().unwrap();
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "the call did not wait for the server: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            result.content[0].as_text(),
+            Some("region=eu rows=1 query=select 1"),
+            "{eras:?}"
+        );
+        assert!(client.call_tool("execute_sql", args).await.is_ok());
+        drop(again);
+        client.close().await;
+    }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolwire::{Client, ConnectionState, HttpTransport, ReconnectPolicy, SseTransport};
-use toolwire_refserver::{Options, serve_http};
+use toolwire_refserver::{Options, serve_http, serve_http_again};
 
 async fn reference() -> toolwire_refserver::HttpServer {
     let mut options = Options::default();
@@ -139,7 +139,7 @@ async fn a_server_that_goes_away_is_reconnected_over_a_new_stream() {
     // The same port again: a new server, a new stream, a new session.
     let mut options = Options::default();
     options.sse = true;
-    let _again = serve_http(addr, options).await.unwrap();
+    let _again = serve_http_again(addr, options).await.unwrap();
     assert_eq!(
         client
             .call_tool("echo", json!({"text": "two"}))

@@ -35,7 +35,12 @@ pub enum HttpError {
     /// No connection could be made within the connect timeout.
     #[error("could not connect within {0:?}")]
     ConnectTimeout(Duration),
-    /// The request could not be sent or no response head came back (refused, reset, TLS).
+    /// No connection could be made (refused, unreachable, the TLS handshake failed): nothing
+    /// was sent, so any message may be sent again.
+    #[error("no connection could be made")]
+    Unreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The connection failed after it was made, before a response head came back (reset,
+    /// closed): the request may have been sent.
     #[error("the request could not be sent")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// No response head or body data within the read timeout.
@@ -130,6 +135,14 @@ pub enum HttpError {
     /// The transport was closed.
     #[error("the transport is closed")]
     Closed,
+}
+
+impl HttpError {
+    /// Whether the failure happened before anything of the request left (no connection was
+    /// made): sending it again cannot run it twice.
+    pub fn nothing_sent(&self) -> bool {
+        matches!(self, Self::Unreachable(_) | Self::ConnectTimeout(_))
+    }
 }
 
 fn challenge_summary(challenges: &[Challenge]) -> String {

@@ -130,6 +130,8 @@ impl Inner {
             };
             if timed_out {
                 HttpError::ConnectTimeout(self.config.connect_timeout)
+            } else if e.is_connect() {
+                HttpError::Unreachable(Box::new(e))
             } else {
                 HttpError::Connect(Box::new(e))
             }
@@ -192,8 +194,8 @@ impl Inner {
     }
 
     /// POSTs `out` until it has a final response: steps the Accept profile down on 406,
-    /// replays a lost legacy session once, and resends retry-safe messages on transient
-    /// failures. Returns 2xx responses; everything else is a failure.
+    /// replays a lost legacy session once, resends retry-safe messages on transient failures,
+    /// and any message when no connection could be made (nothing was sent). Returns 2xx responses; everything else is a failure.
     pub(crate) async fn post(
         &self,
         out: &Outbound,
@@ -235,7 +237,8 @@ impl Inner {
             let resp = match self.roundtrip(req).await {
                 Ok(resp) => resp,
                 Err(e) => {
-                    if safe && retries < policy.max_retries {
+                    // A message that never left may go again, whatever it is.
+                    if (safe || e.nothing_sent()) && retries < policy.max_retries {
                         let delay = delays.next().unwrap_or(policy.max_delay);
                         retries += 1;
                         tracing::info!(retry = retries, ?delay, reason = %e, "resending after a failure before any response");

@@ -325,12 +325,31 @@ async fn connection_failures_are_typed() {
         .retry_policy(fast_retries())
         .build()
         .unwrap();
-    t.send(request(1, "ping", RetryClass::Safe)).await.unwrap();
-    let (status, cause, _) = failure(&t).await;
-    assert_eq!(status, None);
+    // Not retry-safe, yet resent: nothing left the client. Then reported, typed.
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let failed = match next(&t).await {
+        Err(TransportError::Request(f)) => f,
+        other => panic!("expected a request failure, got {other:?}"),
+    };
+    assert_eq!(failed.status, None);
     assert!(
-        cause.starts_with("the request could not be sent"),
-        "{cause}"
+        failed
+            .cause
+            .to_string()
+            .starts_with("no connection could be made"),
+        "{}",
+        failed.cause
+    );
+    let cause = failed.cause.downcast_ref::<HttpError>().unwrap();
+    assert!(cause.nothing_sent());
+    // Three resends, 10 ms doubling (with jitter): at least 10 + 20 + 40 ms.
+    assert!(
+        started.elapsed() >= Duration::from_millis(60),
+        "{:?}",
+        started.elapsed()
     );
 }
 

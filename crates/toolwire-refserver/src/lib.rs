@@ -166,6 +166,23 @@ impl Drop for HttpServer {
     }
 }
 
+/// [`serve_http`] on the `addr` of a server just stopped (dropped): its task lets go of the
+/// port a moment later, so this tries for up to 5 s while the address is in use.
+pub async fn serve_http_again(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
+    let give_up = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match serve_http(addr, options.clone()).await {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < give_up =>
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Serves HTTP on `addr` (port 0 picks one) inside the current tokio runtime.
 pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
     let listener = tokio::net::TcpListener::bind(addr).await?;

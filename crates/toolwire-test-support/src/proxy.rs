@@ -63,6 +63,8 @@ pub struct FaultProxy {
     /// Where clients connect.
     pub addr: SocketAddr,
     connections: Arc<AtomicU64>,
+    /// Bumped by [`FaultProxy::cut_all`]: every open connection ends.
+    cut: tokio::sync::watch::Sender<u64>,
     requests: Arc<Mutex<Vec<u8>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -90,6 +92,8 @@ impl FaultProxy {
         let remaining = Arc::new(AtomicUsize::new(rule.times));
         let rule = Arc::new(rule);
         let (c, r) = (connections.clone(), requests.clone());
+        let cut = tokio::sync::watch::channel(0).0;
+        let cuts = cut.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
@@ -106,7 +110,13 @@ impl FaultProxy {
                         drop(client);
                         continue;
                     }
-                    tokio::spawn(relay(client, upstream, None, remaining.clone(), r.clone()));
+                    tokio::spawn(relay(
+                        client,
+                        upstream,
+                        None,
+                        remaining.clone(),
+                        (r.clone(), cuts.subscribe()),
+                    ));
                     continue;
                 }
                 tokio::spawn(relay(
@@ -114,16 +124,23 @@ impl FaultProxy {
                     upstream,
                     Some(rule.clone()),
                     remaining.clone(),
-                    r.clone(),
+                    (r.clone(), cuts.subscribe()),
                 ));
             }
         });
         Self {
             addr,
             connections,
+            cut,
             requests,
             task,
         }
+    }
+
+    /// Closes every connection open now, both ways (as a proxy or NAT that drops idle
+    /// connections does); new ones pass as before.
+    pub fn cut_all(&self) {
+        self.cut.send_modify(|n| *n += 1);
     }
 
     /// The URL of `path` through the proxy.
@@ -152,7 +169,7 @@ async fn relay(
     upstream: SocketAddr,
     rule: Option<Arc<Rule>>,
     remaining: Arc<AtomicUsize>,
-    log: Arc<Mutex<Vec<u8>>>,
+    (log, mut cut): (Arc<Mutex<Vec<u8>>>, tokio::sync::watch::Receiver<u64>),
 ) {
     let Ok(mut server) = TcpStream::connect(upstream).await else {
         return;
@@ -235,5 +252,6 @@ async fn relay(
     tokio::select! {
         () = downstream_leg => {}
         () = async { upstream_leg.await; std::future::pending::<()>().await } => {}
+        _ = cut.changed() => {}
     }
 }
