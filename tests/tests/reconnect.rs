@@ -428,3 +428,74 @@ async fn known_tools_survive_a_reconnect_and_the_listing_is_redone() {
     assert_eq!(log.starts().len(), 2);
     client.close().await;
 }
+
+/// Counts the `ping`s a stdio transport carries.
+struct Pings {
+    inner: toolwire::StdioTransport,
+    sent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl toolwire::Transport for Pings {
+    fn carries_headers(&self) -> bool {
+        false
+    }
+    fn send(
+        &self,
+        message: toolwire::Outbound,
+    ) -> toolwire::BoxFuture<'_, Result<(), toolwire::TransportError>> {
+        if message.kind.method() == Some("ping") {
+            self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.inner.send(message)
+    }
+    fn recv(
+        &self,
+    ) -> toolwire::BoxFuture<'_, Option<Result<toolwire::Inbound, toolwire::TransportError>>> {
+        self.inner.recv()
+    }
+    fn close(&self) -> toolwire::BoxFuture<'_, Result<(), toolwire::TransportError>> {
+        self.inner.close()
+    }
+}
+
+/// A quiet legacy connection is pinged every interval (and answered); a busy one is not, and
+/// the modern era, which has no `ping`, never is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_legacy_connection_is_kept_alive_with_pings() {
+    for (eras, expect_pings) in [("legacy", true), ("modern", false)] {
+        let log = Log::new(&format!("keepalive-{eras}"));
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let transport = Pings {
+            inner: toolwire::StdioTransport::spawn(
+                StdioConfig::new(SERVER, [eras])
+                    .with_env(LOG_VAR, log.0.to_string_lossy())
+                    .with_stderr(StderrMode::Discard),
+            )
+            .unwrap(),
+            sent: sent.clone(),
+        };
+        let client = Client::builder("reconnect", "0")
+            .keep_alive(Duration::from_millis(200))
+            .connect(transport)
+            .unwrap();
+        client.ready().await.unwrap();
+        // Busy: a call every 20 ms leaves no quiet 200 ms.
+        for i in 0..15 {
+            echo(&client, &format!("busy {i}")).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let while_busy = sent.load(std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let quiet = sent.load(std::sync::atomic::Ordering::SeqCst) - while_busy;
+        if expect_pings {
+            assert_eq!(while_busy, 0, "pinged a busy connection");
+            // About one per 200 ms: not none, and not a loop.
+            assert!((2..=8).contains(&quiet), "{quiet} pings in a quiet second");
+            // Answered: the connection is as good as before.
+            assert_eq!(echo(&client, "after").await.unwrap(), "after");
+        } else {
+            assert_eq!(while_busy + quiet, 0, "a modern connection was pinged");
+        }
+        client.close().await;
+    }
+}

@@ -2,6 +2,7 @@
 beyond these few tools).
 
     python py_server.py http PORT [json]   # Streamable HTTP on 127.0.0.1:PORT/mcp, both eras
+    python py_server.py sse PORT           # the 2024-11-05 HTTP+SSE transport on 127.0.0.1:PORT/sse
     python py_server.py stdio              # newline-delimited JSON-RPC on stdin/stdout
 
 `seen` answers with the HTTP headers and protocol version the server saw, so a check can assert
@@ -44,7 +45,9 @@ def seen(region: Annotated[str, REGION], ctx: Context) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["http"]:
+    if sys.argv[1:2] == ["sse"]:
+        app.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
+    elif sys.argv[1:2] == ["http"]:
         app.run(
             transport="streamable-http",
             host="127.0.0.1",

@@ -4,12 +4,14 @@
 //! 1. Installs the peers into the cache folder `cargo xtask conformance` uses
 //!    (`$TOOLWIRE_PEERS`, else `~/.cache/toolwire-peers`), from the package registries only:
 //!    PyPI `mcp` 2.3 (in a venv), `@modelcontextprotocol/server` 2.4 (the TypeScript SDK v2),
-//!    `@modelcontextprotocol/server-everything` 2026.8.31, and Debian's nginx (with
-//!    `apt-get`, when it is missing and this runs as root).
+//!    `@modelcontextprotocol/server-everything` 2026.8.31, and Debian's nginx and tinyproxy
+//!    (with `apt-get`, when they are missing and this runs as root).
 //! 2. Starts them: the Python `MCPServer` (`xtask/interop/py_server.py`) over HTTP with SSE
 //!    answers and again with JSON answers, the TypeScript SDK v2 server
 //!    (`xtask/interop/ts_server.mjs`) and server-everything over HTTP, and an nginx that routes
-//!    POSTs on `Mcp-Param-Region` (`eu-*` to Python, `us-*` to TypeScript, the rest to Python).
+//!    POSTs on `Mcp-Param-Region` (`eu-*` to Python, `us-*` to TypeScript, the rest to Python);
+//!    the Python server again over the 2024-11-05 HTTP+SSE transport; a tinyproxy that wants
+//!    basic credentials.
 //! 3. Runs the checks. Each asserts on what the server saw or answered: the peers' `seen` tool
 //!    returns the headers that arrived, server-everything's tools quote what this client's
 //!    handlers answered, and nginx's access log shows where each request went.
@@ -154,6 +156,7 @@ struct Peers {
     path: String,
     python: PathBuf,
     nginx: PathBuf,
+    tinyproxy: PathBuf,
 }
 
 fn install(root: &Path) -> Result<Peers, String> {
@@ -197,36 +200,53 @@ fn install(root: &Path) -> Result<Peers, String> {
         )?;
     }
 
-    let nginx = find_nginx().or_else(|| {
-        eprintln!("==> apt-get install nginx");
-        let apt = |args: &[&str]| {
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let _ = apt(&["update", "-qq"]);
-        let _ = apt(&["install", "-y", "-qq", "nginx"]);
-        find_nginx()
-    });
-    let nginx = nginx.ok_or(
-        "nginx is not installed and `apt-get install nginx` did not install it (it needs root)",
-    )?;
+    let nginx = debian("nginx")?;
+    let tinyproxy = debian("tinyproxy")?;
     Ok(Peers {
         cache,
         path,
         python,
         nginx,
+        tinyproxy,
     })
 }
 
-fn find_nginx() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+/// A Debian package's program of the same name, installed with `apt-get` when missing.
+fn debian(program: &str) -> Result<PathBuf, String> {
+    let find = || {
+        ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(program))
+            .find(|p| p.exists())
+    };
+    find()
+        .or_else(|| {
+            eprintln!("==> apt-get install {program}");
+            let apt = |args: &[&str]| {
+                Command::new("apt-get")
+                    .args(args)
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            let _ = apt(&["update", "-qq"]);
+            let _ = apt(&["install", "-y", "-qq", program]);
+            find()
+        })
+        .ok_or(format!(
+            "{program} is not installed and `apt-get install {program}` did not install it (it needs root)"
+        ))
+}
+
+/// The tinyproxy configuration: loopback only, basic credentials `mcp:secret`, each request
+/// logged.
+fn tinyproxy_conf(port: u16, dir: &Path) -> String {
+    format!(
+        "Port {port}\nListen 127.0.0.1\nTimeout 60\nLogFile \"{}/tinyproxy.log\"\nLogLevel Info\n\
+         MaxClients 20\nAllow 127.0.0.1\nBasicAuth mcp secret\nDisableViaHeader Yes\n",
+        dir.display()
+    )
 }
 
 /// The nginx configuration: POSTs routed on `Mcp-Param-Region`, each request logged with the
@@ -280,6 +300,10 @@ struct Running {
     nginx_dir: PathBuf,
     py_port: u16,
     ts_port: u16,
+    /// The Python server over the 2024-11-05 HTTP+SSE transport.
+    py_sse: String,
+    tinyproxy: String,
+    tinyproxy_dir: PathBuf,
 }
 
 fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
@@ -290,7 +314,17 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
     let everything_js = peers
         .cache
         .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let [py_port, py_json_port, ts_port, ev_port, nginx_port] = [
+    let [
+        py_port,
+        py_json_port,
+        ts_port,
+        ev_port,
+        nginx_port,
+        py_sse_port,
+        tinyproxy_port,
+    ] = [
+        free_port()?,
+        free_port()?,
         free_port()?,
         free_port()?,
         free_port()?,
@@ -306,6 +340,11 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         .arg(&py_script)
         .args(["http", &py_json_port.to_string(), "json"]);
     starts.push(("python-json", py_json_port, py_json));
+    let mut py_sse = Command::new(&peers.python);
+    py_sse
+        .arg(&py_script)
+        .args(["sse", &py_sse_port.to_string()]);
+    starts.push(("python-legacy-sse", py_sse_port, py_sse));
     let mut ts = Command::new("node");
     ts.args(["ts_server.mjs", "http", &ts_port.to_string()])
         .current_dir(peers.cache.join("tsv2"))
@@ -333,6 +372,21 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         .args(["-c", "mcp-route.conf"]);
     starts.push(("nginx", nginx_port, nginx));
 
+    let tinyproxy_dir = peers.cache.join("tinyproxy");
+    std::fs::create_dir_all(&tinyproxy_dir).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(tinyproxy_dir.join("tinyproxy.log"));
+    std::fs::write(
+        tinyproxy_dir.join("tinyproxy.conf"),
+        tinyproxy_conf(tinyproxy_port, &tinyproxy_dir),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut tinyproxy = Command::new(&peers.tinyproxy);
+    tinyproxy
+        .arg("-d")
+        .arg("-c")
+        .arg(tinyproxy_dir.join("tinyproxy.conf"));
+    starts.push(("tinyproxy", tinyproxy_port, tinyproxy));
+
     for (name, _, command) in &mut starts {
         processes.spawn(command, &logs.join(format!("{name}.log")))?;
     }
@@ -350,6 +404,9 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         nginx_dir,
         py_port,
         ts_port,
+        py_sse: format!("http://127.0.0.1:{py_sse_port}/sse"),
+        tinyproxy: format!("127.0.0.1:{tinyproxy_port}"),
+        tinyproxy_dir,
     })
 }
 
@@ -758,6 +815,163 @@ fn host_check(
     ))
 }
 
+/// The Python server over the 2024-11-05 HTTP+SSE transport: reached by the fallback from
+/// Streamable HTTP (`--url` of its SSE URL) and as a `type: "sse"` entry of an mcpServers file.
+fn legacy_sse_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
+    let peer = "Python mcp 2.3 (SSE transport)";
+    let cwd = &peers.cache;
+    let outcome = cli(
+        bin,
+        &Target::Url(&running.py_sse),
+        "auto",
+        &["tools", "call", "add", "a=2", "b=40"],
+        cwd,
+    )
+    .map(|r| (first_text(&r) == "42", r.to_string()));
+    push(
+        rows,
+        peer,
+        "HTTP+SSE (2024-11-05)",
+        "--url of the SSE endpoint: the POST is refused, the client falls back to the SSE stream and calls add",
+        outcome,
+    );
+
+    let file = peers.cache.join("results/interop/sse.json");
+    let outcome = (|| {
+        let config =
+            serde_json::json!({"mcpServers": {"legacy": {"type": "sse", "url": running.py_sse}}});
+        std::fs::write(&file, config.to_string())
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut command = Command::new(bin);
+        command
+            .args([
+                "--config",
+                &file.display().to_string(),
+                "--server",
+                "legacy",
+            ])
+            .args([
+                "--timeout",
+                "30",
+                "--json",
+                "tools",
+                "call",
+                "where",
+                "region=eu-west-1",
+            ])
+            .current_dir(cwd);
+        let (ok, out, err) = run_limited(&mut command);
+        if !ok {
+            return Err(format!("toolwire --config: {}", err.trim()));
+        }
+        let r: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+        Ok((first_text(&r).contains("region=eu-west-1"), r.to_string()))
+    })();
+    push(
+        rows,
+        peer,
+        "mcpServers file",
+        "a type \"sse\" entry connects over the SSE transport and calls where",
+        outcome,
+    );
+}
+
+/// tinyproxy from Debian, wanting credentials: requests to the Python server go through it in
+/// absolute form with `Proxy-Authorization` (given by `--proxy`, or by `HTTP_PROXY`), as its
+/// log shows; without credentials it refuses.
+fn proxy_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, cwd: &Path) {
+    let peer = "tinyproxy 1.11 (HTTP proxy, basic auth)";
+    let through = |env: Option<&str>, proxy_arg: Option<&str>| -> Result<Value, String> {
+        let mut command = Command::new(bin);
+        for name in [
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            command.env_remove(name);
+        }
+        command.args(["--url", &running.py]);
+        if let Some(proxy) = proxy_arg {
+            command.args(["--proxy", proxy]);
+        }
+        if let Some(proxy) = env {
+            command.env("HTTP_PROXY", proxy);
+        }
+        command
+            .args([
+                "--timeout",
+                "30",
+                "--json",
+                "tools",
+                "call",
+                "add",
+                "a=20",
+                "b=22",
+            ])
+            .current_dir(cwd);
+        let (ok, out, err) = run_limited(&mut command);
+        if !ok {
+            return Err(err.trim().to_owned());
+        }
+        serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))
+    };
+    let logged = || {
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::read_to_string(running.tinyproxy_dir.join("tinyproxy.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("POST {} ", running.py)))
+            .count()
+    };
+    let with_credentials = format!("http://mcp:secret@{}", running.tinyproxy);
+    let before = logged();
+    let outcome = through(None, Some(&with_credentials)).map(|r| {
+        let requests = logged() - before;
+        (
+            first_text(&r) == "42" && requests > 0,
+            format!("{}; {requests} requests in tinyproxy's log", first_text(&r)),
+        )
+    });
+    push(
+        rows,
+        peer,
+        "HTTP via --proxy",
+        "tools/call through the proxy, credentials from the URL",
+        outcome,
+    );
+
+    let before = logged();
+    let outcome = through(Some(&with_credentials), None).map(|r| {
+        let requests = logged() - before;
+        (
+            first_text(&r) == "42" && requests > 0,
+            format!("{}; {requests} requests in tinyproxy's log", first_text(&r)),
+        )
+    });
+    push(
+        rows,
+        peer,
+        "HTTP via HTTP_PROXY",
+        "the environment's proxy is used by default",
+        outcome,
+    );
+
+    let outcome = match through(None, Some(&format!("http://{}", running.tinyproxy))) {
+        Ok(r) => Ok((false, format!("went through without credentials: {r}"))),
+        Err(e) => Ok((e.contains("407"), e)),
+    };
+    push(
+        rows,
+        peer,
+        "HTTP via --proxy",
+        "without credentials the proxy's 407 is the error",
+        outcome,
+    );
+}
+
 fn table(rows: &[Row]) -> String {
     let mut t = String::from("| server | via | check | result |\n|---|---|---|---|\n");
     for r in rows {
@@ -906,6 +1120,8 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     );
 
     nginx_checks(&mut rows, &bin, &running, cwd);
+    legacy_sse_checks(&mut rows, &bin, &running, &peers);
+    proxy_checks(&mut rows, &bin, &running, cwd);
     drop(running);
 
     let table = table(&rows);
