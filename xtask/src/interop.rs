@@ -433,11 +433,16 @@ fn cli(
         .args(["--protocol", protocol, "--timeout", "30", "--json"])
         .args(args)
         .current_dir(cwd);
-    let (ok, out, err) = run_limited(&mut command);
+    json_of(&mut command, &args.join(" "))
+}
+
+/// Runs a `toolwire … --json` command and parses what it printed; `what` names it in errors.
+fn json_of(command: &mut Command, what: &str) -> Result<Value, String> {
+    let (ok, out, err) = run_limited(command);
     if !ok {
-        return Err(format!("toolwire {}: {}", args.join(" "), err.trim()));
+        return Err(format!("toolwire {what}: {}", err.trim()));
     }
-    serde_json::from_str(&out).map_err(|e| format!("toolwire {}: {e}: {out}", args.join(" ")))
+    serde_json::from_str(&out).map_err(|e| format!("toolwire {what}: {e}: {out}"))
 }
 
 /// The first text block of a tool result.
@@ -782,11 +787,7 @@ fn host_check(
             ])
             .args(args)
             .env("PATH", &peers.path);
-        let (ok, out, err) = run_limited(&mut command);
-        if !ok {
-            return Err(format!("toolwire {}: {}", args.join(" "), err.trim()));
-        }
-        serde_json::from_str(&out).map_err(|e| format!("toolwire {}: {e}: {out}", args.join(" ")))
+        json_of(&mut command, &args.join(" "))
     };
     let listed = run(&["tools", "list"])?;
     let names: Vec<&str> = listed["tools"]
@@ -860,11 +861,7 @@ fn legacy_sse_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: 
                 "region=eu-west-1",
             ])
             .current_dir(cwd);
-        let (ok, out, err) = run_limited(&mut command);
-        if !ok {
-            return Err(format!("toolwire --config: {}", err.trim()));
-        }
-        let r: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))?;
+        let r = json_of(&mut command, "--config sse.json --server legacy")?;
         Ok((first_text(&r).contains("region=eu-west-1"), r.to_string()))
     })();
     push(
@@ -912,11 +909,7 @@ fn proxy_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, cwd: &Path) 
                 "b=22",
             ])
             .current_dir(cwd);
-        let (ok, out, err) = run_limited(&mut command);
-        if !ok {
-            return Err(err.trim().to_owned());
-        }
-        serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))
+        json_of(&mut command, "tools call add")
     };
     let logged = || {
         std::thread::sleep(Duration::from_millis(200));
