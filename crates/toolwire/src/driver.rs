@@ -730,16 +730,8 @@ impl Driver {
                 "the server ended during the server/discover probe; starting it again with initialize"
             );
         } else if self.backoff.is_none() || self.link.connector.is_none() {
-            let error = self.lost(false);
-            self.state.send_replace(Negotiation::Closed {
-                error: self.last_transport_error.clone(),
-            });
-            self.link.connection.send_replace(ConnectionState::Failed {
-                reason: error.clone(),
-            });
             self.fail_in_flight(false);
-            self.fail_all(&error);
-            return Err(error);
+            return Err(self.give_up());
         } else {
             tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
@@ -750,16 +742,8 @@ impl Driver {
         loop {
             if !first {
                 let Some((attempt, delay)) = self.backoff.as_mut().and_then(Backoff::next) else {
-                    let error = self.lost(false);
                     tracing::warn!(cause, "giving up reconnecting to the MCP server");
-                    self.state.send_replace(Negotiation::Closed {
-                        error: self.last_transport_error.clone(),
-                    });
-                    self.link.connection.send_replace(ConnectionState::Failed {
-                        reason: error.clone(),
-                    });
-                    self.fail_all(&error);
-                    return Err(error);
+                    return Err(self.give_up());
                 };
                 self.link
                     .connection
@@ -771,7 +755,7 @@ impl Driver {
             }
             first = false;
             let Some(connector) = self.link.connector.clone() else {
-                return Err(self.lost(false));
+                return Err(self.give_up());
             };
             match connector() {
                 Ok(transport) => {
@@ -814,6 +798,20 @@ impl Driver {
         };
         let _ = tokio::time::timeout(Duration::from_secs(3), drain).await;
         self.handle_events();
+    }
+
+    /// The connection is over for good: says so (negotiation closed, state `Failed`) and
+    /// fails everything still waiting as never sent; the error that ends the driver.
+    fn give_up(&mut self) -> Error {
+        let error = self.lost(false);
+        self.state.send_replace(Negotiation::Closed {
+            error: self.last_transport_error.clone(),
+        });
+        self.link.connection.send_replace(ConnectionState::Failed {
+            reason: error.clone(),
+        });
+        self.fail_all(&error);
+        error
     }
 
     /// The calls in flight on a dead connection: with `replay`, tool listings and calls safe
