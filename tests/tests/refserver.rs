@@ -340,3 +340,104 @@ async fn a_server_stopped_and_restarted_on_the_same_port_is_reached_again_in_bot
         client.close().await;
     }
 }
+
+/// The texts of the log messages waiting on `notifications`, in order.
+fn logged(notifications: &mut toolwire::Notifications) -> Vec<String> {
+    let mut texts = Vec::new();
+    while let Some(notice) = notifications.try_recv() {
+        if let toolwire::ServerNotification::LoggingMessage(log) = &notice.notification {
+            texts.push(log.data.as_str().unwrap_or("").to_owned());
+        }
+    }
+    texts
+}
+
+/// Log messages reach the application's notification stream, filtered by the level asked:
+/// in the modern era on each request (none without one), in the legacy era through
+/// `logging/setLevel`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_messages_reach_the_notification_stream_at_the_level_asked_in_both_eras() {
+    let s = server(options(Eras::Both)).await;
+    for mode in [
+        ProtocolMode::Auto,
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let client = Client::builder("logs", "0")
+            .mode(mode.clone())
+            .log_level(toolwire::LoggingLevel::Info)
+            .connect_http(HttpTransport::builder(s.url()))
+            .unwrap();
+        let mut notifications = client.notifications();
+        let r = client
+            .call_tool("log", json!({"message": "hi"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            r.content[0].as_text(),
+            Some("logged 3 messages"),
+            "{mode:?}"
+        );
+        // The messages came before the answer on the same stream.
+        assert_eq!(
+            logged(&mut notifications),
+            ["info: hi", "warning: hi", "error: hi"],
+            "{mode:?}"
+        );
+
+        client
+            .set_log_level(toolwire::LoggingLevel::Error)
+            .await
+            .unwrap();
+        client
+            .call_tool("log", json!({"message": "again"}))
+            .await
+            .unwrap();
+        assert_eq!(logged(&mut notifications), ["error: again"], "{mode:?}");
+        assert_eq!(notifications.lost(), 0);
+        client.close().await;
+    }
+
+    // Modern, no level asked: the server must send none.
+    let client = Client::builder("logs", "0")
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let mut notifications = client.notifications();
+    let r = client
+        .call_tool("log", json!({"message": "quiet"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("logged 0 messages"));
+    assert!(logged(&mut notifications).is_empty());
+    client.close().await;
+}
+
+/// A subscriber that does not read loses the oldest notifications, counted; the calls that
+/// produce them never wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_notification_consumer_loses_the_oldest_and_never_blocks_calls() {
+    let s = server(options(Eras::Both)).await;
+    // Legacy: the only notifications are the twenty log messages (a modern client's listen
+    // stream would add its acknowledgement).
+    let client = Client::builder("logs", "0")
+        .mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+        .log_level(toolwire::LoggingLevel::Debug)
+        .notification_buffer(4)
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let mut slow = client.notifications();
+    for i in 0..5 {
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.call_tool("log", json!({"message": format!("m{i}")})),
+        )
+        .await
+        .expect("a call waited for the notification consumer")
+        .unwrap();
+        assert_eq!(r.content[0].as_text(), Some("logged 4 messages"));
+    }
+    // 20 sent, room for 4: the newest four are kept, the rest counted as lost.
+    let kept = logged(&mut slow);
+    assert_eq!(kept, ["debug: m4", "info: m4", "warning: m4", "error: m4"]);
+    assert_eq!(slow.lost(), 16);
+    client.close().await;
+}

@@ -30,8 +30,9 @@ use base64::Engine as _;
 use clap::{Parser, Subcommand};
 use serde_json::{Map, Value, json};
 use toolwire::{
-    CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, ProtocolMode,
-    ProtocolVersion, Proxy, ReconnectPolicy, StderrMode, StdioConfig, Tool,
+    CallOptions, CallToolResult, Client, ContentBlock, Error, HttpTransport, LoggingLevel,
+    ProtocolMode, ProtocolVersion, Proxy, ReconnectPolicy, ServerNotification, StderrMode,
+    StdioConfig, Tool,
 };
 use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
 
@@ -73,6 +74,10 @@ struct Cli {
     /// Request timeout in seconds.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Ask the server for log messages at this level and above (debug, info, notice,
+    /// warning, error, critical, alert, emergency); `watch` prints them.
+    #[arg(long, value_name = "LEVEL")]
+    log_level: Option<String>,
     /// Print exactly one JSON document on stdout.
     #[arg(long)]
     json: bool,
@@ -95,6 +100,13 @@ enum Command {
     Tools {
         #[command(subcommand)]
         command: ToolsCommand,
+    },
+    /// Print the server's notifications as they come (log messages, list changes, resource
+    /// updates, …), one JSON line each with --json, until the server goes or --for passes.
+    Watch {
+        /// Stop after this many seconds.
+        #[arg(long = "for", value_name = "SECS")]
+        for_secs: Option<f64>,
     },
     /// Read one JSON request a line from stdin ({"tool": NAME, "arguments": {...}} or
     /// {"method": M, "params": {...}}), print one JSON answer a line, over one client.
@@ -296,6 +308,14 @@ fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
     let mut builder = Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION"))
         .mode(mode(&cli.protocol)?)
         .reconnect(ReconnectPolicy::default());
+    if let Some(level) = &cli.log_level {
+        let level: LoggingLevel = serde_json::from_value(json!(level)).map_err(|_| {
+            Failure::Usage(format!(
+                "--log-level {level}: expected debug, info, notice, warning, error, critical, alert or emergency"
+            ))
+        })?;
+        builder = builder.log_level(level);
+    }
     if let Some(secs) = cli.timeout {
         if !(secs.is_finite() && secs > 0.0) {
             return Err(Failure::Usage(format!(
@@ -349,6 +369,59 @@ fn stderr_mode(cli: &Cli) -> StderrMode {
     } else {
         StderrMode::Discard
     }
+}
+
+/// `watch`: every notification, as it comes, until the server goes or `for_secs` pass.
+async fn watch(cli: &Cli, client: &Client, for_secs: Option<f64>) -> Result<ExitCode, Failure> {
+    let limit = match for_secs {
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(Failure::Usage(format!(
+                "--for {s}: must be a positive number"
+            )));
+        }
+        None => None,
+    };
+    let mut notifications = client.notifications();
+    client.ready().await?;
+    let until = limit.map(|l| tokio::time::Instant::now() + l);
+    loop {
+        let notice = tokio::select! {
+            notice = notifications.recv() => notice,
+            () = async {
+                match until {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => None,
+        };
+        let Some(notice) = notice else { break };
+        let params: Value = notice
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        if cli.json {
+            println!("{}", json!({"method": notice.method, "params": params}));
+        } else if let ServerNotification::LoggingMessage(log) = &notice.notification {
+            let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
+            let data = match &log.data {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            println!(
+                "[{}] {}{data}",
+                level.as_str().unwrap_or("?"),
+                log.logger
+                    .as_deref()
+                    .map(|l| format!("{l}: "))
+                    .unwrap_or_default()
+            );
+        } else {
+            println!("{} {params}", notice.method);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Pre-loads `--known-tools`, then runs the command on one connected client. `tool` replaces
@@ -581,6 +654,7 @@ async fn command(
     match &cli.command {
         Command::Serve(_) | Command::Servers => Ok(ExitCode::SUCCESS),
         Command::Batch => Ok(batch::run(batch::Target::Client(client)).await),
+        Command::Watch { for_secs } => watch(cli, client, *for_secs).await,
         Command::Info => {
             let n = client.ready().await?;
             let session = http.and_then(HttpTransport::session_id);

@@ -662,3 +662,35 @@ fn batch_over_a_config_routes_tools_by_qualified_name_and_methods_by_server() {
     assert_eq!(answers[4]["error"]["exit"], 3, "{}", answers[4]);
     assert_eq!(o.status.code(), Some(3));
 }
+
+/// `watch` prints what the server announces while it runs: here the tool-list change another
+/// client's `unlock_files` causes, as one JSON line.
+#[test]
+fn watch_prints_the_servers_notifications_as_they_come() {
+    let served = serve(&[]);
+    let watch = Command::new(BIN)
+        .args(["--url", &served.url, "--json", "watch", "--for", "8"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Time to connect and open its listen stream.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let trigger = toolwire(&["--url", &served.url, "tools", "call", "unlock_files"]);
+    assert!(trigger.status.success(), "{}", stdout(&trigger));
+    let o = watch.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let notices = lines(&o);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n["method"] == "notifications/tools/list_changed"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        toolwire(&["--log-level", "loud", "ping"]).status.code() == Some(2),
+        "a level that does not exist is a usage error"
+    );
+}

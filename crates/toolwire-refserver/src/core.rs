@@ -57,6 +57,8 @@ pub(crate) struct Core {
     tools: Mutex<Vec<Entry>>,
     files: Mutex<HashMap<String, String>>,
     changes: broadcast::Sender<()>,
+    /// The legacy `logging/setLevel` threshold (one for the whole server: enough for tests).
+    log_level: Mutex<Option<String>>,
 }
 
 pub(crate) fn error(
@@ -88,6 +90,7 @@ impl Core {
             tools: Mutex::new(tools::base_tools().into_iter().map(Entry::new).collect()),
             files: Mutex::new(HashMap::new()),
             changes: broadcast::channel(64).0,
+            log_level: Mutex::new(None),
         })
     }
 
@@ -151,7 +154,7 @@ impl Core {
             "server/discover" if self.modern_ok() => Ok(json!({
                 "resultType": "complete",
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
                 "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
                 "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
             })),
@@ -164,13 +167,23 @@ impl Core {
                 };
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": {"tools": {"listChanged": true}, "logging": {}},
                     "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
                 }))
             }
             "subscriptions/listen" if modern.is_some() => return Handled::Listen(id.clone()),
             "ping" => Ok(json!({})),
+            "logging/setLevel" if modern.is_none() => match params["level"].as_str() {
+                Some(level) if tools::LEVELS.contains(&level) => {
+                    *lock(&self.log_level) = Some(level.to_owned());
+                    Ok(json!({}))
+                }
+                _ => Err((
+                    code::INVALID_PARAMS,
+                    format!("bad level {}", params["level"]),
+                )),
+            },
             "tools/list" => {
                 let mut tools: Vec<Value> =
                     lock(&self.tools).iter().map(|e| e.def.clone()).collect();
@@ -260,6 +273,34 @@ impl Core {
                     code::INTERNAL_ERROR,
                     "protocol_error answers with a JSON-RPC error".into(),
                 ));
+            }
+            "log" => {
+                // Modern: only what the request's level allows, nothing without one; legacy:
+                // what `logging/setLevel` allows, everything before it.
+                let threshold = if params["_meta"][meta_key::PROTOCOL_VERSION].is_string() {
+                    params["_meta"][meta_key::LOG_LEVEL]
+                        .as_str()
+                        .map(str::to_owned)
+                } else {
+                    Some(
+                        lock(&self.log_level)
+                            .clone()
+                            .unwrap_or_else(|| "debug".into()),
+                    )
+                };
+                let message = str_arg("message");
+                let mut sent = 0;
+                for level in ["debug", "info", "warning", "error"] {
+                    if threshold
+                        .as_deref()
+                        .is_some_and(|t| tools::passes(level, t))
+                    {
+                        sent += 1;
+                        let _ = notify.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                            "params": {"level": level, "logger": "refserver", "data": format!("{level}: {message}")}}));
+                    }
+                }
+                tools::text(format!("logged {sent} messages"))
             }
             "slow" => {
                 let (steps, delay) = tools::slow_plan(&args);

@@ -11,7 +11,8 @@
 //!   listen streams; SEP-2243 headers validated with `toolwire-headers` exactly as the spec
 //!   prescribes (HTTP 400 with `-32020` on a mismatch).
 //! - **Tools**: `echo`, `add` (structured output), `execute_sql` (`x-mcp-header` Region), `deploy` (nested `x-mcp-header` arguments), `sample_content` (every content type),
-//!   `fail` (`isError`), `protocol_error`, `slow` (progress), `unlock_files` (registers
+//!   `fail` (`isError`), `protocol_error`, `slow` (progress), `log` (`notifications/message` at
+//!   four levels, filtered by `logging/setLevel` or the request's `_meta` log level), `unlock_files` (registers
 //!   `read_file` and `write_file` a moment after it answers and announces them),
 //!   `ephemeral` (removes itself).
 //! - **Knobs** ([`Options`], [`Faults`]): latency, registration delay, 406 on a given `Accept`,

@@ -51,7 +51,28 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "ephemeral", "description": "Removes itself a moment after it answers, and announces it.",
             "inputSchema": {"type": "object"}}),
+        json!({"name": "log", "description": "Logs `message` at debug, info, warning and error (notifications/message), as far as the client's log level lets it.",
+            "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true}}),
     ]
+}
+
+/// The syslog levels, least severe first.
+pub(crate) const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Whether a message at `level` passes the `threshold` (both syslog level names).
+pub(crate) fn passes(level: &str, threshold: &str) -> bool {
+    let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
+    matches!((rank(level), rank(threshold)), (Some(l), Some(t)) if l >= t)
 }
 
 /// Tools `unlock_files` registers.

@@ -44,6 +44,10 @@ pub struct SessionConfig {
     /// In the `2026-07-28` era, open a `subscriptions/listen` stream for tool-list changes
     /// when the server declares `tools.listChanged` (default on).
     pub listen: bool,
+    /// The least severe log message wanted from the server: in the `2026-07-28` era it rides
+    /// on every request's `_meta` (`io.modelcontextprotocol/logLevel`; without it the server
+    /// sends none); in the legacy era the facade sends `logging/setLevel` (default: none).
+    pub log_level: Option<toolwire_types::LoggingLevel>,
 }
 
 /// What the session does with a `tools/call` result that may change the tool list.
@@ -77,6 +81,7 @@ impl SessionConfig {
             settle_timeout: Duration::from_secs(5),
             auto_refresh: true,
             listen: true,
+            log_level: None,
         }
     }
 
@@ -96,6 +101,12 @@ impl SessionConfig {
     /// Turns the `2026-07-28` listen subscription on or off.
     pub fn with_listen(mut self, on: bool) -> Self {
         self.listen = on;
+        self
+    }
+
+    /// Sets the log level asked of the server.
+    pub fn with_log_level(mut self, level: Option<toolwire_types::LoggingLevel>) -> Self {
+        self.log_level = level;
         self
     }
 

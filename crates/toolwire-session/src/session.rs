@@ -321,7 +321,17 @@ impl Session {
             meta.protocol_version = Some(version.clone());
             meta.client_capabilities = Some(self.envelope.0.clone());
             meta.client_info = Some(self.envelope.1.clone());
+            meta.log_level = self.config.log_level;
         }
+    }
+
+    /// Changes the log level asked of the server from the next request on (the
+    /// `2026-07-28` envelope; in the legacy era `logging/setLevel` says it, see
+    /// [`SessionConfig::log_level`]).
+    pub fn set_log_level(&mut self, level: Option<toolwire_types::LoggingLevel>) {
+        self.config.log_level = level;
+        // The shared `tools/call` envelope is built again with it.
+        self.call_meta = None;
     }
 
     /// Encodes and queues a request; `headers` are the SEP-2243 ones (the version header is

@@ -302,7 +302,8 @@ pub struct CallToolResult {
     /// `resultType` (modern).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
-    /// Unstructured result.
+    /// Unstructured result (empty when the server sent none: some send only
+    /// `structuredContent`).
     pub content: Vec<ContentBlock>,
     /// Structured result: any JSON value in `2026-07-28` (`null` kept apart from absent), an
     /// object before.
@@ -484,9 +485,9 @@ impl<'de> serde::de::Visitor<'de> for CallToolResultVisitor {
                 }
             }
         }
-        if seen & ResultMember::Content.bit() == 0 {
-            return Err(serde::de::Error::missing_field("content"));
-        }
+        // `content` is required by the schema, yet servers leave it out next to
+        // `structuredContent` (or entirely); rmcp and the Python SDK accept that, and so does
+        // this: it is read as no content.
         Ok(result)
     }
 }
@@ -654,20 +655,34 @@ mod tests {
             matches!(fast, Err(DecodeError::UnknownResultType { .. })),
             "{fast:?}"
         );
-        let (fast, _) = decode(r#"{"resultType":"complete"}"#);
-        let Err(DecodeError::InvalidResult { source, .. }) = fast else {
-            panic!("{fast:?}")
-        };
-        assert!(
-            source.to_string().contains("missing field `content`"),
-            "{source}"
-        );
+        // Without `content`: decoded as none, on both paths.
+        for text in [
+            r#"{"resultType":"complete"}"#,
+            r#"{"resultType":"complete","structuredContent":{"sum":3}}"#,
+        ] {
+            let (fast, general) = decode(text);
+            let fast = fast.unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(fast, general.unwrap(), "{text}");
+            let Outcome::Complete(result) = fast else {
+                panic!("{text}")
+            };
+            assert!(result.content.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_result_with_only_structured_content_decodes_with_no_content() {
+        let r: CallToolResult = serde_json::from_str(r#"{"structuredContent":{"temp":21}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.content.is_empty());
+        assert_eq!(r.structured_content, Some(serde_json::json!({"temp": 21})));
+        let r: CallToolResult = serde_json::from_str("{}").unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.content.is_empty() && !r.is_error());
     }
 
     #[test]
     fn a_malformed_call_result_is_an_error_that_names_the_member() {
         let cases = [
-            (r#"{"isError":false}"#, "missing field `content`"),
             (
                 r#"{"content":[],"content":[]}"#,
                 "duplicate field `content`",

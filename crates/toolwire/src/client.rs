@@ -20,6 +20,7 @@ use toolwire_types::{ProtocolVersion, ServerCapabilities};
 
 use crate::config::ClientConfig;
 use crate::driver::{Command, Driver, Link, Negotiation, announce};
+use crate::notices::{Notice, Notifications};
 use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
 use crate::{CallOptions, ClientBuilder, Connector, Error, ProgressCallback};
@@ -57,6 +58,8 @@ struct Inner {
     changes: broadcast::Sender<Commit>,
     /// Where the connection is, whichever driver runs it.
     state: watch::Sender<ConnectionState>,
+    /// Every notification from the server, to each subscriber.
+    notices: broadcast::Sender<Arc<Notice>>,
 }
 
 /// The `_meta` key set to `true` on a `tools/call` result that the settle barrier released
@@ -100,6 +103,7 @@ impl Client {
         let validators = config
             .validate_structured_output
             .then(OutputValidators::default);
+        let notification_buffer = config.notification_buffer;
         let inner = Arc::new(Inner {
             connection: std::sync::Mutex::new(Connection::Idle),
             connector,
@@ -111,6 +115,7 @@ impl Client {
             legacy_only: Arc::default(),
             changes: broadcast::channel(64).0,
             state: watch::channel(ConnectionState::Idle).0,
+            notices: broadcast::channel(notification_buffer).0,
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -183,6 +188,26 @@ impl Client {
     /// The server's capabilities, once negotiated.
     pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
         self.negotiated().map(|n| n.capabilities.clone())
+    }
+
+    /// Every notification the server sends from now on (log messages, resource updates, list
+    /// changes, `elicitation/complete`, anything else verbatim), across reconnects. Each
+    /// subscriber has its own bounded buffer (see `ClientBuilder::notification_buffer`).
+    pub fn notifications(&self) -> Notifications {
+        Notifications::new(self.inner.notices.subscribe())
+    }
+
+    /// Asks the server for log messages at `level` and above, from now on and on every later
+    /// connection: the legacy era sends `logging/setLevel` (an error if the server declared
+    /// no `logging`); the `2026-07-28` era puts it on every request. The messages arrive on
+    /// [`Client::notifications`].
+    pub async fn set_log_level(&self, level: toolwire_types::LoggingLevel) -> Result<(), Error> {
+        let (commands, rx) = self.start()?;
+        let (reply, answer) = oneshot::channel();
+        commands
+            .send(Command::SetLogLevel { level, reply })
+            .map_err(|_| unsent(&rx))?;
+        answer.await.map_err(|_| Error::Closed)?.map(drop)
     }
 
     /// Where the connection is now.
@@ -680,6 +705,7 @@ impl Inner {
             legacy_only: self.legacy_only.clone(),
             connection: self.state.clone(),
             keep_alive: self.config.keep_alive,
+            notices: self.notices.clone(),
         };
         let session = link.session(transport.carries_headers());
         let (commands, rx) = mpsc::unbounded_channel();

@@ -40,6 +40,8 @@ pub(crate) struct ClientConfig {
     pub(crate) reconnect: Option<ReconnectPolicy>,
     /// Ping a quiet legacy connection this often.
     pub(crate) keep_alive: Option<Duration>,
+    /// How many notifications a subscriber may fall behind before it loses the oldest.
+    pub(crate) notification_buffer: usize,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -54,6 +56,7 @@ impl std::fmt::Debug for ClientConfig {
             )
             .field("reconnect", &self.reconnect)
             .field("keep_alive", &self.keep_alive)
+            .field("notification_buffer", &self.notification_buffer)
             .finish_non_exhaustive()
     }
 }
@@ -90,6 +93,7 @@ impl ClientBuilder {
                 validate_structured_output: true,
                 reconnect: None,
                 keep_alive: None,
+                notification_buffer: 256,
             },
         }
     }
@@ -198,6 +202,24 @@ impl ClientBuilder {
     /// opened again by the next request.
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.config.keep_alive = Some(interval);
+        self
+    }
+
+    /// The least severe log message wanted from the server (default: none asked). In the
+    /// `2026-07-28` era it rides on every request (`io.modelcontextprotocol/logLevel`; the
+    /// server sends log messages only for requests that carry it); in the legacy era
+    /// `logging/setLevel` is sent after each negotiation when the server declares `logging`.
+    /// The messages arrive on [`Client::notifications`].
+    pub fn log_level(mut self, level: toolwire_types::LoggingLevel) -> Self {
+        self.config.session = self.config.session.with_log_level(Some(level));
+        self
+    }
+
+    /// How many notifications a subscriber of [`Client::notifications`] may fall behind
+    /// before it loses the oldest (default 256; rounded up to a power of two). The connection
+    /// never waits for a subscriber.
+    pub fn notification_buffer(mut self, notifications: usize) -> Self {
+        self.config.notification_buffer = notifications.max(1);
         self
     }
 

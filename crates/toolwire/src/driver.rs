@@ -80,6 +80,11 @@ pub(crate) enum Command {
     Cancel {
         call: u64,
     },
+    /// The log level changed (answered once it is in force).
+    SetLogLevel {
+        level: toolwire_types::LoggingLevel,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+    },
     /// A handler finished answering a server request.
     Respond {
         id: RequestId,
@@ -97,8 +102,15 @@ impl std::fmt::Debug for Command {
             Self::Close { .. } => "Close",
             Self::Cancel { .. } => "Cancel",
             Self::Respond { .. } => "Respond",
+            Self::SetLogLevel { .. } => "SetLogLevel",
         })
     }
+}
+
+/// `{}`: what a request that needs no answer from the server answers.
+fn empty_result() -> Box<RawValue> {
+    serde_json::value::to_raw_value(&serde_json::Map::new())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
 /// Sets [`TOOLS_STALE_META`] on a raw `tools/call` result.
@@ -182,6 +194,7 @@ fn fail_command(command: Command, error: Error) {
             drop(reply.send(Err(error)));
         }
         Command::ListTools { reply } => drop(reply.send(Err(error))),
+        Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
         Command::Close { reply } => drop(reply.send(())),
         Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
     }
@@ -202,6 +215,8 @@ pub(crate) struct Link {
     pub(crate) connection: watch::Sender<ConnectionState>,
     /// Sends `ping` after this long without traffic (legacy era).
     pub(crate) keep_alive: Option<Duration>,
+    /// Where the server's notifications go (shared by every driver of a client).
+    pub(crate) notices: broadcast::Sender<Arc<crate::Notice>>,
 }
 
 impl Link {
@@ -409,6 +424,17 @@ impl Driver {
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
+            Command::SetLogLevel { level, reply } => {
+                // Kept for later sessions too.
+                self.link.session.log_level = Some(level);
+                self.session.set_log_level(Some(level));
+                match self.set_level(level, now) {
+                    Some(Ok(op)) => drop(self.waiters.insert(op, Waiter::Request(reply))),
+                    Some(Err(e)) => drop(reply.send(Err(e.into()))),
+                    // Modern: in force from the next request on.
+                    None => drop(reply.send(Ok(empty_result()))),
+                }
+            }
             Command::Respond { id, result } => {
                 let answered = match &result {
                     Ok(value) => self.session.respond(&id, Ok(value)),
@@ -420,6 +446,25 @@ impl Driver {
             }
             Command::Start | Command::Close { .. } => {}
         }
+    }
+
+    /// Legacy: sends `logging/setLevel` (`None` in the modern era, where the level rides on
+    /// each request).
+    fn set_level(
+        &mut self,
+        level: toolwire_types::LoggingLevel,
+        now: Instant,
+    ) -> Option<Result<OpId, toolwire_session::RequestError>> {
+        let modern = self.session.negotiated()?.version.is_modern();
+        (!modern).then(|| {
+            let params = toolwire_types::SetLevelParams {
+                level,
+                meta: None,
+                extra: JsonObject::new(),
+            };
+            self.session
+                .request::<toolwire_types::methods::method::SetLevel>(params, now)
+        })
     }
 
     /// The caller stopped waiting for a call.
@@ -484,8 +529,15 @@ impl Driver {
                         backoff.reset();
                     }
                     tracing::debug!(version = %n.version, "connection ready");
+                    let logs = n.capabilities.logging.is_some();
                     self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
                     self.link.connection.send_replace(ConnectionState::Ready);
+                    // Legacy: the level asked before goes to this server too.
+                    if let (Some(level), true) = (self.link.session.log_level, logs)
+                        && let Some(Err(e)) = self.set_level(level, Instant::now())
+                    {
+                        tracing::debug!(error = %e, "could not send logging/setLevel");
+                    }
                     if std::mem::take(&mut self.relist) && self.listed {
                         // Nobody waits for it: its `ToolsListed` is announced like any other.
                         if let Err(e) = self.session.list_tools(Instant::now()) {
@@ -564,7 +616,13 @@ impl Driver {
                         callback(&params);
                     }
                 }
-                Event::Notification(n) => tracing::debug!(method = %n.method, "notification"),
+                Event::Notification(n) => {
+                    tracing::debug!(method = %n.method, "notification");
+                    // Decoded only for someone who listens.
+                    if self.link.notices.receiver_count() > 0 {
+                        let _ = self.link.notices.send(Arc::new(crate::Notice::new(n)));
+                    }
+                }
                 Event::Malformed(e) => {
                     tracing::warn!(error = %e, "malformed message from the server")
                 }
@@ -654,7 +712,7 @@ impl Driver {
                             self.session.start(Instant::now());
                         }
                     }
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. }))
+                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
                         if !self.ready =>
                     {
                         self.queue(command);
@@ -879,7 +937,7 @@ impl Driver {
                         return false;
                     }
                     Some(Command::Cancel { call }) => self.cancel(call),
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. })) => {
+                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. })) => {
                         self.queue(command);
                     }
                     // The dead session's server requests cannot be answered any more.

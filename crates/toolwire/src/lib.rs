@@ -58,12 +58,14 @@ mod client;
 mod config;
 mod driver;
 mod error;
+mod notices;
 mod output;
 mod reconnect;
 
 pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{Error, ErrorChain};
+pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};
 
 pub use toolwire_cache::{
@@ -83,8 +85,8 @@ pub use toolwire_transport::{
 pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
     DecodeError, ElicitAction, ElicitParams, ElicitResult, ErrorObject, Implementation, JsonObject,
-    ListRootsResult, ProgressParams, ProtocolVersion, Root, ServerCapabilities, ServerRequest,
-    Tool,
+    ListRootsResult, LoggingLevel, LoggingMessageParams, ProgressParams, ProtocolVersion, Root,
+    ServerCapabilities, ServerNotification, ServerRequest, Tool,
 };
 
 /// Every protocol type (the `toolwire-types` crate), for what the names above leave out: the
