@@ -37,6 +37,7 @@ use toolwire::{
 use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
 
 mod batch;
+mod browse;
 
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
@@ -101,6 +102,37 @@ enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// List or read the server's resources.
+    Resources {
+        #[command(subcommand)]
+        command: ResourcesCommand,
+    },
+    /// List or get the server's prompts.
+    Prompts {
+        #[command(subcommand)]
+        command: PromptsCommand,
+    },
+    /// Suggestions for an argument of a prompt or a resource template.
+    Complete {
+        /// The prompt.
+        #[arg(
+            long,
+            conflicts_with = "resource",
+            required_unless_present = "resource"
+        )]
+        prompt: Option<String>,
+        /// The resource template (its URI template).
+        #[arg(long)]
+        resource: Option<String>,
+        /// The argument to complete.
+        argument: String,
+        /// What has been typed so far.
+        #[arg(default_value = "")]
+        typed: String,
+        /// Other arguments already chosen, as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        context: Vec<String>,
+    },
     /// Print the server's notifications as they come (log messages, list changes, resource
     /// updates, …), one JSON line each with --json, until the server goes or --for passes.
     Watch {
@@ -132,6 +164,33 @@ enum ToolsCommand {
         /// Do not list tools first, even when the tool is unknown.
         #[arg(long)]
         no_list: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ResourcesCommand {
+    /// List the resources.
+    List,
+    /// List the resource templates.
+    Templates,
+    /// Read one resource.
+    Read {
+        /// Its URI.
+        uri: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PromptsCommand {
+    /// List the prompts.
+    List,
+    /// Get a prompt with its arguments.
+    Get {
+        /// The prompt.
+        name: String,
+        /// Arguments as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        params: Vec<String>,
     },
 }
 
@@ -655,6 +714,35 @@ async fn command(
         Command::Serve(_) | Command::Servers => Ok(ExitCode::SUCCESS),
         Command::Batch => Ok(batch::run(batch::Target::Client(client)).await),
         Command::Watch { for_secs } => watch(cli, client, *for_secs).await,
+        Command::Resources { command } => match command {
+            ResourcesCommand::List => browse::list_resources(client, false, cli.json).await,
+            ResourcesCommand::Templates => browse::list_resources(client, true, cli.json).await,
+            ResourcesCommand::Read { uri } => browse::read(client, uri, cli.json).await,
+        },
+        Command::Prompts { command } => match command {
+            PromptsCommand::List => browse::list_prompts(client, cli.json).await,
+            PromptsCommand::Get { name, params } => {
+                browse::get_prompt(client, name, params, cli.json).await
+            }
+        },
+        Command::Complete {
+            prompt,
+            resource,
+            argument,
+            typed,
+            context,
+        } => {
+            let reference = match (prompt, resource) {
+                (Some(name), _) => toolwire::types::CompletionReference::prompt(name),
+                (None, Some(uri)) => toolwire::types::CompletionReference::resource(uri),
+                (None, None) => {
+                    return Err(Failure::Usage(
+                        "complete needs --prompt or --resource".into(),
+                    ));
+                }
+            };
+            browse::complete(client, reference, argument, typed, context, cli.json).await
+        }
         Command::Info => {
             let n = client.ready().await?;
             let session = http.and_then(HttpTransport::session_id);

@@ -694,3 +694,65 @@ fn watch_prints_the_servers_notifications_as_they_come() {
         "a level that does not exist is a usage error"
     );
 }
+
+#[test]
+fn resources_prompts_and_completions_of_the_embedded_server_in_both_eras() {
+    for protocol in ["auto", "2025-11-25"] {
+        let run = |args: &[&str]| {
+            let mut all = vec!["--protocol", protocol, "--json"];
+            all.extend_from_slice(args);
+            let o = toolwire(&all);
+            assert!(
+                o.status.success(),
+                "{protocol} {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            json(&o)
+        };
+        let listed = run(&["resources", "list"]);
+        assert_eq!(
+            listed["resources"][0]["uri"], "toolwire://readme",
+            "{protocol}"
+        );
+        let templates = run(&["resources", "templates"]);
+        assert_eq!(
+            templates["resourceTemplates"][0]["uriTemplate"],
+            "toolwire://files/{path}"
+        );
+        let read = run(&["resources", "read", "toolwire://readme"]);
+        assert!(
+            read["contents"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("# Toolwire")),
+            "{read}"
+        );
+        let prompts = run(&["prompts", "list"]);
+        assert_eq!(prompts["prompts"][0]["name"], "greet");
+        let prompt = run(&["prompts", "get", "greet", "who=ferris"]);
+        assert_eq!(prompt["messages"][0]["content"]["text"], "Hello, ferris!");
+        let completed = run(&["complete", "--prompt", "greet", "who", "f"]);
+        assert_eq!(
+            completed["completion"]["values"],
+            serde_json::json!(["ferris", "friends"])
+        );
+        // Not found: each era's code, exit 3.
+        let o = toolwire(&[
+            "--protocol",
+            protocol,
+            "resources",
+            "read",
+            "toolwire://nope",
+        ]);
+        assert_eq!(o.status.code(), Some(3));
+        let expected = if protocol == "auto" {
+            "-32602"
+        } else {
+            "-32002"
+        };
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(expected),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -154,7 +154,7 @@ impl Core {
             "server/discover" if self.modern_ok() => Ok(json!({
                 "resultType": "complete",
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
                 "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
                 "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
             })),
@@ -167,7 +167,7 @@ impl Core {
                 };
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                    "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
                     "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
                 }))
@@ -193,6 +193,32 @@ impl Core {
                 Ok(json!({ "tools": tools }))
             }
             "tools/call" => self.call(params, notify).await,
+            "resources/list" => Ok(json!({"resources": tools::resources()})),
+            "resources/templates/list" => {
+                Ok(json!({"resourceTemplates": tools::resource_templates()}))
+            }
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap_or("");
+                let files = lock(&self.files).clone();
+                // The code of each era: -32602 from 2026-07-28 on, -32002 before.
+                let not_found = if modern.is_some() {
+                    code::INVALID_PARAMS
+                } else {
+                    code::RESOURCE_NOT_FOUND_LEGACY
+                };
+                tools::read(uri, &files).ok_or((not_found, format!("Resource not found: {uri}")))
+            }
+            "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
+            "prompts/get" => {
+                tools::prompt(params["name"].as_str().unwrap_or(""), &params["arguments"]).ok_or((
+                    code::INVALID_PARAMS,
+                    format!("Unknown prompt: {}", params["name"]),
+                ))
+            }
+            "completion/complete" => {
+                let files: Vec<String> = lock(&self.files).keys().cloned().collect();
+                Ok(json!({"completion": tools::complete(params, &files)}))
+            }
             other => Err((code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         };
         Handled::Answer(match answer {

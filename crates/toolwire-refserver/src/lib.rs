@@ -15,6 +15,9 @@
 //!   four levels, filtered by `logging/setLevel` or the request's `_meta` log level), `unlock_files` (registers
 //!   `read_file` and `write_file` a moment after it answers and announces them),
 //!   `ephemeral` (removes itself).
+//! - **Resources, prompts, completions**: `toolwire://readme`, the template
+//!   `toolwire://files/{path}` (the files `write_file` made), the prompt `greet` (`who`), and
+//!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).
 //! - **Knobs** ([`Options`], [`Faults`]): latency, registration delay, 406 on a given `Accept`,
 //!   429 with `Retry-After`, 503 n times, session expiry, SSE streams cut before their answer,
 //!   Nagle on (for the stall benchmark), broken tool definitions in `tools/list`.

@@ -148,3 +148,73 @@ pub(crate) fn slow_plan(args: &Value) -> (u64, Duration) {
     let delay = args["delay_ms"].as_u64().unwrap_or(100).min(60_000);
     (steps, Duration::from_millis(delay))
 }
+
+/// The resources: a readme, and each file `write_file` made (`toolwire://files/{path}`).
+pub(crate) fn resources() -> Vec<Value> {
+    vec![
+        json!({"uri": "toolwire://readme", "name": "readme", "title": "About this server",
+            "mimeType": "text/markdown"}),
+    ]
+}
+
+/// The one resource template: the files `write_file` made.
+pub(crate) fn resource_templates() -> Vec<Value> {
+    vec![
+        json!({"uriTemplate": "toolwire://files/{path}", "name": "file",
+        "description": "A file written with write_file.", "mimeType": "text/plain"}),
+    ]
+}
+
+/// `resources/read` of `uri`, if it exists.
+pub(crate) fn read(uri: &str, files: &std::collections::HashMap<String, String>) -> Option<Value> {
+    let text = match uri {
+        "toolwire://readme" => {
+            "# Toolwire's reference server\n\nTools, resources and prompts for tests.".to_owned()
+        }
+        _ => files.get(uri.strip_prefix("toolwire://files/")?)?.clone(),
+    };
+    Some(
+        json!({"contents": [{"uri": uri, "mimeType": if uri == "toolwire://readme" { "text/markdown" } else { "text/plain" }, "text": text}]}),
+    )
+}
+
+/// The prompts.
+pub(crate) fn prompts() -> Vec<Value> {
+    vec![json!({"name": "greet", "description": "Greets someone.",
+        "arguments": [{"name": "who", "description": "Whom to greet.", "required": true}]})]
+}
+
+/// `prompts/get`.
+pub(crate) fn prompt(name: &str, arguments: &Value) -> Option<Value> {
+    (name == "greet").then(|| {
+        let who = arguments["who"].as_str().unwrap_or("world");
+        json!({"description": "A greeting.", "messages": [{"role": "user",
+            "content": {"type": "text", "text": format!("Hello, {who}!")}}]})
+    })
+}
+
+/// `completion/complete`: names for `greet`'s `who`, file paths for the file template; the
+/// ones that start with what was typed.
+pub(crate) fn complete(params: &Value, files: &[String]) -> Value {
+    let typed = params["argument"]["value"].as_str().unwrap_or("");
+    let candidates: Vec<String> = match (
+        params["ref"]["type"].as_str(),
+        params["argument"]["name"].as_str(),
+    ) {
+        (Some("ref/prompt"), Some("who")) if params["ref"]["name"] == "greet" => {
+            ["world", "ferris", "friends"].map(String::from).to_vec()
+        }
+        (Some("ref/resource"), Some("path"))
+            if params["ref"]["uri"] == "toolwire://files/{path}" =>
+        {
+            files.to_vec()
+        }
+        _ => Vec::new(),
+    };
+    let mut values: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| c.starts_with(typed))
+        .collect();
+    values.sort();
+    json!({"values": values, "total": values.len(), "hasMore": false})
+}

@@ -176,6 +176,28 @@ pub struct CompletionReference {
     pub extra: JsonObject,
 }
 
+impl CompletionReference {
+    /// An argument of prompt `name`.
+    pub fn prompt(name: impl Into<String>) -> Self {
+        Self {
+            kind: "ref/prompt".into(),
+            name: Some(name.into()),
+            uri: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// A variable of the resource template `uri_template`.
+    pub fn resource(uri_template: impl Into<String>) -> Self {
+        Self {
+            kind: "ref/resource".into(),
+            name: None,
+            uri: Some(uri_template.into()),
+            extra: JsonObject::new(),
+        }
+    }
+}
+
 /// The argument being completed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletionArgument {

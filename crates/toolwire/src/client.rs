@@ -583,6 +583,32 @@ impl Client {
         self.request_with_input::<method::GetPrompt>(params).await
     }
 
+    /// `completion/complete`: suggestions for `argument` of a prompt or resource template
+    /// (`CompletionReference::prompt(name)`, `CompletionReference::resource(uri_template)`)
+    /// given what was typed so far, and the other arguments already chosen.
+    pub async fn complete(
+        &self,
+        reference: toolwire_types::CompletionReference,
+        argument: &str,
+        typed: &str,
+        context: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<toolwire_types::CompleteResult, Error> {
+        let arguments: std::collections::BTreeMap<String, String> = context.into_iter().collect();
+        let params = toolwire_types::CompleteParams {
+            reference,
+            argument: toolwire_types::CompletionArgument {
+                name: argument.to_owned(),
+                value: typed.to_owned(),
+            },
+            context: (!arguments.is_empty()).then_some(toolwire_types::CompletionContext {
+                arguments: Some(arguments),
+            }),
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.request::<method::Complete>(params).await
+    }
+
     /// The tools the client knows now.
     pub fn tools(&self) -> Arc<ToolSnapshot> {
         self.inner.cache.snapshot()
