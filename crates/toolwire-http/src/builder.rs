@@ -550,7 +550,15 @@ impl HttpTransportBuilder {
                 }
             }
         };
-        let client = Client::builder(TokioExecutor::new()).build(QuickAckConnector(route));
+        let mut client = Client::builder(TokioExecutor::new());
+        if matches!(route, Route::Forward { .. }) {
+            // A forwarding proxy may close a kept-alive connection just as a request goes out
+            // on it (tinyproxy does), and a request written on a closing connection may have
+            // been forwarded: it could not be sent again. A connection per request through
+            // the proxy removes the race; tunnels are end to end and keep theirs.
+            client.pool_max_idle_per_host(0);
+        }
+        let client = client.build(QuickAckConnector(route));
         let state = State {
             accept: self.accept,
             token: self.bearer,

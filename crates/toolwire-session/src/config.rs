@@ -165,6 +165,10 @@ pub struct CallOptions {
     pub progress: bool,
     /// Whether the settle barrier applies to this call (default: as the session is set up).
     pub settle: Option<bool>,
+    /// `_meta` members of this call's own (W3C `traceparent`/`tracestate`, vendor keys),
+    /// merged with the ones the session sets; a reserved key is refused
+    /// ([`RequestError::ReservedMeta`](crate::RequestError::ReservedMeta)).
+    pub meta: Option<toolwire_types::JsonObject>,
 }
 
 impl CallOptions {
@@ -183,6 +187,18 @@ impl CallOptions {
     /// Supplies an argument → header annotation map for this call.
     pub fn with_header_map(mut self, map: impl IntoIterator<Item = (String, String)>) -> Self {
         self.header_map = Some(map.into_iter().collect());
+        self
+    }
+
+    /// Adds a `_meta` member to this call (say `traceparent`).
+    pub fn with_meta(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.meta
+            .get_or_insert_with(Default::default)
+            .insert(key.into(), value.into());
         self
     }
 

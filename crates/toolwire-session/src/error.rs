@@ -107,4 +107,8 @@ pub enum RequestError {
     /// may use only what was negotiated).
     #[error("the server did not declare the `{0}` capability")]
     NotAdvertised(Capability),
+    /// The caller's `_meta` sets a key the session owns (`io.modelcontextprotocol/…` and other
+    /// reserved prefixes, `progressToken`).
+    #[error("`_meta` key `{0}` is the session's to set")]
+    ReservedMeta(String),
 }

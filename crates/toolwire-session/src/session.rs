@@ -429,6 +429,13 @@ impl Session {
         M::Params: HasMeta,
     {
         let version = self.version_for(M::CAPABILITY)?;
+        if let Some(key) = params
+            .meta_mut()
+            .as_ref()
+            .and_then(Meta::reserved_extra_key)
+        {
+            return Err(RequestError::ReservedMeta(key.to_owned()));
+        }
         let headers = if self.sends_sep2243_headers(&version) {
             let mut headers = Vec::with_capacity(2);
             headers.push(method_header(M::NAME));

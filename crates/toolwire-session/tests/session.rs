@@ -1363,3 +1363,72 @@ fn a_listing_of_100_000_tools_is_committed_whole() {
     assert_eq!(outcome.commit.diff.added.len(), 100_000);
     assert_eq!(p.session.cache().load().len(), 100_000);
 }
+
+/// A call's own `_meta` members (trace context) travel beside the envelope in the modern era
+/// and alone in the legacy one; a key the session owns is refused, on calls and on any
+/// request, and nothing is sent.
+#[test]
+fn a_calls_own_meta_travels_with_the_envelope_and_reserved_keys_are_refused() {
+    let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let mut p = Peer::ready_modern(false);
+    let options = CallOptions::default()
+        .with_meta("traceparent", trace)
+        .with_progress();
+    p.session.call_tool("echo", None, options, p.at(2)).unwrap();
+    let (call, _) = p.sent();
+    let meta = &call["params"]["_meta"];
+    assert_eq!(meta["traceparent"], trace);
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(meta["progressToken"], call["id"]);
+
+    for reserved in [
+        "io.modelcontextprotocol/protocolVersion",
+        "dev.mcp/x",
+        "progressToken",
+    ] {
+        let options = CallOptions::default().with_meta(reserved, "mine");
+        let err = p
+            .session
+            .call_tool("echo", None, options, p.at(3))
+            .unwrap_err();
+        assert!(
+            matches!(&err, RequestError::ReservedMeta(k) if k == reserved),
+            "{reserved}: {err}"
+        );
+    }
+    let meta = |key: &str, value: &str| toolwire_types::ListParams {
+        meta: Some(toolwire_types::Meta {
+            extra: [(key.to_owned(), json!(value))].into_iter().collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let params = meta("io.modelcontextprotocol/clientInfo", "spoofed");
+    let err = p
+        .session
+        .request::<toolwire_types::methods::method::ListResources>(params, p.at(4))
+        .unwrap_err();
+    assert!(matches!(err, RequestError::ReservedMeta(_)), "{err}");
+    p.nothing_sent();
+
+    // A list request keeps the caller's trace context beside the envelope.
+    let params = meta("traceparent", trace);
+    p.session
+        .request::<toolwire_types::methods::method::ListResources>(params, p.at(5))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (list, _) = p.sent();
+    assert_eq!(list["params"]["_meta"]["traceparent"], trace);
+    assert_eq!(
+        list["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+
+    let mut p = Peer::ready_legacy(false);
+    let options = CallOptions::default().with_meta("traceparent", trace);
+    p.session.call_tool("echo", None, options, p.at(2)).unwrap();
+    let (call, _) = p.sent();
+    assert_eq!(call["params"]["_meta"], json!({"traceparent": trace}));
+}

@@ -25,6 +25,18 @@ pub mod key {
     pub const PROGRESS_TOKEN: &str = "progressToken";
 }
 
+/// Whether a `_meta` key is reserved for the protocol: its prefix (before `/`) has
+/// `modelcontextprotocol` or `mcp` as its second label (`io.modelcontextprotocol/…`,
+/// `dev.mcp/…`). A caller may not set those; the session owns them.
+pub fn is_reserved_key(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        matches!(
+            prefix.split('.').nth(1),
+            Some("modelcontextprotocol" | "mcp")
+        )
+    })
+}
+
 /// A `_meta` object: the reserved keys typed, everything else kept in `extra`
 /// (W3C trace context, vendor keys).
 ///
@@ -89,6 +101,15 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The first key of [`Meta::extra`] that is reserved for the protocol
+    /// ([`is_reserved_key`]), if any.
+    pub fn reserved_extra_key(&self) -> Option<&str> {
+        self.extra
+            .keys()
+            .map(String::as_str)
+            .find(|k| is_reserved_key(k))
+    }
+
     /// The per-request envelope of a modern request: version, capabilities and client info.
     pub fn modern_envelope(
         version: ProtocolVersion,

@@ -108,7 +108,8 @@ impl From<RequestError> for Error {
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
             | RequestError::Encode(_)
-            | RequestError::NotAdvertised(_)) => Self::InvalidCall(Arc::new(e)),
+            | RequestError::NotAdvertised(_)
+            | RequestError::ReservedMeta(_)) => Self::InvalidCall(Arc::new(e)),
             e => Self::Protocol(Arc::new(e)),
         }
     }

@@ -157,17 +157,31 @@ impl Session {
         let id = self.allocate_id();
         // The request's own id is its progress token: unique among active requests.
         let token = options.progress.then(|| id.clone());
-        let meta = match (&token, version.is_modern()) {
-            (None, true) => Some(self.call_meta(&version)),
-            (None, false) => None,
-            // A token makes this call's `_meta` its own: the envelope (shared members) and it.
-            (Some(token), modern) => {
+        // The caller's own members: never one the session owns.
+        let own = options.meta.as_ref().filter(|m| !m.is_empty());
+        if let Some(key) = own.and_then(|m| {
+            m.keys().find(|k| {
+                toolwire_types::is_reserved_key(k) || *k == toolwire_types::meta_key::PROGRESS_TOKEN
+            })
+        }) {
+            return Err(RequestError::ReservedMeta(key.clone()));
+        }
+        let meta = match (&token, own, version.is_modern()) {
+            (None, None, true) => Some(self.call_meta(&version)),
+            (None, None, false) => None,
+            // A token or members of its own make this call's `_meta` its own: the envelope
+            // (shared members) and them.
+            (token, own, modern) => {
                 let mut meta = if modern {
                     self.call_meta(&version).get().clone()
                 } else {
                     Meta::default()
                 };
-                meta.progress_token = Some(token.clone());
+                meta.progress_token = token.clone();
+                if let Some(own) = own {
+                    meta.extra
+                        .extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
                 Some(Rendered::new(meta))
             }
         };
