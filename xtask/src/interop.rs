@@ -920,37 +920,30 @@ fn proxy_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, cwd: &Path) 
             .count()
     };
     let with_credentials = format!("http://mcp:secret@{}", running.tinyproxy);
-    let before = logged();
-    let outcome = through(None, Some(&with_credentials)).map(|r| {
-        let requests = logged() - before;
+    for (env, arg, via, check) in [
         (
-            first_text(&r) == "42" && requests > 0,
-            format!("{}; {requests} requests in tinyproxy's log", first_text(&r)),
-        )
-    });
-    push(
-        rows,
-        peer,
-        "HTTP via --proxy",
-        "tools/call through the proxy, credentials from the URL",
-        outcome,
-    );
-
-    let before = logged();
-    let outcome = through(Some(&with_credentials), None).map(|r| {
-        let requests = logged() - before;
+            None,
+            Some(&with_credentials),
+            "HTTP via --proxy",
+            "tools/call through the proxy, credentials from the URL",
+        ),
         (
-            first_text(&r) == "42" && requests > 0,
-            format!("{}; {requests} requests in tinyproxy's log", first_text(&r)),
-        )
-    });
-    push(
-        rows,
-        peer,
-        "HTTP via HTTP_PROXY",
-        "the environment's proxy is used by default",
-        outcome,
-    );
+            Some(&with_credentials),
+            None,
+            "HTTP via HTTP_PROXY",
+            "the environment's proxy is used by default",
+        ),
+    ] {
+        let before = logged();
+        let outcome = through(env.map(String::as_str), arg.map(String::as_str)).map(|r| {
+            let requests = logged() - before;
+            (
+                first_text(&r) == "42" && requests > 0,
+                format!("{}; {requests} requests in tinyproxy's log", first_text(&r)),
+            )
+        });
+        push(rows, peer, via, check, outcome);
+    }
 
     let outcome = match through(None, Some(&format!("http://{}", running.tinyproxy))) {
         Ok(r) => Ok((false, format!("went through without credentials: {r}"))),

@@ -78,11 +78,7 @@ fn failed(error: &Error) -> (Value, u8) {
 
 fn host_failed(error: &HostError) -> (Value, u8) {
     match error {
-        HostError::Call { error, .. } => {
-            let (mut answer, exit) = failed(error);
-            answer["error"]["message"] = json!(ErrorChain(error).to_string());
-            (answer, exit)
-        }
+        HostError::Call { error, .. } => failed(error),
         other => (
             json!({"error": {"message": ErrorChain(other).to_string(), "exit": 3}}),
             3,

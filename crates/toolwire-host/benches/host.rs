@@ -1,4 +1,4 @@
-//! The host's read path and its merge (issue #20's targets): 50 servers × 200 tools in one
+//! The host's read path and its merge, against its targets: 50 servers × 200 tools in one
 //! merged snapshot; a lookup by qualified name on 1 and 2 threads (flat: readers share
 //! nothing), and the time from one server's tool change to the merged snapshot that shows it
 //! (≤ 2 ms). The servers are one scripted HTTP peer on loopback, each entry its own client.

@@ -31,6 +31,8 @@ struct Shared {
     /// A fallback under way: the failure that started it (returned if it fails) and its
     /// outcome (`Some(true)` once switched).
     pending: Mutex<Option<(RequestFailure, watch::Receiver<Option<bool>>)>>,
+    /// Whether `pending` may hold something: every message reads this, not the lock.
+    under_way: std::sync::atomic::AtomicBool,
     /// Tried once: a second refusal is the caller's.
     tried: std::sync::atomic::AtomicBool,
 }
@@ -53,6 +55,7 @@ impl HttpOrSseTransport {
                 sse: OnceLock::new(),
                 initialize: Mutex::new(None),
                 pending: Mutex::new(None),
+                under_way: std::sync::atomic::AtomicBool::new(false),
                 tried: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -66,6 +69,13 @@ impl HttpOrSseTransport {
     /// The HTTP+SSE transport, once the server turned out to speak only that.
     pub fn sse(&self) -> Option<&SseTransport> {
         self.shared.sse.get()
+    }
+
+    /// Whether a fallback may be under way (the lock-free check every message makes).
+    fn under_way(&self) -> bool {
+        self.shared
+            .under_way
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether `failure` is the `initialize` POST refused in the way the rule names.
@@ -86,6 +96,9 @@ impl HttpOrSseTransport {
     fn start_fallback(&self, failure: RequestFailure) {
         let (done, outcome) = watch::channel(None);
         *lock(&self.shared.pending) = Some((failure, outcome));
+        self.shared
+            .under_way
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let shared = self.shared.clone();
         tokio::spawn(async move {
             let switched = match fall_back(&shared).await {
@@ -101,10 +114,16 @@ impl HttpOrSseTransport {
 
     /// Waits for a fallback under way; `Some(failure)` if it did not switch.
     async fn settle(&self) -> Option<Option<RequestFailure>> {
+        if !self.under_way() {
+            return None;
+        }
         let mut outcome = lock(&self.shared.pending).as_ref()?.1.clone();
         // Cancel-safe: nothing is taken until the outcome is known.
         let _ = outcome.wait_for(Option::is_some).await;
         let (failure, outcome) = lock(&self.shared.pending).take()?;
+        self.shared
+            .under_way
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         let switched = *outcome.borrow() == Some(true);
         Some((!switched).then_some(failure))
     }
@@ -140,7 +159,10 @@ impl Transport for HttpOrSseTransport {
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             // A fallback under way decides where this goes (its outcome stays for `recv`).
-            let under_way = lock(&self.shared.pending).as_ref().map(|(_, o)| o.clone());
+            let under_way = self
+                .under_way()
+                .then(|| lock(&self.shared.pending).as_ref().map(|(_, o)| o.clone()))
+                .flatten();
             if let Some(mut outcome) = under_way {
                 let _ = outcome.wait_for(Option::is_some).await;
             }

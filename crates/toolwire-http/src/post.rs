@@ -15,7 +15,7 @@ use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass};
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
     AcceptProfile, AuthFailure, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner, SESSION_ID,
-    SNIPPET, lock, parse_challenges,
+    SNIPPET, State, lock, parse_challenges,
 };
 
 /// What a failed exchange reports.
@@ -76,7 +76,7 @@ impl Inner {
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
         let state = lock(&self.state);
-        *req.uri_mut() = to.or(state.moved.as_ref()).unwrap_or(&self.uri).clone();
+        *req.uri_mut() = self.endpoint(to, &state).clone();
         let headers = req.headers_mut();
         // The common headers below plus the few every POST adds (Mcp-*, content type, accept).
         headers.reserve(self.config.headers.len() + 12);
@@ -99,6 +99,12 @@ impl Inner {
             headers.insert(SESSION_ID, id.clone());
         }
         (req, session, state.accept)
+    }
+
+    /// Where a request goes: `to` (a 307 for this message), else where a 308 moved the
+    /// endpoint, else the endpoint.
+    fn endpoint<'a>(&'a self, to: Option<&'a Uri>, state: &'a State) -> &'a Uri {
+        to.or(state.moved.as_ref()).unwrap_or(&self.uri)
     }
 
     /// Sends one request and waits for its response head, within the read timeout.
@@ -255,10 +261,9 @@ impl Inner {
             match status.as_u16() {
                 300..=399 => {
                     // Where this attempt went, found again only here: no copy per request.
-                    let asked = redirected
-                        .clone()
-                        .or_else(|| lock(&self.state).moved.clone())
-                        .unwrap_or_else(|| self.uri.clone());
+                    let asked = self
+                        .endpoint(redirected.as_ref(), &lock(&self.state))
+                        .clone();
                     let next = redirect::target(&asked, status, resp.headers().get(LOCATION))
                         .and_then(|next| {
                             redirects += 1;

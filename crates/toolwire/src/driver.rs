@@ -319,32 +319,36 @@ impl Driver {
         }
     }
 
-    /// Queues a command until the session is ready; its caller waits up to `timeout` (the
-    /// call's own, else the session's request timeout).
-    fn queue(&mut self, command: Command) {
-        let timeout = match &command {
-            Command::Call { options, .. } => options.timeout,
+    /// How long a caller waits: a call's own deadline, else the session's request timeout.
+    fn patience(&self, options: Option<&CallOptions>) -> Duration {
+        options
+            .and_then(|o| o.timeout)
+            .unwrap_or(self.link.session.request_timeout)
+    }
+
+    /// The options of a command that has them (a call).
+    fn options_of(command: &Command) -> Option<&CallOptions> {
+        match command {
+            Command::Call { options, .. } => Some(options),
             _ => None,
         }
-        .unwrap_or(self.link.session.request_timeout);
-        self.queued.push(Queued {
-            deadline: Instant::now() + timeout,
-            command,
-        });
+    }
+
+    /// Queues a command until the session is ready; its caller waits up to its
+    /// [`Driver::patience`].
+    fn queue(&mut self, command: Command) {
+        let deadline = Instant::now() + self.patience(Self::options_of(&command));
+        self.queued.push(Queued { deadline, command });
     }
 
     /// Fails the queued commands whose callers stopped waiting.
     fn expire_queued(&mut self, now: Instant) {
-        let timeout = self.link.session.request_timeout;
         let (expired, kept): (Vec<Queued>, Vec<Queued>) = std::mem::take(&mut self.queued)
             .into_iter()
             .partition(|q| q.deadline <= now);
         self.queued = kept;
         for queued in expired {
-            let waited = match &queued.command {
-                Command::Call { options, .. } => options.timeout.unwrap_or(timeout),
-                _ => timeout,
-            };
+            let waited = self.patience(Self::options_of(&queued.command));
             fail_command(queued.command, Error::Timeout(waited));
         }
     }
@@ -383,13 +387,12 @@ impl Driver {
                 // Kept for a reconnect only when it could be sent again.
                 let replay =
                     (self.backoff.is_some() && self.safe_to_repeat(&name, &options)).then(|| {
-                        let timeout = options.timeout.unwrap_or(self.link.session.request_timeout);
                         Box::new(Replay {
                             name: name.clone(),
                             arguments: arguments.clone(),
                             options: options.clone(),
                             input: input.clone(),
-                            deadline: now + timeout,
+                            deadline: now + self.patience(Some(&options)),
                         })
                     });
                 let issued = match input {
