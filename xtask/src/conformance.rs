@@ -51,6 +51,79 @@ const CLIENT_SCENARIOS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The OAuth client scenarios the 2025 revisions introduced, in both suite versions; those of
+/// 0.2.0-alpha.12 run again with `--spec-version 2026-07-28` ([`SUITE_AT_2026`]), where the
+/// stateless wire and the SEP-837 and SEP-2350 checks apply.
+const AUTH_2025: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+];
+
+/// The other OAuth client scenarios both suite versions have (2025-03-26 fallbacks, draft,
+/// extensions).
+const AUTH_BOTH: &[&str] = &[
+    "auth/2025-03-26-oauth-metadata-backcompat",
+    "auth/2025-03-26-oauth-endpoint-fallback",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+];
+
+/// OAuth client scenarios of one suite version only.
+const AUTH_ONLY: &[(&str, &[&str])] = &[
+    ("0.1.16", &["auth/cross-app-access-complete-flow"]),
+    (
+        "0.2.0-alpha.12",
+        &[
+            "auth/authorization-server-migration",
+            "auth/iss-supported",
+            "auth/iss-not-advertised",
+            "auth/iss-supported-missing",
+            "auth/iss-wrong-issuer",
+            "auth/iss-unexpected",
+            "auth/iss-normalized",
+            "auth/metadata-issuer-mismatch",
+            "auth/enterprise-managed-authorization",
+            "auth/dpop",
+            "auth/dpop-nonce",
+            "auth/wif-jwt-bearer",
+        ],
+    ),
+];
+
+/// Every OAuth client run: (suite, scenario), the suite being `version@spec` for a run with
+/// `--spec-version spec`.
+fn auth_runs() -> Vec<(&'static str, &'static str)> {
+    let mut runs = Vec::new();
+    for (suite, only) in AUTH_ONLY {
+        for scenario in AUTH_2025.iter().chain(AUTH_BOTH).chain(*only) {
+            runs.push((*suite, *scenario));
+        }
+    }
+    runs.extend(AUTH_2025.iter().map(|s| (SUITE_AT_2026, *s)));
+    runs
+}
+
+/// The spec version the [`AUTH_2025`] scenarios run at again, shown after the suite's version.
+const WIRE_2026: &str = "2026-07-28";
+
+/// The suite the second run of [`AUTH_2025`] is in, with the spec version it asks for.
+const SUITE_AT_2026: &str = "0.2.0-alpha.12@2026-07-28";
+
 /// Server scenarios the reference server is built to pass (it is not an everything-server:
 /// it has no prompts, resources, logging or completion).
 const SERVER_SCENARIOS: &[(&str, &[&str])] = &[
@@ -183,6 +256,8 @@ fn read_checks(out: &Path) -> (usize, usize, BTreeSet<String>) {
     (passed, total, failures)
 }
 
+/// Runs one scenario. `suite` is the suite's version, or `version@spec` to run it with
+/// `--spec-version spec`.
 fn run_scenario(
     cache: &Path,
     path: &str,
@@ -191,19 +266,28 @@ fn run_scenario(
     scenario: &'static str,
     target: &[&str],
 ) -> Result<Outcome, String> {
+    let (version, spec) = match suite.split_once('@') {
+        Some((v, s)) => (v, Some(s)),
+        None => (suite, None),
+    };
     let dir = SUITES
         .iter()
-        .find(|(_, v)| *v == suite)
+        .find(|(_, v)| *v == version)
         .map(|(d, _)| cache.join(d))
         .ok_or("unknown suite")?;
-    let out = cache
-        .join("results")
-        .join(format!("{suite}-{kind}-{}", scenario.replace('/', "_")));
+    let out = cache.join("results").join(format!(
+        "{}-{kind}-{}",
+        suite.replace('@', "-at-"),
+        scenario.replace('/', "_")
+    ));
     let _ = std::fs::remove_dir_all(&out);
     let mut args = vec!["conformance", kind];
     args.extend_from_slice(target);
     let out_arg = out.display().to_string();
     args.extend_from_slice(&["--scenario", scenario, "-o", &out_arg]);
+    if let Some(spec) = spec {
+        args.extend_from_slice(&["--spec-version", spec]);
+    }
     let output = Command::new("npx")
         .args(&args)
         .current_dir(&dir)
@@ -284,18 +368,19 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let client = target.join("toolwire-conformance-client");
     let client_arg = client.display().to_string();
     let mut outcomes = Vec::new();
-    for (suite, scenarios) in CLIENT_SCENARIOS {
-        for scenario in *scenarios {
-            eprintln!("==> conformance {suite} client {scenario}");
-            outcomes.push(run_scenario(
-                &cache,
-                &path,
-                suite,
-                "client",
-                scenario,
-                &["--command", &client_arg],
-            )?);
-        }
+    let plain = CLIENT_SCENARIOS
+        .iter()
+        .flat_map(|(suite, scenarios)| scenarios.iter().map(move |s| (*suite, *s)));
+    for (suite, scenario) in plain.chain(auth_runs()) {
+        eprintln!("==> conformance {suite} client {scenario}");
+        outcomes.push(run_scenario(
+            &cache,
+            &path,
+            suite,
+            "client",
+            scenario,
+            &["--command", &client_arg],
+        )?);
     }
     let (mut server, url) = start_refserver(&target.join("toolwire"))?;
     for (suite, scenarios) in SERVER_SCENARIOS {
@@ -337,9 +422,10 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
          (which installs node 22 and the suite from the npm registry into `~/.cache/toolwire-peers`). \
          Client scenarios drive `toolwire-conformance-client` (the public `toolwire` API only); server \
          scenarios test the reference server (`toolwire serve --http`), which is not an \
-         everything-server: it runs the scenarios about tools and SEP-2243 headers. OAuth scenarios are \
-         not run (no OAuth client yet). Failing checks must be listed, with a reason, in \
-         `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"
+         everything-server: it runs the scenarios about tools and SEP-2243 headers. The OAuth \
+         scenarios (`auth/*`) run with the suite's defaults, and those of the 2025 revisions again \
+         with `--spec-version {WIRE_2026}` (suite `…@{WIRE_2026}`). Failing checks must be listed, \
+         with a reason, in `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"
     );
     std::fs::write(root.join("docs/conformance.md"), doc)
         .map_err(|e| format!("docs/conformance.md: {e}"))?;
@@ -361,6 +447,27 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+
+    #[test]
+    fn every_auth_scenario_runs_once_per_suite_and_the_2025_ones_again_on_the_2026_wire() {
+        let runs = auth_runs();
+        let unique: BTreeSet<_> = runs.iter().collect();
+        assert_eq!(unique.len(), runs.len(), "no run twice");
+        for scenario in AUTH_2025 {
+            let suites: Vec<&str> = runs
+                .iter()
+                .filter(|(_, s)| s == scenario)
+                .map(|(suite, _)| *suite)
+                .collect();
+            assert_eq!(
+                suites,
+                ["0.1.16", "0.2.0-alpha.12", SUITE_AT_2026],
+                "{scenario}"
+            );
+        }
+        assert!(runs.contains(&("0.2.0-alpha.12", "auth/dpop")));
+        assert!(!runs.contains(&("0.1.16", "auth/dpop")));
+    }
 
     #[test]
     fn reads_checks_and_counts_failures_and_warnings() {

@@ -34,6 +34,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ),
     ("toolwire-transport", &["toolwire-types", "toolwire-wire"]),
     ("toolwire-http", &["toolwire-transport", "toolwire-types"]),
+    // Its tests drive the HTTP transport directly (a dev-dependency on the transport trait).
+    ("toolwire-auth", &["toolwire-http", "toolwire-transport"]),
     (
         "toolwire",
         &[
@@ -43,6 +45,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-session",
             "toolwire-transport",
             "toolwire-http",
+            "toolwire-auth",
         ],
     ),
     // Its tests connect entries to the reference server (a dev-dependency).
@@ -72,6 +75,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-session",
             "toolwire-transport",
             "toolwire-http",
+            "toolwire-auth",
             "toolwire",
             "toolwire-host",
             // The reference server is a peer for end-to-end tests, like the scripted one.

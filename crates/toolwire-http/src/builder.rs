@@ -16,8 +16,8 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::fallback::HttpOrSseTransport;
 use crate::{
-    BearerToken, Challenge, Config, HttpError, HttpTransport, InFlight, Inner, Mailbox, Owner,
-    QuickAckConnector, Route, SseTransport, State,
+    Authorizer, BearerToken, Challenge, Config, HttpError, HttpExecutor, HttpTransport, InFlight,
+    Inner, Mailbox, Owner, QuickAckConnector, Route, SseTransport, State,
 };
 
 /// Which HTTP proxy, if any, requests go through.
@@ -232,6 +232,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("retry", &self.config.retry)
             .field("tls", &self.tls)
             .field("proxy", &self.proxy)
+            .field("authorizer", &self.config.authorizer)
             .finish_non_exhaustive()
     }
 }
@@ -285,6 +286,7 @@ impl HttpTransportBuilder {
                 on_received: None,
                 on_auth_failed: None,
                 proxy_auth: None,
+                authorizer: None,
             },
             refused: None,
         }
@@ -320,9 +322,22 @@ impl HttpTransportBuilder {
             .get_or_insert_with(|| (name.to_owned(), reason));
     }
 
+    /// The endpoint's URL, as given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// The bearer token sent as `Authorization: Bearer …`.
     pub fn bearer_token(mut self, token: impl Into<BearerToken>) -> Self {
         self.bearer = Some(token.into());
+        self
+    }
+
+    /// Asks `authorizer` for credentials before every request and on every 401/403 (see
+    /// [`Authorizer`]); its headers replace the bearer token's. OAuth is one:
+    /// `toolwire_auth::OAuth`.
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.config.authorizer = Some(authorizer);
         self
     }
 
@@ -559,6 +574,12 @@ impl HttpTransportBuilder {
             client.pool_max_idle_per_host(0);
         }
         let client = client.build(QuickAckConnector(route));
+        let executor = HttpExecutor {
+            client: client.clone(),
+            user_agent: self.config.user_agent.clone(),
+            proxy_auth: self.config.proxy_auth.clone(),
+            timeout: self.config.read_timeout.unwrap_or(Duration::from_secs(30)),
+        };
         let state = State {
             accept: self.accept,
             token: self.bearer,
@@ -567,6 +588,7 @@ impl HttpTransportBuilder {
         let inner = Arc::new(Inner {
             uri,
             client,
+            executor,
             config: self.config,
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),

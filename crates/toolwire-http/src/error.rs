@@ -132,6 +132,10 @@ pub enum HttpError {
         /// Why.
         reason: &'static str,
     },
+    /// The authorizer could not supply or repair credentials (its error is the source: for
+    /// OAuth, a `toolwire_auth::AuthError`).
+    #[error("authorization failed")]
+    Authorization(#[source] crate::AuthorizerError),
     /// The transport was closed.
     #[error("the transport is closed")]
     Closed,

@@ -106,6 +106,7 @@ impl Inner {
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::try_from(id).ok()) {
             headers.insert(LAST_EVENT_ID, id);
         }
+        self.authorize(&mut req, None).await?;
         self.roundtrip(req).await
     }
 
@@ -128,8 +129,15 @@ impl Inner {
                     return;
                 }
                 Ok(resp) if resp.status() == StatusCode::NOT_FOUND => {
-                    tracing::debug!("GET stream: the session is gone (404)");
-                    lock(&self.state).stale = true;
+                    // A 404 means the session is gone only when the request named one;
+                    // without a session it is a server that serves no GET here.
+                    let mut state = lock(&self.state);
+                    if state.session_id.is_some() {
+                        tracing::debug!("GET stream: the session is gone (404)");
+                        state.stale = true;
+                    } else {
+                        tracing::debug!("the server offers no GET stream (404, no session)");
+                    }
                     return;
                 }
                 Ok(resp)
@@ -221,6 +229,10 @@ impl Inner {
         let (mut req, _, _) = self.request(Method::DELETE, Bytes::new(), true, None);
         if let Some(version) = version {
             req.headers_mut().insert(PROTOCOL_VERSION, version);
+        }
+        if let Err(e) = self.authorize(&mut req, None).await {
+            tracing::debug!(error = %e, "no credentials for the DELETE; the session is left to expire");
+            return;
         }
         match tokio::time::timeout(self.config.delete_timeout, self.roundtrip(req)).await {
             Ok(Ok(resp)) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => {

@@ -93,12 +93,11 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use tokio::task::AbortHandle;
-use toolwire_transport::{
-    BoxFuture, Inbound, MessageKind, Outbound, RequestId, Transport, TransportError,
-};
+use toolwire_transport::{Inbound, MessageKind, Outbound, RequestId, Transport, TransportError};
 use tracing::Instrument;
 
 mod auth;
+mod authorizer;
 mod builder;
 mod error;
 mod fallback;
@@ -113,9 +112,15 @@ mod sse_transport;
 use quickack::{QuickAckConnector, Route};
 
 pub use auth::{BearerToken, Challenge, parse_challenges};
+pub use authorizer::{
+    AuthRequest, Authorizer, AuthorizerError, Credentials, HttpExecutor, MAX_AUTH_RESENDS, Refusal,
+    Resend,
+};
 pub use builder::{
     AcceptProfile, AuthFailure, HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots,
 };
+/// The boxed future the traits here return (the transport crate's).
+pub use toolwire_transport::BoxFuture;
 
 use builder::{AuthHook, ReceivedHook, SendingHook};
 pub use error::HttpError;
@@ -164,6 +169,8 @@ struct Config {
     /// `Proxy-Authorization` for every request, when they go through a forwarding proxy
     /// (marked sensitive; never shown).
     proxy_auth: Option<HeaderValue>,
+    /// Asked for credentials per request (replaces the bearer token's header when set).
+    authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 #[derive(Default)]
@@ -190,6 +197,8 @@ struct State {
 struct Inner {
     uri: Uri,
     client: Client<QuickAckConnector, Full<Bytes>>,
+    /// The same client, for the authorizer's own requests.
+    executor: HttpExecutor,
     config: Config,
     state: Mutex<State>,
     /// What requests and the GET stream received, for `recv`.
@@ -322,6 +331,17 @@ impl HttpTransport {
     /// The `Accept` profile now in use (after any 406 fallback).
     pub fn accept_profile(&self) -> AcceptProfile {
         lock(&self.inner.state).accept
+    }
+
+    /// The transport's HTTP client, for requests beside MCP (an OAuth flow run before any
+    /// message): same TLS roots, proxy and `User-Agent`.
+    pub fn executor(&self) -> HttpExecutor {
+        self.inner.executor.clone()
+    }
+
+    /// The endpoint's URL as given.
+    pub fn url(&self) -> String {
+        self.inner.uri.to_string()
     }
 }
 

@@ -14,8 +14,8 @@ use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass};
 
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
-    AcceptProfile, AuthFailure, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner, SESSION_ID,
-    SNIPPET, State, lock, parse_challenges,
+    AcceptProfile, AuthFailure, AuthRequest, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner,
+    MAX_AUTH_RESENDS, Refusal, Resend, SESSION_ID, SNIPPET, State, lock, parse_challenges,
 };
 
 /// What a failed exchange reports.
@@ -45,6 +45,16 @@ impl From<HttpError> for Failure {
             error,
         }
     }
+}
+
+/// The `WWW-Authenticate` challenges of a response.
+fn challenges(headers: &HeaderMap) -> Vec<crate::Challenge> {
+    parse_challenges(
+        headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .map(HeaderValue::as_bytes),
+    )
 }
 
 pub(crate) fn snippet(body: &[u8]) -> String {
@@ -161,6 +171,79 @@ impl Inner {
         buf.freeze()
     }
 
+    /// Adds the authorizer's headers to `req`; the generation of its credentials (0 without
+    /// an authorizer).
+    pub(crate) async fn authorize(
+        &self,
+        req: &mut Request<Full<Bytes>>,
+        mcp_method: Option<&str>,
+    ) -> Result<u64, HttpError> {
+        let Some(authorizer) = &self.config.authorizer else {
+            return Ok(0);
+        };
+        let credentials = authorizer
+            .credentials(&AuthRequest {
+                method: req.method(),
+                uri: req.uri(),
+                mcp_method,
+                http: &self.executor,
+            })
+            .await
+            .map_err(HttpError::Authorization)?;
+        for (name, value) in credentials.headers {
+            if let Some(name) = name {
+                req.headers_mut().insert(name, value);
+            }
+        }
+        Ok(credentials.generation)
+    }
+
+    /// Asks the authorizer what to do about a 401 or 403 to a request to `uri` that carried
+    /// credentials of `generation`: `Ok(true)` to resend, `Ok(false)` to report the refusal.
+    pub(crate) async fn refused(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        uri: &Uri,
+        mcp_method: Option<&str>,
+        generation: u64,
+        attempt: u32,
+    ) -> Result<bool, HttpError> {
+        let Some(authorizer) = &self.config.authorizer else {
+            return Ok(false);
+        };
+        if attempt >= MAX_AUTH_RESENDS {
+            tracing::warn!(
+                attempt,
+                "credentials refused again; not resending this message"
+            );
+            return Ok(false);
+        }
+        let challenges = challenges(headers);
+        let method = if mcp_method.is_some() {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        let resend = authorizer
+            .refused(&Refusal {
+                status,
+                challenges: &challenges,
+                headers,
+                request: AuthRequest {
+                    method: &method,
+                    uri,
+                    mcp_method,
+                    http: &self.executor,
+                },
+                generation,
+                attempt,
+            })
+            .await
+            .map_err(HttpError::Authorization)?;
+        Ok(resend == Resend::Yes)
+    }
+
     /// Turns a final non-success response into a failure (calling the auth hook on 401/403).
     pub(crate) async fn status_failure(
         &self,
@@ -168,15 +251,22 @@ impl Inner {
         method: Option<&str>,
     ) -> Failure {
         let status = resp.status();
-        let challenges = parse_challenges(
-            resp.headers()
-                .get_all(WWW_AUTHENTICATE)
-                .iter()
-                .map(HeaderValue::as_bytes),
-        );
-        let mut body = resp.into_body();
+        let (parts, mut body) = resp.into_parts();
         let body = self.read_error_body(&mut body).await;
         self.received(method, status, &body);
+        self.refusal_failure(status, &parts.headers, body, method)
+    }
+
+    /// The failure a non-success response whose body was read reports (calling the auth hook
+    /// on 401/403).
+    pub(crate) fn refusal_failure(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: Bytes,
+        method: Option<&str>,
+    ) -> Failure {
+        let challenges = challenges(headers);
         let snippet = snippet(&body);
         if matches!(status.as_u16(), 401 | 403) {
             tracing::warn!(%status, ?challenges, "the server refused the credentials");
@@ -213,6 +303,7 @@ impl Inner {
         let policy = &self.config.retry;
         let mut delays = policy.delays();
         let mut retries = 0;
+        let mut auth_resends = 0;
         let mut replayed = false;
         // Where a 307 sent this message, and how many redirects it followed.
         let mut redirected: Option<Uri> = None;
@@ -237,6 +328,8 @@ impl Inner {
             for (name, value) in &out.headers {
                 headers.insert(name, value.clone());
             }
+            let generation = self.authorize(&mut req, method).await?;
+            let uri = self.config.authorizer.is_some().then(|| req.uri().clone());
             if let Some(hook) = &self.config.on_sending {
                 hook(method.unwrap_or("(response)"));
             }
@@ -320,6 +413,38 @@ impl Inner {
                         "the server no longer knows the session (404); re-initialising and resending"
                     );
                     continue;
+                }
+                401 | 403 if uri.is_some() => {
+                    let uri = uri.as_ref().unwrap_or(&self.uri);
+                    // The body is read (and the connection freed) before the authorizer runs
+                    // its flow.
+                    let (parts, mut body) = resp.into_parts();
+                    let body = self.read_error_body(&mut body).await;
+                    self.received(method, status, &body);
+                    let refusal = self.refused(
+                        status,
+                        &parts.headers,
+                        uri,
+                        method,
+                        generation,
+                        auth_resends,
+                    );
+                    match refusal.await {
+                        Ok(true) => {
+                            auth_resends += 1;
+                            tracing::info!(%status, attempt = auth_resends, "credentials repaired; resending");
+                        }
+                        Ok(false) => {
+                            return Err(self.refusal_failure(status, &parts.headers, body, method));
+                        }
+                        Err(error) => {
+                            return Err(Failure {
+                                status: Some(status),
+                                body,
+                                error,
+                            });
+                        }
+                    }
                 }
                 408 | 429 | 502 | 503 | 504 if safe && retries < policy.max_retries => {
                     let delay = match retry_after(resp.headers(), SystemTime::now()) {

@@ -113,6 +113,7 @@ impl SseTransport {
         req.headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let method = out.kind.method();
+        self.inner.authorize(&mut req, method).await?;
         let resp = self.inner.roundtrip(req).await?;
         let status = resp.status();
         if !status.is_success() {
@@ -151,6 +152,7 @@ async fn read(inner: &Inner, endpoint: &watch::Sender<Endpoint>) -> Result<(), H
     let (mut req, _, _) = inner.request(Method::GET, Bytes::new(), false, None);
     req.headers_mut()
         .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    inner.authorize(&mut req, None).await?;
     let resp = inner.roundtrip(req).await?;
     let status = resp.status();
     if !status.is_success() {

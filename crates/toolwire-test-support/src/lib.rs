@@ -24,6 +24,7 @@
 
 pub mod forward;
 pub mod http;
+pub mod logs;
 pub mod proxy;
 pub mod sse;
 pub mod threads;

@@ -42,6 +42,8 @@ pub(crate) struct ClientConfig {
     pub(crate) keep_alive: Option<Duration>,
     /// How many notifications a subscriber may fall behind before it loses the oldest.
     pub(crate) notification_buffer: usize,
+    /// OAuth for the HTTP transports `connect_http` and `connect_sse` build.
+    pub(crate) oauth: Option<toolwire_auth::OAuthConfig>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -94,6 +96,7 @@ impl ClientBuilder {
                 reconnect: None,
                 keep_alive: None,
                 notification_buffer: 256,
+                oauth: None,
             },
         }
     }
@@ -194,6 +197,17 @@ impl ClientBuilder {
         self
     }
 
+    /// Turns OAuth 2.1 on for [`Self::connect_http`] and [`Self::connect_sse`]: stored tokens
+    /// are sent and refreshed, and a 401 or 403 runs the flow `config` describes (its store,
+    /// its handler), once for every request refused with the same credentials. A failure is
+    /// [`Error::Authorization`]. To log in before the first request, or to share one
+    /// [`toolwire_auth::OAuth`] among transports, give it to
+    /// [`HttpTransportBuilder::authorizer`] yourself.
+    pub fn oauth(mut self, config: toolwire_auth::OAuthConfig) -> Self {
+        self.config.oauth = Some(config);
+        self
+    }
+
     /// Sends `ping` when a legacy-era connection has been quiet for `interval` (off by
     /// default), so that proxies and NATs that cut idle connections keep it; an unanswered
     /// ping is logged, not fatal (a server busy with long calls may answer late). The
@@ -276,11 +290,17 @@ impl ClientBuilder {
     /// Builds the first transport from `http` now (its refusal is the error here) and the
     /// others, one per connection, with the same `build`.
     fn connect_built<T: Transport>(
-        self,
+        mut self,
         http: HttpTransportBuilder,
         build: fn(HttpTransportBuilder) -> Result<T, toolwire_http::HttpError>,
     ) -> Result<Client, Error> {
         let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
+        let mut http = http;
+        if let Some(oauth) = self.config.oauth.take() {
+            // One authorizer for every connection: tokens outlive a reconnect.
+            let authorizer = toolwire_auth::OAuth::new(http.url(), oauth);
+            http = http.authorizer(Arc::new(authorizer));
+        }
         let first = build(http.clone()).map_err(|e| Error::Transport(Arc::new(setup(e))))?;
         let connector: Connector = Arc::new(move || {
             build(http.clone())

@@ -554,7 +554,7 @@ impl Driver {
                 Event::Failed(e) => {
                     let e = Arc::new(e);
                     self.state.send_replace(Negotiation::Failed(e.clone()));
-                    let error = Error::Negotiation(e);
+                    let error = Error::negotiation(e);
                     self.link.connection.send_replace(ConnectionState::Failed {
                         reason: error.clone(),
                     });

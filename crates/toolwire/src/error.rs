@@ -85,6 +85,12 @@ pub enum Error {
         #[source]
         cause: Option<Arc<TransportError>>,
     },
+    /// Authorization failed: OAuth discovery, registration or a grant went wrong, the
+    /// server refused new credentials, or it needs a login this client may not start. The
+    /// source says which, with the authorization server's `error` and `error_description`
+    /// when it sent them.
+    #[error("authorization failed")]
+    Authorization(#[source] Arc<toolwire_auth::AuthError>),
     /// The client was closed, or its connection ended.
     #[error("the client is closed")]
     Closed,
@@ -104,7 +110,10 @@ impl From<RequestError> for Error {
             RequestError::Timeout(d) => Self::Timeout(d),
             RequestError::Decode(e) => Self::Decode(Arc::new(e)),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
-            RequestError::Undelivered(failure) => Self::Undelivered(failure),
+            RequestError::Undelivered(failure) => match authorization(&failure) {
+                Some(e) => Self::Authorization(Arc::new(e)),
+                None => Self::Undelivered(failure),
+            },
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
             | RequestError::Encode(_)
@@ -113,6 +122,28 @@ impl From<RequestError> for Error {
             e => Self::Protocol(Arc::new(e)),
         }
     }
+}
+
+impl Error {
+    /// A failed negotiation, or the authorization failure that caused it.
+    pub(crate) fn negotiation(e: Arc<SessionError>) -> Self {
+        match authorization(&*e) {
+            Some(auth) => Self::Authorization(Arc::new(auth)),
+            None => Self::Negotiation(e),
+        }
+    }
+}
+
+/// The OAuth error somewhere in `e`'s chain of causes.
+fn authorization(e: &(dyn std::error::Error + 'static)) -> Option<toolwire_auth::AuthError> {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(auth) = e.downcast_ref::<toolwire_auth::AuthError>() {
+            return Some(auth.clone());
+        }
+        next = e.source();
+    }
+    None
 }
 
 /// An error and its causes on one line, outermost first: `error: cause: cause …`. Every error

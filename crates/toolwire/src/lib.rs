@@ -68,12 +68,16 @@ pub use error::{Error, ErrorChain};
 pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};
 
+/// OAuth 2.1 (the `toolwire-auth` crate): [`ClientBuilder::oauth`] takes its
+/// [`auth::OAuthConfig`].
+pub use toolwire_auth as auth;
 pub use toolwire_cache::{
     CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,
 };
 pub use toolwire_http::{
-    AcceptProfile, AuthFailure, BearerToken, Challenge, HttpError, HttpOrSseTransport,
-    HttpTransport, HttpTransportBuilder, Proxy, Received, RetryPolicy, SseTransport, TlsRoots,
+    AcceptProfile, AuthFailure, AuthRequest, Authorizer, BearerToken, Challenge, Credentials,
+    HttpError, HttpExecutor, HttpOrSseTransport, HttpTransport, HttpTransportBuilder, Proxy,
+    Received, Refusal, Resend, RetryPolicy, SseTransport, TlsRoots,
 };
 pub use toolwire_session::{
     CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,

@@ -12,8 +12,12 @@
 )]
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use toolwire::auth::{
+    Assertion, FetchRedirect, Grant, OAuthConfig, Secret, SigningKey, StaticClient,
+};
 use toolwire::{
     BoxFuture, ClientCapabilities, ElicitAction, ElicitResult, ErrorObject, HttpTransport,
     ProtocolMode, ProtocolVersion, ServerRequest,
@@ -42,6 +46,54 @@ fn handler(request: ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObje
     })
 }
 
+/// OAuth for an `auth/*` scenario: a headless handler (the suite's authorization server
+/// approves at once), the suite's client metadata document URL, and whatever the scenario's
+/// context configures (a pre-registered client, a signing key, a machine grant).
+fn oauth(scenario: &str, context: &Value) -> Result<OAuthConfig, toolwire::Error> {
+    let text = |key: &str| context[key].as_str().map(str::to_owned);
+    let mut config = OAuthConfig::new()
+        .client_name("toolwire-conformance")
+        .handler(Arc::new(FetchRedirect::new(
+            "http://localhost:3000/callback",
+        )))
+        .client_metadata_url("https://conformance-test.local/client-metadata.json");
+    if let Some(id) = text("client_id") {
+        let mut client = StaticClient::new(id);
+        if let Some(secret) = text("client_secret") {
+            client = client.secret(secret);
+        }
+        if let Some(issuer) = text("issuer") {
+            client = client.issuer(issuer);
+        }
+        if let Some(pem) = text("private_key_pem") {
+            let key = SigningKey::from_pem(&pem)
+                .map_err(|e| toolwire::Error::Authorization(Arc::new(e)))?;
+            client = client.signing_key(key);
+        }
+        config = config.static_client(client);
+    }
+    let grant = if scenario.starts_with("auth/client-credentials") {
+        Grant::ClientCredentials
+    } else if let Some(jwt) = text("valid_jwt") {
+        Grant::JwtBearer {
+            assertion: Assertion::Value(Secret::new(jwt)),
+        }
+    } else if let (Some(endpoint), Some(idp_client_id), Some(id_token)) = (
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        text("idp_id_token"),
+    ) {
+        Grant::EnterpriseManaged {
+            idp_token_endpoint: endpoint,
+            idp_client_id,
+            id_token: Secret::new(id_token),
+        }
+    } else {
+        Grant::AuthorizationCode
+    };
+    Ok(config.grant(grant))
+}
+
 async fn run() -> Result<(), toolwire::Error> {
     let url = std::env::args().next_back().unwrap_or_default();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
@@ -60,15 +112,18 @@ async fn run() -> Result<(), toolwire::Error> {
     };
     let capabilities: ClientCapabilities =
         serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap_or_default();
-    let client = toolwire::Client::builder("toolwire-conformance", env!("CARGO_PKG_VERSION"))
+    let mut builder = toolwire::Client::builder("toolwire-conformance", env!("CARGO_PKG_VERSION"))
         .mode(mode)
-        .handler(capabilities, handler)
-        .connect_http(
-            // The sse-retry mock hands a pending answer to whichever GET comes first; a
-            // standalone GET stream opened late (on a loaded machine) would take it and the
-            // resumption it measures would never happen. That scenario is about resumption.
-            HttpTransport::builder(url).get_stream(scenario != "sse-retry"),
-        )?;
+        .handler(capabilities, handler);
+    if scenario.starts_with("auth/") {
+        builder = builder.oauth(oauth(&scenario, &context)?);
+    }
+    let client = builder.connect_http(
+        // The sse-retry mock hands a pending answer to whichever GET comes first; a
+        // standalone GET stream opened late (on a loaded machine) would take it and the
+        // resumption it measures would never happen. That scenario is about resumption.
+        HttpTransport::builder(url).get_stream(scenario != "sse-retry"),
+    )?;
     let negotiated = client.ready().await?;
     // A legacy server is asked only for what it declared.
     let modern = negotiated.version.is_modern();

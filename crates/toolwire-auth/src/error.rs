@@ -1,0 +1,110 @@
+//! What can go wrong while authorizing.
+
+/// Why authorization failed. Never holds a token, secret, code or verifier: only what the
+/// servers said (`error`, `error_description`) and the URLs and issuers involved.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// Metadata could not be fetched or read.
+    #[error("OAuth discovery failed at {url}: {reason}")]
+    Discovery {
+        /// The URL asked.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The protected resource metadata names a resource that is not this server (RFC 9728
+    /// §3.3): nothing was sent to its authorization server.
+    #[error("the protected resource metadata is for {resource}, not for {server}; not authorizing")]
+    ResourceMismatch {
+        /// The `resource` the metadata names.
+        resource: String,
+        /// The MCP server's URL.
+        server: String,
+    },
+    /// The authorization server metadata's `issuer` is not the issuer it was fetched for
+    /// (RFC 8414 §3.3): nothing was sent to its endpoints.
+    #[error("the authorization server metadata at {url} names issuer {found}, not {expected}")]
+    IssuerMismatch {
+        /// Where the metadata came from.
+        url: String,
+        /// The issuer it was fetched for.
+        expected: String,
+        /// The issuer it names.
+        found: String,
+    },
+    /// The authorization server cannot be used safely (no PKCE S256, no `code` response
+    /// type, an endpoint that is neither https nor loopback).
+    #[error("the authorization server {issuer} cannot be used: {reason}")]
+    UnsafeServer {
+        /// The issuer.
+        issuer: String,
+        /// Why.
+        reason: String,
+    },
+    /// No client identity for this authorization server: it offers no registration and no
+    /// client is configured for it.
+    #[error(
+        "no client identity for {issuer}: it offers no registration; configure a client id (--client-id)"
+    )]
+    NoClient {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The authorization server refused something (registration, the authorization request,
+    /// a token request) with an OAuth error.
+    #[error("{step} refused by the authorization server{}: {error}{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default(), description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// `registration`, `authorization`, `token request`, `refresh`.
+        step: &'static str,
+        /// The HTTP status, when there was one.
+        status: Option<u16>,
+        /// The OAuth `error` code.
+        error: String,
+        /// The `error_description`, if any.
+        description: Option<String>,
+    },
+    /// The authorization response did not come from this flow (`state`), or from another
+    /// issuer (RFC 9207 `iss`): no token was requested.
+    #[error("the authorization response was refused: {0}")]
+    Callback(String),
+    /// The server keeps demanding scopes that were already granted: authorizing again
+    /// cannot help.
+    #[error(
+        "the server requires scope `{required}`, already granted; authorizing again cannot help"
+    )]
+    InsufficientScope {
+        /// The scope the server asked for.
+        required: String,
+    },
+    /// The server refused freshly issued credentials.
+    #[error("the server refused new credentials{}", description.as_deref().map(|d| format!(": {d}")).unwrap_or_default())]
+    Rejected {
+        /// The challenge's `error_description`.
+        description: Option<String>,
+    },
+    /// The server needs authorization and this client may not start a flow (a
+    /// non-interactive handler, or no handler).
+    #[error("authorization required for {server}: log in first")]
+    LoginRequired {
+        /// The MCP server.
+        server: String,
+    },
+    /// The user agent step failed (the browser, the loopback listener, a paste).
+    #[error("the authorization step failed: {0}")]
+    Handler(String),
+    /// The credential store failed.
+    #[error("the credential store failed: {0}")]
+    Store(String),
+    /// An exchange with the authorization server failed at the HTTP level.
+    #[error("request to {url} failed: {reason}")]
+    Http {
+        /// The URL asked (no query).
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The configuration cannot work (a bad key, a bad URL).
+    #[error("invalid OAuth configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,573 @@
+//! The network half of an authorization: discovery, registration and the grants, as one
+//! straight line of requests through the transport's own HTTP client. Every decision is a
+//! pure function of another module; this file only fetches and hands over.
+
+use bytes::Bytes;
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, Request};
+use serde_json::{Value, json};
+use toolwire_http::HttpExecutor;
+
+use crate::authorize::{AuthorizationRequest, authorization_url, check_callback};
+use crate::challenge::AuthChallenge;
+use crate::client_auth::{self, Form, TokenAuthMethod};
+use crate::config::{Assertion, Grant, OAuthConfig};
+use crate::metadata::{self, ResourceMetadata, ServerMetadata};
+use crate::pkce::{Pkce, random};
+use crate::scope::{self, Scopes};
+use crate::secret::Secret;
+use crate::store::{ClientKind, ClientRegistration, StoreKey, StoredAuth};
+use crate::token::{self, Tokens};
+use crate::{AuthError, discovery, now};
+
+/// What discovery found.
+#[derive(Debug, Clone)]
+pub(crate) struct Discovered {
+    /// The RFC 8707 resource: the metadata's `resource` as published, else the server URL.
+    pub(crate) resource: String,
+    /// The issuer, as the metadata spell it.
+    pub(crate) issuer: String,
+    pub(crate) prm: Option<ResourceMetadata>,
+    pub(crate) meta: ServerMetadata,
+    /// The metadata are the 2025-03-26 defaults (nothing was published).
+    pub(crate) defaults: bool,
+}
+
+/// The RFC 7523 grant type.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+pub(crate) struct Flow<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) config: &'a OAuthConfig,
+    pub(crate) http: &'a HttpExecutor,
+}
+
+/// `Some(json)` for a 200 with a JSON object, `None` for any other status (try the next
+/// candidate); an error when the request itself failed.
+async fn fetch_json(http: &HttpExecutor, url: &str) -> Result<Option<Value>, AuthError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    let response = http.get(url, headers).await.map_err(|e| AuthError::Http {
+        url: without_query(url),
+        reason: toolwire_http_error(&e),
+    })?;
+    if !response.status().is_success() {
+        tracing::debug!(url = %without_query(url), status = %response.status(), "no metadata here");
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(response.body()) {
+        Ok(v @ Value::Object(_)) => Ok(Some(v)),
+        _ => Err(AuthError::Discovery {
+            url: without_query(url),
+            reason: "the answer is not a JSON object".into(),
+        }),
+    }
+}
+
+fn toolwire_http_error(e: &toolwire_http::HttpError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A URL without its query (which may hold codes or state), for errors and logs.
+pub(crate) fn without_query(url: &str) -> String {
+    url.split(['?', '#']).next().unwrap_or(url).to_owned()
+}
+
+impl Flow<'_> {
+    /// Protected resource metadata (validated against the server), then the authorization
+    /// server's metadata (validated against the issuer), or the 2025-03-26 fallbacks when the
+    /// server publishes no resource metadata.
+    pub(crate) async fn discover(
+        &self,
+        challenge: &AuthChallenge,
+    ) -> Result<Discovered, AuthError> {
+        let mut prm = None;
+        for url in
+            discovery::resource_metadata_urls(self.server, challenge.resource_metadata.as_deref())?
+        {
+            if let Some(value) = fetch_json(self.http, &url).await? {
+                let parsed: ResourceMetadata =
+                    serde_json::from_value(value).map_err(|e| AuthError::Discovery {
+                        url: url.clone(),
+                        reason: e.to_string(),
+                    })?;
+                prm = Some(parsed);
+                break;
+            }
+        }
+        let Some(prm) = prm else {
+            return self.discover_legacy().await;
+        };
+        metadata::check_resource(prm.resource.as_deref(), self.server)?;
+        let resource = prm
+            .resource
+            .clone()
+            .unwrap_or_else(|| self.server.to_owned());
+        let issuer =
+            prm.authorization_servers
+                .first()
+                .cloned()
+                .ok_or_else(|| AuthError::Discovery {
+                    url: self.server.to_owned(),
+                    reason: "the protected resource metadata name no authorization server".into(),
+                })?;
+        let meta =
+            self.server_metadata(&issuer, true)
+                .await?
+                .ok_or_else(|| AuthError::Discovery {
+                    url: issuer.clone(),
+                    reason: "the authorization server publishes no metadata".into(),
+                })?;
+        Ok(Discovered {
+            resource,
+            issuer,
+            prm: Some(prm),
+            meta,
+            defaults: false,
+        })
+    }
+
+    /// The 2025-03-26 revision: the MCP server's origin is the authorization server; its
+    /// metadata, or the default endpoints.
+    async fn discover_legacy(&self) -> Result<Discovered, AuthError> {
+        let issuer = discovery::legacy_issuer(self.server)?;
+        tracing::debug!(%issuer, "no protected resource metadata; the 2025-03-26 discovery");
+        // Under that revision the metadata's location comes from the MCP server, not from an
+        // issuer, so the issuer it names is taken as it is (0.1.16's suite names
+        // `{origin}/oauth`); RFC 8414's equality check applies to issuers discovered as such.
+        let (meta, defaults) = match self.server_metadata(&issuer, false).await? {
+            Some(meta) => (meta, false),
+            None => (ServerMetadata::defaults(&issuer), true),
+        };
+        Ok(Discovered {
+            resource: self.server.to_owned(),
+            issuer: meta.issuer.clone(),
+            prm: None,
+            meta,
+            defaults,
+        })
+    }
+
+    /// The first metadata document found for `issuer`; with `strict`, one that names another
+    /// issuer stops the flow (never falls through to another candidate or the defaults).
+    async fn server_metadata(
+        &self,
+        issuer: &str,
+        strict: bool,
+    ) -> Result<Option<ServerMetadata>, AuthError> {
+        for url in discovery::server_metadata_urls(issuer)? {
+            if let Some(value) = fetch_json(self.http, &url).await? {
+                let meta: ServerMetadata =
+                    serde_json::from_value(value).map_err(|e| AuthError::Discovery {
+                        url: url.clone(),
+                        reason: e.to_string(),
+                    })?;
+                if strict && !metadata::issuer_matches(issuer, &meta.issuer) {
+                    return Err(AuthError::IssuerMismatch {
+                        url,
+                        expected: issuer.to_owned(),
+                        found: meta.issuer,
+                    });
+                }
+                return Ok(Some(meta));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A client identity for this authorization server: the stored registration, a
+    /// configured client (for this issuer), a client ID metadata document, or a new dynamic
+    /// registration, in that order.
+    pub(crate) async fn client(
+        &self,
+        d: &Discovered,
+        stored: Option<&ClientRegistration>,
+        redirect_uri: Option<&str>,
+    ) -> Result<ClientRegistration, AuthError> {
+        let supported = d.meta.token_endpoint_auth_methods_supported.as_deref();
+        if let Some(c) = stored.filter(|c| {
+            c.kind == ClientKind::MetadataDocument
+                || redirect_uri.is_none()
+                || c.redirect_uri.as_deref() == redirect_uri
+        }) {
+            return Ok(c.clone());
+        }
+        if let Some(s) = &self.config.static_client {
+            match &s.issuer {
+                Some(bound) if !metadata::issuer_matches(bound, &d.issuer) => {
+                    tracing::info!(configured = %bound, issuer = %d.issuer, "the configured client belongs to another issuer; not using it here");
+                }
+                _ => {
+                    return Ok(ClientRegistration {
+                        client_id: s.client_id.clone(),
+                        client_secret: s.secret.clone(),
+                        auth_method: client_auth::choose(
+                            None,
+                            s.secret.is_some(),
+                            s.key.is_some(),
+                            supported,
+                        ),
+                        redirect_uri: redirect_uri.map(str::to_owned),
+                        kind: ClientKind::Static,
+                    });
+                }
+            }
+        }
+        if let (Some(true), Some(url)) = (
+            d.meta.client_id_metadata_document_supported,
+            &self.config.client_metadata_url,
+        ) {
+            return Ok(ClientRegistration {
+                client_id: url.clone(),
+                client_secret: None,
+                auth_method: TokenAuthMethod::None,
+                redirect_uri: redirect_uri.map(str::to_owned),
+                kind: ClientKind::MetadataDocument,
+            });
+        }
+        match (&d.meta.registration_endpoint, redirect_uri) {
+            (Some(endpoint), Some(redirect)) => self.register(d, endpoint, redirect).await,
+            _ => Err(AuthError::NoClient {
+                issuer: d.issuer.clone(),
+            }),
+        }
+    }
+
+    /// Dynamic client registration (RFC 7591), as a native client that wants refresh tokens.
+    async fn register(
+        &self,
+        d: &Discovered,
+        endpoint: &str,
+        redirect_uri: &str,
+    ) -> Result<ClientRegistration, AuthError> {
+        let method =
+            client_auth::for_registration(d.meta.token_endpoint_auth_methods_supported.as_deref());
+        let native = metadata::secure_endpoint(redirect_uri) && redirect_uri.starts_with("http:")
+            || !redirect_uri.starts_with("http");
+        let mut body = json!({
+            "client_name": self.config.client_name,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method.as_str(),
+            "application_type": if native { "native" } else { "web" },
+        });
+        // Some servers refuse to authorize scopes a client did not register.
+        let mut scopes = self.config.scopes.clone();
+        if let Some(prm) = &d.prm {
+            scopes.extend(prm.scopes_supported.iter().flatten().cloned());
+        }
+        if let Some(scope) = scope::join(&scopes) {
+            body["scope"] = Value::String(scope);
+        }
+        let mut request = Request::new(Bytes::from(body.to_string()));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = endpoint.parse().map_err(|_| AuthError::Discovery {
+            url: endpoint.to_owned(),
+            reason: "not a valid URL".into(),
+        })?;
+        request
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        request
+            .headers_mut()
+            .insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self.send(endpoint, request).await?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(token::refusal("registration", status, response.body()));
+        }
+        let value: Value = serde_json::from_slice(response.body()).unwrap_or(Value::Null);
+        let client_id = value["client_id"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| AuthError::Refused {
+                step: "registration",
+                status: Some(status),
+                error: "invalid_response".into(),
+                description: Some("the answer has no client_id".into()),
+            })?;
+        let secret = value["client_secret"].as_str().map(Secret::new);
+        let granted = value["token_endpoint_auth_method"]
+            .as_str()
+            .and_then(TokenAuthMethod::from_name);
+        tracing::info!(issuer = %d.issuer, client_id, "registered a client");
+        Ok(ClientRegistration {
+            client_id: client_id.to_owned(),
+            // The method asked for, unless the server says it granted another.
+            auth_method: granted.unwrap_or(method),
+            client_secret: secret,
+            redirect_uri: Some(redirect_uri.to_owned()),
+            kind: ClientKind::Registered,
+        })
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        request: Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, AuthError> {
+        self.http
+            .execute(request)
+            .await
+            .map_err(|e| AuthError::Http {
+                url: without_query(url),
+                reason: toolwire_http_error(&e),
+            })
+    }
+
+    /// Client authentication on a form, signing an assertion for `private_key_jwt`.
+    fn authenticate(
+        &self,
+        form: &mut Form,
+        client: &ClientRegistration,
+        audience: &str,
+    ) -> Result<(), AuthError> {
+        let assertion = match client.auth_method {
+            TokenAuthMethod::PrivateKeyJwt => {
+                let key = self
+                    .config
+                    .static_client
+                    .as_ref()
+                    .and_then(|s| s.key.as_ref())
+                    .ok_or_else(|| {
+                        AuthError::Config("private_key_jwt needs a signing key".into())
+                    })?;
+                Some(Secret::new(key.client_assertion(
+                    &client.client_id,
+                    audience,
+                    now(),
+                )?))
+            }
+            _ => None,
+        };
+        form.authenticate(
+            client.auth_method,
+            &client.client_id,
+            client.client_secret.as_ref(),
+            assertion,
+        )?;
+        Ok(())
+    }
+
+    /// Posts `form` to the token endpoint and reads the tokens.
+    async fn token_request(
+        &self,
+        step: &'static str,
+        endpoint: &str,
+        form: Form,
+        requested: Option<&str>,
+        previous_refresh: Option<&Secret>,
+    ) -> Result<Tokens, AuthError> {
+        let response = self.send(endpoint, form.into_request(endpoint)?).await?;
+        token::parse(
+            step,
+            response.status().as_u16(),
+            response.body(),
+            requested,
+            previous_refresh,
+            now(),
+        )
+    }
+
+    /// Obtains tokens with the configured grant: `scopes` asked for, with the client `stored`
+    /// had, if any. The entry to keep.
+    pub(crate) async fn obtain(
+        &self,
+        d: &Discovered,
+        mut scopes: Scopes,
+        stored: Option<&StoredAuth>,
+    ) -> Result<(StoredAuth, ClientRegistration), AuthError> {
+        let code_flow = matches!(self.config.grant, Grant::AuthorizationCode);
+        if !d.defaults {
+            metadata::check_server(&d.meta, code_flow)?;
+        }
+        let token_endpoint =
+            d.meta
+                .token_endpoint
+                .clone()
+                .ok_or_else(|| AuthError::UnsafeServer {
+                    issuer: d.issuer.clone(),
+                    reason: "it has no token endpoint".into(),
+                })?;
+        let stored_client = stored.and_then(|s| s.client.as_ref());
+        // Each grant makes its form (and its client); the token request is the same for all.
+        let mut form = Form::new();
+        let (client, scope) = match &self.config.grant {
+            Grant::AuthorizationCode => {
+                let handler =
+                    self.config
+                        .handler
+                        .as_ref()
+                        .ok_or_else(|| AuthError::LoginRequired {
+                            server: self.server.to_owned(),
+                        })?;
+                let previous = stored_client.and_then(|c| c.redirect_uri.as_deref());
+                let redirect_uri = handler.redirect_uri(previous).await?;
+                let client = self.client(d, stored_client, Some(&redirect_uri)).await?;
+                let consent = scope::with_offline_access(
+                    &mut scopes,
+                    d.meta.scopes_supported.as_deref(),
+                    self.config.offline_access,
+                );
+                let scope = scope::join(&scopes);
+                let pkce = Pkce::new()?;
+                let state = random(32)?;
+                let authorize = d.meta.authorization_endpoint.clone().unwrap_or_default();
+                let url = authorization_url(&AuthorizationRequest {
+                    endpoint: &authorize,
+                    client_id: &client.client_id,
+                    redirect_uri: &redirect_uri,
+                    state: &state,
+                    code_challenge: &pkce.challenge,
+                    scope: scope.as_deref(),
+                    resource: &d.resource,
+                    consent,
+                })?;
+                tracing::info!(issuer = %d.issuer, scope = scope.as_deref().unwrap_or(""), "authorizing");
+                let callback = handler.authorize(&url, self.http).await?;
+                let issuer = (!d.defaults).then_some(d.meta.issuer.as_str());
+                let advertised =
+                    d.meta.authorization_response_iss_parameter_supported == Some(true);
+                let code = check_callback(&callback, &state, issuer, advertised)?;
+                form.add("grant_type", "authorization_code")
+                    .add("code", code)
+                    .add("redirect_uri", redirect_uri.as_str())
+                    .add("code_verifier", pkce.verifier);
+                (client, scope)
+            }
+            Grant::ClientCredentials => {
+                let scope = scope::join(&scopes);
+                form.add("grant_type", "client_credentials")
+                    .add_opt("scope", scope.as_deref());
+                (self.client(d, stored_client, None).await?, scope)
+            }
+            Grant::JwtBearer { assertion } => {
+                let assertion = match assertion {
+                    Assertion::Value(v) => v.clone(),
+                    Assertion::File(path) => Secret::new(
+                        tokio::fs::read_to_string(path)
+                            .await
+                            .map_err(|e| AuthError::Config(format!("{}: {e}", path.display())))?
+                            .trim()
+                            .to_owned(),
+                    ),
+                };
+                let scope = scope::join(&scopes);
+                form.add("grant_type", JWT_BEARER)
+                    .add("assertion", assertion)
+                    .add_opt("scope", scope.as_deref());
+                (self.client(d, stored_client, None).await?, scope)
+            }
+            Grant::EnterpriseManaged {
+                idp_token_endpoint,
+                idp_client_id,
+                id_token,
+            } => {
+                let scope = scope::join(&scopes);
+                let mut exchange = Form::new();
+                exchange
+                    .add(
+                        "grant_type",
+                        "urn:ietf:params:oauth:grant-type:token-exchange",
+                    )
+                    .add(
+                        "requested_token_type",
+                        "urn:ietf:params:oauth:token-type:id-jag",
+                    )
+                    .add("subject_token", id_token.clone())
+                    .add(
+                        "subject_token_type",
+                        "urn:ietf:params:oauth:token-type:id_token",
+                    )
+                    .add("audience", d.meta.issuer.as_str())
+                    .add("resource", d.resource.as_str())
+                    .add_opt("scope", scope.as_deref())
+                    .add("client_id", idp_client_id.as_str());
+                let grant = self
+                    .token_request(
+                        "identity assertion exchange",
+                        idp_token_endpoint,
+                        exchange,
+                        scope.as_deref(),
+                        None,
+                    )
+                    .await?;
+                form.add("grant_type", JWT_BEARER)
+                    .add("assertion", grant.access_token)
+                    .add_opt("scope", scope.as_deref());
+                (self.client(d, stored_client, None).await?, scope)
+            }
+        };
+        form.add("resource", d.resource.as_str());
+        self.authenticate(&mut form, &client, &d.meta.issuer)?;
+        let tokens = self
+            .token_request(
+                "token request",
+                &token_endpoint,
+                form,
+                scope.as_deref(),
+                None,
+            )
+            .await?;
+        let entry = StoredAuth {
+            server: self.server.to_owned(),
+            issuer: d.issuer.clone(),
+            resource: d.resource.clone(),
+            token_endpoint,
+            revocation_endpoint: d.meta.revocation_endpoint.clone(),
+            client: (client.kind != ClientKind::Static).then(|| client.clone()),
+            tokens: Some(tokens),
+            saved_at: now(),
+        };
+        Ok((entry, client))
+    }
+
+    /// Refreshes `entry`'s tokens with `client` (RFC 6749 §6), sending the same resource; a
+    /// refresh token that is not rotated is kept.
+    pub(crate) async fn refresh(
+        &self,
+        entry: &StoredAuth,
+        client: &ClientRegistration,
+    ) -> Result<Tokens, AuthError> {
+        let old = entry
+            .tokens
+            .as_ref()
+            .ok_or_else(|| AuthError::Config("nothing to refresh".into()))?;
+        let refresh = old
+            .refresh_token
+            .clone()
+            .ok_or_else(|| AuthError::Config("no refresh token".into()))?;
+        let mut form = Form::new();
+        form.add("grant_type", "refresh_token")
+            .add("refresh_token", refresh.clone())
+            .add("resource", entry.resource.as_str());
+        self.authenticate(&mut form, client, &entry.issuer)?;
+        let mut tokens = self
+            .token_request(
+                "refresh",
+                &entry.token_endpoint,
+                form,
+                old.scope.as_deref(),
+                Some(&refresh),
+            )
+            .await?;
+        tokens.requested_scope = old.requested_scope.clone();
+        Ok(tokens)
+    }
+
+    /// The key of an entry for this server and `issuer`.
+    pub(crate) fn key(&self, issuer: &str) -> StoreKey {
+        StoreKey {
+            server: self.server.to_owned(),
+            issuer: issuer.to_owned(),
+        }
+    }
+}

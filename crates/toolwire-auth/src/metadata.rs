@@ -1,0 +1,300 @@
+//! Protected resource metadata (RFC 9728) and authorization server metadata (RFC 8414, and
+//! OpenID Connect discovery), with the checks made before anything is sent to a server they
+//! name. Issuers and resources are kept as the exact strings received: `url` would turn
+//! `http://h:1` into `http://h:1/`, and RFC 9207 compares `iss` as a string.
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::AuthError;
+
+/// `/.well-known/oauth-protected-resource` (RFC 9728 §2).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceMetadata {
+    /// The resource these metadata are about.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The issuers that may authorize access to it.
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    /// The scopes the resource knows.
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
+}
+
+/// `/.well-known/oauth-authorization-server` (RFC 8414 §2), or an OpenID provider
+/// configuration; only the members a client uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerMetadata {
+    /// The issuer, as served.
+    pub issuer: String,
+    /// Where the user agent is sent.
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
+    /// Where tokens are requested.
+    #[serde(default)]
+    pub token_endpoint: Option<String>,
+    /// Dynamic client registration (RFC 7591).
+    #[serde(default)]
+    pub registration_endpoint: Option<String>,
+    /// Token revocation (RFC 7009).
+    #[serde(default)]
+    pub revocation_endpoint: Option<String>,
+    /// The scopes the server knows.
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
+    /// `code`, …
+    #[serde(default)]
+    pub response_types_supported: Option<Vec<String>>,
+    /// `authorization_code`, `refresh_token`, `client_credentials`, …
+    #[serde(default)]
+    pub grant_types_supported: Option<Vec<String>>,
+    /// PKCE methods; must hold `S256`.
+    #[serde(default)]
+    pub code_challenge_methods_supported: Option<Vec<String>>,
+    /// `none`, `client_secret_basic`, `client_secret_post`, `private_key_jwt`.
+    #[serde(default)]
+    pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// RFC 9207: authorization responses carry `iss`.
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// Client ID metadata documents are accepted as client ids.
+    #[serde(default)]
+    pub client_id_metadata_document_supported: Option<bool>,
+    /// DPoP (RFC 9449) proof algorithms.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+}
+
+impl ServerMetadata {
+    /// The endpoints the 2025-03-26 revision defaults to when a server publishes no metadata:
+    /// `/authorize`, `/token`, `/register` at the MCP server's origin (which is the issuer).
+    pub fn defaults(origin: &str) -> Self {
+        Self {
+            issuer: origin.to_owned(),
+            authorization_endpoint: Some(format!("{origin}/authorize")),
+            token_endpoint: Some(format!("{origin}/token")),
+            registration_endpoint: Some(format!("{origin}/register")),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the server lists `value` in `list`, or lists nothing (absent lists say
+    /// nothing either way).
+    pub(crate) fn allows(list: Option<&[String]>, value: &str) -> bool {
+        list.is_none_or(|l| l.iter().any(|v| v == value))
+    }
+}
+
+/// The origin of a URL: `scheme://host[:port]`.
+pub(crate) fn origin(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+/// Checks that the protected resource metadata's `resource` is this server (RFC 9728 §3.3):
+/// the same origin, and a path that is the server's path or a segment prefix of it.
+pub fn check_resource(resource: Option<&str>, server: &str) -> Result<(), AuthError> {
+    let mismatch = |resource: &str| AuthError::ResourceMismatch {
+        resource: resource.to_owned(),
+        server: server.to_owned(),
+    };
+    let Some(resource) = resource else {
+        return Err(mismatch("(none)"));
+    };
+    let (Ok(r), Ok(s)) = (Url::parse(resource), Url::parse(server)) else {
+        return Err(mismatch(resource));
+    };
+    if r.fragment().is_some() || origin(&r) != origin(&s) {
+        return Err(mismatch(resource));
+    }
+    let segments = |u: &Url| -> Vec<String> {
+        u.path()
+            .split('/')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let (rp, sp) = (segments(&r), segments(&s));
+    if rp.len() > sp.len() || rp.iter().zip(&sp).any(|(a, b)| a != b) {
+        return Err(mismatch(resource));
+    }
+    Ok(())
+}
+
+/// Whether metadata naming `found` may be used for the issuer `expected` it was fetched for
+/// (RFC 8414 §3.3): the same string, or differing only in the `/` of an empty path.
+pub fn issuer_matches(expected: &str, found: &str) -> bool {
+    if expected == found {
+        return true;
+    }
+    let bare = |s: &str| {
+        s.strip_suffix('/')
+            .filter(|b| Url::parse(b).is_ok_and(|u| u.path() == "/"))
+            .map(str::to_owned)
+    };
+    bare(expected).as_deref() == Some(found) || bare(found).as_deref() == Some(expected)
+}
+
+/// Whether an endpoint may be used: https, or http to a loopback host.
+pub(crate) fn secure_endpoint(url: &str) -> bool {
+    let Ok(u) = Url::parse(url) else {
+        return false;
+    };
+    match u.scheme() {
+        "https" => true,
+        "http" => match u.host() {
+            Some(url::Host::Domain(d)) => {
+                d.eq_ignore_ascii_case("localhost")
+                    || d.to_ascii_lowercase().ends_with(".localhost")
+            }
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// Checks authorization server metadata before use: the authorization code flow with PKCE
+/// S256 (when `code_flow`), and endpoints that are https or loopback.
+pub(crate) fn check_server(meta: &ServerMetadata, code_flow: bool) -> Result<(), AuthError> {
+    let unsafe_server = |reason: String| AuthError::UnsafeServer {
+        issuer: meta.issuer.clone(),
+        reason,
+    };
+    if code_flow {
+        if !ServerMetadata::allows(meta.response_types_supported.as_deref(), "code") {
+            return Err(unsafe_server(
+                "it does not offer the `code` response type".into(),
+            ));
+        }
+        match &meta.code_challenge_methods_supported {
+            Some(methods) if methods.iter().any(|m| m == "S256") => {}
+            Some(_) => return Err(unsafe_server("it does not support PKCE S256".into())),
+            None => {
+                return Err(unsafe_server(
+                    "its metadata do not list PKCE methods (code_challenge_methods_supported)"
+                        .into(),
+                ));
+            }
+        }
+        if meta.authorization_endpoint.is_none() {
+            return Err(unsafe_server("it has no authorization endpoint".into()));
+        }
+    }
+    if meta.token_endpoint.is_none() {
+        return Err(unsafe_server("it has no token endpoint".into()));
+    }
+    for endpoint in [
+        &meta.authorization_endpoint,
+        &meta.token_endpoint,
+        &meta.registration_endpoint,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !secure_endpoint(endpoint) {
+            return Err(unsafe_server(format!(
+                "endpoint {endpoint} is neither https nor loopback"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_must_be_this_server_or_a_segment_prefix_of_it() {
+        let server = "http://localhost:3000/mcp";
+        let table: &[(Option<&str>, bool)] = &[
+            (Some("http://localhost:3000/mcp"), true),
+            (Some("http://localhost:3000"), true),
+            (Some("http://localhost:3000/"), true),
+            (Some("http://localhost:3000/mcp/"), true),
+            (Some("https://evil.example.com/mcp"), false),
+            (Some("http://localhost:3001/mcp"), false),
+            (Some("https://localhost:3000/mcp"), false),
+            (Some("http://localhost:3000/mc"), false),
+            (Some("http://localhost:3000/mcp/deeper"), false),
+            (Some("http://localhost:3000/mcp#frag"), false),
+            (Some("not a url"), false),
+            (None, false),
+        ];
+        for (resource, ok) in table {
+            assert_eq!(
+                check_resource(*resource, server).is_ok(),
+                *ok,
+                "{resource:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn issuers_compare_as_strings_with_only_the_empty_path_slash_tolerated() {
+        let table = [
+            ("http://localhost:1", "http://localhost:1", true),
+            ("http://localhost:1", "http://localhost:1/", true),
+            ("http://localhost:1/", "http://localhost:1", true),
+            (
+                "http://localhost:1/tenant1",
+                "http://localhost:1/tenant1",
+                true,
+            ),
+            (
+                "http://localhost:1/tenant1",
+                "http://localhost:1/tenant1/",
+                false,
+            ),
+            ("http://localhost:1", "https://attacker.example.com", false),
+            ("http://localhost:1", "http://LOCALHOST:1", false),
+        ];
+        for (expected, found, ok) in table {
+            assert_eq!(issuer_matches(expected, found), ok, "{expected} vs {found}");
+        }
+    }
+
+    #[test]
+    fn servers_without_pkce_s256_or_with_insecure_endpoints_are_refused() {
+        let good = ServerMetadata {
+            issuer: "https://as.example".into(),
+            authorization_endpoint: Some("https://as.example/authorize".into()),
+            token_endpoint: Some("https://as.example/token".into()),
+            code_challenge_methods_supported: Some(vec!["S256".into()]),
+            ..ServerMetadata::default()
+        };
+        assert!(check_server(&good, true).is_ok());
+        let plain = ServerMetadata {
+            code_challenge_methods_supported: Some(vec!["plain".into()]),
+            ..good.clone()
+        };
+        assert!(check_server(&plain, true).is_err());
+        let unlisted = ServerMetadata {
+            code_challenge_methods_supported: None,
+            ..good.clone()
+        };
+        assert!(check_server(&unlisted, true).is_err());
+        assert!(
+            check_server(&unlisted, false).is_ok(),
+            "machine grants need no PKCE"
+        );
+        let http = ServerMetadata {
+            token_endpoint: Some("http://as.example/token".into()),
+            ..good.clone()
+        };
+        assert!(check_server(&http, true).is_err());
+        for (url, ok) in [
+            ("http://localhost:9/t", true),
+            ("http://127.0.0.1:9/t", true),
+            ("http://[::1]:9/t", true),
+            ("http://app.localhost/t", true),
+            ("http://10.0.0.1/t", false),
+            ("https://x/t", true),
+            ("ftp://x/t", false),
+        ] {
+            assert_eq!(secure_endpoint(url), ok, "{url}");
+        }
+    }
+}

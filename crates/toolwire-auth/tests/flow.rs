@@ -1,0 +1,495 @@
+//! OAuth flows end to end through the HTTP transport, against one scripted loopback peer that
+//! is both the MCP server and its authorization server.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use toolwire_auth::{
+    AuthError, CredentialStore, FetchRedirect, MemoryStore, OAuth, OAuthConfig, StoreKey,
+};
+use toolwire_http::{HttpError, HttpTransport};
+use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply};
+use toolwire_transport::{
+    Inbound, MessageKind, Outbound, RequestId, RetryClass, Transport, TransportError,
+};
+
+/// What the scripted authorization server does, and what it saw.
+#[derive(Default)]
+struct As {
+    /// The access token the MCP endpoint accepts now.
+    valid: Option<String>,
+    issued: u32,
+    /// `expires_in` of the tokens it issues.
+    expires_in: u64,
+    /// Refresh requests are refused with `invalid_grant`.
+    revoke_refresh: bool,
+    /// The metadata name this issuer instead of the real one.
+    wrong_issuer: Option<String>,
+    /// The resource metadata name this resource instead of the server.
+    wrong_resource: Option<String>,
+    /// The MCP endpoint refuses every token.
+    refuse_all: bool,
+    /// Form bodies of token requests.
+    token_forms: Vec<String>,
+    authorizations: u32,
+    registrations: u32,
+}
+
+fn form(body: &Bytes) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}
+
+fn get<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn handle(state: &Mutex<As>, req: &Recorded) -> Reply {
+    let mut s = state.lock().unwrap();
+    let base = format!("http://{}", req.header("host"));
+    let path = req.path.split('?').next().unwrap_or("").to_owned();
+    match path.as_str() {
+        "/mcp" => {
+            let auth = req.header("authorization");
+            let ok = !s.refuse_all
+                && s.valid
+                    .as_deref()
+                    .is_some_and(|t| auth == format!("Bearer {t}"));
+            if !ok {
+                return Reply::status(401).header(
+                    "www-authenticate",
+                    &format!(r#"Bearer error="invalid_token", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                );
+            }
+            match req.rpc_id() {
+                Some(id) => Reply::json(
+                    200,
+                    json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string(),
+                ),
+                None => Reply::status(202),
+            }
+        }
+        "/.well-known/oauth-protected-resource/mcp" => Reply::json(
+            200,
+            json!({
+                "resource": s.wrong_resource.clone().unwrap_or(format!("{base}/mcp")),
+                "authorization_servers": [base],
+                "scopes_supported": ["mcp:read"],
+            })
+            .to_string(),
+        ),
+        "/.well-known/oauth-authorization-server" => Reply::json(
+            200,
+            json!({
+                "issuer": s.wrong_issuer.clone().unwrap_or(base.clone()),
+                "authorization_endpoint": format!("{base}/authorize"),
+                "token_endpoint": format!("{base}/token"),
+                "registration_endpoint": format!("{base}/register"),
+                "response_types_supported": ["code"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                "authorization_response_iss_parameter_supported": true,
+                "scopes_supported": ["mcp:read", "offline_access"],
+            })
+            .to_string(),
+        ),
+        "/register" => {
+            s.registrations += 1;
+            Reply::json(201, json!({"client_id": "cid", "client_secret": "client-secret-x", "token_endpoint_auth_method": "client_secret_post"}).to_string())
+        }
+        "/authorize" => {
+            s.authorizations += 1;
+            let q: Vec<(String, String)> = url::form_urlencoded::parse(
+                req.path.split_once('?').map_or("", |(_, q)| q).as_bytes(),
+            )
+            .into_owned()
+            .collect();
+            let redirect = get(&q, "redirect_uri").unwrap_or("").to_owned();
+            let state_param = get(&q, "state").unwrap_or("").to_owned();
+            let location = format!(
+                "{redirect}?code=the-code-x&state={state_param}&iss={}",
+                url::form_urlencoded::byte_serialize(base.as_bytes()).collect::<String>()
+            );
+            Reply::status(302).header("location", &location)
+        }
+        "/token" => {
+            let body = String::from_utf8_lossy(&req.body).into_owned();
+            s.token_forms.push(body);
+            let f = form(&req.body);
+            if get(&f, "grant_type") == Some("refresh_token") && s.revoke_refresh {
+                return Reply::json(
+                    400,
+                    json!({"error": "invalid_grant", "error_description": "revoked"}).to_string(),
+                );
+            }
+            s.issued += 1;
+            let token = format!("access-token-{}", s.issued);
+            s.valid = Some(token.clone());
+            Reply::status(200)
+                .header("content-type", "application/json")
+                // Slow, so that refusals pile up while the first flow runs.
+                .part(Part::Sleep(Duration::from_millis(150)))
+                .part(Part::Data(Bytes::from(
+                    json!({"access_token": token, "token_type": "Bearer", "expires_in": s.expires_in, "refresh_token": format!("refresh-token-{}", s.issued), "scope": "mcp:read"}).to_string(),
+                )))
+        }
+        _ => Reply::status(404),
+    }
+}
+
+async fn peer(setup: impl FnOnce(&mut As)) -> (HttpPeer, Arc<Mutex<As>>) {
+    let mut state = As {
+        expires_in: 3600,
+        ..As::default()
+    };
+    setup(&mut state);
+    let state = Arc::new(Mutex::new(state));
+    let s = state.clone();
+    (HttpPeer::start(move |req| handle(&s, req)).await, state)
+}
+
+fn config(store: &MemoryStore) -> OAuthConfig {
+    OAuthConfig::new()
+        .store(Arc::new(store.clone()))
+        .handler(Arc::new(FetchRedirect::new("http://127.0.0.1:1/callback")))
+}
+
+fn transport(peer: &HttpPeer, oauth: &OAuth) -> HttpTransport {
+    HttpTransport::builder(peer.url())
+        .get_stream(false)
+        .authorizer(Arc::new(oauth.clone()))
+        .build()
+        .unwrap()
+}
+
+fn request(id: i64) -> Outbound {
+    let mut out = Outbound::new(
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}).to_string(),
+        MessageKind::Request {
+            id: RequestId::Number(id),
+            method: "tools/list",
+        },
+    );
+    out.retry = RetryClass::Safe;
+    out
+}
+
+async fn next(t: &HttpTransport) -> Result<Inbound, TransportError> {
+    tokio::time::timeout(Duration::from_secs(20), t.recv())
+        .await
+        .expect("an answer within 20 s")
+        .expect("open")
+}
+
+/// The authorization error a failed request carries.
+fn auth_error(item: Result<Inbound, TransportError>) -> AuthError {
+    let Err(TransportError::Request(failure)) = item else {
+        panic!("expected a failure, got {item:?}");
+    };
+    let http = failure
+        .cause
+        .downcast_ref::<HttpError>()
+        .expect("an HTTP error");
+    let HttpError::Authorization(e) = http else {
+        panic!("expected an authorization failure, got {http}");
+    };
+    e.downcast_ref::<AuthError>()
+        .expect("an OAuth error")
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_refusals_cost_one_authorization_and_every_request_is_answered() {
+    let (peer, state) = peer(|_| {}).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    for id in 0..64 {
+        t.send(request(id)).await.unwrap();
+    }
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let inbound = next(&t).await.unwrap();
+        let v: Value = serde_json::from_slice(&inbound.body).unwrap();
+        answered.insert(v["id"].as_i64().unwrap());
+    }
+    assert_eq!(answered, (0..64).collect(), "every request answered once");
+    let s = state.lock().unwrap();
+    assert_eq!(
+        (s.authorizations, s.registrations, s.issued),
+        (1, 1, 1),
+        "one flow for 64 refusals"
+    );
+    let refused = peer
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/mcp" && r.header("authorization").is_empty())
+        .count();
+    assert_eq!(
+        refused, 64,
+        "each request was refused once, then resent with the token"
+    );
+    let entry = store.list_now().pop().expect("saved");
+    assert_eq!(entry.issuer, format!("http://{}", peer.addr));
+}
+
+trait ListNow {
+    fn list_now(&self) -> Vec<toolwire_auth::StoredAuth>;
+}
+
+impl ListNow for MemoryStore {
+    fn list_now(&self) -> Vec<toolwire_auth::StoredAuth> {
+        ready_now(self.list())
+    }
+}
+
+/// Runs a store future that completes at once (the memory store never waits).
+fn ready_now<T>(f: toolwire_http::BoxFuture<'_, Result<T, AuthError>>) -> T {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut f = f;
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v.unwrap(),
+        std::task::Poll::Pending => panic!("the memory store waited"),
+    }
+}
+
+#[tokio::test]
+async fn an_expiring_token_is_refreshed_before_use_with_the_same_resource() {
+    // A two-second token: refreshed in its second half.
+    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    t.send(request(2)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations, 1);
+    let forms: Vec<Vec<(String, String)>> = s
+        .token_forms
+        .iter()
+        .map(|b| form(&Bytes::from(b.clone())))
+        .collect();
+    assert_eq!(forms.len(), 2);
+    assert_eq!(get(&forms[0], "grant_type"), Some("authorization_code"));
+    assert_eq!(get(&forms[1], "grant_type"), Some("refresh_token"));
+    assert_eq!(get(&forms[1], "refresh_token"), Some("refresh-token-1"));
+    assert_eq!(get(&forms[0], "resource"), Some(peer.url().as_str()));
+    assert_eq!(
+        get(&forms[0], "resource"),
+        get(&forms[1], "resource"),
+        "the same resource each time"
+    );
+    assert_eq!(
+        get(&forms[1], "client_secret"),
+        Some("client-secret-x"),
+        "the registered method (post)"
+    );
+    let entry = store.list_now().pop().unwrap();
+    let tokens = entry.tokens.unwrap();
+    assert_eq!(tokens.access_token.expose(), "access-token-2");
+    assert_eq!(
+        tokens.refresh_token.unwrap().expose(),
+        "refresh-token-2",
+        "the rotated refresh token is kept"
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_leads_to_a_new_authorization() {
+    let (peer, state) = peer(|s| s.revoke_refresh = true).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    // The server forgets the token: the next request is refused, the refresh is refused too.
+    state.lock().unwrap().valid = Some("forgotten".into());
+    t.send(request(2)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.authorizations, 2,
+        "refresh refused, so a new authorization"
+    );
+    let grants: Vec<String> = s
+        .token_forms
+        .iter()
+        .map(|b| {
+            get(&form(&Bytes::from(b.clone())), "grant_type")
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        grants,
+        ["authorization_code", "refresh_token", "authorization_code"]
+    );
+    assert_eq!(s.registrations, 1, "the stored registration is used again");
+}
+
+#[tokio::test]
+async fn metadata_naming_another_issuer_stop_the_flow_before_any_registration() {
+    let (peer, state) =
+        peer(|s| s.wrong_issuer = Some("https://attacker.example.com".into())).await;
+    let oauth = OAuth::new(peer.url(), config(&MemoryStore::new()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(
+        matches!(&e, AuthError::IssuerMismatch { found, .. } if found == "https://attacker.example.com"),
+        "{e}"
+    );
+    let s = state.lock().unwrap();
+    assert_eq!(
+        (s.registrations, s.authorizations, s.token_forms.len()),
+        (0, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn resource_metadata_for_another_server_stop_the_flow_before_the_authorization_server() {
+    let (peer, state) =
+        peer(|s| s.wrong_resource = Some("https://evil.example.com/mcp".into())).await;
+    let oauth = OAuth::new(peer.url(), config(&MemoryStore::new()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(matches!(e, AuthError::ResourceMismatch { .. }), "{e}");
+    assert!(
+        !peer
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("oauth-authorization-server")),
+        "the authorization server was never asked"
+    );
+    assert_eq!(state.lock().unwrap().authorizations, 0);
+}
+
+#[tokio::test]
+async fn fresh_credentials_refused_again_fail_without_a_second_authorization() {
+    let (peer, state) = peer(|s| s.refuse_all = true).await;
+    let oauth = OAuth::new(peer.url(), config(&MemoryStore::new()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(matches!(e, AuthError::Rejected { .. }), "{e}");
+    assert_eq!(state.lock().unwrap().authorizations, 1);
+    assert_eq!(
+        peer.requests().iter().filter(|r| r.path == "/mcp").count(),
+        2,
+        "sent, refused, resent once"
+    );
+}
+
+#[tokio::test]
+async fn without_a_handler_a_refusal_asks_for_a_login() {
+    let (peer, state) = peer(|_| {}).await;
+    let oauth = OAuth::new(peer.url(), OAuthConfig::new());
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(matches!(e, AuthError::LoginRequired { .. }), "{e}");
+    assert_eq!(state.lock().unwrap().registrations, 0);
+}
+
+#[tokio::test]
+async fn a_stored_token_is_used_by_a_new_client_without_a_flow_and_keyed_by_issuer() {
+    let (peer, state) = peer(|_| {}).await;
+    let store = MemoryStore::new();
+    let first = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &first);
+    t.send(request(1)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    // A second process: the same store, no handler.
+    let second = OAuth::new(
+        peer.url(),
+        OAuthConfig::new().store(Arc::new(store.clone())),
+    );
+    let t2 = transport(&peer, &second);
+    t2.send(request(2)).await.unwrap();
+    assert!(matches!(next(&t2).await, Ok(Inbound { .. })));
+    assert_eq!(state.lock().unwrap().authorizations, 1);
+    let key = StoreKey {
+        server: peer.url(),
+        issuer: format!("http://{}", peer.addr),
+    };
+    assert!(ready_now(store.load(&key)).is_some());
+    let status = second.status().await.unwrap();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].client_id.as_deref(), Some("cid"));
+    assert!(
+        !format!("{status:?}").contains("access-token"),
+        "status never shows a token"
+    );
+    assert_eq!(second.logout(None).await.unwrap(), 1);
+    assert!(store.list_now().is_empty());
+}
+
+/// Tokens, the refresh token, the client secret, the code and the PKCE verifier of a whole
+/// flow (registration, authorization, token, refresh, a refused refresh, a second
+/// authorization) never reach the logs at TRACE, nor `Debug` of what a caller can print.
+#[tokio::test]
+async fn no_secret_of_a_flow_reaches_the_logs_or_debug() {
+    let (captured, _guard) = toolwire_test_support::logs::capture();
+
+    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    next(&t).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    t.send(request(2)).await.unwrap();
+    next(&t).await.unwrap();
+    {
+        let mut s = state.lock().unwrap();
+        s.revoke_refresh = true;
+        s.valid = Some("forgotten".into());
+    }
+    t.send(request(3)).await.unwrap();
+    next(&t).await.unwrap();
+    tracing::info!(oauth = ?oauth, entries = ?store.list_now(), transport = ?t, "state");
+
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.authorizations,
+        2,
+        "the whole path ran: {:?}",
+        s.token_forms.len()
+    );
+    let verifiers: Vec<String> = s
+        .token_forms
+        .iter()
+        .filter_map(|b| get(&form(&Bytes::from(b.clone())), "code_verifier").map(str::to_owned))
+        .collect();
+    assert_eq!(verifiers.len(), 2);
+    let logs = captured.text();
+    assert!(logs.contains("authorized"), "the flow logged: {logs}");
+    for secret in [
+        "access-token-",
+        "refresh-token-",
+        "client-secret-x",
+        "the-code-x",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain(verifiers)
+    {
+        assert!(!logs.contains(&secret), "{secret} leaked: {logs}");
+    }
+}

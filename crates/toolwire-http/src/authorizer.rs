@@ -1,0 +1,209 @@
+//! The per-request credential seam: an [`Authorizer`] is asked for headers before every HTTP
+//! request the transport makes, and asked what to do when the server refuses them (401, 403).
+//! OAuth (`toolwire-auth`) is one implementation; a static bearer token is the simplest one
+//! ([`HttpTransportBuilder::bearer_token`](crate::HttpTransportBuilder::bearer_token) keeps it
+//! without a round through this trait).
+//!
+//! [`HttpExecutor`] is the transport's own pooled client offered to an authorizer for its
+//! traffic (metadata, registration, token requests): the same TLS roots, proxy and timeouts,
+//! no second HTTP stack.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{PROXY_AUTHORIZATION, USER_AGENT};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::client::legacy::Client;
+use toolwire_transport::BoxFuture;
+
+use crate::HttpError;
+use crate::auth::Challenge;
+use crate::quickack::QuickAckConnector;
+
+/// What an authorizer may fail with; it reaches the caller as the source of
+/// [`HttpError::Authorization`], so its type can be recovered by downcasting.
+pub type AuthorizerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How often one message is sent again after its credentials were refused: an authorizer that
+/// keeps saying "resend" cannot loop.
+pub const MAX_AUTH_RESENDS: u32 = 3;
+
+/// Supplies credentials per HTTP request and repairs them when refused. Called for every POST,
+/// the legacy GET stream and the session's DELETE, so per-request proofs (DPoP) are fresh.
+pub trait Authorizer: Send + Sync + fmt::Debug + 'static {
+    /// The headers to send with one request (`Authorization`, `DPoP`, …), tagged with the
+    /// generation of the credentials they come from. Empty headers send it unauthenticated.
+    fn credentials<'a>(
+        &'a self,
+        request: &'a AuthRequest<'a>,
+    ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>>;
+
+    /// The server refused a request (401, or 403): fix the credentials and say
+    /// [`Resend::Yes`], or [`Resend::No`] to report the refusal as it is, or an error. A
+    /// refusal of credentials older than the current ones should just resend: that is how many
+    /// concurrent refusals cost one authorization.
+    fn refused<'a>(
+        &'a self,
+        refusal: &'a Refusal<'a>,
+    ) -> BoxFuture<'a, Result<Resend, AuthorizerError>>;
+}
+
+/// The request credentials are asked for.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct AuthRequest<'a> {
+    /// `POST`, `GET` or `DELETE`.
+    pub method: &'a Method,
+    /// Where it goes.
+    pub uri: &'a Uri,
+    /// The JSON-RPC method it carries, if any.
+    pub mcp_method: Option<&'a str>,
+    /// The transport's HTTP client, for the authorizer's own requests.
+    pub http: &'a HttpExecutor,
+}
+
+/// Headers for one request and the generation of the credentials in them.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct Credentials {
+    /// Marked sensitive by whoever makes them.
+    pub headers: HeaderMap,
+    /// Changes whenever the credentials change.
+    pub generation: u64,
+}
+
+impl Credentials {
+    /// `headers` of credentials generation `generation`.
+    pub fn new(headers: HeaderMap, generation: u64) -> Self {
+        Self {
+            headers,
+            generation,
+        }
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("generation", &self.generation)
+            .finish()
+    }
+}
+
+/// A refusal, as the authorizer sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Refusal<'a> {
+    /// 401 or 403.
+    pub status: StatusCode,
+    /// The parsed `WWW-Authenticate` challenges.
+    pub challenges: &'a [Challenge],
+    /// The response's headers (`DPoP-Nonce` and the like).
+    pub headers: &'a HeaderMap,
+    /// The request that was refused.
+    pub request: AuthRequest<'a>,
+    /// The generation of the credentials it carried.
+    pub generation: u64,
+    /// How many times this message was already resent after a refusal.
+    pub attempt: u32,
+}
+
+/// What to do after a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resend {
+    /// Send the message again with new credentials.
+    Yes,
+    /// Report the refusal.
+    No,
+}
+
+/// The transport's pooled HTTP client, for an authorizer's own requests. Redirects are not
+/// followed (the caller sees them), bodies are limited, and the proxy's credentials and the
+/// transport's `User-Agent` are added.
+#[derive(Clone)]
+pub struct HttpExecutor {
+    pub(crate) client: Client<QuickAckConnector, Full<Bytes>>,
+    pub(crate) user_agent: HeaderValue,
+    pub(crate) proxy_auth: Option<HeaderValue>,
+    pub(crate) timeout: Duration,
+}
+
+impl fmt::Debug for HttpExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpExecutor")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpExecutor {
+    /// The largest body [`Self::execute`] reads.
+    pub const MAX_BODY: usize = 1024 * 1024;
+
+    /// Sends `request` and reads the whole response, within the timeout (30 s unless the
+    /// transport's read timeout says otherwise). A body over [`Self::MAX_BODY`] is
+    /// [`HttpError::ResponseTooLarge`].
+    pub async fn execute(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let (mut parts, body) = request.into_parts();
+        if !parts.headers.contains_key(USER_AGENT) {
+            parts.headers.insert(USER_AGENT, self.user_agent.clone());
+        }
+        if let Some(auth) = &self.proxy_auth {
+            parts.headers.insert(PROXY_AUTHORIZATION, auth.clone());
+        }
+        let request = Request::from_parts(parts, Full::new(body));
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                if e.is_connect() {
+                    HttpError::Unreachable(Box::new(e))
+                } else {
+                    HttpError::Connect(Box::new(e))
+                }
+            })?;
+            let (parts, body) = response.into_parts();
+            let body = Limited::new(body, Self::MAX_BODY)
+                .collect()
+                .await
+                .map_err(|e| {
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some()
+                    {
+                        HttpError::ResponseTooLarge {
+                            limit: Self::MAX_BODY,
+                        }
+                    } else {
+                        HttpError::Body(e)
+                    }
+                })?
+                .to_bytes();
+            Ok(Response::from_parts(parts, body))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| HttpError::ReadTimeout(self.timeout))?
+    }
+
+    /// `GET url` with `headers`.
+    pub async fn get(&self, url: &str, headers: HeaderMap) -> Result<Response<Bytes>, HttpError> {
+        let mut request = Request::new(Bytes::new());
+        *request.uri_mut() = parse_url(url)?;
+        *request.headers_mut() = headers;
+        self.execute(request).await
+    }
+}
+
+/// An absolute http(s) URL as a `Uri`.
+fn parse_url(url: &str) -> Result<Uri, HttpError> {
+    let uri: Uri = url.parse().map_err(|_| HttpError::InvalidUrl {
+        url: url.to_owned(),
+    })?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
+        return Err(HttpError::InvalidUrl {
+            url: url.to_owned(),
+        });
+    }
+    Ok(uri)
+}
