@@ -187,7 +187,7 @@ impl Form {
 
     /// The HTTP request: `POST endpoint`, form-encoded, `Accept: application/json`, the Basic
     /// header (marked sensitive) when the method uses one.
-    pub(crate) fn into_request(self, endpoint: &str) -> Result<Request<Bytes>, AuthError> {
+    pub(crate) fn to_request(&self, endpoint: &str) -> Result<Request<Bytes>, AuthError> {
         let mut body = url::form_urlencoded::Serializer::new(String::new());
         for (name, value) in &self.pairs {
             body.append_pair(name, value.expose());
@@ -204,7 +204,7 @@ impl Form {
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        if let Some(basic) = self.basic {
+        if let Some(basic) = &self.basic {
             let mut value = HeaderValue::try_from(basic.expose())
                 .map_err(|_| AuthError::Config("the client id or secret cannot be sent".into()))?;
             value.set_sensitive(true);
@@ -286,7 +286,7 @@ mod tests {
             !format!("{form:?}").contains("s3cr"),
             "the form's Debug hides values"
         );
-        let req = form.into_request("https://as/token").expect("request");
+        let req = form.to_request("https://as/token").expect("request");
         let auth = req.headers()[AUTHORIZATION].clone();
         assert!(auth.is_sensitive());
         let decoded = STANDARD
@@ -302,7 +302,7 @@ mod tests {
         post.authenticate(TokenAuthMethod::ClientSecretPost, "id", Some(&secret), None)
             .expect("post");
         assert_eq!(post.get("client_secret"), Some("s3cr:et"));
-        let req = post.into_request("https://as/token").expect("request");
+        let req = post.to_request("https://as/token").expect("request");
         assert!(req.headers().get(AUTHORIZATION).is_none());
 
         let mut none = Form::new();

@@ -12,6 +12,7 @@ use crate::authorize::{AuthorizationRequest, authorization_url, check_callback};
 use crate::challenge::AuthChallenge;
 use crate::client_auth::{self, Form, TokenAuthMethod};
 use crate::config::{Assertion, Grant, OAuthConfig};
+use crate::jwt::DpopKey;
 use crate::metadata::{self, ResourceMetadata, ServerMetadata};
 use crate::pkce::{Pkce, random};
 use crate::scope::{self, Scopes};
@@ -36,10 +37,17 @@ pub(crate) struct Discovered {
 /// The RFC 7523 grant type.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
+/// `DPoP` (RFC 9449 §4.1).
+pub(crate) const DPOP: http::HeaderName = http::HeaderName::from_static("dpop");
+/// `DPoP-Nonce` (RFC 9449 §8).
+pub(crate) const DPOP_NONCE: http::HeaderName = http::HeaderName::from_static("dpop-nonce");
+
 pub(crate) struct Flow<'a> {
     pub(crate) server: &'a str,
     pub(crate) config: &'a OAuthConfig,
     pub(crate) http: &'a HttpExecutor,
+    /// Proofs go with token requests (the tokens become DPoP-bound).
+    pub(crate) dpop: Option<&'a DpopKey>,
 }
 
 /// `Some(json)` for a 200 with a JSON object, `None` for any other status (try the next
@@ -357,7 +365,9 @@ impl Flow<'_> {
         Ok(())
     }
 
-    /// Posts `form` to the token endpoint and reads the tokens.
+    /// Posts `form` to the token endpoint and reads the tokens. With a DPoP key, each attempt
+    /// carries a fresh proof, and a `use_dpop_nonce` answer is tried once more with the
+    /// server's nonce.
     async fn token_request(
         &self,
         step: &'static str,
@@ -366,15 +376,43 @@ impl Flow<'_> {
         requested: Option<&str>,
         previous_refresh: Option<&Secret>,
     ) -> Result<Tokens, AuthError> {
-        let response = self.send(endpoint, form.into_request(endpoint)?).await?;
-        token::parse(
-            step,
-            response.status().as_u16(),
-            response.body(),
-            requested,
-            previous_refresh,
-            now(),
-        )
+        let mut nonce: Option<String> = None;
+        loop {
+            let mut request = form.to_request(endpoint)?;
+            if let Some(key) = self.dpop {
+                let proof = key.proof("POST", endpoint, None, nonce.as_deref(), now())?;
+                request.headers_mut().insert(
+                    DPOP,
+                    HeaderValue::try_from(proof)
+                        .map_err(|_| AuthError::Config("bad DPoP proof".into()))?,
+                );
+            }
+            let response = self.send(endpoint, request).await?;
+            let status = response.status().as_u16();
+            if let (Some(_), None, AuthError::Refused { error, .. }) = (
+                self.dpop,
+                &nonce,
+                &token::refusal(step, status, response.body()),
+            ) && status == 400
+                && error == "use_dpop_nonce"
+                && let Some(n) = response
+                    .headers()
+                    .get(DPOP_NONCE)
+                    .and_then(|v| v.to_str().ok())
+            {
+                tracing::debug!("the authorization server asks for a DPoP nonce");
+                nonce = Some(n.to_owned());
+                continue;
+            }
+            return token::parse(
+                step,
+                status,
+                response.body(),
+                requested,
+                previous_refresh,
+                now(),
+            );
+        }
     }
 
     /// Obtains tokens with the configured grant: `scopes` asked for, with the client `stored`
@@ -524,6 +562,7 @@ impl Flow<'_> {
             token_endpoint,
             revocation_endpoint: d.meta.revocation_endpoint.clone(),
             client: (client.kind != ClientKind::Static).then(|| client.clone()),
+            dpop_key: self.dpop.map(|k| k.pkcs8().clone()),
             tokens: Some(tokens),
             saved_at: now(),
         };

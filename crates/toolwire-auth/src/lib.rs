@@ -27,6 +27,10 @@
 //!   JWT bearer assertion, or enterprise-managed authorization (RFC 8693 exchange for an
 //!   identity assertion grant, then JWT bearer). The RFC 8707 `resource` goes with every
 //!   authorization, token and refresh request, identical each time.
+//! - **DPoP** (RFC 9449): when the resource server challenges with `DPoP` and the
+//!   authorization server signs ES256 proofs, tokens are bound to a key of the client's
+//!   ([`DpopKey`], kept with them); every token request and every MCP request carries a fresh
+//!   proof, and a server's `use_dpop_nonce` is answered once with its nonce.
 //! - **Tokens**: kept in a [`CredentialStore`] keyed by server **and** issuer
 //!   ([`MemoryStore`], [`FileStore`]); refreshed a minute before expiry and after a 401;
 //!   a rotated refresh token is saved at once; the file store is locked while a process
@@ -34,8 +38,6 @@
 //!
 //! Secrets ([`Secret`]: tokens, client secrets, codes, verifiers) never appear in `Debug`,
 //! errors or logs; the headers carrying them are marked sensitive.
-//!
-//! Not here: DPoP (RFC 9449) proofs.
 //!
 //! # Dependencies
 //! - `toolwire-http`: the [`Authorizer`](toolwire_http::Authorizer) seam, the challenge
@@ -77,7 +79,7 @@ pub use config::{Assertion, Grant, OAuthConfig, StaticClient};
 pub use discovery::{resource_metadata_urls, server_metadata_urls};
 pub use error::AuthError;
 pub use handler::{AuthorizationHandler, FetchRedirect, NoInteraction};
-pub use jwt::SigningKey;
+pub use jwt::{DpopKey, SigningKey};
 pub use metadata::{ResourceMetadata, ServerMetadata, check_resource, issuer_matches};
 pub use oauth::{AuthStatus, OAuth};
 pub use secret::Secret;

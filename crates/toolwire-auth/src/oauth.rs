@@ -13,9 +13,11 @@ use toolwire_http::{
     AuthRequest, Authorizer, AuthorizerError, BoxFuture, Credentials, HttpExecutor, Refusal, Resend,
 };
 
-use crate::challenge::AuthChallenge;
+use crate::challenge::{AuthChallenge, Scheme};
 use crate::config::OAuthConfig;
 use crate::flow::Flow;
+use crate::flow::{DPOP, DPOP_NONCE};
+use crate::jwt::DpopKey;
 use crate::scope;
 use crate::store::{ClientKind, ClientRegistration, StoredAuth};
 use crate::token::Tokens;
@@ -41,6 +43,10 @@ struct Current {
     client: Option<ClientRegistration>,
     generation: u64,
     origin: Origin,
+    /// The DPoP key of `entry`'s tokens, if they are bound to one.
+    dpop: Option<Arc<DpopKey>>,
+    /// The resource server's latest `DPoP-Nonce`.
+    rs_nonce: Option<String>,
     /// Flows run so far, and the error of the last one if it failed: refusals that waited for
     /// a flow that failed share its error instead of starting another.
     flows: u64,
@@ -142,10 +148,11 @@ impl OAuth {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn flow<'a>(&'a self, http: &'a HttpExecutor) -> Flow<'a> {
+    fn flow<'a>(&'a self, http: &'a HttpExecutor, dpop: Option<&'a DpopKey>) -> Flow<'a> {
         Flow {
             server: &self.shared.server,
             config: &self.shared.config,
+            dpop,
             http,
         }
     }
@@ -168,6 +175,11 @@ impl OAuth {
                     .client
                     .clone()
                     .or_else(|| self.static_client(&entry.issuer));
+                current.dpop = entry
+                    .dpop_key
+                    .as_ref()
+                    .and_then(|k| DpopKey::from_pkcs8(k).ok())
+                    .map(Arc::new);
                 current.entry = Some(entry);
                 current.generation += 1;
             }
@@ -209,9 +221,16 @@ impl OAuth {
             // The tokens still work for this process.
             tracing::warn!(error = %e, "the new credentials could not be saved");
         }
+        let dpop = entry
+            .dpop_key
+            .as_ref()
+            .map(DpopKey::from_pkcs8)
+            .transpose()?
+            .map(Arc::new);
         let mut current = self.current();
         current.entry = Some(entry);
         current.client = Some(client);
+        current.dpop = dpop;
         current.generation += 1;
         current.origin = origin;
         current.loaded = true;
@@ -242,7 +261,15 @@ impl OAuth {
             let client = newer.client.clone().unwrap_or(client);
             return self.adopt(newer, client, Origin::Refreshed).await;
         }
-        let tokens = self.flow(http).refresh(&entry, &client).await?;
+        let key = entry
+            .dpop_key
+            .as_ref()
+            .map(DpopKey::from_pkcs8)
+            .transpose()?;
+        let tokens = self
+            .flow(http, key.as_ref())
+            .refresh(&entry, &client)
+            .await?;
         tracing::info!(issuer = %entry.issuer, "access token refreshed");
         let entry = StoredAuth {
             tokens: Some(tokens),
@@ -260,8 +287,23 @@ impl OAuth {
         challenge: &AuthChallenge,
         step_up: Option<scope::Scopes>,
     ) -> Result<(), AuthError> {
-        let flow = self.flow(http);
-        let discovered = flow.discover(challenge).await?;
+        let discovered = self.flow(http, None).discover(challenge).await?;
+        // DPoP when the resource server challenged with it and the authorization server
+        // signs ES256 proofs; the key is the one the tokens are kept with, or a new one.
+        let dpop = match (
+            challenge.scheme,
+            &discovered.meta.dpop_signing_alg_values_supported,
+        ) {
+            (Some(Scheme::DPoP), Some(algs)) if algs.iter().any(|a| a == "ES256") => {
+                let kept = self.current().dpop.clone();
+                Some(match kept {
+                    Some(key) => key,
+                    None => Arc::new(DpopKey::generate()?),
+                })
+            }
+            _ => None,
+        };
+        let flow = self.flow(http, dpop.as_deref());
         let stored = self
             .shared
             .config
@@ -362,7 +404,7 @@ impl OAuth {
                             None,
                         )
                         .is_ok()
-                        && let Ok(request) = form.into_request(endpoint)
+                        && let Ok(request) = form.to_request(endpoint)
                     {
                         match http.execute(request).await {
                             Ok(r) => tracing::debug!(status = %r.status(), "revoked"),
@@ -397,7 +439,8 @@ impl OAuth {
         Ok(entries.iter().map(AuthStatus::of).collect())
     }
 
-    async fn credentials_inner(&self, http: &HttpExecutor) -> Result<Credentials, AuthError> {
+    async fn credentials_inner(&self, request: &AuthRequest<'_>) -> Result<Credentials, AuthError> {
+        let http = request.http;
         self.load().await?;
         let skew = self.shared.config.refresh_skew.as_secs();
         let (expiring, generation) = {
@@ -418,13 +461,31 @@ impl OAuth {
         }
         let current = self.current();
         let mut headers = HeaderMap::new();
-        if let Some(value) = current
-            .entry
-            .as_ref()
-            .and_then(|e| e.tokens.as_ref())
-            .and_then(header)
-        {
-            headers.insert(AUTHORIZATION, value);
+        if let Some(tokens) = current.entry.as_ref().and_then(|e| e.tokens.as_ref()) {
+            if let Some(value) = header(tokens) {
+                headers.insert(AUTHORIZATION, value);
+            }
+            if let (Some(key), true) = (&current.dpop, tokens.token_type == "DPoP") {
+                // A proof per request: this method, this URL, this token, the server's nonce.
+                let uri = request.uri;
+                let url = format!(
+                    "{}://{}{}",
+                    uri.scheme_str().unwrap_or("https"),
+                    uri.authority().map_or("", |a| a.as_str()),
+                    uri.path()
+                );
+                let proof = key.proof(
+                    request.method.as_str(),
+                    &url,
+                    Some(tokens.access_token.expose()),
+                    current.rs_nonce.as_deref(),
+                    now(),
+                )?;
+                let mut value = HeaderValue::try_from(proof)
+                    .map_err(|_| AuthError::Config("bad DPoP proof".into()))?;
+                value.set_sensitive(true);
+                headers.insert(DPOP, value);
+            }
         }
         Ok(Credentials::new(headers, current.generation))
     }
@@ -433,6 +494,21 @@ impl OAuth {
         let challenge = AuthChallenge::from_challenges(refusal.challenges);
         let http = refusal.request.http;
         let seen_flows = self.current().flows;
+        if refusal.status == StatusCode::UNAUTHORIZED
+            && challenge.error.as_deref() == Some("use_dpop_nonce")
+            && let Some(nonce) = refusal
+                .headers
+                .get(DPOP_NONCE)
+                .and_then(|v| v.to_str().ok())
+        {
+            // Not a refusal of the token: the next proof carries the nonce (RFC 9449 §9).
+            let mut current = self.current();
+            if current.rs_nonce.as_deref() != Some(nonce) {
+                tracing::debug!("the resource server asks for a DPoP nonce");
+                current.rs_nonce = Some(nonce.to_owned());
+                return Ok(Resend::Yes);
+            }
+        }
         match refusal.status {
             StatusCode::FORBIDDEN => {
                 if !challenge.insufficient_scope() {
@@ -500,7 +576,7 @@ impl Authorizer for OAuth {
         request: &'a AuthRequest<'a>,
     ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>> {
         Box::pin(async move {
-            self.credentials_inner(request.http)
+            self.credentials_inner(request)
                 .await
                 .map_err(|e| Box::new(e) as AuthorizerError)
         })

@@ -74,6 +74,9 @@ pub struct StoredAuth {
     /// The tokens.
     #[serde(default)]
     pub tokens: Option<Tokens>,
+    /// The DPoP key the tokens are bound to (base64url PKCS#8), if they are.
+    #[serde(default)]
+    pub dpop_key: Option<Secret>,
     /// When it was saved, seconds since the epoch.
     #[serde(default)]
     pub saved_at: u64,
@@ -433,6 +436,7 @@ mod tests {
                 scope: Some("a".into()),
                 requested_scope: Some("a".into()),
             }),
+            dpop_key: None,
             saved_at: 1,
         }
     }

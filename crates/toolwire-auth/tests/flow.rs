@@ -42,6 +42,22 @@ struct As {
     token_forms: Vec<String>,
     authorizations: u32,
     registrations: u32,
+    /// DPoP: the resource server challenges with it, wants a nonce, and checks each proof.
+    dpop: bool,
+    /// DPoP proofs seen by the MCP endpoint (their `jti`s).
+    proofs: Vec<String>,
+}
+
+/// The claims of a compact JWT.
+fn claims(jwt: &str) -> Value {
+    use base64::Engine;
+    let part = jwt.split('.').nth(1).unwrap_or("");
+    serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap_or_default(),
+    )
+    .unwrap_or(Value::Null)
 }
 
 fn form(body: &Bytes) -> Vec<(String, String)> {
@@ -60,6 +76,39 @@ fn handle(state: &Mutex<As>, req: &Recorded) -> Reply {
     let base = format!("http://{}", req.header("host"));
     let path = req.path.split('?').next().unwrap_or("").to_owned();
     match path.as_str() {
+        "/mcp" if s.dpop => {
+            let auth = req.header("authorization");
+            let challenge = |error: &str| {
+                format!(
+                    r#"DPoP error="{error}", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#
+                )
+            };
+            let Some(token) = auth
+                .strip_prefix("DPoP ")
+                .filter(|t| s.valid.as_deref() == Some(*t))
+            else {
+                return Reply::status(401).header("www-authenticate", &challenge("invalid_token"));
+            };
+            let proof = claims(req.header("dpop"));
+            use base64::Engine;
+            let ath = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
+                ring::digest::digest(&ring::digest::SHA256, token.as_bytes()),
+            );
+            assert_eq!(proof["htm"], "POST");
+            assert_eq!(proof["htu"], format!("{base}/mcp"));
+            assert_eq!(proof["ath"], ath, "the proof is bound to the token");
+            s.proofs
+                .push(proof["jti"].as_str().unwrap_or("").to_owned());
+            if proof["nonce"] != "rs-nonce-1" {
+                return Reply::status(401)
+                    .header("www-authenticate", &challenge("use_dpop_nonce"))
+                    .header("dpop-nonce", "rs-nonce-1");
+            }
+            Reply::json(
+                200,
+                json!({"jsonrpc": "2.0", "id": req.rpc_id(), "result": {}}).to_string(),
+            )
+        }
         "/mcp" => {
             let auth = req.header("authorization");
             let ok = !s.refuse_all
@@ -101,6 +150,7 @@ fn handle(state: &Mutex<As>, req: &Recorded) -> Reply {
                 "token_endpoint_auth_methods_supported": ["client_secret_post"],
                 "authorization_response_iss_parameter_supported": true,
                 "scopes_supported": ["mcp:read", "offline_access"],
+                "dpop_signing_alg_values_supported": ["ES256"],
             })
             .to_string(),
         ),
@@ -133,6 +183,9 @@ fn handle(state: &Mutex<As>, req: &Recorded) -> Reply {
                     json!({"error": "invalid_grant", "error_description": "revoked"}).to_string(),
                 );
             }
+            if s.dpop && claims(req.header("dpop"))["htu"] != format!("{base}/token") {
+                return Reply::json(400, json!({"error": "invalid_dpop_proof"}).to_string());
+            }
             s.issued += 1;
             let token = format!("access-token-{}", s.issued);
             s.valid = Some(token.clone());
@@ -141,7 +194,7 @@ fn handle(state: &Mutex<As>, req: &Recorded) -> Reply {
                 // Slow, so that refusals pile up while the first flow runs.
                 .part(Part::Sleep(Duration::from_millis(150)))
                 .part(Part::Data(Bytes::from(
-                    json!({"access_token": token, "token_type": "Bearer", "expires_in": s.expires_in, "refresh_token": format!("refresh-token-{}", s.issued), "scope": "mcp:read"}).to_string(),
+                    json!({"access_token": token, "token_type": if s.dpop { "DPoP" } else { "Bearer" }, "expires_in": s.expires_in, "refresh_token": format!("refresh-token-{}", s.issued), "scope": "mcp:read"}).to_string(),
                 )))
         }
         _ => Reply::status(404),
@@ -492,4 +545,37 @@ async fn no_secret_of_a_flow_reaches_the_logs_or_debug() {
     {
         assert!(!logs.contains(&secret), "{secret} leaked: {logs}");
     }
+}
+
+#[tokio::test]
+async fn a_dpop_challenge_gets_bound_tokens_a_fresh_proof_per_request_and_the_servers_nonce() {
+    let (peer, state) = peer(|s| s.dpop = true).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    for id in 1..=3 {
+        t.send(request(id)).await.unwrap();
+        assert!(next(&t).await.is_ok(), "request {id} answered");
+    }
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations, 1);
+    // The first proof met the nonce challenge; every request after carried the nonce.
+    assert_eq!(s.proofs.len(), 4, "{:?}", s.proofs);
+    let unique: std::collections::BTreeSet<&String> = s.proofs.iter().collect();
+    assert_eq!(unique.len(), s.proofs.len(), "a fresh jti per request");
+    let token_request = peer
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/token")
+        .unwrap();
+    assert!(
+        !token_request.header("dpop").is_empty(),
+        "the token request carries a proof"
+    );
+    let entry = store.list_now().pop().unwrap();
+    assert!(
+        entry.dpop_key.is_some(),
+        "the key is kept with the tokens it binds"
+    );
+    assert!(!format!("{entry:?}").contains(entry.dpop_key.as_ref().unwrap().expose()));
 }
