@@ -263,3 +263,64 @@ async fn a_barrier_that_times_out_says_so_on_the_result() {
     assert!(!client.tools().contains("read_file"));
     client.close().await;
 }
+
+/// Legacy era: the `logging/setLevel` a new session sends is answered before anything else is
+/// sent, so a call made at once already runs at the level asked (over HTTP the two requests
+/// would otherwise race, and the server could log the call at its default level).
+#[tokio::test]
+async fn a_legacy_log_level_is_in_force_before_the_first_call() {
+    let arrivals: Arc<Mutex<Vec<(String, std::time::Instant)>>> = Arc::default();
+    let seen = arrivals.clone();
+    let peer = HttpPeer::start(move |req| {
+        let method = req.rpc_method().unwrap_or_default();
+        seen.lock()
+            .unwrap()
+            .push((method.clone(), std::time::Instant::now()));
+        let Some(id) = req.rpc_id() else {
+            return Reply::status(if req.method == http::Method::GET {
+                405
+            } else {
+                202
+            });
+        };
+        let result = match method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"logging": {}, "tools": {}},
+                "serverInfo": {"name": "levels", "version": "0"}
+            }),
+            "tools/list" => json!({"tools": []}),
+            _ => json!({}),
+        };
+        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        let reply = Reply::status(200).header("content-type", "application/json");
+        let reply = if method == "logging/setLevel" {
+            reply.part(toolwire_test_support::http::Part::Sleep(
+                Duration::from_millis(300),
+            ))
+        } else {
+            reply
+        };
+        reply.part(toolwire_test_support::http::Part::Data(body.into()))
+    })
+    .await;
+    let client = Client::builder("e2e", "0")
+        .mode(toolwire::ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+        .log_level(toolwire::LoggingLevel::Warning)
+        .connect_http(HttpTransport::builder(peer.url()))
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let arrivals = arrivals.lock().unwrap().clone();
+    let at = |m: &str| {
+        arrivals
+            .iter()
+            .find(|(method, _)| method == m)
+            .map(|(_, t)| *t)
+            .unwrap_or_else(|| panic!("no {m}: {arrivals:?}"))
+    };
+    assert!(
+        at("tools/list") >= at("logging/setLevel") + Duration::from_millis(300),
+        "tools/list was sent before logging/setLevel was answered: {arrivals:?}"
+    );
+    client.close().await;
+}

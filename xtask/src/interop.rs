@@ -4,14 +4,16 @@
 //! 1. Installs the peers into the cache folder `cargo xtask conformance` uses
 //!    (`$TOOLWIRE_PEERS`, else `~/.cache/toolwire-peers`), from the package registries only:
 //!    PyPI `mcp` 2.3 (in a venv), `@modelcontextprotocol/server` 2.4 (the TypeScript SDK v2),
-//!    `@modelcontextprotocol/server-everything` 2026.8.31, and Debian's nginx and tinyproxy
-//!    (with `apt-get`, when they are missing and this runs as root).
+//!    `@modelcontextprotocol/server-everything` 2026.8.31, `@modelcontextprotocol/sdk` 1.32.2
+//!    (its OAuth example), and Debian's nginx and tinyproxy (with `apt-get`, when they are
+//!    missing and this runs as root).
 //! 2. Starts them: the Python `MCPServer` (`xtask/interop/py_server.py`) over HTTP with SSE
 //!    answers and again with JSON answers, the TypeScript SDK v2 server
 //!    (`xtask/interop/ts_server.mjs`) and server-everything over HTTP, and an nginx that routes
 //!    POSTs on `Mcp-Param-Region` (`eu-*` to Python, `us-*` to TypeScript, the rest to Python);
 //!    the Python server again over the 2024-11-05 HTTP+SSE transport; a tinyproxy that wants
-//!    basic credentials.
+//!    basic credentials; the TypeScript SDK's OAuth-protected example with its authorization
+//!    server (for `toolwire login`).
 //! 3. Runs the checks. Each asserts on what the server saw or answered: the peers' `seen` tool
 //!    returns the headers that arrived, server-everything's tools quote what this client's
 //!    handlers answered, and nginx's access log shows where each request went.
@@ -30,6 +32,12 @@ use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_ins
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+/// The TypeScript SDK v1, for its OAuth example: an MCP server and a separate authorization
+/// server (dynamic registration, PKCE, auto-approving `/authorize`), strict about RFC 8707.
+const TS_OAUTH: &str = "@modelcontextprotocol/sdk@1.32.2";
+/// That example, inside the package.
+const TS_OAUTH_SERVER: &str =
+    "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js";
 /// How long one CLI or client run may take before it counts as hung.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -162,7 +170,11 @@ struct Peers {
 fn install(root: &Path) -> Result<Peers, String> {
     let cache = cache_dir();
     let path = install_node(&cache)?;
-    for (dir, spec) in [("tsv2", TS_SERVER), ("everything", EVERYTHING)] {
+    for (dir, spec) in [
+        ("tsv2", TS_SERVER),
+        ("everything", EVERYTHING),
+        ("tsoauth", TS_OAUTH),
+    ] {
         let (package, version) = spec.rsplit_once('@').ok_or("bad package spec")?;
         if installed_npm_version(&cache.join(dir), package).as_deref() != Some(version) {
             npm_install(&cache.join(dir), spec)?;
@@ -304,6 +316,8 @@ struct Running {
     py_sse: String,
     tinyproxy: String,
     tinyproxy_dir: PathBuf,
+    /// The TypeScript SDK's OAuth-protected example (`localhost`, as its metadata name it).
+    ts_oauth: String,
 }
 
 fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
@@ -322,7 +336,11 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         nginx_port,
         py_sse_port,
         tinyproxy_port,
+        oauth_port,
+        oauth_as_port,
     ] = [
+        free_port()?,
+        free_port()?,
         free_port()?,
         free_port()?,
         free_port()?,
@@ -387,6 +405,15 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         .arg(tinyproxy_dir.join("tinyproxy.conf"));
     starts.push(("tinyproxy", tinyproxy_port, tinyproxy));
 
+    let mut ts_oauth = Command::new("node");
+    ts_oauth
+        .args([TS_OAUTH_SERVER, "--oauth", "--oauth-strict"])
+        .current_dir(peers.cache.join("tsoauth"))
+        .env("MCP_PORT", oauth_port.to_string())
+        .env("MCP_AUTH_PORT", oauth_as_port.to_string())
+        .env("PATH", &peers.path);
+    starts.push(("typescript-oauth", oauth_port, ts_oauth));
+
     for (name, _, command) in &mut starts {
         processes.spawn(command, &logs.join(format!("{name}.log")))?;
     }
@@ -407,6 +434,7 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         py_sse: format!("http://127.0.0.1:{py_sse_port}/sse"),
         tinyproxy: format!("127.0.0.1:{tinyproxy_port}"),
         tinyproxy_dir,
+        ts_oauth: format!("http://localhost:{oauth_port}/mcp"),
     })
 }
 
@@ -974,6 +1002,118 @@ fn table(rows: &[Row]) -> String {
     t
 }
 
+/// The TypeScript SDK's OAuth example: without credentials the CLI says to log in; `login`
+/// registers, authorizes through a `$BROWSER` that follows the auto-approving redirect into
+/// the loopback listener, and keeps the tokens (0600); a second process lists tools with them;
+/// `auth status` shows the login without a token; `logout` forgets it.
+fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
+    let peer = "TypeScript SDK 1.32 OAuth example (--oauth-strict)";
+    let dir = peers.cache.join("results/interop");
+    let credentials = dir.join("credentials.json");
+    let _ = std::fs::remove_file(&credentials);
+    // A browser that follows the authorization server's redirect to the loopback listener.
+    let browser = format!(
+        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
+        peers.python.display()
+    );
+    let toolwire = |args: &[&str]| {
+        let mut command = Command::new(bin);
+        command
+            .args(["--url", &running.ts_oauth, "--timeout", "30"])
+            .args(args)
+            .env("TOOLWIRE_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .current_dir(&dir);
+        run_limited(&mut command)
+    };
+
+    let (ok, out, err) = toolwire(&["--json", "tools", "list"]);
+    push(
+        rows,
+        peer,
+        "CLI, no credentials",
+        "a command without credentials fails (exit 3) and names the login command",
+        Ok((
+            !ok && err.contains("login`") && out.is_empty(),
+            one_line(&err),
+        )),
+    );
+
+    let (ok, out, err) = toolwire(&["--json", "login"]);
+    let outcome = (|| {
+        let status: Value = serde_json::from_str(&out).map_err(|e| format!("{e}: {out} {err}"))?;
+        #[cfg(unix)]
+        let private = {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&credentials)
+                .map(|m| m.permissions().mode() & 0o777 == 0o600)
+                .unwrap_or(false)
+        };
+        #[cfg(not(unix))]
+        let private = true;
+        Ok((
+            ok && status["client_id"].is_string() && status["scope"] == "mcp:tools" && private,
+            format!("{status}; credentials file 0600: {private}"),
+        ))
+    })();
+    push(
+        rows,
+        peer,
+        "CLI login",
+        "dynamic registration, PKCE, the browser's redirect into the loopback listener, tokens kept 0600",
+        outcome,
+    );
+
+    let (ok, out, err) = toolwire(&["--json", "tools", "list"]);
+    let outcome = serde_json::from_str::<Value>(&out)
+        .map(|v| {
+            let n = v["tools"].as_array().map_or(0, Vec::len);
+            (ok && n > 0, format!("{n} tools"))
+        })
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    push(
+        rows,
+        peer,
+        "CLI, stored token",
+        "a second process lists tools with the stored token, no login",
+        outcome,
+    );
+
+    let (ok, out, _) = toolwire(&["auth", "status", "--json"]);
+    let stored = std::fs::read_to_string(&credentials).unwrap_or_default();
+    let token = serde_json::from_str::<Value>(&stored)
+        .ok()
+        .and_then(|v| {
+            v["entries"][0]["tokens"]["access_token"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    push(
+        rows,
+        peer,
+        "CLI auth status",
+        "server, issuer, client and scope shown; the token is not",
+        Ok((
+            ok && out.contains(&running.ts_oauth) && !token.is_empty() && !out.contains(&token),
+            one_line(&out),
+        )),
+    );
+
+    let (ok, _, err) = toolwire(&["logout"]);
+    let (_, after, _) = toolwire(&["auth", "status", "--json"]);
+    push(
+        rows,
+        peer,
+        "CLI logout",
+        "the stored login is forgotten",
+        Ok((
+            ok && after.contains("\"credentials\":[]"),
+            one_line(&format!("{err} {after}")),
+        )),
+    );
+}
+
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let peers = install(root)?;
     let target = crate::release_bins(root, &["toolwire", "toolwire-interop-client"])?;
@@ -1108,6 +1248,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     nginx_checks(&mut rows, &bin, &running, cwd);
     legacy_sse_checks(&mut rows, &bin, &running, &peers);
     proxy_checks(&mut rows, &bin, &running, cwd);
+    oauth_checks(&mut rows, &bin, &running, &peers);
     drop(running);
 
     let table = table(&rows);

@@ -97,7 +97,8 @@ pub struct AuthStatus {
 }
 
 impl AuthStatus {
-    pub(crate) fn of(entry: &StoredAuth) -> Self {
+    /// What `entry` shows.
+    pub fn of(entry: &StoredAuth) -> Self {
         Self {
             server: entry.server.clone(),
             issuer: entry.issuer.clone(),

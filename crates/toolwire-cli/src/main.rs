@@ -38,6 +38,7 @@ use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, Serve
 
 mod batch;
 mod browse;
+mod login;
 
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
@@ -79,8 +80,8 @@ struct Cli {
     /// warning, error, critical, alert, emergency); `watch` prints them.
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
-    /// Print exactly one JSON document on stdout.
-    #[arg(long)]
+    /// Print exactly one JSON document on stdout (anywhere on the command line).
+    #[arg(long, global = true)]
     json: bool,
     /// Log to stderr (-v: info and warnings, -vv: debug).
     #[arg(short, action = clap::ArgAction::Count)]
@@ -145,6 +146,23 @@ enum Command {
     Batch,
     /// Run the reference server.
     Serve(ServeArgs),
+    /// Log in to the --url server with OAuth (a browser, a loopback listener), and keep the
+    /// credentials for later commands.
+    Login(login::LoginArgs),
+    /// Forget the --url server's credentials (revoked where the server can).
+    Logout,
+    /// Stored OAuth credentials.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Server, issuer, client id, scopes and expiry of each stored login (never a token):
+    /// of the --url server, or of every server.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -259,9 +277,15 @@ fn one_line(e: &dyn std::error::Error) -> String {
     toolwire::ErrorChain(e).to_string()
 }
 
+/// The `--url` of this run, for the hint a failed authorization prints.
+static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Self::Remote(one_line(&e))
+        match login::explain(&e, URL.get().map(String::as_str)) {
+            Some(hint) => Self::Remote(hint),
+            None => Self::Remote(one_line(&e)),
+        }
     }
 }
 
@@ -310,6 +334,31 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
+    if let Some(url) = &cli.url {
+        let _ = URL.set(url.clone());
+    }
+    match (&cli.command, &cli.url) {
+        (
+            Command::Auth {
+                command: AuthCommand::Status,
+            },
+            _,
+        ) => {
+            return login::status(&cli).await.map(|()| ExitCode::SUCCESS);
+        }
+        (Command::Login(args), Some(url)) => {
+            return login::login(&cli, url, args)
+                .await
+                .map(|()| ExitCode::SUCCESS);
+        }
+        (Command::Logout, Some(url)) => {
+            return login::logout(&cli, url).await.map(|()| ExitCode::SUCCESS);
+        }
+        (Command::Login(_) | Command::Logout, None) => {
+            return Err(Failure::Usage("login and logout need --url URL".into()));
+        }
+        _ => {}
+    }
     if let Some(file) = &cli.config {
         return with_config(&cli, file, client_builder(&cli)?).await;
     }
@@ -337,7 +386,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let mut http = None;
     let client = match (&url, &cli.stdio) {
         (Some(url), _) => {
-            let b = http_options(&cli, HttpTransport::builder(url.clone()))?;
+            let mut b = http_options(&cli, HttpTransport::builder(url.clone()))?;
+            // OAuth for a server the user named, unless a bearer token was given.
+            if embedded.is_none() && cli.bearer.is_none() {
+                let oauth = login::oauth(url, &login::LoginArgs::default(), false)?;
+                b = b.authorizer(std::sync::Arc::new(oauth));
+            }
             let transport = b
                 .build_with_sse_fallback()
                 .map_err(|e| Failure::Usage(one_line(&e)))?;
@@ -711,7 +765,11 @@ async fn command(
     tool: Option<&str>,
 ) -> Result<ExitCode, Failure> {
     match &cli.command {
-        Command::Serve(_) | Command::Servers => Ok(ExitCode::SUCCESS),
+        Command::Serve(_)
+        | Command::Servers
+        | Command::Login(_)
+        | Command::Logout
+        | Command::Auth { .. } => Ok(ExitCode::SUCCESS),
         Command::Batch => Ok(batch::run(batch::Target::Client(client)).await),
         Command::Watch { for_secs } => watch(cli, client, *for_secs).await,
         Command::Resources { command } => match command {

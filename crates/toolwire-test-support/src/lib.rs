@@ -25,6 +25,7 @@
 pub mod forward;
 pub mod http;
 pub mod logs;
+pub mod oauth;
 pub mod proxy;
 pub mod sse;
 pub mod threads;

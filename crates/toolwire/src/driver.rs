@@ -267,6 +267,9 @@ pub(crate) struct Driver {
     last_traffic: Instant,
     /// The keep-alive ping in flight.
     ping: Option<OpId>,
+    /// The legacy `logging/setLevel` a new session sent: commands wait for its answer, so the
+    /// level asked holds from the first call on (over HTTP the two would race).
+    level_set: Option<OpId>,
 }
 
 impl Driver {
@@ -297,6 +300,7 @@ impl Driver {
             relist: false,
             last_traffic: Instant::now(),
             ping: None,
+            level_set: None,
         }
     }
 
@@ -535,11 +539,16 @@ impl Driver {
                     let logs = n.capabilities.logging.is_some();
                     self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
                     self.link.connection.send_replace(ConnectionState::Ready);
-                    // Legacy: the level asked before goes to this server too.
-                    if let (Some(level), true) = (self.link.session.log_level, logs)
-                        && let Some(Err(e)) = self.set_level(level, Instant::now())
-                    {
-                        tracing::debug!(error = %e, "could not send logging/setLevel");
+                    // Legacy: the level asked before goes to this server too, before anything
+                    // queued.
+                    if let (Some(level), true) = (self.link.session.log_level, logs) {
+                        match self.set_level(level, Instant::now()) {
+                            Some(Ok(op)) => self.level_set = Some(op),
+                            Some(Err(e)) => {
+                                tracing::debug!(error = %e, "could not send logging/setLevel")
+                            }
+                            None => {}
+                        }
                     }
                     if std::mem::take(&mut self.relist) && self.listed {
                         // Nobody waits for it: its `ToolsListed` is announced like any other.
@@ -547,8 +556,10 @@ impl Driver {
                             tracing::debug!(error = %e, "listing the tools after a reconnect");
                         }
                     }
-                    for queued in std::mem::take(&mut self.queued) {
-                        self.issue(queued.command);
+                    if self.level_set.is_none() {
+                        for queued in std::mem::take(&mut self.queued) {
+                            self.issue(queued.command);
+                        }
                     }
                 }
                 Event::Failed(e) => {
@@ -559,6 +570,15 @@ impl Driver {
                         reason: error.clone(),
                     });
                     self.fail_all(&error);
+                }
+                Event::Completed { op, result } if self.level_set == Some(op) => {
+                    self.level_set = None;
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "logging/setLevel failed");
+                    }
+                    for queued in std::mem::take(&mut self.queued) {
+                        self.issue(queued.command);
+                    }
                 }
                 Event::Completed { op, result } if self.ping == Some(op) => {
                     self.ping = None;
@@ -716,7 +736,7 @@ impl Driver {
                         }
                     }
                     Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
-                        if !self.ready =>
+                        if !self.ready || self.level_set.is_some() =>
                     {
                         self.queue(command);
                     }
@@ -798,6 +818,7 @@ impl Driver {
         }
         self.fail_in_flight(self.backoff.is_some());
         self.ready = false;
+        self.level_set = None;
         self.state.send_replace(Negotiation::Reconnecting);
         let mut first = fallback;
         loop {

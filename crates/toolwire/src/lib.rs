@@ -77,7 +77,7 @@ pub use toolwire_cache::{
 pub use toolwire_http::{
     AcceptProfile, AuthFailure, AuthRequest, Authorizer, BearerToken, Challenge, Credentials,
     HttpError, HttpExecutor, HttpOrSseTransport, HttpTransport, HttpTransportBuilder, Proxy,
-    Received, Refusal, Resend, RetryPolicy, SseTransport, TlsRoots,
+    Received, Refusal, Resend, RetryPolicy, SseTransport, TlsRoots, parse_challenges,
 };
 pub use toolwire_session::{
     CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,

@@ -1,0 +1,450 @@
+//! OAuth for `--url` servers: `login`, `logout`, `auth status`, and the credentials every other
+//! command uses.
+//!
+//! Credentials live in one file (`$TOOLWIRE_CREDENTIALS`, else
+//! `$XDG_STATE_HOME/toolwire/credentials.json`, else `~/.local/state/toolwire/…`), 0600. A
+//! command that meets a 401 with no usable credentials runs the flow when a person is there
+//! (stdin and stderr are terminals), and otherwise fails with exit 3 and "run `toolwire --url
+//! URL login`". `--bearer` wins: no OAuth at all.
+//!
+//! The browser step ([`LoopbackBrowser`]): a listener on `127.0.0.1` (the port kept with the
+//! registration and bound again, since servers compare redirect URIs exactly), the URL opened
+//! with `$BROWSER` if set (a command line; the URL is appended), else the platform's opener,
+//! and always printed; the first `GET /callback` is the answer. With `--no-browser` the URL is
+//! only printed, and the address the browser was sent back to may also be pasted on stdin.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use toolwire::auth::{
+    AuthChallenge, AuthError, AuthStatus, AuthorizationHandler, CallbackParams, FileStore,
+    NoInteraction, OAuth, OAuthConfig, StaticClient,
+};
+use toolwire::{BoxFuture, HttpExecutor};
+
+use crate::{Cli, Failure};
+
+/// How long a person has to approve in the browser.
+const APPROVAL_WAIT: Duration = Duration::from_secs(300);
+
+/// `toolwire … login` settings.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct LoginArgs {
+    /// The scope to ask for (space-separated), when the server names none.
+    #[arg(long)]
+    scope: Option<String>,
+    /// A client id registered with the authorization server beforehand (no dynamic
+    /// registration).
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// The environment variable holding that client's secret.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    client_secret_env: Option<String>,
+    /// A client ID metadata document URL, used as the client id where servers accept one.
+    #[arg(long, value_name = "URL")]
+    client_metadata_url: Option<String>,
+    /// Print the authorization URL instead of opening a browser.
+    #[arg(long)]
+    no_browser: bool,
+}
+
+/// Whether a person can take part (both ends are terminals).
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+fn store() -> Result<FileStore, Failure> {
+    FileStore::default_location().map_err(|e| Failure::Usage(crate::one_line(&e)))
+}
+
+/// The OAuth every HTTP command for `url` uses: the credentials file, and a browser flow when
+/// `login` runs or a person is there.
+pub(crate) fn oauth(url: &str, args: &LoginArgs, login: bool) -> Result<OAuth, Failure> {
+    let mut config = OAuthConfig::new()
+        .client_name("toolwire")
+        .store(Arc::new(store()?));
+    config = if login || interactive() {
+        config.handler(Arc::new(LoopbackBrowser::new(args.no_browser)))
+    } else {
+        config.handler(Arc::new(NoInteraction))
+    };
+    if let Some(scope) = &args.scope {
+        config = config.scope(scope);
+    }
+    if let Some(id) = &args.client_id {
+        let mut client = StaticClient::new(id);
+        if let Some(var) = &args.client_secret_env {
+            let secret = std::env::var(var).map_err(|_| {
+                Failure::Usage(format!(
+                    "--client-secret-env {var}: the variable is not set"
+                ))
+            })?;
+            client = client.secret(secret);
+        }
+        config = config.static_client(client);
+    }
+    if let Some(url) = &args.client_metadata_url {
+        config = config.client_metadata_url(url);
+    }
+    Ok(OAuth::new(url, config))
+}
+
+/// What a failure means to the person at the terminal: a login needed gets the command
+/// that does it.
+pub(crate) fn explain(error: &toolwire::Error, url: Option<&str>) -> Option<String> {
+    let toolwire::Error::Authorization(e) = error else {
+        return None;
+    };
+    let url = url.unwrap_or("URL");
+    match &**e {
+        AuthError::LoginRequired { .. } | AuthError::Handler(_) if !interactive() => Some(format!(
+            "authorization required: run `toolwire --url {url} login`"
+        )),
+        _ => None,
+    }
+}
+
+/// `login`: the challenge of an unauthenticated request, then the flow.
+pub(crate) async fn login(cli: &Cli, url: &str, args: &LoginArgs) -> Result<(), Failure> {
+    let oauth = oauth(url, args, true)?;
+    let http = crate::http_options(cli, toolwire::HttpTransport::builder(url))?
+        .build()
+        .map_err(|e| Failure::Usage(crate::one_line(&e)))?
+        .executor();
+    let challenge = probe(&http, url).await;
+    let status = oauth
+        .login(&http, &challenge)
+        .await
+        .map_err(|e| Failure::Remote(format!("login failed: {}", crate::one_line(&e))))?;
+    if cli.json {
+        println!("{}", status_json(&status));
+    } else {
+        eprintln!("Logged in to {url} ({}).", describe(&status));
+    }
+    Ok(())
+}
+
+/// `logout`: forgets this server's credentials (revoking them where the server can).
+pub(crate) async fn logout(cli: &Cli, url: &str) -> Result<(), Failure> {
+    let oauth = oauth(url, &LoginArgs::default(), false)?;
+    let http = crate::http_options(cli, toolwire::HttpTransport::builder(url))?
+        .build()
+        .map_err(|e| Failure::Usage(crate::one_line(&e)))?
+        .executor();
+    let removed = oauth
+        .logout(Some(&http))
+        .await
+        .map_err(|e| Failure::Remote(crate::one_line(&e)))?;
+    if cli.json {
+        println!("{}", json!({"server": url, "removed": removed}));
+    } else if removed == 0 {
+        eprintln!("No credentials for {url}.");
+    } else {
+        eprintln!("Logged out of {url}.");
+    }
+    Ok(())
+}
+
+/// `auth status`: what is stored (for `--url`, or every server), never a token.
+pub(crate) async fn status(cli: &Cli) -> Result<(), Failure> {
+    use toolwire::auth::CredentialStore;
+    let store = store()?;
+    let mut entries: Vec<AuthStatus> = match &cli.url {
+        Some(url) => OAuth::new(url, OAuthConfig::new().store(Arc::new(store)))
+            .status()
+            .await
+            .map_err(|e| Failure::Remote(crate::one_line(&e)))?,
+        None => store
+            .list()
+            .await
+            .map_err(|e| Failure::Remote(crate::one_line(&e)))?
+            .iter()
+            .map(AuthStatus::of)
+            .collect(),
+    };
+    entries.sort_by(|a, b| (&a.server, &a.issuer).cmp(&(&b.server, &b.issuer)));
+    if cli.json {
+        let all: Vec<_> = entries.iter().map(status_json).collect();
+        println!("{}", json!({ "credentials": all }));
+    } else if entries.is_empty() {
+        eprintln!("No stored credentials.");
+    } else {
+        for s in &entries {
+            println!("{}  {}", s.server, describe(s));
+        }
+    }
+    Ok(())
+}
+
+fn status_json(s: &AuthStatus) -> serde_json::Value {
+    json!({
+        "server": s.server,
+        "issuer": s.issuer,
+        "client_id": s.client_id,
+        "scope": s.scope,
+        "expires_at": s.expires_at,
+        "refreshable": s.refreshable,
+    })
+}
+
+fn describe(s: &AuthStatus) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let expiry = match s.expires_at {
+        Some(at) if at > now => format!("expires in {} min", (at - now).div_ceil(60)),
+        Some(_) if s.refreshable => "expired, refreshable".to_owned(),
+        Some(_) => "expired".to_owned(),
+        None => "no expiry".to_owned(),
+    };
+    format!(
+        "issuer {}, client {}, scopes {}, {expiry}",
+        s.issuer,
+        s.client_id.as_deref().unwrap_or("(configured)"),
+        s.scope
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("(none)"),
+    )
+}
+
+/// What the server says to a request without credentials (its `WWW-Authenticate`).
+async fn probe(http: &HttpExecutor, url: &str) -> AuthChallenge {
+    let mut request = http::Request::new(bytes::Bytes::from_static(
+        br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#,
+    ));
+    *request.method_mut() = http::Method::POST;
+    let Ok(uri) = url.parse() else {
+        return AuthChallenge::default();
+    };
+    *request.uri_mut() = uri;
+    let headers = request.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    match http.execute(request).await {
+        Ok(response) => AuthChallenge::from_challenges(&toolwire::parse_challenges(
+            response
+                .headers()
+                .get_all(http::header::WWW_AUTHENTICATE)
+                .iter()
+                .map(http::HeaderValue::as_bytes),
+        )),
+        Err(_) => AuthChallenge::default(),
+    }
+}
+
+/// The browser flow: a loopback listener for the callback, the browser sent to the URL.
+pub(crate) struct LoopbackBrowser {
+    no_browser: bool,
+    listener: Mutex<Option<TcpListener>>,
+}
+
+impl fmt::Debug for LoopbackBrowser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoopbackBrowser")
+            .field("no_browser", &self.no_browser)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopbackBrowser {
+    pub(crate) fn new(no_browser: bool) -> Self {
+        Self {
+            no_browser,
+            listener: Mutex::new(None),
+        }
+    }
+}
+
+/// The port of a stored loopback redirect URI.
+fn loopback_port(uri: &str) -> Option<u16> {
+    let rest = uri.strip_prefix("http://127.0.0.1:")?;
+    rest.split('/').next()?.parse().ok()
+}
+
+impl AuthorizationHandler for LoopbackBrowser {
+    fn redirect_uri<'a>(
+        &'a self,
+        previous: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(async move {
+            // The port of the registration when it is free (servers compare redirect URIs
+            // exactly), else any.
+            let kept = match previous.and_then(loopback_port) {
+                Some(port) => TcpListener::bind(("127.0.0.1", port)).await.ok(),
+                None => None,
+            };
+            let listener = match kept {
+                Some(l) => l,
+                None => TcpListener::bind(("127.0.0.1", 0))
+                    .await
+                    .map_err(|e| AuthError::Handler(format!("no loopback port: {e}")))?,
+            };
+            let port = listener
+                .local_addr()
+                .map_err(|e| AuthError::Handler(e.to_string()))?
+                .port();
+            if let Ok(mut slot) = self.listener.lock() {
+                *slot = Some(listener);
+            }
+            Ok(format!("http://127.0.0.1:{port}/callback"))
+        })
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+        _: &'a HttpExecutor,
+    ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
+        Box::pin(async move {
+            let listener = self
+                .listener
+                .lock()
+                .ok()
+                .and_then(|mut l| l.take())
+                .ok_or_else(|| AuthError::Handler("no loopback listener".into()))?;
+            eprintln!("To authorize, visit:\n\n  {url}\n");
+            if self.no_browser {
+                eprintln!(
+                    "Or paste here the address your browser was sent back to, then press Enter."
+                );
+            } else if let Err(e) = open_browser(url) {
+                eprintln!("The browser could not be opened ({e}); open the URL above.");
+            }
+            let pasted = async {
+                if !self.no_browser {
+                    return std::future::pending().await;
+                }
+                let mut line = String::new();
+                let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+                match stdin.read_line(&mut line).await {
+                    Ok(n) if n > 0 => CallbackParams::from_url(line.trim()),
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                params = callback(&listener) => params,
+                params = pasted => params,
+                () = tokio::time::sleep(APPROVAL_WAIT) => Err(AuthError::Handler(format!(
+                    "no answer from the browser within {} minutes",
+                    APPROVAL_WAIT.as_secs() / 60
+                ))),
+            }
+        })
+    }
+}
+
+/// Opens `url` with `$BROWSER` (a command line; the URL is its last argument), else the
+/// platform's opener.
+fn open_browser(url: &str) -> std::io::Result<()> {
+    let (program, mut args) = match std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+    {
+        Some(browser) => {
+            let words = shlex::split(&browser).unwrap_or_default();
+            let Some((program, rest)) = words.split_first() else {
+                return Err(std::io::Error::other("$BROWSER is empty"));
+            };
+            (program.clone(), rest.to_vec())
+        }
+        None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
+        None if cfg!(windows) => (
+            "cmd".to_owned(),
+            vec!["/c".to_owned(), "start".to_owned(), String::new()],
+        ),
+        None => ("xdg-open".to_owned(), Vec::new()),
+    };
+    args.push(url.to_owned());
+    std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(drop)
+}
+
+/// Serves the loopback listener until a `GET /callback`; other paths get 404.
+async fn callback(listener: &TcpListener) -> Result<CallbackParams, AuthError> {
+    loop {
+        let (mut stream, _) = listener
+            .accept()
+            .await
+            .map_err(|e| AuthError::Handler(format!("the loopback listener failed: {e}")))?;
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        let read = async {
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&head);
+        let target = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("GET "))
+            .and_then(|l| l.split(' ').next())
+            .unwrap_or("");
+        let Some(query) = target
+            .strip_prefix("/callback")
+            .filter(|q| q.is_empty() || q.starts_with('?'))
+        else {
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            continue;
+        };
+        let params = CallbackParams::from_query(query);
+        let page = if params.error.is_some() {
+            "Authorization was refused. You can close this tab."
+        } else {
+            "Authorized: you can close this tab and go back to the terminal."
+        };
+        let html = format!("<!doctype html><title>toolwire</title><p>{page}</p>");
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+            html.len()
+        );
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return Ok(params);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_loopback_redirect_names_its_port() {
+        assert_eq!(
+            loopback_port("http://127.0.0.1:41234/callback"),
+            Some(41234)
+        );
+        assert_eq!(loopback_port("http://localhost:41234/callback"), None);
+        assert_eq!(loopback_port("http://127.0.0.1:x/callback"), None);
+    }
+}

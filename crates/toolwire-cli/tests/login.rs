@@ -1,0 +1,171 @@
+//! `toolwire login`, `logout`, `auth status` and the stored credentials, against a scripted MCP
+//! server behind OAuth on loopback (its authorization server approves at once; the "browser"
+//! is a Python one-liner that follows the redirect into the CLI's loopback listener).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use toolwire_test_support::oauth::protected_server;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// A browser that fetches the URL and follows its redirects.
+const BROWSER: &str = "python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'";
+
+struct Credentials(PathBuf);
+
+impl Credentials {
+    fn new(tag: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("toolwire-cli-login-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir.join("state").join("credentials.json"))
+    }
+}
+
+impl Drop for Credentials {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent().and_then(Path::parent) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Runs the CLI with no terminal (stdin closed), the given credentials file and browser.
+fn toolwire(credentials: &Credentials, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("TOOLWIRE_CREDENTIALS", &credentials.0)
+        .env("BROWSER", BROWSER)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_credentials_and_without_a_terminal_the_cli_names_the_login_command() {
+    let (peer, state) = protected_server(|_| {}).await;
+    let creds = Credentials::new("none");
+    let url = peer.url();
+    let out = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || toolwire(&creds, &["--url", &url, "tools", "list"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("run `toolwire --url {url} login`")),
+        "{err}"
+    );
+    let s = state.lock().unwrap();
+    assert_eq!(
+        (s.registrations, s.authorizations),
+        (0, 0),
+        "no flow without a person"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_keeps_tokens_that_later_commands_use_and_logout_forgets_them() {
+    let (peer, state) = protected_server(|_| {}).await;
+    let creds = Credentials::new("flow");
+    let url = peer.url();
+    let (login, modes, list, status, logout, after) = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || {
+            let login = toolwire(&creds, &["--url", &url, "--json", "login"]);
+            let modes = file_modes(&creds.0);
+            let list = toolwire(&creds, &["--url", &url, "--json", "tools", "list"]);
+            let status = toolwire(&creds, &["auth", "status", "--json"]);
+            let logout = toolwire(&creds, &["--url", &url, "logout"]);
+            let after = toolwire(&creds, &["auth", "status", "--json"]);
+            (login, modes, list, status, logout, after)
+        }
+    })
+    .await
+    .unwrap();
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    let logged: Value = serde_json::from_slice(&login.stdout).unwrap();
+    assert_eq!(logged["scope"], "mcp:read");
+    assert_eq!(logged["client_id"], "cid");
+    assert!(
+        text(&login.stderr).contains("/authorize?"),
+        "the URL is always printed"
+    );
+
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    let tools: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert!(!tools["tools"].as_array().unwrap().is_empty());
+
+    let shown = text(&status.stdout);
+    let entries: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(entries["credentials"][0]["server"], url.as_str());
+    assert!(!shown.contains("access-token"), "never a token: {shown}");
+
+    assert!(logout.status.success());
+    let none: Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(none["credentials"], serde_json::json!([]));
+
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations, 1, "tools list used the stored token");
+    assert_eq!(s.registrations, 1);
+    assert_eq!(
+        modes,
+        Some((0o600, 0o700)),
+        "the file and its folder are private"
+    );
+}
+
+/// The permission bits of the credentials file and of its folder.
+fn file_modes(path: &Path) -> Option<(u32, u32)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
+        Some((mode(path).ok()?, mode(path.parent()?).ok()?))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Some((0o600, 0o700))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_wins_over_oauth() {
+    let (peer, state) = protected_server(|_| {}).await;
+    let creds = Credentials::new("bearer");
+    let url = peer.url();
+    let out = tokio::task::spawn_blocking(move || {
+        toolwire(
+            &creds,
+            &["--url", &url, "--bearer", "not-a-token", "tools", "list"],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("401"), "{}", text(&out.stderr));
+    assert!(
+        !peer
+            .requests()
+            .iter()
+            .any(|r| r.path.starts_with("/.well-known")),
+        "no discovery with --bearer"
+    );
+    assert_eq!(state.lock().unwrap().registrations, 0);
+}
