@@ -163,8 +163,8 @@ impl OAuthConfig {
         self
     }
 
-    /// A client ID metadata document URL (https, with a path), used as the client id by
-    /// servers that accept them.
+    /// A client ID metadata document URL (https, with a path; another is never used), used
+    /// as the client id by servers that accept them.
     pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.client_metadata_url = Some(url.into());
         self

@@ -230,7 +230,10 @@ impl Flow<'_> {
         }
         if let (Some(true), Some(url)) = (
             d.meta.client_id_metadata_document_supported,
-            &self.config.client_metadata_url,
+            self.config
+                .client_metadata_url
+                .as_ref()
+                .filter(|u| metadata::metadata_document_url(u)),
         ) {
             return Ok(ClientRegistration {
                 client_id: url.clone(),

@@ -155,6 +155,13 @@ pub(crate) fn secure_endpoint(url: &str) -> bool {
     }
 }
 
+/// Whether `url` may be a client ID metadata document's URL (and so a client id): https, with
+/// a path beyond `/`, no fragment.
+pub(crate) fn metadata_document_url(url: &str) -> bool {
+    Url::parse(url)
+        .is_ok_and(|u| u.scheme() == "https" && u.path() != "/" && u.fragment().is_none())
+}
+
 /// Checks authorization server metadata before use: the authorization code flow with PKCE
 /// S256 (when `code_flow`), and endpoints that are https or loopback.
 pub(crate) fn check_server(meta: &ServerMetadata, code_flow: bool) -> Result<(), AuthError> {
@@ -229,6 +236,19 @@ mod tests {
                 *ok,
                 "{resource:?}"
             );
+        }
+    }
+
+    #[test]
+    fn metadata_document_urls_are_https_with_a_path() {
+        for (url, ok) in [
+            ("https://conformance-test.local/client-metadata.json", true),
+            ("https://app.example/", false),
+            ("https://app.example", false),
+            ("http://app.example/client.json", false),
+            ("https://app.example/client.json#x", false),
+        ] {
+            assert_eq!(metadata_document_url(url), ok, "{url}");
         }
     }
 
