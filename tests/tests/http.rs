@@ -324,3 +324,143 @@ async fn a_legacy_log_level_is_in_force_before_the_first_call() {
     );
     client.close().await;
 }
+
+/// A legacy server with (or without) the skills extension: one skill, its SKILL.md and one
+/// supporting file; `tamper` serves a supporting file that is not what the manifest says.
+fn skills_server(
+    declared: bool,
+    tamper: bool,
+) -> impl Fn(&toolwire_test_support::http::Recorded) -> Reply + Send + Sync {
+    const SKILL: &str = "---\nname: pdf\ndescription: Work with PDFs\n---\n\nBody.\n";
+    const FORMS: &str = "Forms.\n";
+    let digest = |text: &str| format!("sha256:{}", sha256_hex(text.as_bytes()));
+    let manifest = json!({
+        "uri": "skill://pdf/SKILL.md",
+        "frontmatter": {"name": "pdf", "description": "Work with PDFs"},
+        "resources": [
+            {"uri": "skill://pdf/SKILL.md", "digest": digest(SKILL), "size": SKILL.len()},
+            {"uri": "skill://pdf/FORMS.md", "digest": digest(FORMS), "size": FORMS.len()},
+        ]
+    });
+    move |req| {
+        let method = req.rpc_method().unwrap_or_default();
+        let Some(id) = req.rpc_id() else {
+            return Reply::status(if req.method == http::Method::GET {
+                405
+            } else {
+                202
+            });
+        };
+        let mut capabilities = json!({"resources": {}});
+        if declared {
+            capabilities["extensions"] = json!({"io.modelcontextprotocol/skills": {}});
+        }
+        let params: serde_json::Value = serde_json::from_slice::<serde_json::Value>(&req.body)
+            .map(|v| v["params"].clone())
+            .unwrap_or_default();
+        let result = match method.as_str() {
+            "initialize" => json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "skills", "version": "0"}
+            }),
+            "skills/list" => json!({"skills": [manifest.clone()]}),
+            "skills/get" => json!({"skill": manifest.clone()}),
+            "resources/read" => {
+                let uri = params["uri"].as_str().unwrap_or("");
+                let text = match uri {
+                    "skill://pdf/FORMS.md" if tamper => "Forms!\n",
+                    "skill://pdf/FORMS.md" => FORMS,
+                    _ => SKILL,
+                };
+                json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
+            }
+            _ => json!({}),
+        };
+        Reply::json(
+            200,
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+        )
+    }
+}
+
+/// SHA-256 in hex, for the test server's manifest.
+fn sha256_hex(bytes: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+async fn legacy_client(peer: &HttpPeer) -> Client {
+    Client::builder("e2e", "0")
+        .mode(toolwire::ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+        .connect_http(HttpTransport::builder(peer.url()).get_stream(false))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn skills_are_listed_without_reading_and_loaded_with_every_file_verified() {
+    let peer = HttpPeer::start(skills_server(true, false)).await;
+    let client = legacy_client(&peer).await;
+    let skills = client.list_all_skills().await.unwrap();
+    assert_eq!(skills.len(), 1);
+    assert!(
+        peer.calls("resources/read").is_empty(),
+        "listing reads nothing"
+    );
+    let loaded = client.load_skill(&skills[0]).await.unwrap();
+    assert!(loaded.text.ends_with("Body.\n"));
+    let forms = client
+        .read_skill_file(&skills[0], "skill://pdf/FORMS.md")
+        .await
+        .unwrap();
+    assert_eq!(forms, b"Forms.\n");
+    assert_eq!(
+        client.get_skill("skill://pdf/SKILL.md").await.unwrap(),
+        skills[0]
+    );
+    // A file the manifest does not list is refused before anything is read.
+    let before = peer.calls("resources/read").len();
+    let e = client
+        .read_skill_file(&skills[0], "skill://pdf/secrets.env")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::SkillVerification { .. }), "{e}");
+    assert_eq!(peer.calls("resources/read").len(), before);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_file_that_differs_from_its_manifest_is_never_returned() {
+    let peer = HttpPeer::start(skills_server(true, true)).await;
+    let client = legacy_client(&peer).await;
+    let skills = client.list_all_skills().await.unwrap();
+    client.load_skill(&skills[0]).await.unwrap();
+    let e = client
+        .read_skill_file(&skills[0], "skill://pdf/FORMS.md")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::SkillVerification { uri, reason } if uri == "skill://pdf/FORMS.md" && reason.contains("digest")),
+        "{e}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn skills_of_a_server_that_did_not_declare_them_are_refused_locally() {
+    let peer = HttpPeer::start(skills_server(false, false)).await;
+    let client = legacy_client(&peer).await;
+    let e = client.list_skills(None).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidCall(_)), "{e}");
+    assert!(
+        toolwire::ErrorChain(&e)
+            .to_string()
+            .contains("io.modelcontextprotocol/skills"),
+        "{e}"
+    );
+    assert!(peer.calls("skills/list").is_empty(), "nothing was sent");
+    client.close().await;
+}

@@ -47,6 +47,10 @@ const CLIENT_SCENARIOS: &[(&str, &[&str])] = &[
             "http-invalid-tool-headers",
             "json-schema-ref-no-deref",
             "json-schema-2020-12-preservation",
+            "sep-2640-client-no-prefetch",
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
         ],
     ),
 ];

@@ -1,4 +1,4 @@
-//! `resources …`, `prompts …` and `complete`: what a server offers besides tools.
+//! `resources …`, `prompts …`, `skills …` and `complete`: what a server offers besides tools.
 
 use std::process::ExitCode;
 
@@ -180,6 +180,59 @@ pub(crate) async fn complete(
         for value in &result.completion.values {
             println!("{value}");
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `skills list`: every skill, its frontmatter name and description; no file is read.
+pub(crate) async fn list_skills(client: &Client, json_out: bool) -> Result<ExitCode, Failure> {
+    let skills = client.list_all_skills().await?;
+    if json_out {
+        print_json(&json!({ "skills": skills }));
+    } else {
+        for skill in &skills {
+            let name = skill
+                .frontmatter
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            let description = skill
+                .frontmatter
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            println!(
+                "{name}  {description}  ({}, {} files)",
+                skill.uri,
+                skill.resources.len()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `skills get SKILL`: the skill found by URI (`skills/get`) or by name (in the listing),
+/// loaded and verified; its `SKILL.md` printed.
+pub(crate) async fn get_skill(
+    client: &Client,
+    wanted: &str,
+    json_out: bool,
+) -> Result<ExitCode, Failure> {
+    let skill = if wanted.contains("://") {
+        client.get_skill(wanted).await?
+    } else {
+        client
+            .list_all_skills()
+            .await?
+            .into_iter()
+            .find(|s| s.frontmatter.get("name").and_then(Value::as_str) == Some(wanted))
+            .ok_or_else(|| Failure::Remote(format!("no skill named {wanted}")))?
+    };
+    let loaded = client.load_skill(&skill).await?;
+    if json_out {
+        print_json(&json!({ "skill": loaded.skill, "text": loaded.text }));
+    } else {
+        print!("{}", loaded.text);
     }
     Ok(ExitCode::SUCCESS)
 }

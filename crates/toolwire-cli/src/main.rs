@@ -113,6 +113,12 @@ enum Command {
         #[command(subcommand)]
         command: PromptsCommand,
     },
+    /// List the server's skills, or load one (its SKILL.md, checked against the manifest and
+    /// the listing).
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
+    },
     /// Suggestions for an argument of a prompt or a resource template.
     Complete {
         /// The prompt.
@@ -195,6 +201,17 @@ enum ResourcesCommand {
     Read {
         /// Its URI.
         uri: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillsCommand {
+    /// List the skills (every page); no skill file is read.
+    List,
+    /// Load one skill by the URI of its SKILL.md (or its name) and print it.
+    Get {
+        /// `skill://…/SKILL.md`, or the skill's frontmatter name.
+        skill: String,
     },
 }
 
@@ -776,6 +793,10 @@ async fn command(
             ResourcesCommand::List => browse::list_resources(client, false, cli.json).await,
             ResourcesCommand::Templates => browse::list_resources(client, true, cli.json).await,
             ResourcesCommand::Read { uri } => browse::read(client, uri, cli.json).await,
+        },
+        Command::Skills { command } => match command {
+            SkillsCommand::List => browse::list_skills(client, cli.json).await,
+            SkillsCommand::Get { skill } => browse::get_skill(client, skill, cli.json).await,
         },
         Command::Prompts { command } => match command {
             PromptsCommand::List => browse::list_prompts(client, cli.json).await,

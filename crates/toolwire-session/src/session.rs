@@ -411,8 +411,10 @@ impl Session {
     /// serve.
     fn version_for(&self, needed: Option<Capability>) -> Result<ProtocolVersion, RequestError> {
         let negotiated = self.negotiated().ok_or(RequestError::NotReady)?;
-        if !negotiated.version.is_modern()
-            && let Some(capability) = needed
+        // Extensions are gated in both eras: a server that did not declare one does not speak
+        // its methods.
+        if let Some(capability) = needed
+            && (!negotiated.version.is_modern() || matches!(capability, Capability::Extension(_)))
             && !capability.declared_by(&negotiated.capabilities)
         {
             return Err(RequestError::NotAdvertised(capability));

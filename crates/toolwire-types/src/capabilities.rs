@@ -180,6 +180,9 @@ pub enum Capability {
     Completions,
     /// `logging`.
     Logging,
+    /// An extension, by its identifier under `extensions`: declared in either era, or its
+    /// methods are refused locally.
+    Extension(&'static str),
 }
 
 impl Capability {
@@ -192,6 +195,7 @@ impl Capability {
             Self::Prompts => "prompts",
             Self::Completions => "completions",
             Self::Logging => "logging",
+            Self::Extension(id) => id,
         }
     }
 
@@ -208,6 +212,10 @@ impl Capability {
             Self::Prompts => capabilities.prompts.is_some(),
             Self::Completions => capabilities.completions.is_some(),
             Self::Logging => capabilities.logging.is_some(),
+            Self::Extension(id) => capabilities
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(id)),
         }
     }
 }

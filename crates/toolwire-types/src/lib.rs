@@ -56,6 +56,7 @@ mod notifications;
 mod prompts;
 mod rendered;
 mod resources;
+mod skills;
 mod tools;
 mod version;
 
@@ -107,6 +108,9 @@ pub use rendered::Rendered;
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
     Resource, ResourceTemplate, ResourceUriParams,
+};
+pub use skills::{
+    GetSkillParams, GetSkillResult, ListSkillsResult, SKILLS_EXTENSION, Skill, SkillFile,
 };
 pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,

@@ -156,6 +156,7 @@ has_meta!(
     crate::ResourceUriParams,
     crate::GetPromptParams,
     crate::CompleteParams,
+    crate::GetSkillParams,
     crate::SetLevelParams,
     crate::ListenParams,
     crate::CancelledParams,

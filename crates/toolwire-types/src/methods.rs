@@ -143,6 +143,12 @@ pub mod method {
     request!(/// `completion/complete`.
         Complete = "completion/complete", CompleteParams => CompleteResult, mrtr = false,
         cap = Some(Completions), retry = false);
+    request!(/// `skills/list` (the skills extension).
+        ListSkills = "skills/list", ListParams => ListSkillsResult, mrtr = false,
+        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true);
+    request!(/// `skills/get` (the skills extension).
+        GetSkill = "skills/get", GetSkillParams => GetSkillResult, mrtr = false,
+        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true);
     request!(/// `logging/setLevel` (legacy).
         SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false,
         cap = Some(Logging), retry = false);

@@ -696,7 +696,7 @@ fn unsent(negotiation: &watch::Receiver<Negotiation>) -> Error {
     }
 }
 
-fn list_params(cursor: Option<String>) -> ListParams {
+pub(crate) fn list_params(cursor: Option<String>) -> ListParams {
     ListParams {
         cursor,
         meta: None,

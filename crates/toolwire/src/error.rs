@@ -85,6 +85,15 @@ pub enum Error {
         #[source]
         cause: Option<Arc<TransportError>>,
     },
+    /// A skill's file failed a check against its manifest (size, SHA-256 digest) or its
+    /// `SKILL.md` frontmatter differs from the listing's; the content was not returned.
+    #[error("skill file {uri} failed verification: {reason}")]
+    SkillVerification {
+        /// The file.
+        uri: String,
+        /// What did not match.
+        reason: String,
+    },
     /// Authorization failed: OAuth discovery, registration or a grant went wrong, the
     /// server refused new credentials, or it needs a login this client may not start. The
     /// source says which, with the authorization server's `error` and `error_description`

@@ -44,6 +44,11 @@
 //!   more than the lookups.
 //! - `backon` (already under the HTTP transport): the reconnect policy's exponential backoff
 //!   with jitter.
+//! - `ring` (already under rustls and OAuth): SHA-256 of skill files against their manifest.
+//! - `yaml-rust2` (no default features: no encoding detection): a `SKILL.md`'s YAML
+//!   frontmatter, compared field by field with the listing's; a maintained, pure-Rust YAML 1.2
+//!   parser, where `serde_yaml` is unmaintained and its forks unsettled.
+//! - `base64` (workspace): blob contents of skill files.
 //!
 //! # Crate features
 //! None yet.
@@ -61,12 +66,14 @@ mod error;
 mod notices;
 mod output;
 mod reconnect;
+mod skills;
 
 pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{Error, ErrorChain};
 pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};
+pub use skills::LoadedSkill;
 
 /// OAuth 2.1 (the `toolwire-auth` crate): [`ClientBuilder::oauth`] takes its
 /// [`auth::OAuthConfig`].

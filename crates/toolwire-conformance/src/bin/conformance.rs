@@ -110,8 +110,11 @@ async fn run() -> Result<(), toolwire::Error> {
         },
         Err(_) => ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY),
     };
-    let capabilities: ClientCapabilities =
-        serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap_or_default();
+    let capabilities: ClientCapabilities = serde_json::from_value(json!({
+        "elicitation": {"form": {}},
+        "extensions": {toolwire::types::SKILLS_EXTENSION: {}}
+    }))
+    .unwrap_or_default();
     let mut builder = toolwire::Client::builder("toolwire-conformance", env!("CARGO_PKG_VERSION"))
         .mode(mode)
         .handler(capabilities, handler);
@@ -177,6 +180,27 @@ async fn run() -> Result<(), toolwire::Error> {
                     if let Err(e) = client.call_tool(echo, json!({ "schema": schema })).await {
                         result = Err(e);
                     }
+                }
+            }
+            result
+        }
+        // Skills: listing reads no file; loading reads SKILL.md and checks it, and only a
+        // skill that passed has its other files read.
+        "sep-2640-client-no-prefetch" => client.list_all_skills().await.map(drop),
+        s if s.starts_with("sep-2640-client-verify") => {
+            let mut result = Ok(());
+            for skill in client.list_all_skills().await? {
+                match client.load_skill(&skill).await {
+                    Ok(loaded) => {
+                        for file in &loaded.skill.resources {
+                            if file.uri != skill.uri
+                                && let Err(e) = client.read_skill_file(&skill, &file.uri).await
+                            {
+                                result = Err(e);
+                            }
+                        }
+                    }
+                    Err(e) => result = Err(e),
                 }
             }
             result
