@@ -405,9 +405,15 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         (Some(url), _) => {
             let mut b = http_options(&cli, HttpTransport::builder(url.clone()))?;
             // OAuth for a server the user named, unless a bearer token was given.
+            // Without a place for credentials (no HOME, no TOOLWIRE_CREDENTIALS) the command
+            // still runs, unauthenticated.
             if embedded.is_none() && cli.bearer.is_none() {
-                let oauth = login::oauth(url, &login::LoginArgs::default(), false)?;
-                b = b.authorizer(std::sync::Arc::new(oauth));
+                match login::oauth(url, &login::LoginArgs::default(), false) {
+                    Ok(oauth) => b = b.authorizer(std::sync::Arc::new(oauth)),
+                    Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+                        tracing::warn!(%reason, "OAuth is off for this command");
+                    }
+                }
             }
             let transport = b
                 .build_with_sse_fallback()
