@@ -200,10 +200,12 @@ impl Flow<'_> {
         redirect_uri: Option<&str>,
     ) -> Result<ClientRegistration, AuthError> {
         let supported = d.meta.token_endpoint_auth_methods_supported.as_deref();
+        // A stored configured client yields to the one configured now (it may have changed).
         if let Some(c) = stored.filter(|c| {
-            c.kind == ClientKind::MetadataDocument
-                || redirect_uri.is_none()
-                || c.redirect_uri.as_deref() == redirect_uri
+            !(c.kind == ClientKind::Static && self.config.static_client.is_some())
+                && (c.kind != ClientKind::Registered
+                    || redirect_uri.is_none()
+                    || c.redirect_uri.as_deref() == redirect_uri)
         }) {
             return Ok(c.clone());
         }
@@ -564,7 +566,9 @@ impl Flow<'_> {
             resource: d.resource.clone(),
             token_endpoint,
             revocation_endpoint: d.meta.revocation_endpoint.clone(),
-            client: (client.kind != ClientKind::Static).then(|| client.clone()),
+            // A configured client is kept too, so a later process without the configuration
+            // can refresh (the secret is as private as the tokens beside it).
+            client: Some(client.clone()),
             dpop_key: self.dpop.map(|k| k.pkcs8().clone()),
             tokens: Some(tokens),
             saved_at: now(),

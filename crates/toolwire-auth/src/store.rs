@@ -33,7 +33,8 @@ pub enum ClientKind {
     Registered,
     /// A client ID metadata document URL.
     MetadataDocument,
-    /// Configured by the user (never written to a store).
+    /// Configured by the user (kept with the tokens it obtained, so they can be refreshed by
+    /// a process that is not given the configuration again).
     Static,
 }
 
@@ -68,7 +69,7 @@ pub struct StoredAuth {
     /// The revocation endpoint, if the server has one.
     #[serde(default)]
     pub revocation_endpoint: Option<String>,
-    /// The client identity (not kept for a configured client).
+    /// The client identity.
     #[serde(default)]
     pub client: Option<ClientRegistration>,
     /// The tokens.

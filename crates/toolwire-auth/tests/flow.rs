@@ -390,3 +390,32 @@ async fn a_dpop_challenge_gets_bound_tokens_a_fresh_proof_per_request_and_the_se
     );
     assert!(!format!("{entry:?}").contains(entry.dpop_key.as_ref().unwrap().expose()));
 }
+
+#[tokio::test]
+async fn a_configured_clients_tokens_are_refreshed_by_a_process_not_given_the_configuration() {
+    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let store = MemoryStore::new();
+    let first = OAuth::new(
+        peer.url(),
+        config(&store).static_client(
+            toolwire_auth::StaticClient::new("configured-id").secret("configured-secret-x"),
+        ),
+    );
+    let t = transport(&peer, &first);
+    t.send(request(1)).await.unwrap();
+    assert!(next(&t).await.is_ok());
+    // Another process: the same store, no client configured, nobody to approve.
+    let second = OAuth::new(
+        peer.url(),
+        OAuthConfig::new().store(Arc::new(store.clone())),
+    );
+    let t2 = transport(&peer, &second);
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    t2.send(request(2)).await.unwrap();
+    assert!(next(&t2).await.is_ok(), "refreshed without a flow");
+    let s = state.lock().unwrap();
+    assert_eq!((s.registrations, s.authorizations), (0, 1));
+    let refresh = form(&Bytes::from(s.token_forms.last().unwrap().clone()));
+    assert_eq!(get(&refresh, "grant_type"), Some("refresh_token"));
+    assert_eq!(get(&refresh, "client_id"), Some("configured-id"));
+}

@@ -198,7 +198,7 @@ impl Inner {
         Ok(credentials.generation)
     }
 
-    /// Asks the authorizer what to do about a 401 or 403 to a request to `uri` that carried
+    /// Asks the authorizer what to do about a 401 or 403 to a POST to `uri` that carried
     /// credentials of `generation`: `Ok(true)` to resend, `Ok(false)` to report the refusal.
     pub(crate) async fn refused(
         &self,
@@ -220,11 +220,9 @@ impl Inner {
             return Ok(false);
         }
         let challenges = challenges(headers);
-        let method = if mcp_method.is_some() {
-            Method::POST
-        } else {
-            Method::GET
-        };
+        // Only POSTs are resent after a refusal (the GET stream reconnects on its own, with
+        // fresh credentials).
+        let method = Method::POST;
         let resend = authorizer
             .refused(&Refusal {
                 status,
