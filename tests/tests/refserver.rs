@@ -441,3 +441,58 @@ async fn a_slow_notification_consumer_loses_the_oldest_and_never_blocks_calls() 
     assert_eq!(slow.lost(), 16);
     client.close().await;
 }
+
+/// The URI of the next `notifications/resources/updated` on `notifications` (other
+/// notifications skipped), within 5 s.
+async fn next_update(notifications: &mut toolwire::Notifications) -> String {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let notice = notifications.recv().await.expect("the client is open");
+            if let toolwire::ServerNotification::ResourceUpdated(updated) = &notice.notification {
+                return updated.uri.clone();
+            }
+        }
+    })
+    .await
+    .expect("a resource update within 5 s")
+}
+
+/// A subscribed resource's updates reach the notification stream (legacy: through
+/// `resources/subscribe` and the GET stream; modern: through a listen stream replaced with
+/// one that names it), and an unsubscribed one's stop: after unsubscribing `a` and
+/// subscribing `b`, writing `a` then `b` yields `b` first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_reach_subscribers_and_stop_after_unsubscribing_in_both_eras() {
+    let s = server(options(Eras::Both)).await;
+    for mode in [
+        ProtocolMode::Auto,
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let client = Client::builder("subscriptions", "0")
+            .mode(mode.clone())
+            .connect_http(HttpTransport::builder(s.url()))
+            .unwrap();
+        let mut notifications = client.notifications();
+        client.call_tool("unlock_files", json!({})).await.unwrap();
+        let (a, b) = ("toolwire://files/a", "toolwire://files/b");
+        client.subscribe_resource(a).await.unwrap();
+        let write = |path: &'static str| {
+            let client = client.clone();
+            async move {
+                client
+                    .call_tool("write_file", json!({"path": path, "content": "x"}))
+                    .await
+                    .unwrap()
+            }
+        };
+        write("a").await;
+        assert_eq!(next_update(&mut notifications).await, a, "{mode:?}");
+
+        client.subscribe_resource(b).await.unwrap();
+        client.unsubscribe_resource(a).await.unwrap();
+        write("a").await;
+        write("b").await;
+        assert_eq!(next_update(&mut notifications).await, b, "{mode:?}");
+        client.close().await;
+    }
+}

@@ -146,6 +146,9 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long = "for", value_name = "SECS")]
         for_secs: Option<f64>,
+        /// Subscribe to updates of this resource first (repeatable).
+        #[arg(long = "resource", value_name = "URI")]
+        resources: Vec<String>,
     },
     /// Read one JSON request a line from stdin ({"tool": NAME, "arguments": {...}} or
     /// {"method": M, "params": {...}}), print one JSON answer a line, over one client.
@@ -507,8 +510,14 @@ fn stderr_mode(cli: &Cli) -> StderrMode {
     }
 }
 
-/// `watch`: every notification, as it comes, until the server goes or `for_secs` pass.
-async fn watch(cli: &Cli, client: &Client, for_secs: Option<f64>) -> Result<ExitCode, Failure> {
+/// `watch`: every notification, as it comes, until the server goes or `for_secs` pass,
+/// after subscribing to `resources`.
+async fn watch(
+    cli: &Cli,
+    client: &Client,
+    for_secs: Option<f64>,
+    resources: &[String],
+) -> Result<ExitCode, Failure> {
     let limit = match for_secs {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => {
@@ -520,6 +529,11 @@ async fn watch(cli: &Cli, client: &Client, for_secs: Option<f64>) -> Result<Exit
     };
     let mut notifications = client.notifications();
     client.ready().await?;
+    for uri in resources {
+        client.subscribe_resource(uri).await?;
+        // On stderr, so stdout stays the notifications alone; a script waits for it.
+        eprintln!("subscribed to {uri}");
+    }
     let until = limit.map(|l| tokio::time::Instant::now() + l);
     loop {
         let notice = tokio::select! {
@@ -794,7 +808,10 @@ async fn command(
         | Command::Logout
         | Command::Auth { .. } => Ok(ExitCode::SUCCESS),
         Command::Batch => Ok(batch::run(batch::Target::Client(client)).await),
-        Command::Watch { for_secs } => watch(cli, client, *for_secs).await,
+        Command::Watch {
+            for_secs,
+            resources,
+        } => watch(cli, client, *for_secs, resources).await,
         Command::Resources { command } => match command {
             ResourcesCommand::List => browse::list_resources(client, false, cli.json).await,
             ResourcesCommand::Templates => browse::list_resources(client, true, cli.json).await,

@@ -695,6 +695,54 @@ fn watch_prints_the_servers_notifications_as_they_come() {
     );
 }
 
+/// `watch --resource URI` subscribes before it prints anything (it says so on stderr) and
+/// prints the updates of that resource another client's writes cause, in both eras.
+#[test]
+fn watch_with_a_resource_prints_its_updates_in_both_eras() {
+    let served = serve(&[]);
+    let trigger = toolwire(&["--url", &served.url, "tools", "call", "unlock_files"]);
+    assert!(trigger.status.success(), "{}", stdout(&trigger));
+    for protocol in ["auto", "2025-11-25"] {
+        let mut watch = Command::new(BIN)
+            .args(["--url", &served.url, "--protocol", protocol, "--json"])
+            .args(["watch", "--resource", "toolwire://files/w", "--for", "6"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(watch.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        assert_eq!(
+            line.trim(),
+            "subscribed to toolwire://files/w",
+            "{protocol}"
+        );
+        let write = toolwire(&[
+            "--url",
+            &served.url,
+            "tools",
+            "call",
+            "write_file",
+            "path=w",
+            "content=x",
+        ]);
+        assert!(write.status.success(), "{}", stdout(&write));
+        let o = watch.wait_with_output().unwrap();
+        assert!(o.status.success(), "{protocol}");
+        let updates: Vec<Value> = lines(&o)
+            .into_iter()
+            .filter(|n| n["method"] == "notifications/resources/updated")
+            .collect();
+        assert_eq!(updates.len(), 1, "{protocol}: {}", stdout(&o));
+        assert_eq!(
+            updates[0]["params"]["uri"], "toolwire://files/w",
+            "{protocol}"
+        );
+    }
+}
+
 #[test]
 fn resources_prompts_and_completions_of_the_embedded_server_in_both_eras() {
     for protocol in ["auto", "2025-11-25"] {

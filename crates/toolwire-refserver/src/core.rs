@@ -1,6 +1,6 @@
 //! The server's JSON-RPC dispatch, shared by the HTTP and stdio front ends.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -47,8 +47,67 @@ pub(crate) enum Handled {
     Answer(Value),
     /// Nothing to send (a notification or a response from the client).
     Nothing,
-    /// A `subscriptions/listen` the front end keeps open (its request id).
-    Listen(Value),
+    /// A `subscriptions/listen` the front end keeps open (its request id, what it asked for).
+    Listen(Value, Interest),
+}
+
+/// Something that changed, for whoever listens.
+#[derive(Debug, Clone)]
+pub(crate) enum Change {
+    /// The tool list.
+    Tools,
+    /// The resource with this URI (a file `write_file` wrote).
+    Resource(String),
+}
+
+/// What a `subscriptions/listen` stream asked for (and is acknowledged: this server honours
+/// all of it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interest {
+    tools: bool,
+    resources: BTreeSet<String>,
+}
+
+impl Interest {
+    fn from_params(params: &Value) -> Self {
+        let asked = &params["notifications"];
+        Self {
+            tools: asked["toolsListChanged"] == true,
+            resources: asked["resourceSubscriptions"]
+                .as_array()
+                .map(|uris| {
+                    uris.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The notification `change` makes on the listen stream `subscription`, if it asked for it.
+    pub(crate) fn notification(&self, change: &Change, subscription: &Value) -> Option<Value> {
+        match change {
+            Change::Tools => self.tools.then(|| list_changed(Some(subscription))),
+            Change::Resource(uri) => self
+                .resources
+                .contains(uri)
+                .then(|| resource_updated(uri, Some(subscription))),
+        }
+    }
+
+    /// The first message of a listen stream: everything asked for is honoured.
+    pub(crate) fn acknowledged(&self, subscription: &Value) -> Value {
+        let mut agreed = json!({});
+        if self.tools {
+            agreed["toolsListChanged"] = json!(true);
+        }
+        if !self.resources.is_empty() {
+            agreed["resourceSubscriptions"] = json!(self.resources);
+        }
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": agreed,
+                "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
+    }
 }
 
 /// The server's state.
@@ -56,9 +115,11 @@ pub(crate) struct Core {
     pub(crate) options: Options,
     tools: Mutex<Vec<Entry>>,
     files: Mutex<HashMap<String, String>>,
-    changes: broadcast::Sender<()>,
+    changes: broadcast::Sender<Change>,
     /// The legacy `logging/setLevel` threshold (one for the whole server: enough for tests).
     log_level: Mutex<Option<String>>,
+    /// The legacy `resources/subscribe` set (one for the whole server, as the log level).
+    subscribed: Mutex<BTreeSet<String>>,
 }
 
 pub(crate) fn error(
@@ -91,12 +152,24 @@ impl Core {
             files: Mutex::new(HashMap::new()),
             changes: broadcast::channel(64).0,
             log_level: Mutex::new(None),
+            subscribed: Mutex::new(BTreeSet::new()),
         })
     }
 
-    /// Tool-list changes, as they happen.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<()> {
+    /// Tool-list and resource changes, as they happen.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
+    }
+
+    /// The legacy notification `change` makes: every tool-list change, updates of the
+    /// resources subscribed to.
+    pub(crate) fn legacy_notification(&self, change: &Change) -> Option<Value> {
+        match change {
+            Change::Tools => Some(list_changed(None)),
+            Change::Resource(uri) => lock(&self.subscribed)
+                .contains(uri)
+                .then(|| resource_updated(uri, None)),
+        }
     }
 
     /// The header plan of tool `name`, if it has one.
@@ -154,7 +227,7 @@ impl Core {
             "server/discover" if self.modern_ok() => Ok(json!({
                 "resultType": "complete",
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true}, "prompts": {}, "completions": {}},
                 "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
                 "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
             })),
@@ -167,12 +240,27 @@ impl Core {
                 };
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
+                    "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true}, "prompts": {}, "completions": {}},
                     "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
                 }))
             }
-            "subscriptions/listen" if modern.is_some() => return Handled::Listen(id.clone()),
+            "subscriptions/listen" if modern.is_some() => {
+                return Handled::Listen(id.clone(), Interest::from_params(params));
+            }
+            "resources/subscribe" | "resources/unsubscribe" if modern.is_none() => {
+                match params["uri"].as_str() {
+                    Some(uri) if method == "resources/subscribe" => {
+                        lock(&self.subscribed).insert(uri.to_owned());
+                        Ok(json!({}))
+                    }
+                    Some(uri) => {
+                        lock(&self.subscribed).remove(uri);
+                        Ok(json!({}))
+                    }
+                    None => Err((code::INVALID_PARAMS, "uri is required".to_owned())),
+                }
+            }
             "ping" => Ok(json!({})),
             "logging/setLevel" if modern.is_none() => match params["level"].as_str() {
                 Some(level) if tools::LEVELS.contains(&level) => {
@@ -363,6 +451,8 @@ impl Core {
             },
             "write_file" => {
                 lock(&self.files).insert(str_arg("path"), str_arg("content"));
+                let uri = format!("toolwire://files/{}", str_arg("path"));
+                let _ = self.changes.send(Change::Resource(uri));
                 tools::text(format!("wrote {}", str_arg("path")))
             }
             other => return Err((code::INVALID_PARAMS, format!("Unknown tool: {other}"))),
@@ -387,12 +477,12 @@ impl Core {
             tools.push(entry);
         }
         drop(tools);
-        let _ = self.changes.send(());
+        let _ = self.changes.send(Change::Tools);
     }
 
     fn unregister(&self, name: &str) {
         lock(&self.tools).retain(|e| e.name() != name);
-        let _ = self.changes.send(());
+        let _ = self.changes.send(Change::Tools);
     }
 }
 
@@ -405,9 +495,13 @@ pub(crate) fn list_changed(subscription: Option<&Value>) -> Value {
     }
 }
 
-/// The first message of a listen stream.
-pub(crate) fn acknowledged(subscription: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-        "params": {"notifications": {"toolsListChanged": true},
-            "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
+/// `notifications/resources/updated` for `uri`, on a listen stream when `subscription` is
+/// given.
+pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value {
+    let mut note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": {"uri": uri}});
+    if let Some(id) = subscription {
+        note["params"]["_meta"] = json!({meta_key::SUBSCRIPTION_ID: id});
+    }
+    note
 }

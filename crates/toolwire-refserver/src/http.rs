@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -19,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use toolwire_headers::{ReceivedHeaders, check_request};
 
-use crate::core::{Core, Handled, acknowledged, error, list_changed, lock, request_version};
+use crate::core::{Change, Core, Handled, Interest, error, lock, request_version};
 use crate::{Eras, Framing};
 
 pub(crate) type Body = Channel<Bytes, std::io::Error>;
@@ -115,20 +116,25 @@ fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
 /// after 15 quiet seconds, until the client goes away or `next` says the stream is over.
 async fn forward_changes(
     mut tx: Sender<Bytes, std::io::Error>,
-    mut changes: tokio::sync::broadcast::Receiver<()>,
-    mut next: impl FnMut() -> Option<Bytes>,
+    mut changes: tokio::sync::broadcast::Receiver<Change>,
+    mut next: impl FnMut(&Change) -> ControlFlow<(), Option<Bytes>>,
 ) {
+    use tokio::sync::broadcast::error::RecvError;
     loop {
         let event = tokio::select! {
-            change = changes.recv() => match change {
-                Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    match next() {
-                        Some(event) => event,
-                        None => return,
-                    }
+            change = changes.recv() => {
+                // Changes missed: say the tool list changed (the one thing every stream hears).
+                let change = match change {
+                    Ok(change) => change,
+                    Err(RecvError::Lagged(_)) => Change::Tools,
+                    Err(RecvError::Closed) => return,
+                };
+                match next(&change) {
+                    ControlFlow::Continue(Some(event)) => event,
+                    ControlFlow::Continue(None) => continue,
+                    ControlFlow::Break(()) => return,
                 }
-                Err(_) => return,
-            },
+            }
             // A comment keeps proxies from closing a quiet stream.
             () = tokio::time::sleep(Duration::from_secs(15)) => Bytes::from_static(b": keep-alive\n\n"),
         };
@@ -325,7 +331,7 @@ impl Front {
         }
         if method == "subscriptions/listen" && modern {
             return match core.handle(&message, &notify).await {
-                Handled::Listen(id) => self.listen(id),
+                Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
@@ -346,7 +352,7 @@ impl Front {
             Framing::Json => {
                 let answer = match core.handle(&message, &notify).await {
                     Handled::Answer(a) => a,
-                    Handled::Listen(_) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
+                    Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
                 json_response(StatusCode::OK, &answer)
             }
@@ -455,15 +461,26 @@ impl Front {
         format!("{stream}:{seq}")
     }
 
-    /// The modern listen stream: the acknowledgement, then every list change.
-    fn listen(self: &Arc<Self>, id: Value) -> Response<Body> {
+    /// The modern listen stream: the acknowledgement, then every change it asked for.
+    fn listen(self: &Arc<Self>, id: Value, interest: Interest) -> Response<Body> {
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
         tokio::spawn(async move {
-            if tx.send_data(sse(None, &acknowledged(&id))).await.is_err() {
+            if tx
+                .send_data(sse(None, &interest.acknowledged(&id)))
+                .await
+                .is_err()
+            {
                 return;
             }
-            forward_changes(tx, changes, || Some(sse(None, &list_changed(Some(&id))))).await;
+            forward_changes(tx, changes, |change| {
+                ControlFlow::Continue(
+                    interest
+                        .notification(change, &id)
+                        .map(|note| sse(None, &note)),
+                )
+            })
+            .await;
         });
         response
     }
@@ -515,14 +532,16 @@ impl Front {
         let front = self.clone();
         tokio::spawn(async move {
             let stream = front.open_stream(&sid);
-            forward_changes(tx, changes, || {
+            forward_changes(tx, changes, |change| {
                 // The session was deleted: end its stream.
                 if !lock(&front.sessions).contains_key(&sid) {
-                    return None;
+                    return ControlFlow::Break(());
                 }
-                let note = list_changed(None);
+                let Some(note) = front.core.legacy_notification(change) else {
+                    return ControlFlow::Continue(None);
+                };
                 let id = front.log(&sid, stream, Bytes::from(note.to_string()));
-                Some(sse(Some(&id), &note))
+                ControlFlow::Continue(Some(sse(Some(&id), &note)))
             })
             .await;
         });

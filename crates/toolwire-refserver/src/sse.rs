@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::core::{Handled, error, list_changed, lock};
+use crate::core::{Change, Handled, error, lock};
 use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
 
 /// One `message` event.
@@ -39,12 +39,17 @@ impl Front {
                             Some(value) => message(&value),
                             None => break,
                         },
-                        change = changes.recv() => match change {
-                            Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                                message(&list_changed(None))
+                        change = changes.recv() => {
+                            let change = match change {
+                                Ok(change) => change,
+                                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Change::Tools,
+                                Err(_) => continue,
+                            };
+                            match front.core.legacy_notification(&change) {
+                                Some(note) => message(&note),
+                                None => continue,
                             }
-                            Err(_) => continue,
-                        },
+                        }
                     };
                     if tx.send_data(event).await.is_err() {
                         break;

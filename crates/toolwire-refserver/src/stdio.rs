@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::core::{Core, Handled, acknowledged, error, list_changed};
+use crate::core::{Change, Core, Handled, Interest, error};
 
 /// The longest line read; a longer one is answered with a parse error and skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -28,8 +28,8 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
     });
     let mut changes = core.subscribe();
     let mut legacy = false;
-    let mut listening: Vec<Value> = Vec::new();
-    let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<Value>();
+    let mut listening: Vec<(Value, Interest)> = Vec::new();
+    let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<(Value, Interest)>();
     // `tools/call`s answered, for `exit_after_calls`; the last one wakes the loop to end.
     let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let exit_after = core.options.faults.exit_after_calls;
@@ -92,7 +92,7 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
                 }
                 if message["method"] == "notifications/cancelled" {
                     let id = &message["params"]["requestId"];
-                    listening.retain(|l| l != id);
+                    listening.retain(|(l, _)| l != id);
                 }
                 let core = core.clone();
                 let out = out.clone();
@@ -116,27 +116,31 @@ pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
                                 }
                             }
                         }
-                        Handled::Listen(id) => {
-                            let _ = listens.send(id);
+                        Handled::Listen(id, interest) => {
+                            let _ = listens.send((id, interest));
                         }
                         Handled::Nothing => {}
                     }
                 });
             }
             Some(()) = quit_rx.recv() => break,
-            Some(id) = listen_rx.recv() => {
-                let _ = out.send(acknowledged(&id));
-                listening.push(id);
+            Some((id, interest)) = listen_rx.recv() => {
+                let _ = out.send(interest.acknowledged(&id));
+                listening.push((id, interest));
             }
             change = changes.recv() => {
-                if change.is_err() && !matches!(change, Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) {
-                    continue;
+                let change = match change {
+                    Ok(change) => change,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Change::Tools,
+                    Err(_) => continue,
+                };
+                if legacy && let Some(note) = core.legacy_notification(&change) {
+                    let _ = out.send(note);
                 }
-                if legacy {
-                    let _ = out.send(list_changed(None));
-                }
-                for id in &listening {
-                    let _ = out.send(list_changed(Some(id)));
+                for (id, interest) in &listening {
+                    if let Some(note) = interest.notification(&change, id) {
+                        let _ = out.send(note);
+                    }
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! How a session behaves ([`SessionConfig`], [`ProtocolMode`], [`SettleMode`]) and the
 //! per-call choices of a `tools/call` ([`CallOptions`], [`InputResponses`]).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use toolwire_types::{ClientCapabilities, Implementation, JsonObject, ProtocolVersion, Tool};
@@ -41,9 +42,13 @@ pub struct SessionConfig {
     pub settle_timeout: Duration,
     /// Refetch the tool list when the server says it changed (default on).
     pub auto_refresh: bool,
-    /// In the `2026-07-28` era, open a `subscriptions/listen` stream for tool-list changes
-    /// when the server declares `tools.listChanged` (default on).
+    /// In the `2026-07-28` era, open a `subscriptions/listen` stream for the list changes
+    /// the server declares (`tools`, `prompts`, `resources` `listChanged`; default on). A
+    /// resource subscription opens one whatever this says.
     pub listen: bool,
+    /// The resources subscribed to ([`Session::subscribe_resource`](crate::Session::subscribe_resource)
+    /// keeps it; a session made with it after a reconnect subscribes to them again).
+    pub resource_subscriptions: BTreeSet<String>,
     /// The least severe log message wanted from the server: in the `2026-07-28` era it rides
     /// on every request's `_meta` (`io.modelcontextprotocol/logLevel`; without it the server
     /// sends none); in the legacy era the facade sends `logging/setLevel` (default: none).
@@ -81,6 +86,7 @@ impl SessionConfig {
             settle_timeout: Duration::from_secs(5),
             auto_refresh: true,
             listen: true,
+            resource_subscriptions: BTreeSet::new(),
             log_level: None,
         }
     }

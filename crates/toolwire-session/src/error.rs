@@ -111,4 +111,11 @@ pub enum RequestError {
     /// reserved prefixes, `progressToken`).
     #[error("`_meta` key `{0}` is the session's to set")]
     ReservedMeta(String),
+    /// The server's acknowledgement of the listen stream (`2026-07-28`) left out a resource
+    /// subscription the caller asked for: it will send no updates of that resource.
+    #[error("the server did not acknowledge the subscription to {uri}")]
+    NotAcknowledged {
+        /// The resource.
+        uri: String,
+    },
 }

@@ -77,4 +77,8 @@ pub enum Event {
         /// The operation.
         op: OpId,
     },
+    /// The session stopped waiting for request `id` on its own (a listen stream replaced by
+    /// one with other subscriptions): a transport that holds a stream for it closes it
+    /// (`Transport::cancel`). Any `notifications/cancelled` it needs is already queued.
+    CloseStream(toolwire_types::RequestId),
 }

@@ -8,6 +8,7 @@ mod listen;
 mod negotiation;
 mod refresh;
 mod settle;
+mod subscriptions;
 mod tool_list;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -53,6 +54,13 @@ enum PendingKind {
     },
     /// The `subscriptions/listen` stream (never times out).
     Listen,
+    /// A legacy `resources/subscribe` or `resources/unsubscribe`: the caller's (`op`), or
+    /// one sent again to a new session (none).
+    Subscription {
+        op: Option<OpId>,
+        uri: String,
+        subscribe: bool,
+    },
     ListPage {
         op: OpId,
         listing: Listing,
@@ -78,6 +86,7 @@ impl Pending {
             PendingKind::Request { op }
             | PendingKind::ToolCall { op, .. }
             | PendingKind::ListPage { op, .. } => Some(*op),
+            PendingKind::Subscription { op, .. } => *op,
             PendingKind::Probe | PendingKind::Initialize | PendingKind::Listen => None,
         }
     }
@@ -236,7 +245,11 @@ impl Session {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let requests = self.pending.values().map(|p| p.deadline);
         let held = self.barrier.next_deadline();
-        requests.chain(held).chain(self.listen.reopen_at).min()
+        requests
+            .chain(held)
+            .chain(self.listen.reopen_at)
+            .chain(self.listen.next_deadline())
+            .min()
     }
 
     /// Expires every request whose deadline is at or before `now`, releases results the
@@ -252,7 +265,7 @@ impl Session {
         for id in expired {
             if let Some(p) = self.pending.remove(&id) {
                 self.forget(&p);
-                self.expire(p, now);
+                self.expire(&id, p, now);
             }
         }
         let late = self.barrier.expired(now);
@@ -268,13 +281,14 @@ impl Session {
                 result: Ok(h.result),
             });
         }
+        self.expire_waiting(now);
         if self.listen.reopen_at.is_some_and(|at| at <= now) {
             self.listen.reopen_at = None;
             self.send_listen(now);
         }
     }
 
-    fn expire(&mut self, p: Pending, now: Instant) {
+    fn expire(&mut self, id: &RequestId, p: Pending, now: Instant) {
         match p.kind {
             PendingKind::Probe if self.config.mode == ProtocolMode::Auto => {
                 tracing::debug!("no answer to server/discover; falling back to initialize");
@@ -292,7 +306,13 @@ impl Session {
                     result: Err(RequestError::Timeout(p.timeout)),
                 })
             }
-            PendingKind::Listen => self.listen_dropped(now),
+            PendingKind::Listen => self.listen_dropped(id, None, now),
+            PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
+                op,
+                uri,
+                subscribe,
+                Err(RequestError::Timeout(p.timeout)),
+            ),
             PendingKind::ListPage { op, .. } => {
                 self.finish_listing(op, Err(RequestError::Timeout(p.timeout)), now)
             }
@@ -520,29 +540,37 @@ impl Session {
         };
         self.events.push_back(event);
         let version = self.version().cloned()?;
-        if !version.is_modern() || !self.carries_headers {
-            let params = toolwire_types::CancelledParams {
-                request_id: Some(id.clone()),
-                reason: reason.map(str::to_owned),
-                meta: None,
-                extra: JsonObject::new(),
-            };
-            match encode_notification("notifications/cancelled", Some(&params)) {
-                Ok(body) => {
-                    let headers = self.version_headers(&version);
-                    self.transmits.push_back(outbound(
-                        body,
-                        headers,
-                        RetryClass::Never,
-                        MessageKind::Notification {
-                            method: "notifications/cancelled",
-                        },
-                    ));
-                }
-                Err(e) => tracing::warn!(error = %e, "could not encode notifications/cancelled"),
-            }
-        }
+        self.send_cancelled(&version, &id, reason);
         Some(id)
+    }
+
+    /// Tells the server that request `id` is cancelled, where the era and transport call for
+    /// a notification (legacy, or modern over stdio; over modern HTTP closing the request's
+    /// stream says it).
+    fn send_cancelled(&mut self, version: &ProtocolVersion, id: &RequestId, reason: Option<&str>) {
+        if version.is_modern() && self.carries_headers {
+            return;
+        }
+        let params = toolwire_types::CancelledParams {
+            request_id: Some(id.clone()),
+            reason: reason.map(str::to_owned),
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        match encode_notification("notifications/cancelled", Some(&params)) {
+            Ok(body) => {
+                let headers = self.version_headers(version);
+                self.transmits.push_back(outbound(
+                    body,
+                    headers,
+                    RetryClass::Never,
+                    MessageKind::Notification {
+                        method: "notifications/cancelled",
+                    },
+                ));
+            }
+            Err(e) => tracing::warn!(error = %e, "could not encode notifications/cancelled"),
+        }
     }
 
     /// Whether requests at `version` carry the SEP-2243 headers: from `2026-07-28`, and only
@@ -637,7 +665,7 @@ impl Session {
             && response.id.as_ref().is_none_or(|r| r == id)
             && let Err(error) = response.payload
         {
-            return self.complete(pending, Err(error), now);
+            return self.complete(id.clone(), pending, Err(error), now);
         }
         let status = failure.status;
         match pending.kind {
@@ -666,7 +694,13 @@ impl Session {
                     result: Err(RequestError::Undelivered(failure)),
                 })
             }
-            PendingKind::Listen => self.listen_dropped(now),
+            PendingKind::Listen => self.listen_dropped(&failure.id, None, now),
+            PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
+                op,
+                uri,
+                subscribe,
+                Err(RequestError::Undelivered(failure)),
+            ),
             PendingKind::ListPage { op, .. } => {
                 self.finish_listing(op, Err(RequestError::Undelivered(failure)), now)
             }
@@ -683,7 +717,7 @@ impl Session {
                 match self.pending.remove(&id) {
                     Some(pending) => {
                         self.forget(&pending);
-                        self.complete(pending, response.payload, now);
+                        self.complete(id, pending, response.payload, now);
                     }
                     None => {
                         tracing::debug!(%id, "response to no pending request (late or unknown); dropped")
@@ -725,14 +759,14 @@ impl Session {
                 self.progress_notified(notification, now);
             }
             Message::Notification(notification) => {
+                // Listen-stream notifications are told apart by their subscription id: one
+                // of a stream this session closed (or never opened) is not for the caller.
+                if self.foreign_subscription(&notification) {
+                    tracing::debug!(method = %notification.method, "notification of another subscription; ignored");
+                    return;
+                }
                 match notification.method.as_str() {
-                    "notifications/tools/list_changed" => {
-                        if self.foreign_subscription(&notification) {
-                            tracing::debug!("list change for another subscription; ignored");
-                            return;
-                        }
-                        self.list_changed(now);
-                    }
+                    "notifications/tools/list_changed" => self.list_changed(now),
                     "notifications/subscriptions/acknowledged" => {
                         self.acknowledged(&notification, now)
                     }
@@ -766,13 +800,14 @@ impl Session {
 
     fn complete(
         &mut self,
+        id: RequestId,
         pending: Pending,
         payload: Result<Box<RawValue>, ErrorObject>,
         now: Instant,
     ) {
         match pending.kind {
             PendingKind::Probe => self.probe_answered(payload, now),
-            PendingKind::Initialize => self.initialize_answered(payload),
+            PendingKind::Initialize => self.initialize_answered(payload, now),
             PendingKind::Request { op } => self.events.push_back(Event::Completed {
                 op,
                 result: payload.map_err(|error| RequestError::Server { error }),
@@ -801,15 +836,17 @@ impl Session {
             },
             PendingKind::Listen => {
                 match &payload {
-                    Err(e) if e.code == toolwire_types::error::code::METHOD_NOT_FOUND => {
-                        tracing::debug!("the server has no subscriptions/listen; not reopening");
-                        self.listen.disabled = true;
-                    }
                     Err(e) => tracing::debug!(code = e.code, "the listen stream was refused"),
                     Ok(_) => tracing::debug!("the server ended the listen stream"),
                 }
-                self.listen_dropped(now);
+                self.listen_dropped(&id, payload.as_ref().err(), now);
             }
+            PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
+                op,
+                uri,
+                subscribe,
+                payload.map_err(|error| RequestError::Server { error }),
+            ),
             PendingKind::ListPage {
                 op,
                 listing,

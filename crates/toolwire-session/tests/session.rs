@@ -1432,3 +1432,313 @@ fn a_calls_own_meta_travels_with_the_envelope_and_reserved_keys_are_refused() {
     let (call, _) = p.sent();
     assert_eq!(call["params"]["_meta"], json!({"traceparent": trace}));
 }
+
+// ---- Resource subscriptions ----
+
+const FILE_A: &str = "toolwire://files/a";
+const FILE_B: &str = "toolwire://files/b";
+
+impl Peer {
+    /// Negotiates the modern era with the defaults against a server declaring `capabilities`;
+    /// returns the listen request, if one was sent.
+    fn ready_modern_declaring(capabilities: Value, carries_headers: bool) -> (Self, Option<Value>) {
+        let mut p = Self::with_config(dynamic_config(), carries_headers);
+        p.session.start(p.at(0));
+        let (discover, _) = p.sent();
+        p.reply(
+            &discover,
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": capabilities,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1"}}}),
+            1,
+        );
+        assert!(matches!(p.event(), Event::Ready(_)));
+        let listen = p.session.poll_transmit().map(|t| {
+            let v: Value = serde_json::from_slice(&t.body).unwrap();
+            assert_eq!(v["method"], "subscriptions/listen");
+            v
+        });
+        (p, listen)
+    }
+
+    /// Acknowledges listen request `listen` with `notifications` as the honoured set.
+    fn ack(&mut self, listen: &Value, notifications: Value, ms: u64) {
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": notifications,
+                "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]}}});
+        self.session
+            .handle_inbound(ack.to_string().as_bytes(), self.at(ms));
+    }
+
+    /// A `notifications/resources/updated` for `uri` on listen stream `listen`.
+    fn updated(&mut self, listen: &Value, uri: &str, ms: u64) {
+        let n = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": listen["id"]}}});
+        self.session
+            .handle_inbound(n.to_string().as_bytes(), self.at(ms));
+    }
+
+    /// Negotiates 2025-11-25 with `config` against a server declaring `resources.subscribe`,
+    /// through `notifications/initialized`.
+    fn legacy_subscribable(config: SessionConfig) -> Self {
+        let config = config.with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25));
+        let mut p = Self::with_config(config, true);
+        p.session.start(p.at(0));
+        let (init, _) = p.sent();
+        p.reply(&init, json!({"protocolVersion": "2025-11-25", "capabilities": {"resources": {"subscribe": true}},
+            "serverInfo": {"name": "legacy", "version": "1"}}), 1);
+        let (initialized, _) = p.sent();
+        assert_eq!(initialized["method"], "notifications/initialized");
+        p
+    }
+
+    fn subscriptions(&self) -> Vec<String> {
+        self.session
+            .resource_subscriptions()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Whether `events` hold `op`'s successful completion.
+fn succeeded(events: &[Event], op: OpId) -> bool {
+    events
+        .iter()
+        .any(|e| matches!(e, Event::Completed { op: o, result: Ok(_) } if *o == op))
+}
+
+fn request_id(request: &Value) -> toolwire_types::RequestId {
+    serde_json::from_value(request["id"].clone()).unwrap()
+}
+
+#[test]
+fn a_modern_subscription_opens_a_new_stream_and_closes_the_old_one_only_once_it_is_acknowledged() {
+    let (mut p, old) = Peer::ready_dynamic();
+    let op = p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    let (new, _) = p.sent();
+    assert_eq!(new["method"], "subscriptions/listen");
+    assert_eq!(
+        new["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": [FILE_A]})
+    );
+    // Until the new stream is acknowledged the old one stays open, and what it carries is
+    // still ours.
+    let events = p.events();
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::CloseStream(_))),
+        "{events:?}"
+    );
+    p.updated(&old, FILE_A, 15);
+    assert!(
+        p.events().iter().any(
+            |e| matches!(e, Event::Notification(n) if n.method == "notifications/resources/updated")
+        ),
+        "the old stream's notification reaches the caller"
+    );
+    p.ack(
+        &new,
+        json!({"toolsListChanged": true, "resourceSubscriptions": [FILE_A]}),
+        20,
+    );
+    let events = p.events();
+    assert!(succeeded(&events, op), "{events:?}");
+    let closed: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CloseStream(id) => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(closed, vec![request_id(&old)]);
+    // Over HTTP closing the stream is the cancellation: no notification.
+    p.nothing_sent();
+    // The old stream's notifications are someone else's from now on.
+    p.list_changed(&old, 30);
+    p.nothing_sent();
+    assert_eq!(p.subscriptions(), vec![FILE_A.to_owned()]);
+}
+
+#[test]
+fn a_subscription_the_acknowledgement_leaves_out_fails_and_is_forgotten() {
+    let (mut p, _old) = Peer::ready_dynamic();
+    let kept = p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    let (first, _) = p.sent();
+    // A second change before the first is acknowledged: the unacknowledged stream goes at
+    // once, the new one carries both.
+    let dropped = p.session.subscribe_resource(FILE_B, p.at(11)).unwrap();
+    let (second, _) = p.sent();
+    assert_eq!(
+        second["params"]["notifications"]["resourceSubscriptions"],
+        json!([FILE_A, FILE_B])
+    );
+    let events = p.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::CloseStream(id) if *id == request_id(&first))),
+        "{events:?}"
+    );
+    p.ack(
+        &second,
+        json!({"toolsListChanged": true, "resourceSubscriptions": [FILE_A]}),
+        20,
+    );
+    let results: Vec<_> = p
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Completed { op, result } => Some((op, result.map_err(|e| e.to_string()))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results.iter().any(|(op, r)| *op == kept && r.is_ok()));
+    assert!(results.iter().any(|(op, r)| *op == dropped
+        && r.as_ref().unwrap_err()
+            == &format!("the server did not acknowledge the subscription to {FILE_B}")));
+    assert_eq!(p.subscriptions(), vec![FILE_A.to_owned()]);
+}
+
+#[test]
+fn over_stdio_a_replaced_listen_stream_is_cancelled_by_notification() {
+    let mut p = Peer::ready_modern_with(dynamic_config(), false);
+    let (old, _) = p.sent();
+    p.ack(&old, json!({"toolsListChanged": true}), 2);
+    p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    let (new, _) = p.sent();
+    p.nothing_sent();
+    p.ack(
+        &new,
+        json!({"toolsListChanged": true, "resourceSubscriptions": [FILE_A]}),
+        20,
+    );
+    let (cancelled, _) = p.sent();
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], old["id"]);
+}
+
+#[test]
+fn a_refused_listen_fails_the_subscription_and_the_next_stream_leaves_it_out() {
+    let (mut p, _old) = Peer::ready_dynamic();
+    let op = p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    let (new, _) = p.sent();
+    p.reply_error(&new, -32602, json!({"uri": FILE_A}), 20);
+    let err = p.completed(op).expect("answered").unwrap_err();
+    assert!(err.contains("-32602"), "{err}");
+    assert!(p.subscriptions().is_empty());
+    // The stream is opened again after its backoff, without the refused resource.
+    let reopen = p.session.poll_timeout().expect("a reopen");
+    p.session.handle_timeout(reopen);
+    let (again, _) = p.sent();
+    assert_eq!(
+        again["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+}
+
+#[test]
+fn an_unacknowledged_subscription_times_out_at_the_request_timeout_and_stays_asked_for() {
+    let (mut p, _old) = Peer::ready_dynamic();
+    let op = p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    p.sent();
+    assert_eq!(
+        p.session.poll_timeout(),
+        Some(p.at(10) + Duration::from_secs(60))
+    );
+    p.session.handle_timeout(p.at(10) + Duration::from_secs(60));
+    let err = p.completed(op).expect("timed out").unwrap_err();
+    assert!(err.starts_with("no answer within"), "{err}");
+    assert_eq!(p.subscriptions(), vec![FILE_A.to_owned()]);
+}
+
+#[test]
+fn with_nothing_else_to_hear_subscriptions_alone_open_and_close_the_stream() {
+    // No list changes declared: no stream until a subscription, none after the last goes.
+    let (mut p, listen) =
+        Peer::ready_modern_declaring(json!({"resources": {"subscribe": true}}), true);
+    assert!(listen.is_none());
+    let op = p.session.subscribe_resource(FILE_A, p.at(10)).unwrap();
+    let (stream, _) = p.sent();
+    assert_eq!(
+        stream["params"]["notifications"],
+        json!({"resourceSubscriptions": [FILE_A]})
+    );
+    p.ack(&stream, json!({"resourceSubscriptions": [FILE_A]}), 20);
+    assert!(p.completed(op).expect("acknowledged").is_ok());
+    let op = p.session.unsubscribe_resource(FILE_A, p.at(30)).unwrap();
+    p.nothing_sent();
+    let events = p.events();
+    assert!(succeeded(&events, op), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::CloseStream(id) if *id == request_id(&stream))),
+        "{events:?}"
+    );
+    assert_eq!(p.session.poll_timeout(), None, "nothing to reopen");
+}
+
+#[test]
+fn the_listen_stream_asks_for_the_list_changes_the_server_declares() {
+    let (_p, listen) = Peer::ready_modern_declaring(
+        json!({"prompts": {"listChanged": true}, "resources": {"listChanged": true, "subscribe": true}}),
+        true,
+    );
+    assert_eq!(
+        listen.expect("a listen stream")["params"]["notifications"],
+        json!({"promptsListChanged": true, "resourcesListChanged": true})
+    );
+}
+
+#[test]
+fn a_session_made_with_subscriptions_makes_them_again_in_either_era() {
+    let mut config = dynamic_config();
+    config.resource_subscriptions.insert(FILE_A.to_owned());
+    // Modern: the first listen stream names it.
+    let mut p = Peer::with_config(config.clone(), true);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1"}}}),
+        1,
+    );
+    let (listen, _) = p.sent();
+    assert_eq!(
+        listen["params"]["notifications"],
+        json!({"resourceSubscriptions": [FILE_A]})
+    );
+    // Legacy: resources/subscribe right after initialize; a refusal forgets it.
+    let mut p = Peer::legacy_subscribable(config);
+    let (subscribe, _) = p.sent();
+    assert_eq!(subscribe["method"], "resources/subscribe");
+    assert_eq!(subscribe["params"], json!({"uri": FILE_A}));
+    p.reply_error(&subscribe, -32602, json!({}), 2);
+    assert!(p.subscriptions().is_empty());
+}
+
+#[test]
+fn legacy_subscriptions_are_requests_gated_by_the_declared_capability() {
+    let mut p = Peer::ready_legacy(true);
+    let err = p.session.subscribe_resource(FILE_A, p.at(2)).unwrap_err();
+    assert!(matches!(
+        err,
+        RequestError::NotAdvertised(Capability::ResourceSubscribe)
+    ));
+    assert!(p.subscriptions().is_empty());
+
+    let mut p = Peer::legacy_subscribable(config());
+    let op = p.session.subscribe_resource(FILE_A, p.at(2)).unwrap();
+    let (subscribe, _) = p.sent();
+    assert_eq!(subscribe["method"], "resources/subscribe");
+    p.reply(&subscribe, json!({}), 3);
+    assert!(p.completed(op).expect("answered").is_ok());
+    assert_eq!(p.subscriptions(), vec![FILE_A.to_owned()]);
+    let op = p.session.unsubscribe_resource(FILE_A, p.at(4)).unwrap();
+    let (unsubscribe, _) = p.sent();
+    assert_eq!(unsubscribe["method"], "resources/unsubscribe");
+    assert_eq!(unsubscribe["params"], json!({"uri": FILE_A}));
+    assert!(p.subscriptions().is_empty(), "forgotten at once");
+    p.reply(&unsubscribe, json!({}), 5);
+    assert!(p.completed(op).expect("answered").is_ok());
+}

@@ -560,6 +560,40 @@ impl Client {
             .await
     }
 
+    /// Subscribes to updates of resource `uri`: each change arrives on
+    /// [`Client::notifications`] as `notifications/resources/updated` naming it. Legacy:
+    /// `resources/subscribe` (refused here, [`Error::InvalidCall`], when the server did not
+    /// declare `resources.subscribe`). `2026-07-28`: the `subscriptions/listen` stream is
+    /// replaced by one that names `uri` too (the old one is closed only once the new one is
+    /// acknowledged, so nothing is missed); the call returns when the server acknowledges it,
+    /// with [`Error::SubscriptionRefused`] if the acknowledgement leaves `uri` out. The
+    /// subscription outlives reconnects: the client makes it again on every new connection.
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
+        self.change_subscription(uri.to_owned(), true).await
+    }
+
+    /// Ends a subscription made with [`Client::subscribe_resource`] (legacy:
+    /// `resources/unsubscribe`; `2026-07-28`: a listen stream without `uri`).
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
+        self.change_subscription(uri.to_owned(), false).await
+    }
+
+    async fn change_subscription(&self, uri: String, subscribe: bool) -> Result<(), Error> {
+        let (commands, rx) = self.start()?;
+        let (reply, answer) = oneshot::channel();
+        let issue = Box::new(move |session: &mut Session, now| {
+            if subscribe {
+                session.subscribe_resource(&uri, now)
+            } else {
+                session.unsubscribe_resource(&uri, now)
+            }
+        });
+        commands
+            .send(Command::Request { issue, reply })
+            .map_err(|_| unsent(&rx))?;
+        answer.await.map_err(|_| Error::Closed)?.map(drop)
+    }
+
     /// One page of `prompts/list`.
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, Error> {
         self.request::<method::ListPrompts>(list_params(cursor))

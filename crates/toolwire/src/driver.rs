@@ -649,6 +649,7 @@ impl Driver {
                 Event::Malformed(e) => {
                     tracing::warn!(error = %e, "malformed message from the server")
                 }
+                Event::CloseStream(id) => self.transport.cancel(&id),
                 _ => {}
             }
         }
@@ -841,6 +842,12 @@ impl Driver {
             };
             match connector() {
                 Ok(transport) => {
+                    // The new session subscribes to what the old one had.
+                    self.link.session.resource_subscriptions = self
+                        .session
+                        .resource_subscriptions()
+                        .map(str::to_owned)
+                        .collect();
                     self.session = self.link.session(transport.carries_headers());
                     self.transport = transport;
                     self.ping = None;

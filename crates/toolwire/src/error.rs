@@ -94,6 +94,13 @@ pub enum Error {
         /// What did not match.
         reason: String,
     },
+    /// The server's acknowledgement of the `2026-07-28` listen stream left out a resource
+    /// subscription: it will send no updates of that resource (the subscription is dropped).
+    #[error("the server did not accept the subscription to {uri}")]
+    SubscriptionRefused {
+        /// The resource.
+        uri: String,
+    },
     /// Authorization failed: OAuth discovery, registration or a grant went wrong, the
     /// server refused new credentials, or it needs a login this client may not start. The
     /// source says which, with the authorization server's `error` and `error_description`
@@ -119,6 +126,7 @@ impl From<RequestError> for Error {
             RequestError::Timeout(d) => Self::Timeout(d),
             RequestError::Decode(e) => Self::Decode(Arc::new(e)),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
+            RequestError::NotAcknowledged { uri } => Self::SubscriptionRefused { uri },
             RequestError::Undelivered(failure) => match authorization(&failure) {
                 Some(e) => Self::Authorization(Arc::new(e)),
                 None => Self::Undelivered(failure),

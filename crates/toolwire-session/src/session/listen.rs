@@ -1,18 +1,41 @@
-//! The `2026-07-28` `subscriptions/listen` stream: opened when the server declares
-//! `tools.listChanged`, its acknowledgement checked, notifications of other subscriptions told
-//! apart, reopened with backoff when it drops.
+//! The `2026-07-28` `subscriptions/listen` stream: opened for the list changes the server
+//! declares and the resources the caller subscribed to, its acknowledgement checked,
+//! notifications of other subscriptions told apart, replaced (new one first, old one closed
+//! once the new one is acknowledged) when the subscriptions change, reopened with backoff
+//! when it drops.
 
 use std::time::{Duration, Instant};
 
-use toolwire_types::{JsonObject, Meta, RequestId};
+use serde_json::value::RawValue;
+use toolwire_types::{ErrorObject, JsonObject, Meta, RequestId, SubscriptionFilter};
 
 use super::{PendingKind, Session};
+use crate::{Event, OpId, RequestError};
+
+/// A change of the resource subscriptions waiting for the stream that carries it to be
+/// acknowledged.
+pub(super) enum Change {
+    /// The caller subscribed to this URI.
+    Subscribe(String),
+    /// The caller unsubscribed from this URI.
+    Unsubscribe,
+}
 
 /// The `subscriptions/listen` stream.
 #[derive(Default)]
 pub(super) struct Listen {
     /// The request that carries the stream, while it is open.
     pub(super) id: Option<RequestId>,
+    /// The current stream was acknowledged.
+    acknowledged: bool,
+    /// Whether the current stream asked for tool-list changes.
+    tools: bool,
+    /// The stream being replaced: kept open until its successor is acknowledged, so that no
+    /// notification falls between the two.
+    previous: Option<RequestId>,
+    /// Subscription changes the current (or next) stream's acknowledgement answers, each
+    /// with its deadline.
+    waiting: Vec<(OpId, Change, Instant)>,
     /// Drops in a row (the backoff grows with them; an acknowledgement resets them).
     failures: u32,
     /// When to reopen it after a drop.
@@ -22,18 +45,58 @@ pub(super) struct Listen {
 }
 
 impl Listen {
-    /// Whether list changes can arrive on it now.
+    /// When the first waiting subscription change times out.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.waiting.iter().map(|w| w.2).min()
+    }
+
+    /// Whether tool-list changes can arrive on it now.
     pub(super) fn is_open(&self) -> bool {
-        self.id.is_some() && !self.disabled
+        self.id.is_some() && self.tools && !self.disabled
+    }
+
+    /// Whether `id` is one of this session's listen streams (the current or the one being
+    /// replaced).
+    fn is_ours(&self, id: &RequestId) -> bool {
+        self.id.as_ref() == Some(id) || self.previous.as_ref() == Some(id)
     }
 }
 
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// An empty JSON object: the result of a subscription change.
+fn empty() -> Box<RawValue> {
+    serde_json::value::to_raw_value(&serde_json::Map::new())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
 impl Session {
-    /// Opens the `subscriptions/listen` stream (modern era, when the server declares
-    /// `tools.listChanged`).
+    /// What a listen stream would ask for now: the list changes the server declares (when
+    /// [`SessionConfig::listen`](crate::SessionConfig::listen) is on) and the subscribed
+    /// resources. `None`: nothing to listen for.
+    fn listen_filter(&self) -> Option<SubscriptionFilter> {
+        let caps = &self.negotiated()?.capabilities;
+        let on = self.config.listen;
+        let tools = on && caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true);
+        let prompts = on && caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true);
+        let resources = on && caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true);
+        let subscribed = &self.config.resource_subscriptions;
+        if !(tools || prompts || resources || !subscribed.is_empty()) {
+            return None;
+        }
+        Some(SubscriptionFilter {
+            tools_list_changed: tools.then_some(true),
+            prompts_list_changed: prompts.then_some(true),
+            resources_list_changed: resources.then_some(true),
+            resource_subscriptions: (!subscribed.is_empty())
+                .then(|| subscribed.iter().cloned().collect()),
+            extra: JsonObject::new(),
+        })
+    }
+
+    /// Opens the `subscriptions/listen` stream (modern era) if there is anything to listen
+    /// for and none is open.
     pub(super) fn send_listen(&mut self, now: Instant) {
         let Some(version) = self.version().cloned() else {
             return;
@@ -41,11 +104,15 @@ impl Session {
         if self.listen.disabled || self.listen.id.is_some() {
             return;
         }
+        let Some(filter) = self.listen_filter() else {
+            // Nothing to listen for (every subscription was dropped): nothing to wait for.
+            self.answer_waiting(None);
+            self.close_previous();
+            return;
+        };
+        let tools = filter.tools_list_changed == Some(true);
         let mut params = toolwire_types::ListenParams {
-            notifications: toolwire_types::SubscriptionFilter {
-                tools_list_changed: Some(true),
-                ..Default::default()
-            },
+            notifications: filter,
             meta: None,
             extra: JsonObject::new(),
         };
@@ -61,15 +128,135 @@ impl Session {
             LISTEN_LIFETIME,
             now,
         ) {
-            Ok(id) => self.listen.id = Some(id),
+            Ok(id) => {
+                self.listen.id = Some(id);
+                self.listen.acknowledged = false;
+                self.listen.tools = tools;
+            }
             Err(e) => tracing::warn!(error = %e, "could not open the listen stream"),
         }
     }
 
-    /// The listen stream ended: reopen it after a backoff (1 s, doubling, at most 30 s).
-    pub(super) fn listen_dropped(&mut self, now: Instant) {
-        self.listen.id = None;
+    /// The subscriptions changed: open a stream with the new filter; the old one stays open
+    /// until the new one is acknowledged (one not yet acknowledged is closed at once:
+    /// nothing relies on it). `op` completes with that acknowledgement.
+    pub(super) fn relisten(&mut self, op: OpId, change: Change, now: Instant) {
+        let deadline = now + self.config.request_timeout;
+        self.listen.waiting.push((op, change, deadline));
         if self.listen.disabled {
+            let error = ErrorObject::new(
+                toolwire_types::error::code::METHOD_NOT_FOUND,
+                "the server has no subscriptions/listen",
+            );
+            return self.answer_waiting(Some(&error));
+        }
+        if let Some(current) = self.listen.id.take() {
+            if self.listen.acknowledged && self.listen.previous.is_none() {
+                self.listen.previous = Some(current);
+            } else {
+                self.close_stream(current);
+            }
+        }
+        // A reopen waiting out its backoff happens now, with the new filter.
+        self.listen.reopen_at = None;
+        self.send_listen(now);
+    }
+
+    /// Stops waiting for listen stream `id`: its pending entry is dropped and the driver told
+    /// to close it ([`Event::CloseStream`]); over stdio (and legacy) the server learns it
+    /// from `notifications/cancelled`.
+    fn close_stream(&mut self, id: RequestId) {
+        if self.pending.remove(&id).is_none() {
+            return;
+        }
+        if let Some(version) = self.version().cloned() {
+            self.send_cancelled(&version, &id, Some("subscriptions changed"));
+        }
+        self.events.push_back(Event::CloseStream(id));
+    }
+
+    /// Closes the stream a newer one replaced.
+    fn close_previous(&mut self) {
+        if let Some(previous) = self.listen.previous.take() {
+            self.close_stream(previous);
+        }
+    }
+
+    /// Answers every waiting subscription change: `refused` fails them all (and drops the URIs
+    /// they subscribed to); else a subscription the acknowledgement (`acknowledged`, the URIs
+    /// it names) does not list fails with [`RequestError::NotAcknowledged`] and is dropped.
+    fn answer_waiting(&mut self, refused: Option<&ErrorObject>) {
+        self.answer_waiting_with(refused, None);
+    }
+
+    fn answer_waiting_with(
+        &mut self,
+        refused: Option<&ErrorObject>,
+        acknowledged: Option<&[String]>,
+    ) {
+        for (op, change, _) in std::mem::take(&mut self.listen.waiting) {
+            let result = match (change, refused) {
+                (Change::Subscribe(uri), Some(error)) => {
+                    self.config.resource_subscriptions.remove(&uri);
+                    Err(RequestError::Server {
+                        error: error.clone(),
+                    })
+                }
+                (Change::Subscribe(uri), None)
+                    if acknowledged.is_some_and(|a| !a.contains(&uri)) =>
+                {
+                    self.config.resource_subscriptions.remove(&uri);
+                    Err(RequestError::NotAcknowledged { uri })
+                }
+                (Change::Subscribe(_) | Change::Unsubscribe, _) => Ok(empty()),
+            };
+            self.events.push_back(Event::Completed { op, result });
+        }
+    }
+
+    /// Fails the subscription changes whose acknowledgement did not come in time (a
+    /// subscription stays in the set: the stream that asks for it may still be acknowledged).
+    pub(super) fn expire_waiting(&mut self, now: Instant) {
+        let timeout = self.config.request_timeout;
+        let (late, waiting) = std::mem::take(&mut self.listen.waiting)
+            .into_iter()
+            .partition(|w| w.2 <= now);
+        self.listen.waiting = waiting;
+        for (op, _, _) in late {
+            self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Timeout(timeout)),
+            });
+        }
+    }
+
+    /// A listen stream ended (answered, refused, timed out or dropped by the transport). The
+    /// stream being replaced is just forgotten; the current one is reopened after a backoff
+    /// (1 s, doubling, at most 30 s), or never if the server has no `subscriptions/listen`
+    /// (`refused` with `-32601`). A refusal fails the subscription changes it carried.
+    pub(super) fn listen_dropped(
+        &mut self,
+        id: &RequestId,
+        refused: Option<&ErrorObject>,
+        now: Instant,
+    ) {
+        if self.listen.previous.as_ref() == Some(id) {
+            self.listen.previous = None;
+            return;
+        }
+        if self.listen.id.as_ref() != Some(id) {
+            return;
+        }
+        self.listen.id = None;
+        if let Some(error) = refused {
+            if error.code == toolwire_types::error::code::METHOD_NOT_FOUND {
+                tracing::debug!("the server has no subscriptions/listen; not reopening");
+                self.listen.disabled = true;
+            }
+            self.answer_waiting(Some(error));
+        }
+        if self.listen.disabled {
+            self.close_previous();
             return;
         }
         let exponent = self.listen.failures.min(5);
@@ -79,49 +266,67 @@ impl Session {
         self.listen.reopen_at = Some(now + delay);
     }
 
-    /// Whether a notification names a subscription that is not this session's listen stream
-    /// (stdio carries every stream on one pipe).
+    /// Whether a notification names a subscription that is not one of this session's listen
+    /// streams (stdio carries every stream on one pipe).
     pub(super) fn foreign_subscription(&self, notification: &toolwire_types::Notification) -> bool {
-        #[derive(serde::Deserialize)]
-        struct WithMeta {
-            #[serde(rename = "_meta", default)]
-            meta: Option<Meta>,
-        }
-        let subscription = notification
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<WithMeta>(p.get()).ok())
-            .and_then(|p| p.meta)
-            .and_then(|m| m.subscription_id);
-        match (subscription, &self.listen.id) {
-            (Some(theirs), Some(ours)) => theirs != *ours,
-            (Some(_), None) => true,
-            (None, _) => false,
+        match subscription_of(notification) {
+            Some(theirs) => !self.listen.is_ours(&theirs),
+            None => false,
         }
     }
 
-    /// The listen stream is up: check what the server agreed to send; after a reconnect,
-    /// refresh (changes may have been missed while it was down).
+    /// A listen stream is up: check what the server agreed to send, answer the subscription
+    /// changes waiting for it and close the stream it replaces; after a reconnect, refresh
+    /// (changes may have been missed while it was down).
     pub(super) fn acknowledged(
         &mut self,
         notification: &toolwire_types::Notification,
         now: Instant,
     ) {
-        if self.foreign_subscription(notification) {
+        // The acknowledgement of the stream being replaced (or of someone else's) changes
+        // nothing.
+        if subscription_of(notification).is_some_and(|s| self.listen.id.as_ref() != Some(&s)) {
             return;
         }
+        if self.listen.id.is_none() {
+            return;
+        }
+        self.listen.acknowledged = true;
         let params: Result<toolwire_types::SubscriptionsAcknowledgedParams, _> =
             notification.params();
-        match params {
-            Ok(p) if p.notifications.tools_list_changed != Some(true) => tracing::warn!(
+        let agreed = match params {
+            Ok(p) => p.notifications,
+            Err(e) => {
+                tracing::warn!(error = %e, "malformed subscription acknowledgement");
+                SubscriptionFilter::default()
+            }
+        };
+        if self.listen.tools && agreed.tools_list_changed != Some(true) {
+            tracing::warn!(
                 "the server did not agree to send tool-list changes on the listen stream; \
                  the tool list will refresh only on request"
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "malformed subscription acknowledgement"),
+            );
         }
+        let resources = agreed.resource_subscriptions.unwrap_or_default();
+        self.answer_waiting_with(None, Some(&resources));
+        self.close_previous();
         if std::mem::take(&mut self.listen.failures) > 0 {
             self.list_changed(now);
         }
     }
+}
+
+/// The `io.modelcontextprotocol/subscriptionId` a notification carries, if any.
+fn subscription_of(notification: &toolwire_types::Notification) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct WithMeta {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Meta>,
+    }
+    notification
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<WithMeta>(p.get()).ok())
+        .and_then(|p| p.meta)
+        .and_then(|m| m.subscription_id)
 }

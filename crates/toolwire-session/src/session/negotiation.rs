@@ -166,21 +166,18 @@ impl Session {
             capabilities: result.capabilities,
             instructions: result.instructions,
         };
-        let listens = self.config.listen
-            && negotiated
-                .capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-                == Some(true);
         self.phase = Phase::Ready(Box::new(negotiated.clone()));
         self.events.push_back(Event::Ready(Box::new(negotiated)));
-        if listens {
-            self.send_listen(now);
-        }
+        // For the list changes the server declares and the resources subscribed to (a
+        // session after a reconnect keeps the subscriptions of the one before).
+        self.send_listen(now);
     }
 
-    pub(super) fn initialize_answered(&mut self, payload: Result<Box<RawValue>, ErrorObject>) {
+    pub(super) fn initialize_answered(
+        &mut self,
+        payload: Result<Box<RawValue>, ErrorObject>,
+        now: Instant,
+    ) {
         let result: InitializeResult = match payload {
             Err(error) => {
                 return self.fail(SessionError::Refused {
@@ -236,5 +233,6 @@ impl Session {
         };
         self.phase = Phase::Ready(Box::new(negotiated.clone()));
         self.events.push_back(Event::Ready(Box::new(negotiated)));
+        self.resubscribe(now);
     }
 }
