@@ -21,6 +21,62 @@ pub(crate) struct Replay {
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
 }
 
+/// What a legacy session holds on the server besides the handshake: the log level and the
+/// resource subscriptions, each as last sent. A new session starts without them, so they
+/// are replayed after the handshake, before the request that found the session gone.
+#[derive(Default)]
+pub(crate) struct SessionState {
+    log_level: Option<Replay>,
+    /// Each subscribed URI with its `resources/subscribe`, in the order they were made.
+    subscriptions: Vec<(String, Replay)>,
+}
+
+impl SessionState {
+    /// Records `out` (answered with a success status) if it sets session state.
+    pub(crate) fn record(&mut self, out: &Outbound) {
+        let method = out.kind.method();
+        let replay = || Replay {
+            body: out.body.clone(),
+            headers: out.headers.clone(),
+        };
+        match method {
+            Some("logging/setLevel") => self.log_level = Some(replay()),
+            Some(m @ ("resources/subscribe" | "resources/unsubscribe")) => {
+                #[derive(serde::Deserialize)]
+                struct Params {
+                    uri: String,
+                }
+                #[derive(serde::Deserialize)]
+                struct Body {
+                    params: Params,
+                }
+                let Ok(body) = serde_json::from_slice::<Body>(&out.body) else {
+                    return;
+                };
+                let uri = body.params.uri;
+                self.subscriptions.retain(|(u, _)| *u != uri);
+                if m == "resources/subscribe" {
+                    self.subscriptions.push((uri, replay()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// What to send again on a new session, in order.
+    fn replays(&self) -> Vec<(&'static str, Replay)> {
+        let level = self
+            .log_level
+            .iter()
+            .map(|r| ("logging/setLevel", r.clone()));
+        let subscriptions = self
+            .subscriptions
+            .iter()
+            .map(|(_, r)| ("resources/subscribe", r.clone()));
+        level.chain(subscriptions).collect()
+    }
+}
+
 /// A session id is visible ASCII (0x21–0x7E).
 pub(crate) fn valid_session_id(value: &HeaderValue) -> bool {
     !value.is_empty() && value.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b))
@@ -88,6 +144,31 @@ impl Inner {
             );
             out.headers = initialized.headers;
             self.post(&out, true).await.map_err(|f| lost(f.error))?;
+        }
+        // The log level and subscriptions the old session had; their answers are not the
+        // caller's (it had them already), and a failure costs only that piece of state.
+        let replays = lock(&self.state).session_state.replays();
+        for (method, replay) in replays {
+            let mut out = Outbound::new(
+                replay.body,
+                MessageKind::Request {
+                    id: RequestId::Number(0),
+                    method,
+                },
+            );
+            out.headers = replay.headers;
+            let sent = match self.post(&out, true).await {
+                Ok(resp) => {
+                    let mut body = resp.into_body();
+                    self.read_body(&mut body, self.config.max_message_size)
+                        .await
+                        .map(drop)
+                }
+                Err(f) => Err(f.error),
+            };
+            if let Err(e) = sent {
+                tracing::warn!(method, error = %e, "could not restore session state on the new session");
+            }
         }
         Ok(())
     }

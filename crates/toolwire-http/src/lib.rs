@@ -183,6 +183,8 @@ struct State {
     /// The legacy handshake as sent (set once `initialize` succeeded: this is legacy HTTP).
     initialize: Option<Replay>,
     initialized: Option<Replay>,
+    /// The log level and resource subscriptions, replayed after the handshake.
+    session_state: legacy::SessionState,
     /// Replay the handshake before the next request (the session expired, or the token
     /// changed).
     stale: bool,
@@ -406,6 +408,11 @@ impl Inner {
                         body: out.body.clone(),
                         headers: out.headers.clone(),
                     });
+                } else if matches!(
+                    method,
+                    "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe"
+                ) {
+                    lock(&self.state).session_state.record(&out);
                 }
                 self.deliver(resp, &id, method).await
             }

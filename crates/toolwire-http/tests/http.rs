@@ -353,6 +353,91 @@ async fn connection_failures_are_typed() {
     );
 }
 
+/// A request with `params`.
+fn request_with(id: i64, method: &'static str, params: Value) -> Outbound {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    Outbound::new(
+        body.to_string(),
+        MessageKind::Request {
+            id: RequestId::Number(id),
+            method,
+        },
+    )
+}
+
+/// A new legacy session starts without the old one's log level and subscriptions: after the
+/// replayed handshake the last `logging/setLevel` and every subscription still held (not one
+/// unsubscribed) go again, before the request that found the session gone.
+#[tokio::test]
+async fn a_replayed_legacy_session_gets_the_log_level_and_subscriptions_back() {
+    let session = Arc::new(AtomicUsize::new(0));
+    let s = session.clone();
+    let peer = HttpPeer::start(move |req| {
+        let method = req.rpc_method().unwrap_or_default();
+        match (req.method.as_str(), method.as_str()) {
+            ("GET", _) => Reply::status(405),
+            (_, "initialize") => {
+                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
+                json_ok(req).header("mcp-session-id", &format!("s{n}"))
+            }
+            _ if req.header("mcp-session-id") != format!("s{}", s.load(Ordering::SeqCst)) => {
+                Reply::status(404)
+            }
+            _ => json_ok(req),
+        }
+    })
+    .await;
+    let t = HttpTransport::new(peer.url()).unwrap();
+    t.send(request(1, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
+    t.send(notification("notifications/initialized"))
+        .await
+        .unwrap();
+    let state = [
+        request_with(2, "logging/setLevel", json!({"level": "debug"})),
+        request_with(3, "logging/setLevel", json!({"level": "error"})),
+        request_with(4, "resources/subscribe", json!({"uri": "file:///a"})),
+        request_with(5, "resources/subscribe", json!({"uri": "file:///b"})),
+        request_with(6, "resources/unsubscribe", json!({"uri": "file:///a"})),
+    ];
+    for out in state {
+        t.send(out).await.unwrap();
+        next(&t).await.unwrap();
+    }
+    session.store(5, Ordering::SeqCst);
+    t.send(request(7, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 7);
+    let after: Vec<(String, Value)> = peer
+        .requests()
+        .iter()
+        .filter(|r| r.method == http::Method::POST)
+        // The first session's: the handshake, the five, the call that got the 404.
+        .skip(8)
+        .map(|r| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            (r.rpc_method().unwrap_or_default(), body["params"].clone())
+        })
+        .collect();
+    let methods: Vec<&str> = after.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "logging/setLevel",
+            "resources/subscribe",
+            "tools/call"
+        ]
+    );
+    assert_eq!(after[2].1, json!({"level": "error"}));
+    assert_eq!(after[3].1, json!({"uri": "file:///b"}));
+}
+
 #[tokio::test]
 async fn legacy_session_is_captured_sent_and_replayed_after_404() {
     let session = Arc::new(AtomicUsize::new(0));
