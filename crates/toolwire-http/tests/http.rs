@@ -353,6 +353,30 @@ async fn connection_failures_are_typed() {
     );
 }
 
+/// A legacy server whose sessions (`s1`, `s2`, …) expire when the test moves the counter:
+/// a request with another session id gets a 404; no GET stream; DELETE succeeds.
+async fn expiring_legacy_peer() -> (HttpPeer, Arc<AtomicUsize>) {
+    let session = Arc::new(AtomicUsize::new(0));
+    let s = session.clone();
+    let peer = HttpPeer::start(move |req| {
+        let method = req.rpc_method().unwrap_or_default();
+        match (req.method.as_str(), method.as_str()) {
+            ("GET", _) => Reply::status(405),
+            ("DELETE", _) => Reply::status(200),
+            (_, "initialize") => {
+                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
+                json_ok(req).header("mcp-session-id", &format!("s{n}"))
+            }
+            _ if req.header("mcp-session-id") != format!("s{}", s.load(Ordering::SeqCst)) => {
+                Reply::status(404)
+            }
+            _ => json_ok(req),
+        }
+    })
+    .await;
+    (peer, session)
+}
+
 /// A request with `params`.
 fn request_with(id: i64, method: &'static str, params: Value) -> Outbound {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -370,23 +394,7 @@ fn request_with(id: i64, method: &'static str, params: Value) -> Outbound {
 /// unsubscribed) go again, before the request that found the session gone.
 #[tokio::test]
 async fn a_replayed_legacy_session_gets_the_log_level_and_subscriptions_back() {
-    let session = Arc::new(AtomicUsize::new(0));
-    let s = session.clone();
-    let peer = HttpPeer::start(move |req| {
-        let method = req.rpc_method().unwrap_or_default();
-        match (req.method.as_str(), method.as_str()) {
-            ("GET", _) => Reply::status(405),
-            (_, "initialize") => {
-                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
-                json_ok(req).header("mcp-session-id", &format!("s{n}"))
-            }
-            _ if req.header("mcp-session-id") != format!("s{}", s.load(Ordering::SeqCst)) => {
-                Reply::status(404)
-            }
-            _ => json_ok(req),
-        }
-    })
-    .await;
+    let (peer, session) = expiring_legacy_peer().await;
     let t = HttpTransport::new(peer.url()).unwrap();
     t.send(request(1, "initialize", RetryClass::Never))
         .await
@@ -440,24 +448,7 @@ async fn a_replayed_legacy_session_gets_the_log_level_and_subscriptions_back() {
 
 #[tokio::test]
 async fn legacy_session_is_captured_sent_and_replayed_after_404() {
-    let session = Arc::new(AtomicUsize::new(0));
-    let s = session.clone();
-    let peer = HttpPeer::start(move |req| {
-        let method = req.rpc_method().unwrap_or_default();
-        match (req.method.as_str(), method.as_str()) {
-            ("GET", _) => Reply::status(405),
-            ("DELETE", _) => Reply::status(200),
-            (_, "initialize") => {
-                let n = s.fetch_add(1, Ordering::SeqCst) + 1;
-                json_ok(req).header("mcp-session-id", &format!("s{n}"))
-            }
-            _ if req.header("mcp-session-id") != format!("s{}", s.load(Ordering::SeqCst)) => {
-                Reply::status(404)
-            }
-            _ => json_ok(req),
-        }
-    })
-    .await;
+    let (peer, session) = expiring_legacy_peer().await;
     let t = HttpTransport::new(peer.url()).unwrap();
     t.send(request(1, "initialize", RetryClass::Never))
         .await
