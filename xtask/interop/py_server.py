@@ -6,7 +6,7 @@ beyond these few tools).
     python py_server.py stdio              # newline-delimited JSON-RPC on stdin/stdout
 
 `seen` answers with the HTTP headers and protocol version the server saw, so a check can assert
-on what arrived rather than on an exit code.
+on what arrived rather than on an exit code; `log` sends a log message at four levels.
 """
 import sys
 from typing import Annotated
@@ -29,6 +29,15 @@ def add(a: int, b: int) -> int:
 def where(region: Annotated[str, REGION], q: str = "") -> str:
     """Echo the region (mirrored to Mcp-Param-Region)."""
     return f"region={region} q={q}"
+
+
+@app.tool()
+async def log(message: str, ctx: Context) -> str:
+    """Send one log message at each of debug, info, warning and error (the server drops those
+    below the level a 2026-07-28 request asks for)."""
+    for level in ("debug", "info", "warning", "error"):
+        await ctx.log(level, f"{level}: {message}")
+    return "logged"
 
 
 @app.tool()

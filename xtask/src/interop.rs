@@ -751,15 +751,18 @@ fn nginx_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, cwd: &Path) 
     );
 }
 
-fn everything_checks(
+/// Runs `toolwire-interop-client` with `args` and pushes each JSON check line it prints as a
+/// row of `peer` over `via`.
+fn client_checks(
     rows: &mut Vec<Row>,
     client: &Path,
+    peer: &'static str,
     via: &'static str,
     args: &[&str],
     path: &str,
 ) {
     let mut command = Command::new(client);
-    command.arg("everything").args(args).env("PATH", path);
+    command.args(args).env("PATH", path);
     let (_, out, err) = run_limited(&mut command);
     let mut any = false;
     for line in out.lines() {
@@ -769,18 +772,12 @@ fn everything_checks(
         any = true;
         let name = check["check"].as_str().unwrap_or("?").to_owned();
         let detail = check["detail"].as_str().unwrap_or("").to_owned();
-        push(
-            rows,
-            "server-everything 2026.8.31",
-            via,
-            &name,
-            Ok((check["ok"] == true, detail)),
-        );
+        push(rows, peer, via, &name, Ok((check["ok"] == true, detail)));
     }
     if !any {
         push(
             rows,
-            "server-everything 2026.8.31",
+            peer,
             via,
             "the client ran",
             Err(err.trim().to_owned()),
@@ -1213,26 +1210,38 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     .map(|r| (first_text(&r) == "region=x y", r.to_string()));
     push(&mut rows, ts, "stdio", "2026-07-28 tools/call", outcome);
 
-    everything_checks(
+    let everything = "server-everything 2026.8.31";
+    client_checks(
         &mut rows,
         &client,
+        everything,
         "HTTP",
-        &["--url", &running.everything],
+        &["everything", "--url", &running.everything],
         &peers.path,
     );
     let everything_js = peers
         .cache
         .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    everything_checks(
+    client_checks(
         &mut rows,
         &client,
+        everything,
         "stdio",
         &[
+            "everything",
             "--stdio",
             "node",
             &everything_js.display().to_string(),
             "stdio",
         ],
+        &peers.path,
+    );
+    client_checks(
+        &mut rows,
+        &client,
+        PYTHON.label,
+        "HTTP",
+        &["logs", "--url", &running.py],
         &peers.path,
     );
 
