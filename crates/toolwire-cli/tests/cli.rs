@@ -695,6 +695,44 @@ fn watch_prints_the_servers_notifications_as_they_come() {
     );
 }
 
+/// `toolwire --protocol PROTOCOL ARGS...` against the embedded server; it must succeed.
+fn embedded(protocol: &str, args: &[&str]) -> Output {
+    let mut all = vec!["--protocol", protocol];
+    all.extend_from_slice(args);
+    let o = toolwire(&all);
+    assert!(
+        o.status.success(),
+        "{protocol} {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The embedded server's skill, in both eras: listed with its manifest, then loaded by name
+/// and by URI (its `SKILL.md` read and checked against the manifest's size and digest).
+#[test]
+fn skills_of_the_embedded_server_are_listed_and_loaded_in_both_eras() {
+    for protocol in ["auto", "2025-11-25"] {
+        let run = |args: &[&str]| embedded(protocol, args);
+        let listed = json(&run(&["--json", "skills", "list"]));
+        let skill = &listed["skills"][0];
+        assert_eq!(skill["frontmatter"]["name"], "release-notes", "{protocol}");
+        assert_eq!(skill["resources"].as_array().map(Vec::len), Some(2));
+        let by_name = stdout(&run(&["skills", "get", "release-notes"]));
+        assert!(
+            by_name.starts_with("---\nname: release-notes\n"),
+            "{by_name}"
+        );
+        let by_uri = json(&run(&[
+            "--json",
+            "skills",
+            "get",
+            "skill://release-notes/SKILL.md",
+        ]));
+        assert_eq!(by_uri["text"], by_name.as_str(), "{protocol}");
+    }
+}
+
 /// `watch --resource URI` subscribes before it prints anything (it says so on stderr) and
 /// prints the updates of that resource another client's writes cause, in both eras.
 #[test]
@@ -747,15 +785,9 @@ fn watch_with_a_resource_prints_its_updates_in_both_eras() {
 fn resources_prompts_and_completions_of_the_embedded_server_in_both_eras() {
     for protocol in ["auto", "2025-11-25"] {
         let run = |args: &[&str]| {
-            let mut all = vec!["--protocol", protocol, "--json"];
+            let mut all = vec!["--json"];
             all.extend_from_slice(args);
-            let o = toolwire(&all);
-            assert!(
-                o.status.success(),
-                "{protocol} {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            json(&o)
+            json(&embedded(protocol, &all))
         };
         let listed = run(&["resources", "list"]);
         assert_eq!(

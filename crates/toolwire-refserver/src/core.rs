@@ -227,7 +227,7 @@ impl Core {
             "server/discover" if self.modern_ok() => Ok(json!({
                 "resultType": "complete",
                 "supportedVersions": [MODERN],
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true}, "prompts": {}, "completions": {}},
+                "capabilities": capabilities(),
                 "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
                 "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
             })),
@@ -240,7 +240,7 @@ impl Core {
                 };
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true}, "prompts": {}, "completions": {}},
+                    "capabilities": capabilities(),
                     "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
                 }))
@@ -297,6 +297,18 @@ impl Core {
                 tools::read(uri, &files).ok_or((not_found, format!("Resource not found: {uri}")))
             }
             "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
+            "skills/list" => Ok(json!({"skills": [tools::skill()]})),
+            "skills/get" => {
+                let skill = tools::skill();
+                if params["uri"] == skill["uri"] {
+                    Ok(json!({ "skill": skill }))
+                } else {
+                    Err((
+                        code::INVALID_PARAMS,
+                        format!("Unknown skill: {}", params["uri"]),
+                    ))
+                }
+            }
             "prompts/get" => {
                 tools::prompt(params["name"].as_str().unwrap_or(""), &params["arguments"]).ok_or((
                     code::INVALID_PARAMS,
@@ -484,6 +496,13 @@ impl Core {
         lock(&self.tools).retain(|e| e.name() != name);
         let _ = self.changes.send(Change::Tools);
     }
+}
+
+/// What the server declares, in both eras.
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true},
+        "prompts": {}, "completions": {},
+        "extensions": {toolwire_types::SKILLS_EXTENSION: {}}})
 }
 
 /// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.

@@ -24,7 +24,9 @@
 //!
 //! # Dependencies
 //! hyper + hyper-util (server), tokio, `http-body-util` (streamed bodies), `base64` (media
-//! content), `toolwire-headers` (the SEP-2243 check), `toolwire-types` (names and codes).
+//! content), `ring` (the SHA-256 digests of the skill's manifest; the client's own choice, so
+//! no second hash crate), `toolwire-headers` (the SEP-2243 check), `toolwire-types` (names and
+//! codes).
 
 mod core;
 mod http;

@@ -165,17 +165,52 @@ pub(crate) fn resource_templates() -> Vec<Value> {
     ]
 }
 
+/// The files of the one skill (the skills extension), `SKILL.md` first: URI and text.
+const SKILL_FILES: &[(&str, &str)] = &[
+    (
+        "skill://release-notes/SKILL.md",
+        "---\nname: release-notes\ndescription: Writes release notes from a list of changes.\n---\n\
+         # Release notes\n\nGroup the changes under Added, Changed and Fixed, one line each, \
+         in the style of `reference.md`.\n",
+    ),
+    (
+        "skill://release-notes/reference.md",
+        "# Style\n\n- Start with the verb.\n- Name what the user sees, not the code.\n",
+    ),
+];
+
+/// The skill as `skills/list` and `skills/get` give it: its frontmatter and a manifest with
+/// each file's SHA-256 digest and size.
+pub(crate) fn skill() -> Value {
+    let files: Vec<Value> = SKILL_FILES
+        .iter()
+        .map(|(uri, text)| {
+            let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+            let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+            json!({"uri": uri, "digest": format!("sha256:{hex}"), "size": text.len()})
+        })
+        .collect();
+    json!({"uri": SKILL_FILES[0].0,
+        "frontmatter": {"name": "release-notes", "description": "Writes release notes from a list of changes."},
+        "resources": files})
+}
+
 /// `resources/read` of `uri`, if it exists.
 pub(crate) fn read(uri: &str, files: &std::collections::HashMap<String, String>) -> Option<Value> {
-    let text = match uri {
-        "toolwire://readme" => {
+    let skill_file = SKILL_FILES.iter().find(|(u, _)| *u == uri);
+    let text = match (uri, skill_file) {
+        (_, Some((_, text))) => (*text).to_owned(),
+        ("toolwire://readme", None) => {
             "# Toolwire's reference server\n\nTools, resources and prompts for tests.".to_owned()
         }
         _ => files.get(uri.strip_prefix("toolwire://files/")?)?.clone(),
     };
-    Some(
-        json!({"contents": [{"uri": uri, "mimeType": if uri == "toolwire://readme" { "text/markdown" } else { "text/plain" }, "text": text}]}),
-    )
+    let mime = if uri == "toolwire://readme" || skill_file.is_some() {
+        "text/markdown"
+    } else {
+        "text/plain"
+    };
+    Some(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
 }
 
 /// The prompts.
