@@ -128,8 +128,9 @@ const WIRE_2026: &str = "2026-07-28";
 /// The suite the second run of [`AUTH_2025`] is in, with the spec version it asks for.
 const SUITE_AT_2026: &str = "0.2.0-alpha.12@2026-07-28";
 
-/// Server scenarios the reference server is built to pass (it is not an everything-server:
-/// it has no prompts, resources, logging or completion).
+/// Server scenarios the reference server is built to pass. It is not an everything-server:
+/// the scenarios that read its fixtures (`test://static-text`, `test_prompt_with_arguments`,
+/// …) are not run; those about what it serves in its own way are.
 const SERVER_SCENARIOS: &[(&str, &[&str])] = &[
     ("0.1.16", &["tools-list"]),
     (
@@ -138,6 +139,16 @@ const SERVER_SCENARIOS: &[(&str, &[&str])] = &[
             "tools-list",
             "http-header-validation",
             "http-custom-header-server-validation",
+            "resources-list",
+            "resources-subscribe",
+            "resources-unsubscribe",
+            "prompts-list",
+            "completion-complete",
+            "logging-set-level",
+            "caching",
+            "sep-2640-skills-enumeration",
+            "sep-2640-skills-manifest",
+            "sep-2640-skills-directory",
         ],
     ),
 ];
@@ -442,7 +453,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
          (which installs node 22 and the suite from the npm registry into `~/.cache/toolwire-peers`). \
          Client scenarios drive `toolwire-conformance-client` (the public `toolwire` API only); server \
          scenarios test the reference server (`toolwire serve --http`), which is not an \
-         everything-server: it runs the scenarios about tools and SEP-2243 headers. The OAuth \
+         everything-server: it runs the scenarios about what it serves in its own way (tools, \
+         SEP-2243 headers, resource lists and subscriptions, prompt lists, completions, logging, \
+         caching hints, skills), not those that read an everything-server's fixtures. The OAuth \
          scenarios (`auth/*`) run with the suite's defaults, and those of the 2025 revisions again \
          with `--spec-version {WIRE_2026}` (suite `…@{WIRE_2026}`). Failing checks must be listed, \
          with a reason, in `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"

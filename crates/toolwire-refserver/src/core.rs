@@ -326,12 +326,14 @@ impl Core {
                 if modern.is_some()
                     && let Some(object) = r.as_object_mut()
                 {
-                    // 2026-07-28 results say what they are; discovery and lists say how long
-                    // they keep (both fields are required there).
+                    // 2026-07-28 results say what they are; every cacheable result (discovery,
+                    // lists, reads, skills/get) says how long it keeps (both fields required).
                     object
                         .entry("resultType")
                         .or_insert_with(|| json!("complete"));
-                    if method.ends_with("/list") || method == "server/discover" {
+                    if method.ends_with("/list")
+                        || matches!(method, "server/discover" | "resources/read" | "skills/get")
+                    {
                         object.entry("ttlMs").or_insert_with(|| json!(0));
                         object
                             .entry("cacheScope")

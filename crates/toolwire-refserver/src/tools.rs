@@ -149,10 +149,13 @@ pub(crate) fn slow_plan(args: &Value) -> (u64, Duration) {
     (steps, Duration::from_millis(delay))
 }
 
-/// The resources: a readme, and each file `write_file` made (`toolwire://files/{path}`).
+/// The resources: a readme and the skill's `SKILL.md` (named as its frontmatter says); each
+/// file `write_file` made is `toolwire://files/{path}`.
 pub(crate) fn resources() -> Vec<Value> {
     vec![
         json!({"uri": "toolwire://readme", "name": "readme", "title": "About this server",
+            "mimeType": "text/markdown"}),
+        json!({"uri": SKILL_FILES[0].0, "name": SKILL_NAME, "description": SKILL_DESCRIPTION,
             "mimeType": "text/markdown"}),
     ]
 }
@@ -164,6 +167,10 @@ pub(crate) fn resource_templates() -> Vec<Value> {
         "description": "A file written with write_file.", "mimeType": "text/plain"}),
     ]
 }
+
+/// The one skill's name and description, as its frontmatter has them.
+const SKILL_NAME: &str = "release-notes";
+const SKILL_DESCRIPTION: &str = "Writes release notes from a list of changes.";
 
 /// The files of the one skill (the skills extension), `SKILL.md` first: URI and text.
 const SKILL_FILES: &[(&str, &str)] = &[
@@ -191,7 +198,7 @@ pub(crate) fn skill() -> Value {
         })
         .collect();
     json!({"uri": SKILL_FILES[0].0,
-        "frontmatter": {"name": "release-notes", "description": "Writes release notes from a list of changes."},
+        "frontmatter": {"name": SKILL_NAME, "description": SKILL_DESCRIPTION},
         "resources": files})
 }
 
