@@ -496,3 +496,45 @@ async fn resource_updates_reach_subscribers_and_stop_after_unsubscribing_in_both
         client.close().await;
     }
 }
+
+/// A saved negotiation is adopted by a later client: against the same server its calls work
+/// at once; against a server that went legacy, the first call fails with the refusal, the
+/// client probes again and the next call works at the legacy version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_negotiation_is_adopted_and_probed_again_when_the_server_refuses_it() {
+    let modern = server(options(Eras::Both)).await;
+    let first = Client::builder("prior", "0")
+        .connect_http(HttpTransport::builder(modern.url()))
+        .unwrap();
+    let saved = serde_json::to_string(&*first.ready().await.unwrap()).unwrap();
+    first.close().await;
+    let prior: toolwire::Negotiated = serde_json::from_str(&saved).unwrap();
+    assert_eq!(prior.version, ProtocolVersion::V2026_07_28);
+
+    let again = Client::builder("prior", "0")
+        .prior(prior.clone())
+        .connect_http(HttpTransport::builder(modern.url()))
+        .unwrap();
+    let args = json!({"text": "hi"});
+    again.call_tool("echo", args.clone()).await.unwrap();
+    assert_eq!(
+        again.ready().await.unwrap().version,
+        ProtocolVersion::V2026_07_28
+    );
+    again.close().await;
+
+    let legacy = server(options(Eras::Legacy)).await;
+    let moved = Client::builder("prior", "0")
+        .prior(prior)
+        .connect_http(HttpTransport::builder(legacy.url()))
+        .unwrap();
+    let refused = moved.call_tool("echo", args.clone()).await;
+    assert!(
+        refused.is_err(),
+        "the stale version is refused: {refused:?}"
+    );
+    let result = moved.call_tool("echo", args).await.unwrap();
+    assert_eq!(result.content[0].as_text(), Some("hi"));
+    assert!(!moved.ready().await.unwrap().version.is_modern());
+    moved.close().await;
+}

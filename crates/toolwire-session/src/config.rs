@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use toolwire_types::{ClientCapabilities, Implementation, JsonObject, ProtocolVersion, Tool};
 
+use crate::Negotiated;
+
 /// Which protocol era to speak.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ProtocolMode {
@@ -53,6 +55,12 @@ pub struct SessionConfig {
     /// on every request's `_meta` (`io.modelcontextprotocol/logLevel`; without it the server
     /// sends none); in the legacy era the facade sends `logging/setLevel` (default: none).
     pub log_level: Option<toolwire_types::LoggingLevel>,
+    /// What an earlier negotiation with this server settled on ([`Negotiated`] is serde), for
+    /// [`ProtocolMode::Auto`]: a `2026-07-28` verdict is adopted at once (no `server/discover`
+    /// round trip; probed again if the server refuses the version), a legacy one sends
+    /// `initialize` at its version without probing (probed if that is refused). Ignored for
+    /// a version this client does not speak, and in a pinned mode (default: none).
+    pub prior: Option<Negotiated>,
 }
 
 /// What the session does with a `tools/call` result that may change the tool list.
@@ -88,6 +96,7 @@ impl SessionConfig {
             listen: true,
             resource_subscriptions: BTreeSet::new(),
             log_level: None,
+            prior: None,
         }
     }
 
@@ -107,6 +116,12 @@ impl SessionConfig {
     /// Turns the `2026-07-28` listen subscription on or off.
     pub fn with_listen(mut self, on: bool) -> Self {
         self.listen = on;
+        self
+    }
+
+    /// Sets what an earlier negotiation settled on (see [`SessionConfig::prior`]).
+    pub fn with_prior(mut self, prior: Option<Negotiated>) -> Self {
+        self.prior = prior;
         self
     }
 

@@ -6,16 +6,20 @@ use toolwire_types::{DecodeError, Implementation, ProtocolVersion, ServerCapabil
 
 use crate::{RequestError, SessionError};
 
-/// What negotiation settled on.
-#[derive(Debug, Clone, PartialEq)]
+/// What negotiation settled on. It can be saved (serde) and given to a later session as its
+/// [`SessionConfig::prior`](crate::SessionConfig::prior), which then skips the probe.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Negotiated {
     /// The version both sides speak.
     pub version: ProtocolVersion,
     /// The server's implementation info, if it sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_info: Option<Implementation>,
     /// The server's capabilities.
     pub capabilities: ServerCapabilities,
     /// The server's instructions for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
 }
 
@@ -81,4 +85,9 @@ pub enum Event {
     /// one with other subscriptions): a transport that holds a stream for it closes it
     /// (`Transport::cancel`). Any `notifications/cancelled` it needs is already queued.
     CloseStream(toolwire_types::RequestId),
+    /// The `2026-07-28` version adopted from [`SessionConfig::prior`](crate::SessionConfig::prior)
+    /// was refused (`-32022`, or the HTTP statuses of a legacy server): the session probes
+    /// again, and [`Event::Ready`] (or [`Event::Failed`]) follows. Until then requests are
+    /// refused with [`RequestError::NotReady`](crate::RequestError::NotReady).
+    Renegotiating,
 }

@@ -144,6 +144,8 @@ pub struct Session {
     /// Results held until their announced changes are listed, calls waiting for a re-list.
     barrier: SettleBarrier,
     listen: Listen,
+    /// Negotiation adopted [`SessionConfig::prior`] and no answer has confirmed it yet.
+    unconfirmed: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -189,6 +191,7 @@ impl Session {
             refresh: Refresh::default(),
             barrier: SettleBarrier::default(),
             listen: Listen::default(),
+            unconfirmed: false,
         }
     }
 
@@ -227,7 +230,10 @@ impl Session {
         match self.config.mode.clone() {
             ProtocolMode::Pinned(v) if !v.is_modern() => self.send_initialize(v, now),
             ProtocolMode::Pinned(v) => self.send_probe(v, false, now),
-            ProtocolMode::Auto => self.send_probe(ProtocolVersion::LATEST, false, now),
+            ProtocolMode::Auto => match self.config.prior.clone() {
+                Some(prior) if prior.version.is_supported() => self.adopt(prior, now),
+                _ => self.send_probe(ProtocolVersion::LATEST, false, now),
+            },
         }
     }
 
@@ -661,6 +667,15 @@ impl Session {
             return;
         };
         self.forget(&pending);
+        if self.unconfirmed && matches!(failure.status, Some(400 | 404 | 405)) {
+            if matches!(pending.kind, PendingKind::Initialize) {
+                // `initialize` at a prior legacy version, refused as a modern server would.
+                self.unconfirmed = false;
+                self.phase = Phase::Created;
+                return self.send_probe(ProtocolVersion::LATEST, false, now);
+            }
+            self.prior_refused(now);
+        }
         if let Ok(Message::Response(response)) = Message::decode(&failure.body)
             && response.id.as_ref().is_none_or(|r| r == id)
             && let Err(error) = response.payload
@@ -805,6 +820,15 @@ impl Session {
         payload: Result<Box<RawValue>, ErrorObject>,
         now: Instant,
     ) {
+        if self.unconfirmed {
+            match &payload {
+                Ok(_) => self.unconfirmed = false,
+                Err(e) if e.code == toolwire_types::error::code::UNSUPPORTED_PROTOCOL_VERSION => {
+                    self.prior_refused(now)
+                }
+                Err(_) => {}
+            }
+        }
         match pending.kind {
             PendingKind::Probe => self.probe_answered(payload, now),
             PendingKind::Initialize => self.initialize_answered(payload, now),

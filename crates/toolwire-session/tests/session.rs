@@ -1742,3 +1742,156 @@ fn legacy_subscriptions_are_requests_gated_by_the_declared_capability() {
     p.reply(&unsubscribe, json!({}), 5);
     assert!(p.completed(op).expect("answered").is_ok());
 }
+
+// ---- A prior negotiation adopted ----
+
+fn prior(version: ProtocolVersion) -> Negotiated {
+    serde_json::from_value(json!({
+        "version": version.as_str(),
+        "serverInfo": {"name": "srv", "version": "1"},
+        "capabilities": {"tools": {}},
+    }))
+    .unwrap()
+}
+
+#[test]
+fn negotiated_round_trips_through_serde() {
+    let mut p = Peer::ready_modern(true);
+    let negotiated = p.session.negotiated().unwrap().clone();
+    let saved = serde_json::to_string(&negotiated).unwrap();
+    let loaded: Negotiated = serde_json::from_str(&saved).unwrap();
+    assert_eq!(loaded, negotiated);
+    p.nothing_sent();
+}
+
+#[test]
+fn a_modern_prior_is_ready_at_once_and_an_answer_confirms_it() {
+    let config = config().with_prior(Some(prior(ProtocolVersion::V2026_07_28)));
+    let mut p = Peer::with_config(config, true);
+    p.session.start(p.at(0));
+    assert!(matches!(p.event(), Event::Ready(n) if n.version == ProtocolVersion::V2026_07_28));
+    p.nothing_sent();
+    let op = p.session.list_tools(p.at(1)).unwrap();
+    let (list, _) = p.sent();
+    assert_eq!(list["method"], "tools/list");
+    assert_eq!(
+        list["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    p.reply(&list, json!({"tools": []}), 2);
+    assert!(
+        p.events()
+            .iter()
+            .any(|e| matches!(e, Event::ToolsListed { op: o, result: Ok(_) } if *o == op))
+    );
+    // Confirmed: a later refusal is that request's alone.
+    let op = p.session.list_tools(p.at(3)).unwrap();
+    let (list, _) = p.sent();
+    p.reply_error(&list, -32022, json!({"supported": ["2026-07-28"]}), 4);
+    let events = p.events();
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::Renegotiating)),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::ToolsListed { op: o, result: Err(_) } if *o == op))
+    );
+    p.nothing_sent();
+}
+
+#[test]
+fn a_refused_modern_prior_fails_that_request_and_probes_again() {
+    for refusal in ["-32022", "404"] {
+        let config = config().with_prior(Some(prior(ProtocolVersion::V2026_07_28)));
+        let mut p = Peer::with_config(config, true);
+        p.session.start(p.at(0));
+        p.events();
+        let op = p
+            .session
+            .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), p.at(1))
+            .unwrap();
+        let (list, _) = p.sent();
+        if refusal == "404" {
+            p.session.handle_undelivered(
+                RequestFailure {
+                    id: request_id(&list),
+                    status: Some(404),
+                    body: Default::default(),
+                    cause: Arc::new(std::io::Error::other("not found")),
+                },
+                p.at(2),
+            );
+        } else {
+            p.reply_error(&list, -32022, json!({"supported": ["2025-11-25"]}), 2);
+        }
+        let events = p.events();
+        assert!(
+            events.iter().any(|e| matches!(e, Event::Renegotiating)),
+            "{refusal}: {events:?}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Completed { op: o, result: Err(_) } if *o == op)),
+            "{refusal}: {events:?}"
+        );
+        let err = p
+            .session
+            .list_tools(p.at(3))
+            .expect_err("not ready while probing");
+        assert!(matches!(err, RequestError::NotReady), "{err}");
+        let (discover, _) = p.sent();
+        assert_eq!(discover["method"], "server/discover", "{refusal}");
+        p.reply_error(&discover, -32601, json!({}), 4);
+        let (init, _) = p.sent();
+        assert_eq!(init["method"], "initialize", "{refusal}");
+        p.reply(&init, init_result("2025-11-25"), 5);
+        p.sent();
+        assert!(
+            p.events()
+                .iter()
+                .any(|e| matches!(e, Event::Ready(n) if n.version == ProtocolVersion::V2025_11_25))
+        );
+    }
+}
+
+#[test]
+fn a_legacy_prior_initializes_at_its_version_without_probing_and_probes_if_refused() {
+    let config = config().with_prior(Some(prior(ProtocolVersion::V2025_06_18)));
+    let mut p = Peer::with_config(config.clone(), true);
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
+    p.reply(&init, init_result("2025-06-18"), 1);
+    p.sent();
+    assert!(matches!(p.event(), Event::Ready(n) if n.version == ProtocolVersion::V2025_06_18));
+
+    // The server went modern: initialize is refused, the probe follows.
+    let mut p = Peer::with_config(config, true);
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    p.reply_error(&init, -32601, json!({}), 1);
+    let (discover, _) = p.sent();
+    assert_eq!(discover["method"], "server/discover");
+    p.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "2"}}}),
+        2,
+    );
+    assert!(matches!(p.event(), Event::Ready(n) if n.version == ProtocolVersion::V2026_07_28));
+}
+
+#[test]
+fn a_prior_is_ignored_in_a_pinned_mode() {
+    let config = config()
+        .with_prior(Some(prior(ProtocolVersion::V2026_07_28)))
+        .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25));
+    let mut p = Peer::with_config(config, true);
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+}

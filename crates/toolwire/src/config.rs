@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 use toolwire_cache::CacheConfig;
 use toolwire_http::HttpTransportBuilder;
-use toolwire_session::{ProtocolMode, SessionConfig, SettleMode};
+use toolwire_session::{Negotiated, ProtocolMode, SessionConfig, SettleMode};
 use toolwire_transport::{BoxFuture, StdioConfig, Transport, TransportError};
 use toolwire_types::{ClientCapabilities, ErrorObject, Implementation, ServerRequest};
 
@@ -111,6 +111,19 @@ impl ClientBuilder {
     /// `initialize`).
     pub fn mode(mut self, mode: ProtocolMode) -> Self {
         self.config.session.mode = mode;
+        self
+    }
+
+    /// What an earlier connection to this server negotiated ([`Client::ready`]'s answer,
+    /// which serde saves and loads): with the default mode a `2026-07-28` verdict is used at
+    /// once, with no `server/discover` round trip, and a legacy one sends `initialize` at its
+    /// version without probing first (a stdio server that ignores the probe costs its whole
+    /// timeout). If the server refuses the version, the client probes again; the request that
+    /// found out fails with the server's refusal.
+    ///
+    /// [`Client::ready`]: crate::Client::ready
+    pub fn prior(mut self, negotiated: Negotiated) -> Self {
+        self.config.session = self.config.session.with_prior(Some(negotiated));
         self
     }
 

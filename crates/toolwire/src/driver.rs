@@ -650,6 +650,14 @@ impl Driver {
                     tracing::warn!(error = %e, "malformed message from the server")
                 }
                 Event::CloseStream(id) => self.transport.cancel(&id),
+                Event::Renegotiating => {
+                    // Commands wait again until the probe's `Ready`.
+                    self.ready = false;
+                    self.state.send_replace(Negotiation::Pending);
+                    self.link
+                        .connection
+                        .send_replace(ConnectionState::Connecting);
+                }
                 _ => {}
             }
         }

@@ -26,6 +26,41 @@ pub(super) enum Phase {
 }
 
 impl Session {
+    /// Adopts what an earlier negotiation settled on ([`SessionConfig::prior`]): a modern
+    /// verdict is ready at once, a legacy one goes straight to `initialize` at its version.
+    /// Either stays unconfirmed until an answer succeeds.
+    ///
+    /// [`SessionConfig::prior`]: crate::SessionConfig::prior
+    pub(super) fn adopt(&mut self, prior: Negotiated, now: Instant) {
+        self.unconfirmed = true;
+        if prior.version.is_modern() {
+            tracing::debug!(version = %prior.version, "adopting the prior negotiation");
+            self.phase = Phase::Ready(Box::new(prior.clone()));
+            self.events.push_back(Event::Ready(Box::new(prior)));
+            self.send_listen(now);
+        } else {
+            self.send_initialize(prior.version, now);
+        }
+    }
+
+    /// The server refused the modern version adopted from a prior negotiation: probe again.
+    /// The request that showed it fails with its own error.
+    pub(super) fn prior_refused(&mut self, now: Instant) {
+        if !matches!(&self.phase, Phase::Ready(n) if n.version.is_modern()) {
+            return;
+        }
+        self.unconfirmed = false;
+        tracing::info!("the server refused the prior negotiation's version; negotiating again");
+        if let Some(listen) = self.listen.id.take() {
+            self.pending.remove(&listen);
+            self.events.push_back(Event::CloseStream(listen));
+        }
+        self.listen.reopen_at = None;
+        self.phase = Phase::Created;
+        self.events.push_back(Event::Renegotiating);
+        self.send_probe(ProtocolVersion::LATEST, false, now);
+    }
+
     pub(super) fn send_probe(&mut self, version: ProtocolVersion, retried: bool, now: Instant) {
         let mut params = MetaOnlyParams::default();
         self.envelope(&version, &mut params);
@@ -179,6 +214,15 @@ impl Session {
         now: Instant,
     ) {
         let result: InitializeResult = match payload {
+            // A legacy verdict from a prior negotiation that no longer holds: probe.
+            Err(error) if std::mem::take(&mut self.unconfirmed) => {
+                tracing::info!(
+                    code = error.code,
+                    "initialize at the prior negotiation's version refused; probing"
+                );
+                self.phase = Phase::Created;
+                return self.send_probe(ProtocolVersion::LATEST, false, now);
+            }
             Err(error) => {
                 return self.fail(SessionError::Refused {
                     method: "initialize",
