@@ -63,6 +63,20 @@ pub struct SessionConfig {
     pub prior: Option<Negotiated>,
 }
 
+/// How a list request uses what was received before (SEP-2549 caching).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CacheMode {
+    /// Answer from the last result while it is fresh (its `ttlMs` not passed, nothing
+    /// invalidated it); fetch otherwise (default).
+    #[default]
+    Use,
+    /// Fetch, and keep what comes back for later.
+    Refresh,
+    /// Fetch, and leave what was kept alone.
+    Bypass,
+}
+
 /// What the session does with a `tools/call` result that may change the tool list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -57,7 +57,7 @@ mod error;
 mod event;
 mod session;
 
-pub use config::{CallOptions, InputResponses, ProtocolMode, SessionConfig, SettleMode};
+pub use config::{CacheMode, CallOptions, InputResponses, ProtocolMode, SessionConfig, SettleMode};
 pub use error::{RequestError, SessionError};
 pub use event::{Event, Negotiated, OpId};
 pub use session::{Session, tool_call_headers};

@@ -4,6 +4,7 @@
 //! barrier, the listen stream.
 
 mod call;
+mod freshness;
 mod listen;
 mod negotiation;
 mod refresh;
@@ -32,6 +33,7 @@ use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass};
 pub use call::tool_call_headers;
 
 use self::call::CallRetry;
+use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
 use self::negotiation::Phase;
 use self::refresh::Refresh;
@@ -66,6 +68,7 @@ enum PendingKind {
         listing: Listing,
         pages: usize,
         cursors: HashSet<String>,
+        clock: WalkClock,
     },
 }
 
@@ -146,6 +149,8 @@ pub struct Session {
     listen: Listen,
     /// Negotiation adopted [`SessionConfig::prior`] and no answer has confirmed it yet.
     unconfirmed: bool,
+    /// Whether the last `tools/list` is still fresh (its pages' `ttlMs`).
+    tools_fresh: ToolsFreshness,
 }
 
 impl std::fmt::Debug for Session {
@@ -192,6 +197,7 @@ impl Session {
             barrier: SettleBarrier::default(),
             listen: Listen::default(),
             unconfirmed: false,
+            tools_fresh: ToolsFreshness::default(),
         }
     }
 
@@ -876,7 +882,8 @@ impl Session {
                 listing,
                 pages,
                 cursors,
-            } => self.page_answered(op, listing, pages, cursors, payload, now),
+                clock,
+            } => self.page_answered(op, listing, (pages, cursors, clock), payload, now),
         }
     }
 }

@@ -1895,3 +1895,114 @@ fn a_prior_is_ignored_in_a_pinned_mode() {
     let (init, _) = p.sent();
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
 }
+
+// ---- SEP-2549: the tool listing's freshness ----
+
+/// A `tools/list` page of tools named `names`, with `ttl` as its `ttlMs` (none when `None`)
+/// and `next` as its cursor.
+fn tools_page(names: &[&str], ttl: Option<i64>, next: Option<&str>) -> Value {
+    let mut page = json!({"tools": names.iter().map(|n| named(n)).collect::<Vec<_>>(),
+        "cacheScope": "private"});
+    if let Some(ttl) = ttl {
+        page["ttlMs"] = json!(ttl);
+    }
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next);
+    }
+    page
+}
+
+impl Peer {
+    /// Lists the tools in `mode` at `ms`; `Some(request)` if that sent one, else the listing's
+    /// tool names (answered from the last listing).
+    fn list_in(&mut self, mode: CacheMode, ms: u64) -> Result<Value, Vec<String>> {
+        let op = self.session.list_tools_with(mode, self.at(ms)).unwrap();
+        if let Some(t) = self.session.poll_transmit() {
+            return Ok(serde_json::from_slice(&t.body).unwrap());
+        }
+        let listed = self.events().into_iter().find_map(|e| match e {
+            Event::ToolsListed { op: o, result } if o == op => Some(result.unwrap()),
+            _ => None,
+        });
+        let outcome = listed.expect("answered at once");
+        assert!(
+            outcome.commit.diff.is_empty(),
+            "a cached answer changes nothing"
+        );
+        Err(outcome.tools.iter().map(|t| t.name.clone()).collect())
+    }
+}
+
+#[test]
+fn a_fresh_listing_answers_at_once_until_its_earliest_page_expires() {
+    let mut p = Peer::ready_modern(true);
+    let first = p.list_in(CacheMode::Use, 0).expect("nothing kept yet");
+    p.reply(&first, tools_page(&["a"], Some(10_000), Some("c")), 1);
+    let (second, _) = p.sent();
+    p.reply(&second, tools_page(&["b"], Some(5_000), None), 2);
+    p.events();
+    // Fresh: no round trip, the same listing.
+    assert_eq!(
+        p.list_in(CacheMode::Use, 3),
+        Err(vec!["a".into(), "b".into()])
+    );
+    assert_eq!(
+        p.list_in(CacheMode::Use, 5_001),
+        Err(vec!["a".into(), "b".into()])
+    );
+    // The second page's clock (received at 2 ms, 5 s) ends it: now >= received + ttlMs.
+    let again = p
+        .list_in(CacheMode::Use, 5_002)
+        .expect("stale: asked again");
+    assert_eq!(again["method"], "tools/list");
+}
+
+#[test]
+fn an_absent_zero_or_negative_ttl_is_never_fresh() {
+    for ttl in [None, Some(0), Some(-5)] {
+        let mut p = Peer::ready_modern(true);
+        let list = p.list_in(CacheMode::Use, 0).unwrap();
+        p.reply(&list, tools_page(&["a"], ttl, None), 1);
+        p.events();
+        assert!(p.list_in(CacheMode::Use, 1).is_ok(), "{ttl:?}: asked again");
+    }
+}
+
+#[test]
+fn a_list_change_invalidates_and_a_walk_asked_before_it_cannot_make_the_listing_fresh() {
+    let mut p = Peer::ready_modern(true);
+    let list = p.list_in(CacheMode::Use, 0).unwrap();
+    p.reply(&list, tools_page(&["a"], Some(60_000), None), 1);
+    p.events();
+    assert!(p.list_in(CacheMode::Use, 2).is_err(), "fresh");
+    // A walk is under way when the server says the list changed; its answer (fresh by its
+    // own ttlMs) came from before the change.
+    let walk = p.list_in(CacheMode::Refresh, 3).unwrap();
+    let change = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    p.session
+        .handle_inbound(change.to_string().as_bytes(), p.at(4));
+    p.reply(&walk, tools_page(&["a", "b"], Some(60_000), None), 5);
+    p.events();
+    assert!(
+        p.list_in(CacheMode::Use, 6).is_ok(),
+        "invalidated: asked again"
+    );
+}
+
+#[test]
+fn refresh_always_asks_and_bypass_leaves_the_fresh_listing_alone() {
+    let mut p = Peer::ready_modern(true);
+    let list = p.list_in(CacheMode::Use, 0).unwrap();
+    p.reply(&list, tools_page(&["a"], Some(60_000), None), 1);
+    p.events();
+    // Bypass asks, and its answer (stale at once) does not replace the fresh listing.
+    let bypass = p.list_in(CacheMode::Bypass, 2).unwrap();
+    p.reply(&bypass, tools_page(&["a", "b"], Some(0), None), 3);
+    p.events();
+    assert_eq!(p.list_in(CacheMode::Use, 4), Err(vec!["a".into()]));
+    // Refresh asks, and its answer is what counts from then on: stale at once here.
+    let refresh = p.list_in(CacheMode::Refresh, 5).unwrap();
+    p.reply(&refresh, tools_page(&["a", "b"], Some(0), None), 6);
+    p.events();
+    assert!(p.list_in(CacheMode::Use, 6).is_ok(), "ttlMs 0: asked again");
+}

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache, ToolSnapshot};
-use toolwire_session::{Negotiated, Session};
+use toolwire_session::{CacheMode, Negotiated, Session};
 use toolwire_transport::Transport;
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
@@ -281,12 +281,22 @@ impl Client {
         Ok((commands, rx))
     }
 
-    /// Lists the server's tools (every page) into the cache, in one swap.
+    /// Lists the server's tools (every page) into the cache, in one swap; while the last
+    /// listing is fresh (SEP-2549: every page's `ttlMs` not yet passed, and no list change or
+    /// header mismatch since) it is the answer, with no round trip ([`CacheMode::Use`]; a
+    /// server that sends no `ttlMs` is asked every time).
     pub async fn list_tools(&self) -> Result<ListOutcome, Error> {
+        self.list_tools_with(CacheMode::Use).await
+    }
+
+    /// [`Client::list_tools`] in cache mode `mode`: [`CacheMode::Refresh`] always asks the
+    /// server, [`CacheMode::Bypass`] asks without making the answer the fresh listing (the
+    /// tool cache still takes it: calls need its schemas for their headers).
+    pub async fn list_tools_with(&self, mode: CacheMode) -> Result<ListOutcome, Error> {
         let (commands, rx) = self.start()?;
         let (reply, answer) = oneshot::channel();
         commands
-            .send(Command::ListTools { reply })
+            .send(Command::ListTools { mode, reply })
             .map_err(|_| unsent(&rx))?;
         answer.await.map_err(|_| Error::Closed)?
     }

@@ -23,8 +23,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, Session, SessionConfig,
-    SessionError,
+    CacheMode, CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, Session,
+    SessionConfig, SessionError,
 };
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, JsonObject, ProtocolVersion, RequestId, ServerRequest, Tool};
@@ -66,6 +66,7 @@ pub(crate) enum Command {
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
     ListTools {
+        mode: CacheMode,
         reply: oneshot::Sender<Result<ListOutcome, Error>>,
     },
     /// Any other request: issued on the session by the closure.
@@ -193,7 +194,7 @@ fn fail_command(command: Command, error: Error) {
         Command::Call { reply, .. } | Command::Request { reply, .. } => {
             drop(reply.send(Err(error)));
         }
-        Command::ListTools { reply } => drop(reply.send(Err(error))),
+        Command::ListTools { reply, .. } => drop(reply.send(Err(error))),
         Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
         Command::Close { reply } => drop(reply.send(())),
         Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
@@ -422,7 +423,7 @@ impl Driver {
                     Err(e) => drop(reply.send(Err(e.into()))),
                 }
             }
-            Command::ListTools { reply } => match self.session.list_tools(now) {
+            Command::ListTools { mode, reply } => match self.session.list_tools_with(mode, now) {
                 Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
@@ -946,7 +947,10 @@ impl Driver {
                         },
                     });
                 }
-                Waiter::List(reply) if replay => self.queue(Command::ListTools { reply }),
+                Waiter::List(reply) if replay => self.queue(Command::ListTools {
+                    mode: CacheMode::Refresh,
+                    reply,
+                }),
                 other => other.fail(error.clone()),
             }
         }

@@ -87,7 +87,7 @@ pub use toolwire_http::{
     Received, Refusal, Resend, RetryPolicy, SseTransport, TlsRoots, parse_challenges,
 };
 pub use toolwire_session::{
-    CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,
+    CacheMode, CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,
 };
 pub use toolwire_transport::{
     BoxFuture, Inbound, Outbound, RequestFailure, RetryClass, StderrMode, StdioConfig,

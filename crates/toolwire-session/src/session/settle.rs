@@ -161,6 +161,7 @@ impl Session {
             "the server says the Mcp-Param-* headers do not match the arguments; re-listing the \
              tools and retrying once"
         );
+        self.tools_fresh.invalidate();
         match self.request_refresh(now) {
             Some(seq) => self.barrier.wait_for_relist(Relist {
                 op,

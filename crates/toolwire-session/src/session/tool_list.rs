@@ -11,9 +11,10 @@ use toolwire_types::{
     DecodeError, ErrorObject, JsonObject, ListParams, ListToolsResult, Outcome, RequestMethod,
 };
 
+use super::freshness::WalkClock;
 use super::refresh::Wanted;
 use super::{PendingKind, Session};
-use crate::{Event, OpId, RequestError};
+use crate::{CacheMode, Event, OpId, RequestError};
 
 /// Decodes one `tools/list` page. A page the strict decoder refuses is decoded again tool by
 /// tool, so that one malformed definition is rejected alone (and warned about at commit) rather
@@ -38,23 +39,45 @@ fn decode_tool_page(
 
 impl Session {
     /// Walks every page of `tools/list` and commits the listing to the cache in one swap; the
-    /// result arrives as [`Event::ToolsListed`].
+    /// result arrives as [`Event::ToolsListed`]. ([`CacheMode::Refresh`].)
     pub fn list_tools(&mut self, now: Instant) -> Result<OpId, RequestError> {
+        self.list_tools_with(CacheMode::Refresh, now)
+    }
+
+    /// `tools/list` in cache mode `mode`: with [`CacheMode::Use`] and a fresh last listing
+    /// (every page's `ttlMs` not yet passed, no list change or header mismatch since) the
+    /// result is that listing, at once, with no round trip and a commit that changes
+    /// nothing; otherwise a walk as [`Session::list_tools`]. [`CacheMode::Bypass`] walks
+    /// without making the listing fresh (the tool cache still takes it: headers need it).
+    pub fn list_tools_with(&mut self, mode: CacheMode, now: Instant) -> Result<OpId, RequestError> {
+        self.version_for(method::ListTools::CAPABILITY)?;
         let op = self.allocate_op();
+        if mode == CacheMode::Use {
+            let generation = self.cache.snapshot().generation();
+            if let Some(outcome) = self.tools_fresh.fresh(now, generation) {
+                self.events.push_back(Event::ToolsListed {
+                    op,
+                    result: Ok(outcome),
+                });
+                return Ok(op);
+            }
+        }
+        let clock = self.tools_fresh.clock(mode == CacheMode::Bypass);
         let listing = self.cache.begin_listing();
-        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)?;
         Ok(op)
     }
 
+    /// Asks for one page; `walk` is how many pages so far, the cursors seen and the clock.
     pub(super) fn send_list_page(
         &mut self,
         op: OpId,
         listing: Listing,
         cursor: Option<String>,
-        pages: usize,
-        cursors: HashSet<String>,
+        walk: (usize, HashSet<String>, WalkClock),
         now: Instant,
     ) -> Result<(), RequestError> {
+        let (pages, cursors, clock) = walk;
         let version = self.version_for(method::ListTools::CAPABILITY)?;
         let mut params = ListParams {
             cursor,
@@ -68,6 +91,7 @@ impl Session {
             listing,
             pages,
             cursors,
+            clock,
         };
         let timeout = self.config.request_timeout;
         self.queue_request(
@@ -103,7 +127,8 @@ impl Session {
     pub(super) fn start_refresh(&mut self, now: Instant) -> Result<u64, RequestError> {
         let op = self.allocate_op();
         let listing = self.cache.begin_listing();
-        self.send_list_page(op, listing, None, 1, HashSet::new(), now)?;
+        let clock = self.tools_fresh.clock(false);
+        self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)?;
         Ok(self.refresh.started(op))
     }
 
@@ -135,6 +160,7 @@ impl Session {
     /// walk) when auto-refresh is on or a result is waiting for it.
     pub(super) fn list_changed(&mut self, now: Instant) {
         self.cache.mark_stale();
+        self.tools_fresh.invalidate();
         if self.negotiated().is_some() && (self.config.auto_refresh || self.barrier.is_holding()) {
             self.request_refresh(now);
         }
@@ -147,11 +173,11 @@ impl Session {
         &mut self,
         op: OpId,
         mut listing: Listing,
-        pages: usize,
-        mut cursors: HashSet<String>,
+        walk: (usize, HashSet<String>, WalkClock),
         payload: Result<Box<RawValue>, ErrorObject>,
         now: Instant,
     ) {
+        let (pages, mut cursors, clock) = walk;
         let page = payload
             .map_err(|error| RequestError::Server { error })
             .and_then(|raw| decode_tool_page(&raw));
@@ -162,6 +188,8 @@ impl Session {
                 return;
             }
         };
+        // Each page on its own clock, from when it arrived.
+        let clock = clock.page(now, toolwire_types::Cacheable::ttl_ms(&page));
         if malformed.is_empty() {
             listing.add_page(page.tools);
         } else {
@@ -172,6 +200,7 @@ impl Session {
             for rejected in &outcome.rejected {
                 tracing::warn!(tool = %rejected.name, "tool excluded from the tool list: {}", rejected.reason);
             }
+            self.tools_fresh.record(clock, &outcome);
             self.finish_listing(op, Ok(outcome), now);
             return;
         };
@@ -184,7 +213,9 @@ impl Session {
         };
         let sent = match error {
             Some(e) => Err(e),
-            None => self.send_list_page(op, listing, Some(cursor), pages + 1, cursors, now),
+            None => {
+                self.send_list_page(op, listing, Some(cursor), (pages + 1, cursors, clock), now)
+            }
         };
         if let Err(e) = sent {
             self.finish_listing(op, Err(e), now);

@@ -1,0 +1,87 @@
+//! How long the last `tools/list` stays fresh (SEP-2549): each page on its own clock
+//! (`received + ttlMs`, an absent or negative `ttlMs` is 0), the listing fresh while every
+//! page is; invalidated at once by a list change or a header mismatch, and a walk that was
+//! asked before an invalidation never makes the listing fresh again.
+
+use std::time::{Duration, Instant};
+
+use toolwire_cache::{Commit, ListOutcome, SnapshotDiff};
+
+/// What a `tools/list` walk in progress has learned about its freshness.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WalkClock {
+    /// The invalidation count when the walk started.
+    epoch: u64,
+    /// The walk was asked to leave freshness alone ([`crate::CacheMode::Bypass`]).
+    bypass: bool,
+    /// The earliest page expiry so far (`None` before the first page).
+    until: Option<Instant>,
+}
+
+impl WalkClock {
+    /// One more page, received at `now` with `ttl_ms`.
+    pub(super) fn page(self, now: Instant, ttl_ms: u64) -> Self {
+        let expires = now + Duration::from_millis(ttl_ms);
+        Self {
+            until: Some(self.until.map_or(expires, |u| u.min(expires))),
+            ..self
+        }
+    }
+}
+
+/// Whether `tools/list` may be answered from the last listing, and with what.
+#[derive(Default)]
+pub(super) struct ToolsFreshness {
+    /// Invalidations so far.
+    epoch: u64,
+    /// The last listing and when it stops being fresh.
+    last: Option<(Instant, ListOutcome)>,
+}
+
+impl ToolsFreshness {
+    /// A clock for a walk that starts now (one that will not record when `bypass`).
+    pub(super) fn clock(&self, bypass: bool) -> WalkClock {
+        WalkClock {
+            epoch: self.epoch,
+            bypass,
+            until: None,
+        }
+    }
+
+    /// The server said the list changed (or a call's headers no longer match): the last
+    /// listing is stale however fresh its pages said it was.
+    pub(super) fn invalidate(&mut self) {
+        self.epoch += 1;
+        self.last = None;
+    }
+
+    /// A walk ended with `outcome`: it is the fresh listing until its earliest page expires,
+    /// unless an invalidation came after the walk started.
+    pub(super) fn record(&mut self, clock: WalkClock, outcome: &ListOutcome) {
+        if clock.epoch != self.epoch || clock.bypass {
+            return;
+        }
+        if let Some(until) = clock.until {
+            self.last = Some((until, outcome.clone()));
+        }
+    }
+
+    /// The last listing if it is fresh at `now` (`now < received + ttlMs` for every page),
+    /// as an outcome whose commit changes nothing (generation `generation`, empty diff).
+    pub(super) fn fresh(&self, now: Instant, generation: u64) -> Option<ListOutcome> {
+        let (until, outcome) = self.last.as_ref()?;
+        if now >= *until {
+            return None;
+        }
+        let mut outcome = outcome.clone();
+        outcome.commit = Commit {
+            generation,
+            diff: SnapshotDiff {
+                from: generation,
+                to: generation,
+                ..SnapshotDiff::default()
+            },
+        };
+        Some(outcome)
+    }
+}
