@@ -2006,3 +2006,32 @@ fn refresh_always_asks_and_bypass_leaves_the_fresh_listing_alone() {
     p.events();
     assert!(p.list_in(CacheMode::Use, 6).is_ok(), "ttlMs 0: asked again");
 }
+
+#[test]
+fn a_cursor_the_server_no_longer_takes_drops_the_pages_and_starts_over_once() {
+    let mut p = Peer::ready_modern(true);
+    let op = p.session.list_tools(p.at(0)).unwrap();
+    let (first, _) = p.sent();
+    p.reply(&first, tools_page(&["old"], Some(60_000), Some("c1")), 1);
+    let (second, _) = p.sent();
+    assert_eq!(second["params"]["cursor"], "c1");
+    p.reply_error(&second, -32602, json!({}), 2);
+    // From the first page again, without a cursor; the dropped page is not in the result.
+    let (again, _) = p.sent();
+    assert_eq!(again["method"], "tools/list");
+    assert!(again["params"].get("cursor").is_none(), "{again}");
+    p.reply(&again, tools_page(&["new"], Some(60_000), Some("c2")), 3);
+    let (next, _) = p.sent();
+    // A second refusal in the same walk ends it.
+    p.reply_error(&next, -32602, json!({}), 4);
+    p.nothing_sent();
+    let failed = p.events().into_iter().find_map(|e| match e {
+        Event::ToolsListed { op: o, result } if o == op => Some(result),
+        _ => None,
+    });
+    assert!(
+        matches!(failed, Some(Err(RequestError::Server { .. }))),
+        "{failed:?}"
+    );
+    assert!(p.session.cache().snapshot().get("old").is_none());
+}

@@ -16,9 +16,21 @@ pub(super) struct WalkClock {
     bypass: bool,
     /// The earliest page expiry so far (`None` before the first page).
     until: Option<Instant>,
+    /// The walk started over once already (a cursor the server no longer took).
+    pub(super) restarted: bool,
 }
 
 impl WalkClock {
+    /// The clock of the same walk started over from the first page: the pages so far are
+    /// dropped, and so is their freshness.
+    pub(super) fn restart(self) -> Self {
+        Self {
+            until: None,
+            restarted: true,
+            ..self
+        }
+    }
+
     /// One more page, received at `now` with `ttl_ms`.
     pub(super) fn page(self, now: Instant, ttl_ms: u64) -> Self {
         let expires = now + Duration::from_millis(ttl_ms);
@@ -45,6 +57,7 @@ impl ToolsFreshness {
             epoch: self.epoch,
             bypass,
             until: None,
+            restarted: false,
         }
     }
 

@@ -178,6 +178,21 @@ impl Session {
         now: Instant,
     ) {
         let (pages, mut cursors, clock) = walk;
+        // A cursor the server no longer takes (`-32602` on a later page): the pages so far
+        // are dropped and the walk starts over, once.
+        if let Err(error) = &payload
+            && error.code == toolwire_types::error::code::INVALID_PARAMS
+            && pages > 1
+            && !clock.restarted
+        {
+            tracing::info!("tools/list refused a cursor; listing again from the first page");
+            let listing = self.cache.begin_listing();
+            let walk = (1, HashSet::new(), clock.restart());
+            if let Err(e) = self.send_list_page(op, listing, None, walk, now) {
+                self.finish_listing(op, Err(e), now);
+            }
+            return;
+        }
         let page = payload
             .map_err(|error| RequestError::Server { error })
             .and_then(|raw| decode_tool_page(&raw));
