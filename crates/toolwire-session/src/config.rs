@@ -61,6 +61,11 @@ pub struct SessionConfig {
     /// `initialize` at its version without probing (probed if that is refused). Ignored for
     /// a version this client does not speak, and in a pinned mode (default: none).
     pub prior: Option<Negotiated>,
+    /// Keep the answers whose results carry SEP-2549 caching hints (the prompt, resource,
+    /// template and skill lists, `resources/read`, `skills/get`) while they are fresh, for
+    /// [`Session::request_cached`](crate::Session::request_cached) (default on; a server that
+    /// sends no `ttlMs` has nothing kept).
+    pub response_cache: bool,
 }
 
 /// How a list request uses what was received before (SEP-2549 caching).
@@ -111,6 +116,7 @@ impl SessionConfig {
             resource_subscriptions: BTreeSet::new(),
             log_level: None,
             prior: None,
+            response_cache: true,
         }
     }
 
@@ -136,6 +142,12 @@ impl SessionConfig {
     /// Sets what an earlier negotiation settled on (see [`SessionConfig::prior`]).
     pub fn with_prior(mut self, prior: Option<Negotiated>) -> Self {
         self.prior = prior;
+        self
+    }
+
+    /// Turns the response cache on or off (see [`SessionConfig::response_cache`]).
+    pub fn with_response_cache(mut self, on: bool) -> Self {
+        self.response_cache = on;
         self
     }
 

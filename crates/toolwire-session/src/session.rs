@@ -8,6 +8,7 @@ mod freshness;
 mod listen;
 mod negotiation;
 mod refresh;
+mod responses;
 mod settle;
 mod subscriptions;
 mod tool_list;
@@ -37,9 +38,11 @@ use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
 use self::negotiation::Phase;
 use self::refresh::Refresh;
+use self::responses::ResponseCache;
 use self::settle::SettleBarrier;
 use crate::{
-    Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError, SettleMode,
+    CacheMode, Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError,
+    SettleMode,
 };
 
 enum PendingKind {
@@ -47,6 +50,11 @@ enum PendingKind {
     Initialize,
     Request {
         op: OpId,
+    },
+    /// A request whose answer the response cache may keep.
+    Cached {
+        op: OpId,
+        cache: Box<responses::Pending>,
     },
     /// A `tools/call`, with what it takes to reissue it once after a header mismatch.
     ToolCall {
@@ -87,6 +95,7 @@ impl Pending {
     fn op(&self) -> Option<OpId> {
         match &self.kind {
             PendingKind::Request { op }
+            | PendingKind::Cached { op, .. }
             | PendingKind::ToolCall { op, .. }
             | PendingKind::ListPage { op, .. } => Some(*op),
             PendingKind::Subscription { op, .. } => *op,
@@ -151,6 +160,8 @@ pub struct Session {
     unconfirmed: bool,
     /// Whether the last `tools/list` is still fresh (its pages' `ttlMs`).
     tools_fresh: ToolsFreshness,
+    /// The other answers kept while fresh.
+    responses: ResponseCache,
 }
 
 impl std::fmt::Debug for Session {
@@ -198,6 +209,7 @@ impl Session {
             listen: Listen::default(),
             unconfirmed: false,
             tools_fresh: ToolsFreshness::default(),
+            responses: ResponseCache::default(),
         }
     }
 
@@ -312,12 +324,12 @@ impl Session {
             PendingKind::Initialize => self.fail(SessionError::Timeout {
                 method: "initialize",
             }),
-            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
-                self.events.push_back(Event::Completed {
-                    op,
-                    result: Err(RequestError::Timeout(p.timeout)),
-                })
-            }
+            PendingKind::Request { op }
+            | PendingKind::Cached { op, .. }
+            | PendingKind::ToolCall { op, .. } => self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Timeout(p.timeout)),
+            }),
             PendingKind::Listen => self.listen_dropped(id, None, now),
             PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
                 op,
@@ -457,7 +469,54 @@ impl Session {
     /// Sends any request by its method marker; the result arrives as [`Event::Completed`]. The
     /// method says which capability a legacy server must have declared, whether a transport
     /// may resend it, and which member `Mcp-Name` mirrors.
-    pub fn request<M>(&mut self, mut params: M::Params, now: Instant) -> Result<OpId, RequestError>
+    pub fn request<M>(&mut self, params: M::Params, now: Instant) -> Result<OpId, RequestError>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta,
+    {
+        self.request_as::<M>(params, now, |op| PendingKind::Request { op })
+    }
+
+    /// [`Session::request`] through the response cache (SEP-2549) for the methods whose
+    /// results carry caching hints (the prompt, resource, template and skill lists,
+    /// `resources/read`, `skills/get`); any other goes as [`Session::request`]. With
+    /// [`CacheMode::Use`] a fresh kept answer completes the operation at once, with no round
+    /// trip; `Refresh` asks and keeps the answer; `Bypass` asks and keeps nothing. Off
+    /// ([`SessionConfig::response_cache`]), every mode asks.
+    pub fn request_cached<M>(
+        &mut self,
+        mut params: M::Params,
+        mode: CacheMode,
+        now: Instant,
+    ) -> Result<OpId, RequestError>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta,
+    {
+        if !self.config.response_cache {
+            return self.request::<M>(params, now);
+        }
+        self.check_request::<M>(&mut params)?;
+        match self.responses.lookup(M::NAME, &params, mode, now) {
+            Ok(raw) => {
+                let op = self.allocate_op();
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Ok(raw),
+                });
+                Ok(op)
+            }
+            Err(None) => self.request::<M>(params, now),
+            Err(Some(cache)) => self.request_as::<M>(params, now, |op| PendingKind::Cached {
+                op,
+                cache: Box::new(cache),
+            }),
+        }
+    }
+
+    /// The version to send `M` at, after the checks every request passes (a legacy server
+    /// declared its capability; no reserved `_meta` key from the caller).
+    fn check_request<M>(&self, params: &mut M::Params) -> Result<ProtocolVersion, RequestError>
     where
         M: RequestMethod,
         M::Params: HasMeta,
@@ -470,6 +529,21 @@ impl Session {
         {
             return Err(RequestError::ReservedMeta(key.to_owned()));
         }
+        Ok(version)
+    }
+
+    /// Sends a request whose answer completes the operation `kind` makes of its id.
+    fn request_as<M>(
+        &mut self,
+        mut params: M::Params,
+        now: Instant,
+        kind: impl FnOnce(OpId) -> PendingKind,
+    ) -> Result<OpId, RequestError>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta,
+    {
+        let version = self.check_request::<M>(&mut params)?;
         let headers = if self.sends_sep2243_headers(&version) {
             let mut headers = Vec::with_capacity(2);
             headers.push(method_header(M::NAME));
@@ -480,33 +554,16 @@ impl Session {
         };
         self.envelope(&version, &mut params);
         let timeout = self.config.request_timeout;
-        self.queue_operation(
+        let op = self.allocate_op();
+        self.queue_request(
             &version,
             M::NAME,
             &params,
             headers,
             M::RETRY_SAFE,
+            kind(op),
             timeout,
             now,
-        )
-    }
-
-    /// Queues a request that completes one operation ([`Event::Completed`]).
-    #[allow(clippy::too_many_arguments, reason = "forwards to queue_request")]
-    fn queue_operation<P: Serialize>(
-        &mut self,
-        version: &ProtocolVersion,
-        method: &'static str,
-        params: &P,
-        headers: Vec<Header>,
-        retry_safe: bool,
-        timeout: Duration,
-        now: Instant,
-    ) -> Result<OpId, RequestError> {
-        let op = self.allocate_op();
-        let kind = PendingKind::Request { op };
-        self.queue_request(
-            version, method, params, headers, retry_safe, kind, timeout, now,
         )
         .map_err(RequestError::Encode)?;
         Ok(op)
@@ -709,12 +766,12 @@ impl Session {
                 };
                 self.fail(SessionError::Unreachable { method, failure });
             }
-            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
-                self.events.push_back(Event::Completed {
-                    op,
-                    result: Err(RequestError::Undelivered(failure)),
-                })
-            }
+            PendingKind::Request { op }
+            | PendingKind::Cached { op, .. }
+            | PendingKind::ToolCall { op, .. } => self.events.push_back(Event::Completed {
+                op,
+                result: Err(RequestError::Undelivered(failure)),
+            }),
             PendingKind::Listen => self.listen_dropped(&failure.id, None, now),
             PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
                 op,
@@ -788,6 +845,21 @@ impl Session {
                 }
                 match notification.method.as_str() {
                     "notifications/tools/list_changed" => self.list_changed(now),
+                    "notifications/prompts/list_changed" => {
+                        self.responses.evict_methods(&["prompts/list"])
+                    }
+                    "notifications/resources/list_changed" => self
+                        .responses
+                        .evict_methods(&["resources/list", "resources/templates/list"]),
+                    "notifications/resources/updated" => {
+                        let updated: Result<toolwire_types::ResourceUriParams, _> =
+                            notification.params();
+                        match updated {
+                            Ok(p) => self.responses.evict_uri(&p.uri),
+                            // Which resource is unknown: none of the kept reads can be trusted.
+                            Err(_) => self.responses.evict_methods(&["resources/read"]),
+                        }
+                    }
                     "notifications/subscriptions/acknowledged" => {
                         self.acknowledged(&notification, now)
                     }
@@ -842,6 +914,19 @@ impl Session {
                 op,
                 result: payload.map_err(|error| RequestError::Server { error }),
             }),
+            PendingKind::Cached { op, cache } => {
+                match &payload {
+                    Ok(raw) => self.responses.answered(*cache, raw, now),
+                    Err(e) if e.code == toolwire_types::error::code::INVALID_PARAMS => {
+                        self.responses.cursor_refused(&cache)
+                    }
+                    Err(_) => {}
+                }
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: payload.map_err(|error| RequestError::Server { error }),
+                })
+            }
             PendingKind::ToolCall { op, retry, settle } => match payload {
                 Err(error)
                     if matches!(

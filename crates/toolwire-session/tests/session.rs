@@ -2035,3 +2035,227 @@ fn a_cursor_the_server_no_longer_takes_drops_the_pages_and_starts_over_once() {
     );
     assert!(p.session.cache().snapshot().get("old").is_none());
 }
+
+// ---- SEP-2549: the response cache ----
+
+use toolwire_types::methods::method::{ListPrompts, ListResources, ReadResource};
+
+fn read_params(uri: &str, extra: Value) -> toolwire_types::ReadResourceParams {
+    let mut params = json!({"uri": uri});
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    serde_json::from_value(params).unwrap()
+}
+
+fn list_params(cursor: Option<&str>) -> toolwire_types::ListParams {
+    serde_json::from_value(json!({ "cursor": cursor })).unwrap()
+}
+
+impl Peer {
+    /// Issues a cached request; `Ok(request)` if it was sent, `Err(result)` if it was
+    /// answered at once.
+    fn cached<M>(&mut self, params: M::Params, mode: CacheMode, ms: u64) -> Result<Value, String>
+    where
+        M: toolwire_types::RequestMethod,
+        M::Params: toolwire_types::HasMeta,
+    {
+        let op = self
+            .session
+            .request_cached::<M>(params, mode, self.at(ms))
+            .unwrap();
+        if let Some(t) = self.session.poll_transmit() {
+            return Ok(serde_json::from_slice(&t.body).unwrap());
+        }
+        Err(self
+            .completed(op)
+            .expect("answered at once")
+            .expect("a kept answer"))
+    }
+}
+
+const READ: &str = "file:///a";
+
+impl Peer {
+    /// A cached `resources/read` of [`READ`] in `mode` at `ms` (see [`Peer::cached`]).
+    fn read(&mut self, mode: CacheMode, ms: u64) -> Result<Value, String> {
+        self.cached::<ReadResource>(read_params(READ, json!({})), mode, ms)
+    }
+
+    /// `notifications/resources/updated` for [`READ`] at `ms`.
+    fn read_updated(&mut self, ms: u64) {
+        let update = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": READ}});
+        self.session
+            .handle_inbound(update.to_string().as_bytes(), self.at(ms));
+    }
+}
+
+/// A `resources/read` result for [`READ`] with `ttl` as its `ttlMs`.
+fn read_result(text: &str, ttl: Value) -> Value {
+    json!({"contents": [{"uri": READ, "text": text}], "ttlMs": ttl, "cacheScope": "private"})
+}
+
+#[test]
+fn a_fresh_read_is_served_without_a_round_trip_until_an_update_evicts_it() {
+    let mut p = Peer::ready_modern(true);
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 0)
+        .unwrap();
+    p.reply(&sent, read_result("one", json!(60_000)), 1);
+    p.events();
+    // `_meta` is not part of the key.
+    let traced = read_params(READ, json!({"_meta": {"traceparent": "00-1-2-01"}}));
+    let kept = p
+        .cached::<ReadResource>(traced, CacheMode::Use, 2)
+        .unwrap_err();
+    assert!(kept.contains("\"one\""), "{kept}");
+    // Fresh until received + ttlMs, not at it.
+    assert!(p.read(CacheMode::Use, 60_001).is_ok());
+    let again = p.read(CacheMode::Use, 60_002);
+    p.reply(&again.unwrap(), read_result("two", json!(60_000)), 60_003);
+    p.events();
+    p.read_updated(60_004);
+    p.events();
+    assert!(
+        p.read(CacheMode::Use, 60_005).is_ok(),
+        "evicted by the update although fresh"
+    );
+}
+
+#[test]
+fn an_absent_zero_or_negative_ttl_keeps_nothing() {
+    for ttl in [Value::Null, json!(0), json!(-1)] {
+        let mut p = Peer::ready_modern(true);
+        let sent = p.read(CacheMode::Use, 0);
+        p.reply(&sent.unwrap(), read_result("one", ttl.clone()), 1);
+        p.events();
+        assert!(p.read(CacheMode::Use, 1).is_ok(), "{ttl}: asked again");
+    }
+}
+
+#[test]
+fn each_page_is_kept_on_its_own_and_a_list_change_or_a_refused_cursor_drops_them_all() {
+    let mut p = Peer::ready_modern(true);
+    let page = |names: &[&str], next: Option<&str>| {
+        json!({"prompts": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>(),
+            "nextCursor": next, "ttlMs": 60_000, "cacheScope": "public"})
+    };
+    let first = p
+        .cached::<ListPrompts>(list_params(None), CacheMode::Use, 0)
+        .unwrap();
+    p.reply(&first, page(&["a"], Some("c")), 1);
+    let second = p
+        .cached::<ListPrompts>(list_params(Some("c")), CacheMode::Use, 2)
+        .unwrap();
+    assert_eq!(second["params"]["cursor"], "c");
+    p.reply(&second, page(&["b"], None), 3);
+    p.events();
+    assert!(
+        p.cached::<ListPrompts>(list_params(None), CacheMode::Use, 4)
+            .is_err()
+    );
+    assert!(
+        p.cached::<ListPrompts>(list_params(Some("c")), CacheMode::Use, 4)
+            .is_err()
+    );
+    let change = json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"});
+    p.session
+        .handle_inbound(change.to_string().as_bytes(), p.at(5));
+    p.events();
+    let first = p
+        .cached::<ListPrompts>(list_params(None), CacheMode::Use, 6)
+        .unwrap();
+    p.reply(&first, page(&["a"], Some("c")), 7);
+    let second = p
+        .cached::<ListPrompts>(list_params(Some("c")), CacheMode::Use, 8)
+        .unwrap();
+    p.reply(&second, page(&["b"], None), 9);
+    p.events();
+
+    // resources/list: a cursor refused drops the first page too.
+    let resources = |next: Option<&str>| json!({"resources": [], "nextCursor": next, "ttlMs": 60_000, "cacheScope": "private"});
+    let first = p
+        .cached::<ListResources>(list_params(None), CacheMode::Use, 10)
+        .unwrap();
+    p.reply(&first, resources(Some("r")), 11);
+    let second = p
+        .cached::<ListResources>(list_params(Some("r")), CacheMode::Use, 12)
+        .unwrap();
+    p.reply_error(&second, -32602, json!({}), 13);
+    p.events();
+    assert!(
+        p.cached::<ListResources>(list_params(None), CacheMode::Use, 14)
+            .is_ok()
+    );
+    // The prompts are kept: only that list went.
+    assert!(
+        p.cached::<ListPrompts>(list_params(None), CacheMode::Use, 15)
+            .is_err()
+    );
+}
+
+#[test]
+fn retries_input_required_answers_and_answers_asked_before_an_eviction_are_not_kept() {
+    let mut p = Peer::ready_modern(true);
+    // An MRTR retry: asked, never kept, never served.
+    let retry = read_params(READ, json!({"requestState": "s", "inputResponses": {}}));
+    let sent = p.cached::<ReadResource>(retry, CacheMode::Use, 0).unwrap();
+    p.reply(&sent, read_result("one", json!(60_000)), 1);
+    p.events();
+    assert!(p.read(CacheMode::Use, 2).is_ok());
+    // An input_required round with hints: not kept.
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Refresh, 3)
+        .unwrap();
+    p.reply(
+        &sent,
+        json!({"resultType": "input_required", "inputRequests": {}, "ttlMs": 60_000}),
+        4,
+    );
+    p.events();
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 5)
+        .unwrap();
+    // The update arrives while the read is in flight: its answer is from before it.
+    p.read_updated(6);
+    p.reply(&sent, read_result("old", json!(60_000)), 7);
+    p.events();
+    assert!(p.read(CacheMode::Use, 8).is_ok());
+}
+
+#[test]
+fn refresh_keeps_bypass_does_not_and_a_cache_turned_off_keeps_nothing() {
+    let mut p = Peer::ready_modern(true);
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 0)
+        .unwrap();
+    p.reply(&sent, read_result("one", json!(60_000)), 1);
+    p.events();
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Bypass, 2)
+        .unwrap();
+    p.reply(&sent, read_result("bypassed", json!(60_000)), 3);
+    p.events();
+    let kept = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 4)
+        .unwrap_err();
+    assert!(kept.contains("\"one\""), "bypass left it alone: {kept}");
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Refresh, 5)
+        .unwrap();
+    p.reply(&sent, read_result("refreshed", json!(60_000)), 6);
+    p.events();
+    let kept = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 7)
+        .unwrap_err();
+    assert!(kept.contains("\"refreshed\""), "{kept}");
+
+    let mut p = Peer::ready_modern_with(config().with_response_cache(false), true);
+    let sent = p
+        .cached::<ReadResource>(read_params(READ, json!({})), CacheMode::Use, 0)
+        .unwrap();
+    p.reply(&sent, read_result("one", json!(60_000)), 1);
+    p.events();
+    assert!(p.read(CacheMode::Use, 2).is_ok());
+}

@@ -516,15 +516,50 @@ impl Client {
         Ok((responses, required.request_state))
     }
 
+    /// [`Client::request`] in response-cache mode `mode` (every request uses
+    /// [`CacheMode::Use`]): `Refresh` asks the server and keeps the answer, `Bypass` asks
+    /// and keeps nothing. Only results that carry SEP-2549 hints are ever kept (the prompt,
+    /// resource, template and skill lists, `resources/read`, `skills/get`), each while its
+    /// `ttlMs` says and until a notification says it changed.
+    pub async fn request_with_cache<M>(
+        &self,
+        params: M::Params,
+        mode: CacheMode,
+    ) -> Result<M::Result, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + Send + 'static,
+    {
+        match self.request_in::<M>(params, mode).await? {
+            Outcome::Complete(result) => Ok(result),
+            Outcome::InputRequired(_) => Err(Error::InputRequired),
+        }
+    }
+
     async fn request_once<M>(&self, params: M::Params) -> Result<Outcome<M::Result>, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + Send + 'static,
+    {
+        self.request_in::<M>(params, CacheMode::Use).await
+    }
+
+    async fn request_in<M>(
+        &self,
+        params: M::Params,
+        mode: CacheMode,
+    ) -> Result<Outcome<M::Result>, Error>
     where
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
         let (commands, rx) = self.start()?;
         let (reply, answer) = oneshot::channel();
-        // The method says whether it is safe to resend (reads and lists are).
-        let issue = Box::new(move |session: &mut Session, now| session.request::<M>(params, now));
+        // The method says whether it is safe to resend (reads and lists are) and the session
+        // whether a fresh kept answer may serve.
+        let issue = Box::new(move |session: &mut Session, now| {
+            session.request_cached::<M>(params, mode, now)
+        });
         commands
             .send(Command::Request { issue, reply })
             .map_err(|_| unsent(&rx))?;

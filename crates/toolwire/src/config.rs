@@ -127,6 +127,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether answers that carry SEP-2549 caching hints (the prompt, resource, template and
+    /// skill lists, `resources/read`, `skills/get`) are kept while fresh and served without a
+    /// round trip (default on, as the spec allows; a server that sends no `ttlMs` has nothing
+    /// kept). One client is one authorization context, so `private` and `public` answers
+    /// are kept alike.
+    pub fn response_cache(mut self, on: bool) -> Self {
+        self.config.session = self.config.session.with_response_cache(on);
+        self
+    }
+
     /// The default request deadline (60 s) and the `server/discover` probe timeout (5 s).
     pub fn timeouts(mut self, request: Duration, probe: Duration) -> Self {
         self.config.session = self.config.session.with_timeouts(request, probe);

@@ -1,0 +1,162 @@
+//! SEP-2549 response caching for the results other than `tools/list` that carry hints: the
+//! lists of prompts, resources, resource templates and skills (each page on its own, its
+//! cursor in the key), `resources/read` and `skills/get`. Kept while fresh (`now < received +
+//! ttlMs`; an absent or negative `ttlMs` is 0, so nothing is kept), keyed by method and
+//! params without `_meta`; evicted by the notifications that say the data changed and by a
+//! refused cursor; an answer to a request asked before an eviction is not kept. A request
+//! that carries `inputResponses` or `requestState` (an MRTR retry), and an `input_required`
+//! answer, are never cached.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::CacheMode;
+
+/// The methods whose results carry caching hints (besides `tools/list` and
+/// `server/discover`, which the session keeps in their own ways).
+const CACHEABLE: &[&str] = &[
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "skills/list",
+    "skills/get",
+];
+
+/// What a cached request needs to store its answer.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) key: String,
+    method: &'static str,
+    uri: Option<String>,
+    epoch: u64,
+    store: bool,
+}
+
+struct Entry {
+    method: &'static str,
+    uri: Option<String>,
+    until: Instant,
+    raw: Box<RawValue>,
+}
+
+/// The kept answers.
+#[derive(Default)]
+pub(super) struct ResponseCache {
+    entries: HashMap<String, Entry>,
+    /// Evictions so far: an answer to a request asked before one is not kept.
+    epoch: u64,
+}
+
+/// The caching hints of a raw result.
+#[derive(serde::Deserialize)]
+struct Hints {
+    #[serde(rename = "ttlMs", default)]
+    ttl_ms: Option<i64>,
+    #[serde(rename = "resultType", default)]
+    result_type: Option<String>,
+}
+
+/// A request's key (method and params without `_meta`), the URI it names, and whether it
+/// may be cached at all (`None`: an MRTR retry, or params that do not serialise).
+fn key_of<P: Serialize>(method: &str, params: &P) -> Option<(String, Option<String>)> {
+    let mut value = serde_json::to_value(params).ok()?;
+    if let Some(object) = value.as_object_mut() {
+        if object.contains_key("inputResponses") || object.contains_key("requestState") {
+            return None;
+        }
+        object.remove("_meta");
+    }
+    let uri = value.get("uri").and_then(|u| u.as_str()).map(str::to_owned);
+    Some((format!("{method} {value}"), uri))
+}
+
+impl ResponseCache {
+    /// For a request of `method` with `params` in `mode`: the kept answer if it may serve
+    /// (`Ok`), else what the request needs to store its answer (`Err`, `None` if it must not
+    /// be cached).
+    pub(super) fn lookup<P: Serialize>(
+        &self,
+        method: &'static str,
+        params: &P,
+        mode: CacheMode,
+        now: Instant,
+    ) -> Result<Box<RawValue>, Option<Pending>> {
+        if !CACHEABLE.contains(&method) {
+            return Err(None);
+        }
+        let Some((key, uri)) = key_of(method, params) else {
+            return Err(None);
+        };
+        if mode == CacheMode::Use
+            && let Some(entry) = self.entries.get(&key)
+            && now < entry.until
+        {
+            return Ok(entry.raw.clone());
+        }
+        Err(Some(Pending {
+            key,
+            method,
+            uri,
+            epoch: self.epoch,
+            store: mode != CacheMode::Bypass,
+        }))
+    }
+
+    /// An answer arrived at `now` for `pending`: kept while its `ttlMs` says, unless an
+    /// eviction came after it was asked, it is an `input_required` round, or it has no
+    /// freshness at all.
+    pub(super) fn answered(&mut self, pending: Pending, raw: &RawValue, now: Instant) {
+        if !pending.store || pending.epoch != self.epoch {
+            return;
+        }
+        let Ok(hints) = serde_json::from_str::<Hints>(raw.get()) else {
+            return;
+        };
+        if hints.result_type.as_deref() == Some("input_required") {
+            return;
+        }
+        let ttl = hints
+            .ttl_ms
+            .and_then(|t| u64::try_from(t).ok())
+            .unwrap_or(0);
+        if ttl == 0 {
+            // Stale at once: whatever was kept under this key is older still.
+            self.entries.remove(&pending.key);
+            return;
+        }
+        self.entries.insert(
+            pending.key,
+            Entry {
+                method: pending.method,
+                uri: pending.uri,
+                until: now + Duration::from_millis(ttl),
+                raw: raw.to_owned(),
+            },
+        );
+    }
+
+    /// Evicts every kept answer of these methods.
+    pub(super) fn evict_methods(&mut self, methods: &[&str]) {
+        self.epoch += 1;
+        self.entries.retain(|_, e| !methods.contains(&e.method));
+    }
+
+    /// Evicts the kept answers about resource `uri` (`resources/read`; `skills/get` of a
+    /// skill whose `SKILL.md` it is).
+    pub(super) fn evict_uri(&mut self, uri: &str) {
+        self.epoch += 1;
+        self.entries.retain(|_, e| e.uri.as_deref() != Some(uri));
+    }
+
+    /// A request of `pending` was refused with `-32602`: if it followed a cursor, every page
+    /// of that list goes (the caching spec: drop all pages and start over).
+    pub(super) fn cursor_refused(&mut self, pending: &Pending) {
+        if pending.key.contains("\"cursor\"") {
+            self.evict_methods(&[pending.method]);
+        }
+    }
+}
