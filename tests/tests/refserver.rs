@@ -538,3 +538,51 @@ async fn a_saved_negotiation_is_adopted_and_probed_again_when_the_server_refuses
     assert!(!moved.ready().await.unwrap().version.is_modern());
     moved.close().await;
 }
+
+/// The skill's directory, read through `resources/directory/read` in both eras (the server
+/// declares `directoryRead`): its direct children, a subdirectory as `inode/directory`; a
+/// file is not a directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_directory_lists_its_direct_children_in_both_eras() {
+    let s = server(options(Eras::Both)).await;
+    for mode in [
+        ProtocolMode::Auto,
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let client = Client::builder("dirs", "0")
+            .mode(mode.clone())
+            .connect_http(HttpTransport::builder(s.url()))
+            .unwrap();
+        let children = client
+            .read_directory("skill://release-notes")
+            .await
+            .unwrap();
+        let listed: Vec<(&str, Option<&str>)> = children
+            .iter()
+            .map(|r| (r.uri.as_str(), r.mime_type.as_deref()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("skill://release-notes/SKILL.md", Some("text/markdown")),
+                ("skill://release-notes/examples/", Some("inode/directory")),
+                ("skill://release-notes/reference.md", Some("text/markdown")),
+            ],
+            "{mode:?}"
+        );
+        let nested = client
+            .read_directory("skill://release-notes/examples/")
+            .await
+            .unwrap();
+        assert_eq!(nested.len(), 1, "{mode:?}");
+        let file = client
+            .read_directory("skill://release-notes/SKILL.md")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&file, toolwire::Error::Server(e) if e.code == -32602),
+            "{mode:?}: {file}"
+        );
+        client.close().await;
+    }
+}

@@ -717,7 +717,7 @@ fn skills_of_the_embedded_server_are_listed_and_loaded_in_both_eras() {
         let listed = json(&run(&["--json", "skills", "list"]));
         let skill = &listed["skills"][0];
         assert_eq!(skill["frontmatter"]["name"], "release-notes", "{protocol}");
-        assert_eq!(skill["resources"].as_array().map(Vec::len), Some(2));
+        assert_eq!(skill["resources"].as_array().map(Vec::len), Some(3));
         let by_name = stdout(&run(&["skills", "get", "release-notes"]));
         assert!(
             by_name.starts_with("---\nname: release-notes\n"),

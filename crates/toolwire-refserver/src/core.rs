@@ -298,6 +298,11 @@ impl Core {
             }
             "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
             "skills/list" => Ok(json!({"skills": [tools::skill()]})),
+            "resources/directory/read" => {
+                let uri = params["uri"].as_str().unwrap_or("");
+                tools::read_directory(uri)
+                    .ok_or((code::INVALID_PARAMS, format!("Not a directory: {uri}")))
+            }
             "skills/get" => {
                 let skill = tools::skill();
                 if params["uri"] == skill["uri"] {
@@ -332,7 +337,13 @@ impl Core {
                         .entry("resultType")
                         .or_insert_with(|| json!("complete"));
                     if method.ends_with("/list")
-                        || matches!(method, "server/discover" | "resources/read" | "skills/get")
+                        || matches!(
+                            method,
+                            "server/discover"
+                                | "resources/read"
+                                | "skills/get"
+                                | "resources/directory/read"
+                        )
                     {
                         object.entry("ttlMs").or_insert_with(|| json!(0));
                         object
@@ -504,7 +515,7 @@ impl Core {
 fn capabilities() -> Value {
     json!({"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true},
         "prompts": {}, "completions": {},
-        "extensions": {toolwire_types::SKILLS_EXTENSION: {}}})
+        "extensions": {toolwire_types::SKILLS_EXTENSION: {"directoryRead": true}}})
 }
 
 /// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.

@@ -184,7 +184,31 @@ const SKILL_FILES: &[(&str, &str)] = &[
         "skill://release-notes/reference.md",
         "# Style\n\n- Start with the verb.\n- Name what the user sees, not the code.\n",
     ),
+    (
+        "skill://release-notes/examples/1.0.md",
+        "## 1.0\n\n### Added\n- Subscribe to resource updates in either era.\n",
+    ),
 ];
+
+/// `resources/directory/read` of `uri` (with or without a trailing `/`): the skill
+/// directory's direct children, a subdirectory as `inode/directory`; `None` for anything that
+/// is not one of its directories.
+pub(crate) fn read_directory(uri: &str) -> Option<Value> {
+    let prefix = format!("{}/", uri.trim_end_matches('/'));
+    let mut children = std::collections::BTreeMap::new();
+    for (file, _) in SKILL_FILES {
+        let Some(rest) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        let child = match rest.split_once('/') {
+            None => json!({"uri": file, "name": rest, "mimeType": "text/markdown"}),
+            Some((dir, _)) => json!({"uri": format!("{prefix}{dir}/"), "name": dir,
+                "mimeType": toolwire_types::DIRECTORY_MIME_TYPE}),
+        };
+        children.insert(child["uri"].as_str().unwrap_or_default().to_owned(), child);
+    }
+    (!children.is_empty()).then(|| json!({"resources": children.into_values().collect::<Vec<_>>()}))
+}
 
 /// The skill as `skills/list` and `skills/get` give it: its frontmatter and a manifest with
 /// each file's SHA-256 digest and size.

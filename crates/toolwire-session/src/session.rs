@@ -458,7 +458,7 @@ impl Session {
         // Extensions are gated in both eras: a server that did not declare one does not speak
         // its methods.
         if let Some(capability) = needed
-            && (!negotiated.version.is_modern() || matches!(capability, Capability::Extension(_)))
+            && (!negotiated.version.is_modern() || capability.gated_in_both_eras())
             && !capability.declared_by(&negotiated.capabilities)
         {
             return Err(RequestError::NotAdvertised(capability));
@@ -848,9 +848,11 @@ impl Session {
                     "notifications/prompts/list_changed" => {
                         self.responses.evict_methods(&["prompts/list"])
                     }
-                    "notifications/resources/list_changed" => self
-                        .responses
-                        .evict_methods(&["resources/list", "resources/templates/list"]),
+                    "notifications/resources/list_changed" => self.responses.evict_methods(&[
+                        "resources/list",
+                        "resources/templates/list",
+                        "resources/directory/read",
+                    ]),
                     "notifications/resources/updated" => {
                         let updated: Result<toolwire_types::ResourceUriParams, _> =
                             notification.params();

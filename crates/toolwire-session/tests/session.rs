@@ -2259,3 +2259,43 @@ fn refresh_keeps_bypass_does_not_and_a_cache_turned_off_keeps_nothing() {
     p.events();
     assert!(p.read(CacheMode::Use, 2).is_ok());
 }
+
+#[test]
+fn directory_reads_are_refused_in_either_era_unless_the_skills_extension_declares_them() {
+    let params = || -> toolwire_types::ReadDirectoryParams {
+        serde_json::from_value(json!({"uri": "skill://x"})).unwrap()
+    };
+    for (declared, allowed) in [
+        (json!({}), false),
+        (json!({"io.modelcontextprotocol/skills": {}}), false),
+        (
+            json!({"io.modelcontextprotocol/skills": {"directoryRead": false}}),
+            false,
+        ),
+        (
+            json!({"io.modelcontextprotocol/skills": {"directoryRead": true}}),
+            true,
+        ),
+    ] {
+        let (mut p, _) =
+            Peer::ready_modern_declaring(json!({"extensions": declared.clone()}), true);
+        let asked = p
+            .session
+            .request::<toolwire_types::methods::method::ReadDirectory>(params(), p.at(2));
+        match asked {
+            Ok(_) => {
+                assert!(allowed, "{declared}");
+                let (sent, _) = p.sent();
+                assert_eq!(sent["method"], "resources/directory/read");
+            }
+            Err(e) => {
+                assert!(!allowed, "{declared}: {e}");
+                assert!(matches!(
+                    e,
+                    RequestError::NotAdvertised(Capability::SkillsDirectoryRead)
+                ));
+                p.nothing_sent();
+            }
+        }
+    }
+}

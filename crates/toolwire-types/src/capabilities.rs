@@ -183,6 +183,9 @@ pub enum Capability {
     /// An extension, by its identifier under `extensions`: declared in either era, or its
     /// methods are refused locally.
     Extension(&'static str),
+    /// The skills extension with `directoryRead: true` (`resources/directory/read`), in
+    /// either era.
+    SkillsDirectoryRead,
 }
 
 impl Capability {
@@ -196,6 +199,7 @@ impl Capability {
             Self::Completions => "completions",
             Self::Logging => "logging",
             Self::Extension(id) => id,
+            Self::SkillsDirectoryRead => "extensions.io.modelcontextprotocol/skills.directoryRead",
         }
     }
 
@@ -216,7 +220,18 @@ impl Capability {
                 .extensions
                 .as_ref()
                 .is_some_and(|e| e.contains_key(id)),
+            Self::SkillsDirectoryRead => capabilities
+                .extensions
+                .as_ref()
+                .and_then(|e| e.get(crate::SKILLS_EXTENSION))
+                .is_some_and(|skills| skills["directoryRead"] == true),
         }
+    }
+
+    /// Whether it is gated in both eras (an extension's methods are refused locally unless
+    /// the server declared the extension, whatever the era).
+    pub fn gated_in_both_eras(self) -> bool {
+        matches!(self, Self::Extension(_) | Self::SkillsDirectoryRead)
     }
 }
 

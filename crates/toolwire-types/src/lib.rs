@@ -110,7 +110,8 @@ pub use resources::{
     Resource, ResourceTemplate, ResourceUriParams,
 };
 pub use skills::{
-    GetSkillParams, GetSkillResult, ListSkillsResult, SKILLS_EXTENSION, Skill, SkillFile,
+    DIRECTORY_MIME_TYPE, GetSkillParams, GetSkillResult, ListSkillsResult, ReadDirectoryParams,
+    ReadDirectoryResult, SKILLS_EXTENSION, Skill, SkillFile,
 };
 pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,

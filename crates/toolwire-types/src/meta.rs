@@ -157,6 +157,7 @@ has_meta!(
     crate::GetPromptParams,
     crate::CompleteParams,
     crate::GetSkillParams,
+    crate::ReadDirectoryParams,
     crate::SetLevelParams,
     crate::ListenParams,
     crate::CancelledParams,

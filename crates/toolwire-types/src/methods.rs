@@ -149,6 +149,10 @@ pub mod method {
     request!(/// `skills/get` (the skills extension).
         GetSkill = "skills/get", GetSkillParams => GetSkillResult, mrtr = false,
         cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true);
+    request!(/// `resources/directory/read` (the skills extension, where the server declares
+        /// `directoryRead`).
+        ReadDirectory = "resources/directory/read", ReadDirectoryParams => ReadDirectoryResult,
+        mrtr = false, cap = Some(crate::Capability::SkillsDirectoryRead), retry = true);
     request!(/// `logging/setLevel` (legacy).
         SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false,
         cap = Some(Logging), retry = false);

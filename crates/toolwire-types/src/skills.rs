@@ -124,3 +124,57 @@ impl Cacheable for GetSkillResult {
         self.ttl_ms
     }
 }
+
+/// The MIME type of a directory among `resources/directory/read`'s children.
+pub const DIRECTORY_MIME_TYPE: &str = "inode/directory";
+
+/// `resources/directory/read` params (the skills extension, where the server declares
+/// `directoryRead`): a directory's URI and the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadDirectoryParams {
+    /// The directory.
+    pub uri: String,
+    /// The cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `resources/directory/read` result: one page of a directory's direct children (a
+/// subdirectory has the MIME type [`DIRECTORY_MIME_TYPE`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadDirectoryResult {
+    /// `resultType` (modern).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The children on this page.
+    pub resources: Vec<crate::Resource>,
+    /// The cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Freshness in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<i64>,
+    /// Who may share this page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl Cacheable for ReadDirectoryResult {
+    fn raw_ttl_ms(&self) -> Option<i64> {
+        self.ttl_ms
+    }
+}

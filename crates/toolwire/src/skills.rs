@@ -7,7 +7,8 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 use toolwire_types::methods::method;
 use toolwire_types::{
-    GetSkillParams, JsonObject, ListSkillsResult, ResourceContents, Skill, SkillFile,
+    GetSkillParams, JsonObject, ListSkillsResult, ReadDirectoryParams, ReadDirectoryResult,
+    Resource, ResourceContents, Skill, SkillFile,
 };
 
 use crate::{Client, Error};
@@ -37,24 +38,38 @@ impl Client {
     /// Every skill, walking the pages (at most 1000; a cursor the server returned before ends
     /// the walk, with a warning).
     pub async fn list_all_skills(&self) -> Result<Vec<Skill>, Error> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        let mut seen = std::collections::HashSet::new();
-        for _ in 0..MAX_PAGES {
-            let page = self.list_skills(cursor.take()).await?;
-            all.extend(page.skills);
-            match page.next_cursor {
-                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
-                Some(_) => {
-                    tracing::warn!(
-                        "skills/list returned a cursor it had returned before; stopping"
-                    );
-                    break;
-                }
-                None => break,
-            }
-        }
-        Ok(all)
+        walk("skills/list", |cursor| async move {
+            let page = self.list_skills(cursor).await?;
+            Ok((page.skills, page.next_cursor))
+        })
+        .await
+    }
+
+    /// One page of `resources/directory/read`: the direct children of directory `uri` (a
+    /// subdirectory has the MIME type `inode/directory`). Refused locally (`Error::InvalidCall`,
+    /// not advertised) unless the server declared the skills extension with `directoryRead`.
+    pub async fn read_directory_page(
+        &self,
+        uri: &str,
+        cursor: Option<String>,
+    ) -> Result<ReadDirectoryResult, Error> {
+        let params = ReadDirectoryParams {
+            uri: uri.to_owned(),
+            cursor,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        self.request::<method::ReadDirectory>(params).await
+    }
+
+    /// Every direct child of directory `uri`, walking the pages as
+    /// [`Client::list_all_skills`] does.
+    pub async fn read_directory(&self, uri: &str) -> Result<Vec<Resource>, Error> {
+        walk("resources/directory/read", |cursor| async move {
+            let page = self.read_directory_page(uri, cursor).await?;
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
     }
 
     /// `skills/get`: one skill by the URI of its `SKILL.md`.
@@ -114,6 +129,31 @@ impl Client {
         verify(entry, &bytes).map_err(failed)?;
         Ok(bytes)
     }
+}
+
+/// Walks the pages `page` fetches (items and next cursor), at most [`MAX_PAGES`]; a cursor
+/// seen before ends the walk with a warning.
+async fn walk<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, Error>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), Error>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..MAX_PAGES {
+        let (items, next) = page(cursor.take()).await?;
+        all.extend(items);
+        match next {
+            Some(next) if seen.insert(next.clone()) => cursor = Some(next),
+            Some(_) => {
+                tracing::warn!(method, "a cursor the server had returned before; stopping");
+                break;
+            }
+            None => break,
+        }
+    }
+    Ok(all)
 }
 
 /// Checks `bytes` against a manifest entry: the size first (a different length fails

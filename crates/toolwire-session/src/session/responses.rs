@@ -1,6 +1,6 @@
 //! SEP-2549 response caching for the results other than `tools/list` that carry hints: the
-//! lists of prompts, resources, resource templates and skills (each page on its own, its
-//! cursor in the key), `resources/read` and `skills/get`. Kept while fresh (`now < received +
+//! lists of prompts, resources, resource templates and skills and directory reads (each page
+//! on its own, its cursor in the key), `resources/read` and `skills/get`. Kept while fresh (`now < received +
 //! ttlMs`; an absent or negative `ttlMs` is 0, so nothing is kept), keyed by method and
 //! params without `_meta`; evicted by the notifications that say the data changed and by a
 //! refused cursor; an answer to a request asked before an eviction is not kept. A request
@@ -24,6 +24,7 @@ const CACHEABLE: &[&str] = &[
     "resources/read",
     "skills/list",
     "skills/get",
+    "resources/directory/read",
 ];
 
 /// What a cached request needs to store its answer.
