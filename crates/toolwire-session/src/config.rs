@@ -66,6 +66,11 @@ pub struct SessionConfig {
     /// [`Session::request_cached`](crate::Session::request_cached) (default on; a server that
     /// sends no `ttlMs` has nothing kept).
     pub response_cache: bool,
+    /// When asking again for a kept answer (or the tool listing) in [`CacheMode::Use`] gets
+    /// no answer at all (the transport failed, or the deadline passed), return what was kept,
+    /// stale, with a warning, rather than the failure; an answer the server gave, an error
+    /// included, always counts (default off: the spec allows it, callers must want it).
+    pub serve_stale_on_error: bool,
 }
 
 /// How a list request uses what was received before (SEP-2549 caching).
@@ -117,6 +122,7 @@ impl SessionConfig {
             log_level: None,
             prior: None,
             response_cache: true,
+            serve_stale_on_error: false,
         }
     }
 
@@ -148,6 +154,13 @@ impl SessionConfig {
     /// Turns the response cache on or off (see [`SessionConfig::response_cache`]).
     pub fn with_response_cache(mut self, on: bool) -> Self {
         self.response_cache = on;
+        self
+    }
+
+    /// Serves kept answers past their freshness when asking again fails (see
+    /// [`SessionConfig::serve_stale_on_error`]).
+    pub fn with_serve_stale_on_error(mut self, on: bool) -> Self {
+        self.serve_stale_on_error = on;
         self
     }
 

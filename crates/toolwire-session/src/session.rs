@@ -324,12 +324,15 @@ impl Session {
             PendingKind::Initialize => self.fail(SessionError::Timeout {
                 method: "initialize",
             }),
-            PendingKind::Request { op }
-            | PendingKind::Cached { op, .. }
-            | PendingKind::ToolCall { op, .. } => self.events.push_back(Event::Completed {
-                op,
-                result: Err(RequestError::Timeout(p.timeout)),
-            }),
+            PendingKind::Cached { op, cache } => {
+                self.refetch_failed(op, &cache, RequestError::Timeout(p.timeout))
+            }
+            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(RequestError::Timeout(p.timeout)),
+                })
+            }
             PendingKind::Listen => self.listen_dropped(id, None, now),
             PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
                 op,
@@ -337,8 +340,8 @@ impl Session {
                 subscribe,
                 Err(RequestError::Timeout(p.timeout)),
             ),
-            PendingKind::ListPage { op, .. } => {
-                self.finish_listing(op, Err(RequestError::Timeout(p.timeout)), now)
+            PendingKind::ListPage { op, clock, .. } => {
+                self.walk_failed(op, clock, RequestError::Timeout(p.timeout), now)
             }
         }
     }
@@ -766,12 +769,15 @@ impl Session {
                 };
                 self.fail(SessionError::Unreachable { method, failure });
             }
-            PendingKind::Request { op }
-            | PendingKind::Cached { op, .. }
-            | PendingKind::ToolCall { op, .. } => self.events.push_back(Event::Completed {
-                op,
-                result: Err(RequestError::Undelivered(failure)),
-            }),
+            PendingKind::Cached { op, cache } => {
+                self.refetch_failed(op, &cache, RequestError::Undelivered(failure))
+            }
+            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+                self.events.push_back(Event::Completed {
+                    op,
+                    result: Err(RequestError::Undelivered(failure)),
+                })
+            }
             PendingKind::Listen => self.listen_dropped(&failure.id, None, now),
             PendingKind::Subscription { op, uri, subscribe } => self.subscription_answered(
                 op,
@@ -779,9 +785,45 @@ impl Session {
                 subscribe,
                 Err(RequestError::Undelivered(failure)),
             ),
-            PendingKind::ListPage { op, .. } => {
-                self.finish_listing(op, Err(RequestError::Undelivered(failure)), now)
+            PendingKind::ListPage { op, clock, .. } => {
+                self.walk_failed(op, clock, RequestError::Undelivered(failure), now)
             }
+        }
+    }
+
+    /// A cached request got no answer (no JSON-RPC answer, or none in time): with
+    /// [`SessionConfig::serve_stale_on_error`] and [`CacheMode::Use`], the answer kept for it,
+    /// even stale, stands in; else the failure.
+    fn refetch_failed(&mut self, op: OpId, cache: &responses::Pending, error: RequestError) {
+        let stale = (self.config.serve_stale_on_error && cache.stale_ok)
+            .then(|| self.responses.stale(&cache.key))
+            .flatten();
+        let result = match stale {
+            Some(raw) => {
+                tracing::warn!(error = %error, "serving a kept answer past its freshness: asking again failed");
+                Ok(raw)
+            }
+            None => Err(error),
+        };
+        self.events.push_back(Event::Completed { op, result });
+    }
+
+    /// A `tools/list` walk got no answer: as [`Session::refetch_failed`], the last listing
+    /// may stand in for a caller's walk in [`CacheMode::Use`].
+    fn walk_failed(&mut self, op: OpId, clock: WalkClock, error: RequestError, now: Instant) {
+        let stale =
+            (self.config.serve_stale_on_error && clock.stale_ok && !self.refresh.is_current(op))
+                .then(|| {
+                    let generation = self.cache.snapshot().generation();
+                    self.tools_fresh.stale(generation)
+                })
+                .flatten();
+        match stale {
+            Some(outcome) => {
+                tracing::warn!(error = %error, "serving the last tool listing past its freshness: asking again failed");
+                self.finish_listing(op, Ok(outcome), now);
+            }
+            None => self.finish_listing(op, Err(error), now),
         }
     }
 

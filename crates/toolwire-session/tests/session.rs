@@ -2299,3 +2299,58 @@ fn directory_reads_are_refused_in_either_era_unless_the_skills_extension_declare
         }
     }
 }
+
+impl Peer {
+    /// The transport gives up on `request` at `ms` (no HTTP status).
+    fn undelivered(&mut self, request: &Value, ms: u64) {
+        self.session.handle_undelivered(
+            RequestFailure {
+                id: request_id(request),
+                status: None,
+                body: Default::default(),
+                cause: Arc::new(std::io::Error::other("connection reset")),
+            },
+            self.at(ms),
+        );
+    }
+}
+
+#[test]
+fn a_stale_answer_stands_in_for_a_failed_refetch_only_when_asked_to() {
+    for serve_stale in [false, true] {
+        let config = config().with_serve_stale_on_error(serve_stale);
+        let mut p = Peer::ready_modern_with(config, true);
+        let sent = p.read(CacheMode::Use, 0).unwrap();
+        p.reply(&sent, read_result("kept", json!(1_000)), 1);
+        let list = p.list_in(CacheMode::Use, 2).unwrap();
+        p.reply(&list, tools_page(&["a"], Some(1_000), None), 3);
+        p.events();
+        // Both stale now; asking again fails at the transport.
+        let again = p.read(CacheMode::Use, 5_000).unwrap();
+        p.undelivered(&again, 5_001);
+        let events = p.events();
+        let served = events.iter().any(
+            |e| matches!(e, Event::Completed { result: Ok(raw), .. } if raw.get().contains("kept")),
+        );
+        assert_eq!(served, serve_stale, "{events:?}");
+        let walk = p.list_in(CacheMode::Use, 5_002).unwrap();
+        p.undelivered(&walk, 5_003);
+        let listed = p.events().into_iter().find_map(|e| match e {
+            Event::ToolsListed { result, .. } => Some(result.is_ok()),
+            _ => None,
+        });
+        assert_eq!(listed, Some(serve_stale));
+        // A server's own answer, an error included, always counts; and Refresh never serves
+        // stale.
+        let again = p.read(CacheMode::Use, 5_004).unwrap();
+        p.reply_error(&again, -32603, json!({}), 5_005);
+        let refresh = p.read(CacheMode::Refresh, 5_006).unwrap();
+        p.undelivered(&refresh, 5_007);
+        let errors = p
+            .events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::Completed { result: Err(_), .. }))
+            .count();
+        assert_eq!(errors, 2, "serve_stale {serve_stale}");
+    }
+}

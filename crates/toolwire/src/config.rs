@@ -137,6 +137,15 @@ impl ClientBuilder {
         self
     }
 
+    /// When asking the server again for a kept answer (a list, a read, the tool listing) gets
+    /// no answer at all (the connection failed, the deadline passed), return the kept one,
+    /// stale, with a warning, instead of the failure (default off). Answers the server gave,
+    /// errors included, always count.
+    pub fn serve_stale_on_error(mut self, on: bool) -> Self {
+        self.config.session = self.config.session.with_serve_stale_on_error(on);
+        self
+    }
+
     /// The default request deadline (60 s) and the `server/discover` probe timeout (5 s).
     pub fn timeouts(mut self, request: Duration, probe: Duration) -> Self {
         self.config.session = self.config.session.with_timeouts(request, probe);

@@ -14,6 +14,9 @@ pub(super) struct WalkClock {
     epoch: u64,
     /// The walk was asked to leave freshness alone ([`crate::CacheMode::Bypass`]).
     bypass: bool,
+    /// Asked in [`crate::CacheMode::Use`]: the last listing, even stale, may stand in if the
+    /// walk fails.
+    pub(super) stale_ok: bool,
     /// The earliest page expiry so far (`None` before the first page).
     until: Option<Instant>,
     /// The walk started over once already (a cursor the server no longer took).
@@ -51,11 +54,12 @@ pub(super) struct ToolsFreshness {
 }
 
 impl ToolsFreshness {
-    /// A clock for a walk that starts now (one that will not record when `bypass`).
-    pub(super) fn clock(&self, bypass: bool) -> WalkClock {
+    /// A clock for a walk in `mode` that starts now.
+    pub(super) fn clock(&self, mode: crate::CacheMode) -> WalkClock {
         WalkClock {
             epoch: self.epoch,
-            bypass,
+            bypass: mode == crate::CacheMode::Bypass,
+            stale_ok: mode == crate::CacheMode::Use,
             until: None,
             restarted: false,
         }
@@ -82,10 +86,17 @@ impl ToolsFreshness {
     /// The last listing if it is fresh at `now` (`now < received + ttlMs` for every page),
     /// as an outcome whose commit changes nothing (generation `generation`, empty diff).
     pub(super) fn fresh(&self, now: Instant, generation: u64) -> Option<ListOutcome> {
-        let (until, outcome) = self.last.as_ref()?;
+        let (until, _) = self.last.as_ref()?;
         if now >= *until {
             return None;
         }
+        self.stale(generation)
+    }
+
+    /// The last listing, fresh or not, unless something invalidated it (for a walk that
+    /// failed), as [`ToolsFreshness::fresh`] gives it.
+    pub(super) fn stale(&self, generation: u64) -> Option<ListOutcome> {
+        let (_, outcome) = self.last.as_ref()?;
         let mut outcome = outcome.clone();
         outcome.commit = Commit {
             generation,

@@ -35,6 +35,8 @@ pub(super) struct Pending {
     uri: Option<String>,
     epoch: u64,
     store: bool,
+    /// Asked in [`CacheMode::Use`]: a kept answer, even stale, may stand in if this fails.
+    pub(super) stale_ok: bool,
 }
 
 struct Entry {
@@ -104,6 +106,7 @@ impl ResponseCache {
             uri,
             epoch: self.epoch,
             store: mode != CacheMode::Bypass,
+            stale_ok: mode == CacheMode::Use,
         }))
     }
 
@@ -138,6 +141,12 @@ impl ResponseCache {
                 raw: raw.to_owned(),
             },
         );
+    }
+
+    /// The answer kept under `key`, fresh or not (for a re-fetch that failed; evicted
+    /// answers are gone).
+    pub(super) fn stale(&self, key: &str) -> Option<Box<RawValue>> {
+        self.entries.get(key).map(|e| e.raw.clone())
     }
 
     /// Evicts every kept answer of these methods.

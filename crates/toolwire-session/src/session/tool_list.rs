@@ -62,7 +62,7 @@ impl Session {
                 return Ok(op);
             }
         }
-        let clock = self.tools_fresh.clock(mode == CacheMode::Bypass);
+        let clock = self.tools_fresh.clock(mode);
         let listing = self.cache.begin_listing();
         self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)?;
         Ok(op)
@@ -127,7 +127,7 @@ impl Session {
     pub(super) fn start_refresh(&mut self, now: Instant) -> Result<u64, RequestError> {
         let op = self.allocate_op();
         let listing = self.cache.begin_listing();
-        let clock = self.tools_fresh.clock(false);
+        let clock = self.tools_fresh.clock(CacheMode::Refresh);
         self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)?;
         Ok(self.refresh.started(op))
     }
