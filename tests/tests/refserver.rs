@@ -586,3 +586,97 @@ async fn a_skill_directory_lists_its_direct_children_in_both_eras() {
         client.close().await;
     }
 }
+
+/// A client that answers elicitation with the name "Ferris".
+fn naming_client(mode: ProtocolMode) -> toolwire::ClientBuilder {
+    let capabilities: toolwire::ClientCapabilities =
+        serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+    Client::builder("tasks", "0")
+        .mode(mode)
+        .handler(capabilities, |request| {
+            Box::pin(async move {
+                match request {
+                    toolwire::ServerRequest::Elicit(_) => {
+                        Ok(json!({"action": "accept", "content": {"name": "Ferris"}}))
+                    }
+                    other => Err(toolwire::ErrorObject::new(
+                        -32601,
+                        format!("unexpected {}", other.method()),
+                    )),
+                }
+            })
+        })
+}
+
+/// `call_tool` keeps returning the final result when the server answers with a task
+/// (2026-07-28, the client declaring the extension): it polls `tasks/get` echoing each new
+/// `requestState` (the server refuses a stale one) and answers the task's input request
+/// through the handler with `tasks/update`. In the legacy era the same tool answers in the
+/// call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_followed_to_its_result_with_its_input_asked_through_the_handler() {
+    let s = server(options(Eras::Both)).await;
+    for mode in [
+        ProtocolMode::Auto,
+        ProtocolMode::Pinned(ProtocolVersion::V2025_11_25),
+    ] {
+        let client = naming_client(mode.clone())
+            .connect_http(HttpTransport::builder(s.url()))
+            .unwrap();
+        let done = client
+            .call_tool("slow_task", json!({"ms": 100}))
+            .await
+            .unwrap();
+        assert_eq!(
+            done.content[0].as_text(),
+            Some("done after 100 ms"),
+            "{mode:?}"
+        );
+        let asked = client
+            .call_tool("slow_task", json!({"ms": 50, "ask": true}))
+            .await
+            .unwrap();
+        let expected = if mode == ProtocolMode::Auto {
+            "done after 50 ms, for Ferris"
+        } else {
+            "done after 50 ms"
+        };
+        assert_eq!(asked.content[0].as_text(), Some(expected), "{mode:?}");
+        client.close().await;
+    }
+    assert_eq!(s.tasks_cancelled(), 0);
+}
+
+/// A task still working at the call's deadline is cancelled (`tasks/cancel`) and the call
+/// fails with `Error::Timeout`; so is one whose caller stops waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_past_the_deadline_or_abandoned_by_its_caller_is_cancelled() {
+    let s = server(options(Eras::Both)).await;
+    let client = naming_client(ProtocolMode::Auto)
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let late = client
+        .call_tool_with(
+            "slow_task",
+            json!({"ms": 10_000}),
+            toolwire::CallOptions::default().with_timeout(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(late, toolwire::Error::Timeout(_)), "{late}");
+    assert_eq!(s.tasks_cancelled(), 1);
+    let abandoned = tokio::time::timeout(
+        Duration::from_millis(300),
+        client.call_tool("slow_task", json!({"ms": 10_000})),
+    )
+    .await;
+    assert!(abandoned.is_err(), "still working");
+    let waited = tokio::time::timeout(Duration::from_secs(5), async {
+        while s.tasks_cancelled() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "no tasks/cancel for the abandoned call");
+    client.close().await;
+}

@@ -8,6 +8,7 @@ use tokio::sync::{broadcast, mpsc};
 use toolwire_headers::HeaderPlan;
 use toolwire_types::{Tool, error::code, meta_key};
 
+use crate::tasks::{Job, Tasks};
 use crate::tools;
 use crate::{Eras, Options};
 
@@ -120,6 +121,8 @@ pub(crate) struct Core {
     log_level: Mutex<Option<String>>,
     /// The legacy `resources/subscribe` set (one for the whole server, as the log level).
     subscribed: Mutex<BTreeSet<String>>,
+    /// The tasks extension's tasks.
+    pub(crate) tasks: Arc<Tasks>,
 }
 
 pub(crate) fn error(
@@ -153,6 +156,7 @@ impl Core {
             changes: broadcast::channel(64).0,
             log_level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
+            tasks: Arc::default(),
         })
     }
 
@@ -298,6 +302,19 @@ impl Core {
             }
             "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
             "skills/list" => Ok(json!({"skills": [tools::skill()]})),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if modern.is_some() => {
+                if declares_tasks(params) {
+                    self.tasks.handle(method, params)
+                } else {
+                    Err((
+                        code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        format!(
+                            "{method} needs the {} extension",
+                            toolwire_types::TASKS_EXTENSION
+                        ),
+                    ))
+                }
+            }
             "resources/directory/read" => {
                 let uri = params["uri"].as_str().unwrap_or("");
                 tools::read_directory(uri)
@@ -413,6 +430,16 @@ impl Core {
                     "protocol_error answers with a JSON-RPC error".into(),
                 ));
             }
+            "slow_task" => {
+                let job = Job::from_args(&args);
+                if params["_meta"][meta_key::PROTOCOL_VERSION].is_string() && declares_tasks(params)
+                {
+                    self.tasks.create(job)
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(job.ms)).await;
+                    job.result(None)
+                }
+            }
             "log" => {
                 // Modern: only what the request's level allows, nothing without one; legacy:
                 // what `logging/setLevel` allows, everything before it.
@@ -515,7 +542,15 @@ impl Core {
 fn capabilities() -> Value {
     json!({"tools": {"listChanged": true}, "logging": {}, "resources": {"subscribe": true},
         "prompts": {}, "completions": {},
-        "extensions": {toolwire_types::SKILLS_EXTENSION: {"directoryRead": true}}})
+        "extensions": {toolwire_types::SKILLS_EXTENSION: {"directoryRead": true},
+            toolwire_types::TASKS_EXTENSION: {}}})
+}
+
+/// Whether a request's per-request capabilities declare the tasks extension.
+fn declares_tasks(params: &Value) -> bool {
+    params["_meta"][meta_key::CLIENT_CAPABILITIES]["extensions"]
+        .get(toolwire_types::TASKS_EXTENSION)
+        .is_some()
 }
 
 /// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.

@@ -32,6 +32,7 @@ mod core;
 mod http;
 mod sse;
 mod stdio;
+mod tasks;
 mod tools;
 
 use std::net::SocketAddr;
@@ -137,6 +138,7 @@ pub struct HttpServer {
     path: String,
     task: Option<tokio::task::JoinHandle<()>>,
     faults: Arc<AtomicU64>,
+    tasks_cancelled: Arc<AtomicU64>,
 }
 
 impl HttpServer {
@@ -154,6 +156,11 @@ impl HttpServer {
     /// error status, a refused `Accept`, an expired session, a cut stream).
     pub fn faults_injected(&self) -> u64 {
         self.faults.load(Ordering::SeqCst)
+    }
+
+    /// How many `tasks/cancel` requests it has received.
+    pub fn tasks_cancelled(&self) -> u64 {
+        self.tasks_cancelled.load(Ordering::SeqCst)
     }
 
     /// Serves until the process ends.
@@ -196,12 +203,14 @@ pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<H
     let path = options.path.clone();
     let front = http::Front::new(Core::new(options));
     let faults = front.faults.clone();
+    let tasks_cancelled = front.core.tasks.cancelled.clone();
     let task = tokio::spawn(front.run(listener));
     Ok(HttpServer {
         addr,
         path,
         task: Some(task),
         faults,
+        tasks_cancelled,
     })
 }
 

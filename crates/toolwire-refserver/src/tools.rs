@@ -51,6 +51,8 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "ephemeral", "description": "Removes itself a moment after it answers, and announces it.",
             "inputSchema": {"type": "object"}}),
+        json!({"name": "slow_task", "description": "Done after `ms` milliseconds; a task for a client that declares the tasks extension, which with `ask` first asks who it is for.",
+            "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}, "ask": {"type": "boolean"}}}}),
         json!({"name": "log", "description": "Logs `message` at debug, info, warning and error (notifications/message), as far as the client's log level lets it.",
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
             "annotations": {"readOnlyHint": true}}),

@@ -129,6 +129,9 @@ pub enum ResultType {
     /// The server needs input from the client before it can finish (MRTR).
     #[serde(rename = "input_required")]
     InputRequired,
+    /// The request goes on as a task (the tasks extension; `tools/call` only).
+    #[serde(rename = "task")]
+    Task,
 }
 
 /// Cache metadata of list and read results (`2026-07-28`).

@@ -198,6 +198,13 @@ pub enum DecodeError {
         /// The method the result answers.
         method: String,
     },
+    /// A task (`resultType: "task"`) where none can be: a method other than `tools/call`,
+    /// or a caller that does not follow tasks.
+    #[error("`{method}` answered with a task (resultType \"task\") where none is expected")]
+    UnexpectedTask {
+        /// The method the result answers.
+        method: String,
+    },
 }
 
 impl DecodeError {

@@ -57,6 +57,7 @@ mod prompts;
 mod rendered;
 mod resources;
 mod skills;
+mod tasks;
 mod tools;
 mod version;
 
@@ -113,6 +114,7 @@ pub use skills::{
     DIRECTORY_MIME_TYPE, GetSkillParams, GetSkillResult, ListSkillsResult, ReadDirectoryParams,
     ReadDirectoryResult, SKILLS_EXTENSION, Skill, SkillFile,
 };
+pub use tasks::{TASKS_EXTENSION, Task, TaskParams, TaskStatus, UpdateTaskParams};
 pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,
     MalformedTool, Tool, ToolAnnotations, ToolExecution,

@@ -158,6 +158,8 @@ has_meta!(
     crate::CompleteParams,
     crate::GetSkillParams,
     crate::ReadDirectoryParams,
+    crate::TaskParams,
+    crate::UpdateTaskParams,
     crate::SetLevelParams,
     crate::ListenParams,
     crate::CancelledParams,

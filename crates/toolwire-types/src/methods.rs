@@ -153,6 +153,18 @@ pub mod method {
         /// `directoryRead`).
         ReadDirectory = "resources/directory/read", ReadDirectoryParams => ReadDirectoryResult,
         mrtr = false, cap = Some(crate::Capability::SkillsDirectoryRead), retry = true);
+    request!(/// `tasks/get` (the tasks extension): the task, with its result once completed.
+        GetTask = "tasks/get", TaskParams => Task, mrtr = false,
+        cap = Some(crate::Capability::Extension(crate::TASKS_EXTENSION)), retry = true,
+        mcp_name = task_id);
+    request!(/// `tasks/update` (the tasks extension): answers to a task's input requests.
+        UpdateTask = "tasks/update", UpdateTaskParams => EmptyResult, mrtr = false,
+        cap = Some(crate::Capability::Extension(crate::TASKS_EXTENSION)), retry = true,
+        mcp_name = task_id);
+    request!(/// `tasks/cancel` (the tasks extension).
+        CancelTask = "tasks/cancel", TaskParams => EmptyResult, mrtr = false,
+        cap = Some(crate::Capability::Extension(crate::TASKS_EXTENSION)), retry = true,
+        mcp_name = task_id);
     request!(/// `logging/setLevel` (legacy).
         SetLevel = "logging/setLevel", SetLevelParams => EmptyResult, mrtr = false,
         cap = Some(Logging), retry = false);

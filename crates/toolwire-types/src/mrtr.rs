@@ -76,6 +76,7 @@ fn result_type(method: &str, raw: &RawValue) -> Result<ResultType, DecodeError> 
     match peek.result_type.as_deref() {
         None | Some("complete") => Ok(ResultType::Complete),
         Some("input_required") => Ok(ResultType::InputRequired),
+        Some("task") => Ok(ResultType::Task),
         Some(other) => Err(DecodeError::UnknownResultType {
             method: method.to_owned(),
             found: other.to_owned(),
@@ -99,6 +100,11 @@ pub fn decode_outcome<T: DeserializeOwned>(
     match result_type(method, raw)? {
         ResultType::Complete => parse(method, raw).map(Outcome::Complete),
         ResultType::InputRequired => parse(method, raw).map(Outcome::InputRequired),
+        // A task is a `tools/call` answer its caller reads first (`Task`); anywhere else it is
+        // an invalid response.
+        ResultType::Task => Err(DecodeError::UnexpectedTask {
+            method: method.to_owned(),
+        }),
     }
 }
 
@@ -108,6 +114,9 @@ pub fn decode_result<T: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
     match result_type(method, raw)? {
         ResultType::Complete => parse(method, raw),
         ResultType::InputRequired => Err(DecodeError::UnexpectedInputRequired {
+            method: method.to_owned(),
+        }),
+        ResultType::Task => Err(DecodeError::UnexpectedTask {
             method: method.to_owned(),
         }),
     }

@@ -369,7 +369,7 @@ pub(crate) fn decode_call_tool(
     raw: &serde_json::value::RawValue,
 ) -> Result<crate::Outcome<CallToolResult>, crate::DecodeError> {
     if let Ok(result) = serde_json::from_str::<CallToolResult>(raw.get())
-        && result.result_type != Some(ResultType::InputRequired)
+        && matches!(result.result_type, None | Some(ResultType::Complete))
     {
         return Ok(crate::Outcome::Complete(result));
     }

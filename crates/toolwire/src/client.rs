@@ -99,6 +99,18 @@ impl Client {
         connector: Option<Connector>,
     ) -> Result<Self, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let mut config = config;
+        if config.tasks {
+            // Declared on every request of the 2026-07-28 era (and in `initialize`, where
+            // legacy servers ignore what they do not know).
+            config
+                .session
+                .capabilities
+                .extensions
+                .get_or_insert_with(JsonObject::new)
+                .entry(toolwire_types::TASKS_EXTENSION)
+                .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+        }
         let cache = Arc::new(ToolCache::new(config.cache.clone()));
         let validators = config
             .validate_structured_output
@@ -380,6 +392,12 @@ impl Client {
         let another_round_possible = self.inner.config.handler.is_some();
         let mut rounds = 0;
         let mut input = None;
+        // A task is followed until this deadline: the call's own, else the longest a request
+        // may run.
+        let limit = options
+            .timeout
+            .unwrap_or(self.inner.config.session.max_request_time);
+        let deadline = tokio::time::Instant::now() + limit;
         let result = loop {
             let this_round = if another_round_possible {
                 options.clone()
@@ -396,8 +414,8 @@ impl Client {
                 )
                 .await?;
             match outcome {
-                Outcome::Complete(result) => break result,
-                Outcome::InputRequired(required) => {
+                Round::Outcome(Outcome::Complete(result)) => break result,
+                Round::Outcome(Outcome::InputRequired(required)) => {
                     let (responses, request_state) =
                         self.answer_input(required, &mut rounds).await?;
                     input = Some(Box::new(InputResponses {
@@ -405,6 +423,7 @@ impl Client {
                         request_state,
                     }));
                 }
+                Round::Task(task) => break self.follow_task(*task, deadline, limit).await?,
             }
         };
         let output_schema = match &given_schema {
@@ -430,7 +449,7 @@ impl Client {
         options: CallOptions,
         input: Option<Box<InputResponses>>,
         progress: Option<ProgressCallback>,
-    ) -> Result<Outcome<CallToolResult>, Error> {
+    ) -> Result<Round, Error> {
         let (commands, rx) = self.start()?;
         let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
@@ -452,7 +471,19 @@ impl Client {
         };
         let raw = answer.await.map_err(|_| Error::Closed)?;
         guard.armed = false;
-        CallTool::decode_result(&raw?).map_err(|e| Error::Decode(Arc::new(e)))
+        let raw = raw?;
+        if self.inner.config.tasks && crate::tasks::is_task(&raw) {
+            let task = serde_json::from_str(raw.get()).map_err(|source| {
+                Error::Decode(Arc::new(toolwire_types::DecodeError::InvalidResult {
+                    method: "tools/call".to_owned(),
+                    source,
+                }))
+            })?;
+            return Ok(Round::Task(Box::new(task)));
+        }
+        CallTool::decode_result(&raw)
+            .map(Round::Outcome)
+            .map_err(|e| Error::Decode(Arc::new(e)))
     }
 
     /// Sends any request by its method marker and decodes its result, e.g.
@@ -490,7 +521,7 @@ impl Client {
 
     /// Answers one `input_required` round through the handler: the responses by key, and
     /// the state to echo.
-    async fn answer_input(
+    pub(crate) async fn answer_input(
         &self,
         required: Box<InputRequiredResult>,
         rounds: &mut usize,
@@ -833,6 +864,16 @@ impl Inner {
 }
 
 /// Cancels a call whose future is dropped before its answer arrives.
+/// What one round of a call gave: a result or an input request, or a task to follow.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the result is the common case; boxing it would cost an allocation per call"
+)]
+enum Round {
+    Outcome(Outcome<CallToolResult>),
+    Task(Box<toolwire_types::Task>),
+}
+
 struct CancelOnDrop<'a> {
     commands: &'a mpsc::UnboundedSender<Command>,
     call: u64,

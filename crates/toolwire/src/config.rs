@@ -44,6 +44,8 @@ pub(crate) struct ClientConfig {
     pub(crate) notification_buffer: usize,
     /// OAuth for the HTTP transports `connect_http` and `connect_sse` build.
     pub(crate) oauth: Option<toolwire_auth::OAuthConfig>,
+    /// Declare the tasks extension and follow the tasks `tools/call` is answered with.
+    pub(crate) tasks: bool,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -97,6 +99,7 @@ impl ClientBuilder {
                 keep_alive: None,
                 notification_buffer: 256,
                 oauth: None,
+                tasks: true,
             },
         }
     }
@@ -143,6 +146,17 @@ impl ClientBuilder {
     /// errors included, always count.
     pub fn serve_stale_on_error(mut self, on: bool) -> Self {
         self.config.session = self.config.session.with_serve_stale_on_error(on);
+        self
+    }
+
+    /// Whether to declare the tasks extension (`io.modelcontextprotocol/tasks`, default on):
+    /// a server may then answer a `tools/call` with a task, which [`Client::call_tool`]
+    /// follows to its final result (polling `tasks/get`, answering its input requests through
+    /// the handler, cancelling it at the call's deadline, by default the
+    /// [`ClientBuilder::max_request_time`], or when the caller stops waiting). Off, a task
+    /// answer is an invalid response.
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.config.tasks = on;
         self
     }
 

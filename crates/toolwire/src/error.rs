@@ -107,6 +107,17 @@ pub enum Error {
     /// when it sent them.
     #[error("authorization failed")]
     Authorization(#[source] Arc<toolwire_auth::AuthError>),
+    /// A task a `tools/call` became ended without a result: cancelled, or failed without a
+    /// JSON-RPC error (a failure with one is [`Error::Server`]).
+    #[error("the task {task_id} ended {status:?} without a result{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskEnded {
+        /// The task.
+        task_id: String,
+        /// How it ended.
+        status: toolwire_types::TaskStatus,
+        /// The server's `statusMessage`, if any.
+        message: Option<String>,
+    },
     /// The client was closed, or its connection ended.
     #[error("the client is closed")]
     Closed,

@@ -67,6 +67,7 @@ mod notices;
 mod output;
 mod reconnect;
 mod skills;
+mod tasks;
 
 pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
