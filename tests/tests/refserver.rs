@@ -680,3 +680,57 @@ async fn a_task_past_the_deadline_or_abandoned_by_its_caller_is_cancelled() {
     assert!(waited.is_ok(), "no tasks/cancel for the abandoned call");
     client.close().await;
 }
+
+/// The handle API: the task id and its states as polled, an input request answered by the
+/// caller, the result at the end; a handle cancelled; a result given at once is `Done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_handle_shows_the_states_takes_answers_and_cancels() {
+    let s = server(options(Eras::Both)).await;
+    let client = Client::builder("tasks", "0")
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let options = toolwire::CallOptions::default;
+    let called = client
+        .call_tool_as_task("slow_task", json!({"ms": 50, "ask": true}), options())
+        .await
+        .unwrap();
+    let toolwire::Called::Task(mut handle) = called else {
+        panic!("a task was expected");
+    };
+    assert!(handle.id().starts_with("task-"), "{}", handle.id());
+    let mut seen = vec![handle.task().status];
+    while handle.task().status != toolwire::types::TaskStatus::InputRequired {
+        let status = handle.next().await.unwrap().status;
+        seen.push(status);
+        assert!(seen.len() < 200, "never asked: {seen:?}");
+    }
+    let asked = handle.task().input_requests.clone().unwrap_or_default();
+    assert_eq!(asked.keys().collect::<Vec<_>>(), ["name-1"]);
+    let answer = json!({"name-1": {"action": "accept", "content": {"name": "Ada"}}});
+    handle
+        .answer(answer.as_object().unwrap().clone())
+        .await
+        .unwrap();
+    let result = handle.result().await.unwrap();
+    assert_eq!(
+        result.content[0].as_text(),
+        Some("done after 50 ms, for Ada")
+    );
+    assert_eq!(seen[0], toolwire::types::TaskStatus::Working);
+
+    let toolwire::Called::Task(long) = client
+        .call_tool_as_task("slow_task", json!({"ms": 10_000}), options())
+        .await
+        .unwrap()
+    else {
+        panic!("a task was expected");
+    };
+    long.cancel().await.unwrap();
+    assert_eq!(s.tasks_cancelled(), 1);
+    let at_once = client
+        .call_tool_as_task("echo", json!({"text": "now"}), options())
+        .await
+        .unwrap();
+    assert!(matches!(at_once, toolwire::Called::Done(r) if r.content[0].as_text() == Some("now")));
+    client.close().await;
+}

@@ -363,9 +363,39 @@ impl Client {
         &self,
         name: &str,
         arguments: Value,
-        mut options: CallOptions,
+        options: CallOptions,
         progress: Option<ProgressCallback>,
     ) -> Result<CallToolResult, Error> {
+        match self
+            .call_inner(name, arguments, options, progress, true)
+            .await?
+        {
+            Called::Done(result) => Ok(result),
+            Called::Task(handle) => (*handle).result().await,
+        }
+    }
+
+    /// Calls a tool and, if the server answers with a task (the tasks extension), returns
+    /// its handle instead of following it: the task id, its state, `next` to poll it,
+    /// `answer` for its input requests, `cancel`, or `result` to follow it to the end as
+    /// [`Client::call_tool`] does. A result the server gives at once is `Called::Done`.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<Called, Error> {
+        self.call_inner(name, arguments, options, None, false).await
+    }
+
+    async fn call_inner(
+        &self,
+        name: &str,
+        arguments: Value,
+        mut options: CallOptions,
+        progress: Option<ProgressCallback>,
+        follow: bool,
+    ) -> Result<Called, Error> {
         let arguments = match arguments {
             Value::Object(map) => Some(Arc::new(map)),
             Value::Null => None,
@@ -423,13 +453,41 @@ impl Client {
                         request_state,
                     }));
                 }
-                Round::Task(task) => break self.follow_task(*task, deadline, limit).await?,
+                Round::Task(task) => {
+                    let output_schema = match &given_schema {
+                        Some(given) => given.clone(),
+                        None => cached.as_ref().and_then(|t| t.output_schema.clone()),
+                    };
+                    let handle = crate::tasks::TaskHandle::new(
+                        self.clone(),
+                        name,
+                        *task,
+                        (deadline, limit),
+                        output_schema,
+                    );
+                    if follow {
+                        break handle.result().await?;
+                    }
+                    return Ok(Called::Task(Box::new(handle)));
+                }
             }
         };
         let output_schema = match &given_schema {
             Some(given) => given.as_ref(),
             None => cached.as_ref().and_then(|t| t.output_schema.as_ref()),
         };
+        self.validate(name, output_schema, &result)?;
+        Ok(Called::Done(result))
+    }
+
+    /// Checks a result's `structuredContent` against the tool's output schema, when
+    /// validation is on and the result is not a tool error.
+    pub(crate) fn validate(
+        &self,
+        name: &str,
+        output_schema: Option<&Value>,
+        result: &CallToolResult,
+    ) -> Result<(), Error> {
         if let (Some(validators), Some(schema), Some(structured), false) = (
             &self.inner.validators,
             output_schema,
@@ -438,7 +496,7 @@ impl Client {
         ) {
             validators.check(name, schema, structured)?;
         }
-        Ok(result)
+        Ok(())
     }
 
     /// One round of a call: one request, its decoded outcome.
@@ -864,6 +922,20 @@ impl Inner {
 }
 
 /// Cancels a call whose future is dropped before its answer arrives.
+/// What [`Client::call_tool_as_task`] gave: the result at once, or a task.
+#[derive(Debug)]
+#[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the result is the common case; boxing it would cost an allocation per call"
+)]
+pub enum Called {
+    /// The server answered the call itself.
+    Done(CallToolResult),
+    /// The server answered with a task: follow it with the handle.
+    Task(Box<crate::tasks::TaskHandle>),
+}
+
 /// What one round of a call gave: a result or an input request, or a task to follow.
 #[allow(
     clippy::large_enum_variant,

@@ -69,12 +69,13 @@ mod reconnect;
 mod skills;
 mod tasks;
 
-pub use client::{Client, TOOLS_STALE_META, tools_may_be_stale};
+pub use client::{Called, Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{Error, ErrorChain};
 pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};
 pub use skills::LoadedSkill;
+pub use tasks::TaskHandle;
 
 /// OAuth 2.1 (the `toolwire-auth` crate): [`ClientBuilder::oauth`] takes its
 /// [`auth::OAuthConfig`].

@@ -42,32 +42,6 @@ fn params(task_id: &str, request_state: Option<String>) -> TaskParams {
     }
 }
 
-/// Cancels the task if the call that follows it is dropped before the end.
-struct CancelTask {
-    client: Client,
-    task_id: String,
-    request_state: Option<String>,
-    armed: bool,
-}
-
-impl Drop for CancelTask {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let client = self.client.clone();
-        let params = params(&self.task_id, self.request_state.take());
-        // Best effort: the caller is gone.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = client.request::<method::CancelTask>(params).await {
-                    tracing::debug!(error = %e, "tasks/cancel for an abandoned call failed");
-                }
-            });
-        }
-    }
-}
-
 impl Client {
     /// `tasks/get`: a task's state, with its result once completed. Pass the latest
     /// `requestState` the server sent about it (none if the latest message had none).
@@ -108,107 +82,186 @@ impl Client {
             .await
             .map(drop)
     }
+}
 
-    /// Follows the task a `tools/call` was answered with to its final result, until
-    /// `deadline` (then `tasks/cancel` and [`Error::Timeout`] with `limit`).
-    pub(crate) async fn follow_task(
-        &self,
+/// A task a `tools/call` was answered with ([`Client::call_tool_as_task`]): its latest state,
+/// polled with [`TaskHandle::next`], answered with [`TaskHandle::answer`], cancelled with
+/// [`TaskHandle::cancel`], or followed to the end with [`TaskHandle::result`] as
+/// [`Client::call_tool`] does. Dropping a handle leaves the task alone (its id can be kept and
+/// asked about later); dropping [`TaskHandle::result`]'s future cancels it.
+pub struct TaskHandle {
+    client: Client,
+    tool: String,
+    task: Task,
+    /// The latest `requestState` (none if the latest task-bearing message had none).
+    request_state: Option<String>,
+    interval: Duration,
+    deadline: Instant,
+    limit: Duration,
+    output_schema: Option<serde_json::Value>,
+    /// Input request keys already answered.
+    answered: BTreeSet<String>,
+    rounds: usize,
+    /// Send `tasks/cancel` if dropped before a terminal status (while `result` follows it).
+    cancel_on_drop: bool,
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("tool", &self.tool)
+            .field("task_id", &self.task.task_id)
+            .field("status", &self.task.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskHandle {
+    /// `task` as `tools/call` of `tool` answered it; followed until `deadline` (the call's
+    /// timeout, `limit`).
+    pub(crate) fn new(
+        client: Client,
+        tool: &str,
         task: Task,
-        deadline: Instant,
-        limit: Duration,
-    ) -> Result<CallToolResult, Error> {
-        tracing::debug!(task = %task.task_id, "the call goes on as a task");
-        let mut guard = CancelTask {
-            client: self.clone(),
-            task_id: task.task_id.clone(),
+        (deadline, limit): (Instant, Duration),
+        output_schema: Option<serde_json::Value>,
+    ) -> Self {
+        tracing::debug!(task = %task.task_id, tool, "the call goes on as a task");
+        Self {
+            client,
+            tool: tool.to_owned(),
             request_state: task.request_state.clone(),
-            armed: true,
-        };
-        let mut interval = clamp(task.poll_interval());
-        let mut answered = BTreeSet::new();
-        let mut rounds = 0;
-        let mut current = task;
-        loop {
-            if !current.status.is_terminal() {
-                if Instant::now() + interval > deadline {
-                    tokio::time::sleep_until(deadline).await;
-                    guard.armed = false;
-                    let _ = self
-                        .cancel_task(&current.task_id, guard.request_state.take())
-                        .await;
-                    return Err(Error::Timeout(limit));
-                }
-                tokio::time::sleep(interval).await;
-                current = self
-                    .get_task(&current.task_id, guard.request_state.clone())
-                    .await?;
-                // The latest message's state, or none if it had none.
-                guard.request_state = current.request_state.clone();
-                if let Some(suggested) = current.poll_interval() {
-                    interval = clamp(Some(suggested));
-                }
-            }
-            match current.status {
-                TaskStatus::Working => {}
-                TaskStatus::InputRequired => {
-                    self.answer_task_input(&current, &mut answered, &mut rounds, &guard)
-                        .await?;
-                }
-                TaskStatus::Completed => {
-                    guard.armed = false;
-                    let result = current.result.take().unwrap_or_default();
-                    return serde_json::from_value(serde_json::Value::Object(result)).map_err(
-                        |source| {
-                            Error::Decode(Arc::new(toolwire_types::DecodeError::InvalidResult {
-                                method: "tasks/get".to_owned(),
-                                source,
-                            }))
-                        },
-                    );
-                }
-                TaskStatus::Failed => {
-                    guard.armed = false;
-                    return Err(match current.error.take() {
-                        Some(error) => Error::Server(error),
-                        None => Error::TaskEnded {
-                            task_id: current.task_id,
-                            status: TaskStatus::Failed,
-                            message: current.status_message,
-                        },
-                    });
-                }
-                TaskStatus::Cancelled => {
-                    guard.armed = false;
-                    return Err(Error::TaskEnded {
-                        task_id: current.task_id,
-                        status: TaskStatus::Cancelled,
-                        message: current.status_message,
-                    });
-                }
-            }
+            interval: clamp(task.poll_interval()),
+            task,
+            deadline,
+            limit,
+            output_schema,
+            answered: BTreeSet::new(),
+            rounds: 0,
+            cancel_on_drop: false,
         }
     }
 
-    /// Answers the input requests of `task` not answered before, through the handler, with
-    /// `tasks/update`.
-    async fn answer_task_input(
-        &self,
-        task: &Task,
-        answered: &mut BTreeSet<String>,
-        rounds: &mut usize,
-        guard: &CancelTask,
-    ) -> Result<(), Error> {
-        let fresh: std::collections::BTreeMap<_, _> = task
+    /// The task's id.
+    pub fn id(&self) -> &str {
+        &self.task.task_id
+    }
+
+    /// The task as last seen.
+    pub fn task(&self) -> &Task {
+        &self.task
+    }
+
+    /// Waits the polling interval the server suggests, then asks for the task's state
+    /// (`tasks/get`, with the latest `requestState`).
+    pub async fn next(&mut self) -> Result<&Task, Error> {
+        tokio::time::sleep(self.interval).await;
+        self.poll().await?;
+        Ok(&self.task)
+    }
+
+    async fn poll(&mut self) -> Result<(), Error> {
+        let task = self
+            .client
+            .get_task(&self.task.task_id, self.request_state.clone())
+            .await?;
+        // The latest message's state, or none if it had none.
+        self.request_state = task.request_state.clone();
+        if let Some(suggested) = task.poll_interval() {
+            self.interval = clamp(Some(suggested));
+        }
+        self.task = task;
+        Ok(())
+    }
+
+    /// Answers input requests of the task (`tasks/update`), by their keys.
+    pub async fn answer(&mut self, responses: JsonObject) -> Result<(), Error> {
+        let keys: Vec<String> = responses.keys().cloned().collect();
+        self.client
+            .update_task(&self.task.task_id, responses, self.request_state.clone())
+            .await?;
+        self.answered.extend(keys);
+        Ok(())
+    }
+
+    /// Asks the server to stop the task (`tasks/cancel`).
+    pub async fn cancel(mut self) -> Result<(), Error> {
+        self.cancel_on_drop = false;
+        let state = self.request_state.take();
+        self.client.cancel_task(&self.task.task_id, state).await
+    }
+
+    /// Follows the task to its end as [`Client::call_tool`] does: polls at the server's
+    /// interval, answers input requests through the client's handler, checks the final
+    /// result against the tool's output schema; at the call's deadline `tasks/cancel` and
+    /// [`Error::Timeout`]. A failed task is [`Error::Server`] with its error, a cancelled
+    /// one [`Error::TaskEnded`].
+    pub async fn result(mut self) -> Result<CallToolResult, Error> {
+        self.cancel_on_drop = true;
+        loop {
+            match self.task.status {
+                TaskStatus::Working => {}
+                TaskStatus::InputRequired => self.answer_through_handler().await?,
+                TaskStatus::Completed => {
+                    self.cancel_on_drop = false;
+                    let result = self.task.result.take().unwrap_or_default();
+                    let result: CallToolResult = serde_json::from_value(serde_json::Value::Object(
+                        result,
+                    ))
+                    .map_err(|source| {
+                        Error::Decode(Arc::new(toolwire_types::DecodeError::InvalidResult {
+                            method: "tasks/get".to_owned(),
+                            source,
+                        }))
+                    })?;
+                    self.client
+                        .validate(&self.tool, self.output_schema.as_ref(), &result)?;
+                    return Ok(result);
+                }
+                TaskStatus::Failed => {
+                    self.cancel_on_drop = false;
+                    return Err(match self.task.error.take() {
+                        Some(error) => Error::Server(error),
+                        None => self.ended(),
+                    });
+                }
+                TaskStatus::Cancelled => {
+                    self.cancel_on_drop = false;
+                    return Err(self.ended());
+                }
+            }
+            if Instant::now() + self.interval > self.deadline {
+                tokio::time::sleep_until(self.deadline).await;
+                let limit = self.limit;
+                let _ = self.cancel().await;
+                return Err(Error::Timeout(limit));
+            }
+            tokio::time::sleep(self.interval).await;
+            self.poll().await?;
+        }
+    }
+
+    fn ended(&mut self) -> Error {
+        Error::TaskEnded {
+            task_id: self.task.task_id.clone(),
+            status: self.task.status,
+            message: self.task.status_message.take(),
+        }
+    }
+
+    /// Answers the input requests not answered before, through the client's handler.
+    async fn answer_through_handler(&mut self) -> Result<(), Error> {
+        let fresh: std::collections::BTreeMap<_, _> = self
+            .task
             .input_requests
             .iter()
             .flatten()
-            .filter(|(key, _)| !answered.contains(*key))
+            .filter(|(key, _)| !self.answered.contains(*key))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if fresh.is_empty() {
             return Ok(());
         }
-        let keys: Vec<String> = fresh.keys().cloned().collect();
         let required = InputRequiredResult {
             result_type: ResultType::InputRequired,
             input_requests: Some(fresh),
@@ -216,11 +269,29 @@ impl Client {
             meta: None,
             extra: JsonObject::new(),
         };
-        let (responses, _) = self.answer_input(Box::new(required), rounds).await?;
-        self.update_task(&task.task_id, responses, guard.request_state.clone())
+        let (responses, _) = self
+            .client
+            .answer_input(Box::new(required), &mut self.rounds)
             .await?;
-        answered.extend(keys);
-        Ok(())
+        self.answer(responses).await
+    }
+}
+
+impl Drop for TaskHandle {
+    fn drop(&mut self) {
+        if !self.cancel_on_drop || self.task.status.is_terminal() {
+            return;
+        }
+        let client = self.client.clone();
+        let params = params(&self.task.task_id, self.request_state.take());
+        // Best effort: the caller is gone.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = client.request::<method::CancelTask>(params).await {
+                    tracing::debug!(error = %e, "tasks/cancel for an abandoned call failed");
+                }
+            });
+        }
     }
 }
 
