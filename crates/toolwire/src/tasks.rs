@@ -298,3 +298,254 @@ impl Drop for TaskHandle {
 fn clamp(suggested: Option<Duration>) -> Duration {
     suggested.unwrap_or(DEFAULT_POLL).clamp(MIN_POLL, MAX_POLL)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Polling on a paused clock: a scripted in-memory server records the virtual time of
+    //! every request, so intervals and deadlines are checked exactly, not by sleeping.
+
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+    use toolwire_transport::{BoxFuture, Inbound, Outbound, Transport, TransportError};
+
+    use crate::{CallOptions, Client, Error};
+
+    type Script = Box<dyn FnMut(&str, &Value) -> Value + Send>;
+
+    /// What the server saw: when, which method, with which params.
+    type Seen = Arc<Mutex<Vec<(Duration, String, Value)>>>;
+
+    /// A modern server in memory: `server/discover` and `tools/list` answered here, every
+    /// other request by the script.
+    struct Peer {
+        start: Instant,
+        script: Mutex<Script>,
+        seen: Seen,
+        to_client: mpsc::UnboundedSender<Inbound>,
+        from_peer: tokio::sync::Mutex<mpsc::UnboundedReceiver<Inbound>>,
+    }
+
+    impl Peer {
+        fn new(script: impl FnMut(&str, &Value) -> Value + Send + 'static) -> (Self, Seen) {
+            let (to_client, from_peer) = mpsc::unbounded_channel();
+            let seen = Seen::default();
+            let peer = Self {
+                start: Instant::now(),
+                script: Mutex::new(Box::new(script)),
+                seen: seen.clone(),
+                to_client,
+                from_peer: tokio::sync::Mutex::new(from_peer),
+            };
+            (peer, seen)
+        }
+    }
+
+    impl Transport for Peer {
+        fn carries_headers(&self) -> bool {
+            false
+        }
+        fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
+            let request: Value = serde_json::from_slice(&message.body).unwrap_or(Value::Null);
+            if let (Some(id), Some(method)) = (request.get("id"), request["method"].as_str()) {
+                let params = request["params"].clone();
+                let result = match method {
+                    "server/discover" => json!({
+                        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                        "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}}}),
+                    "tools/list" => json!({"resultType": "complete", "tools": [
+                        {"name": "job", "inputSchema": {"type": "object"}}]}),
+                    _ => {
+                        self.seen.lock().unwrap().push((
+                            self.start.elapsed(),
+                            method.to_owned(),
+                            params.clone(),
+                        ));
+                        (self.script.lock().unwrap())(method, &params)
+                    }
+                };
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+                let _ = self
+                    .to_client
+                    .send(Inbound::new(serde_json::to_vec(&answer).unwrap()));
+            }
+            Box::pin(async { Ok(()) })
+        }
+        fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
+            Box::pin(async { self.from_peer.lock().await.recv().await.map(Ok) })
+        }
+        fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn task(status: &str, interval_ms: Option<u64>, state: &str) -> Value {
+        let mut task = json!({"resultType": "complete", "taskId": "t-1", "status": status,
+            "createdAt": "2026-11-24T00:00:00Z", "lastUpdatedAt": "2026-11-24T00:00:00Z",
+            "requestState": state});
+        if let Some(ms) = interval_ms {
+            task["pollIntervalMs"] = json!(ms);
+        }
+        task
+    }
+
+    fn created(interval_ms: Option<u64>) -> Value {
+        let mut t = task("working", interval_ms, "s-0");
+        t["resultType"] = json!("task");
+        t
+    }
+
+    /// The times of the requests with `method`, and the state each carried.
+    fn times(seen: &Seen, method: &str) -> Vec<(Duration, Value)> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, m, _)| m == method)
+            .map(|(at, _, params)| (*at, params["requestState"].clone()))
+            .collect()
+    }
+
+    fn client(peer: Peer) -> Client {
+        Client::builder("tasks-test", "0").connect(peer).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn polls_wait_the_servers_interval_held_between_50_ms_and_30_s() {
+        let mut polls = 0;
+        let (peer, seen) = Peer::new(move |method, _| match method {
+            "tools/call" => created(Some(5_000)),
+            "tasks/get" => {
+                polls += 1;
+                match polls {
+                    // Too eager: held to 50 ms.
+                    1 => task("working", Some(1), "s-1"),
+                    // Too lazy: held to 30 s.
+                    2 => task("working", Some(120_000), "s-2"),
+                    _ => {
+                        let mut done = task("completed", None, "s-3");
+                        done["result"] = json!({"content": [{"type": "text", "text": "done"}]});
+                        done
+                    }
+                }
+            }
+            _ => json!({}),
+        });
+        let client = client(peer);
+        let result = client.call_tool("job", json!({})).await.unwrap();
+        assert_eq!(result.content[0].as_text(), Some("done"));
+        let call = times(&seen, "tools/call")[0].0;
+        let gets = times(&seen, "tasks/get");
+        let gaps: Vec<Duration> = gets
+            .iter()
+            .scan(call, |last, (at, _)| {
+                let gap = *at - *last;
+                *last = *at;
+                Some(gap)
+            })
+            .collect();
+        assert_eq!(
+            gaps,
+            [
+                Duration::from_secs(5),
+                Duration::from_millis(50),
+                Duration::from_secs(30)
+            ]
+        );
+        // Each poll echoes the state of the message before it.
+        let states: Vec<Value> = gets.into_iter().map(|(_, state)| state).collect();
+        assert_eq!(states, [json!("s-0"), json!("s-1"), json!("s-2")]);
+        client.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_suggested_interval_a_task_is_polled_every_second() {
+        let mut polls = 0;
+        let (peer, seen) = Peer::new(move |method, _| match method {
+            "tools/call" => created(None),
+            "tasks/get" => {
+                polls += 1;
+                if polls < 3 {
+                    task("working", None, "s")
+                } else {
+                    let mut done = task("completed", None, "s");
+                    done["result"] = json!({"content": []});
+                    done
+                }
+            }
+            _ => json!({}),
+        });
+        let client = client(peer);
+        client.call_tool("job", json!({})).await.unwrap();
+        let call = times(&seen, "tools/call")[0].0;
+        let gets: Vec<Duration> = times(&seen, "tasks/get")
+            .into_iter()
+            .map(|(at, _)| at - call)
+            .collect();
+        assert_eq!(
+            gets,
+            [1, 2, 3].map(Duration::from_secs),
+            "one poll a second"
+        );
+        client.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_still_working_at_the_calls_deadline_is_cancelled_at_that_deadline() {
+        let (peer, seen) = Peer::new(|method, _| match method {
+            "tools/call" => created(Some(5_000)),
+            "tasks/get" => task("working", Some(5_000), "s-get"),
+            _ => json!({"resultType": "complete"}),
+        });
+        let client = client(peer);
+        let options = CallOptions::default().with_timeout(Duration::from_secs(12));
+        let error = client
+            .call_tool_with("job", json!({}), options)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::Timeout(d) if d == Duration::from_secs(12)),
+            "{error}"
+        );
+        let call = times(&seen, "tools/call")[0].0;
+        let gets: Vec<Duration> = times(&seen, "tasks/get")
+            .into_iter()
+            .map(|(at, _)| at - call)
+            .collect();
+        // Polls at 5 s and 10 s; the next would be past the deadline.
+        assert_eq!(gets, [5, 10].map(Duration::from_secs));
+        let cancels = times(&seen, "tasks/cancel");
+        assert_eq!(cancels.len(), 1, "one tasks/cancel");
+        assert_eq!(
+            cancels[0].0 - call,
+            Duration::from_secs(12),
+            "at the deadline"
+        );
+        assert_eq!(cancels[0].1, json!("s-get"), "with the latest state");
+        client.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_stops_waiting_has_its_task_cancelled() {
+        let (peer, seen) = Peer::new(|method, _| match method {
+            "tools/call" => created(Some(2_000)),
+            "tasks/get" => task("working", None, "s-get"),
+            _ => json!({"resultType": "complete"}),
+        });
+        let client = client(peer);
+        let gave_up =
+            tokio::time::timeout(Duration::from_secs(7), client.call_tool("job", json!({}))).await;
+        assert!(gave_up.is_err(), "the task never ends");
+        // The cancel is sent by a task of its own: let it run.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let call = times(&seen, "tools/call")[0].0;
+        assert_eq!(times(&seen, "tasks/get").len(), 3, "polled at 2, 4 and 6 s");
+        let cancels = times(&seen, "tasks/cancel");
+        assert_eq!(cancels.len(), 1, "one tasks/cancel");
+        assert_eq!(cancels[0].0 - call, Duration::from_secs(7));
+        client.close().await;
+    }
+}
