@@ -596,6 +596,7 @@ impl HttpTransportBuilder {
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),
             handshake: tokio::sync::Mutex::new(()),
+            identity: std::sync::atomic::AtomicU64::new(0),
         });
         Ok(inner)
     }

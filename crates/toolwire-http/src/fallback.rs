@@ -213,6 +213,11 @@ impl Transport for HttpOrSseTransport {
         }
     }
 
+    fn authorization_context(&self) -> u64 {
+        // Both share the HTTP transport's credentials.
+        self.http.authorization_context()
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             if let Some(sse) = self.shared.sse.get() {

@@ -81,6 +81,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -213,6 +214,8 @@ struct Inner {
     inflight: Mutex<InFlight>,
     /// One handshake replay at a time.
     handshake: tokio::sync::Mutex<()>,
+    /// Bumped by each `set_bearer_token`: the identity presented changed.
+    identity: AtomicU64,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical
@@ -311,14 +314,17 @@ impl HttpTransport {
         Self::builder(url).build()
     }
 
-    /// Sets or clears the bearer token. A legacy session is invalidated: the next request
-    /// first replays the handshake with the new credentials.
+    /// Sets or clears the bearer token: a new identity. A legacy session is invalidated (the
+    /// next request first replays the handshake with the new credentials), and the client
+    /// drops the answers it kept that the server did not mark `cacheScope: public`
+    /// ([`Transport::authorization_context`] changes).
     pub fn set_bearer_token(&self, token: Option<BearerToken>) {
         let mut state = lock(&self.inner.state);
         state.token = token;
         if state.initialize.is_some() {
             state.stale = true;
         }
+        self.inner.identity.fetch_add(1, Ordering::Release);
     }
 
     /// The legacy session id, if the server assigned one.
@@ -557,6 +563,10 @@ impl Transport for HttpTransport {
 
     fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
         Box::pin(self.inner.next_item())
+    }
+
+    fn authorization_context(&self) -> u64 {
+        self.inner.identity.load(Ordering::Acquire)
     }
 
     fn cancel(&self, id: &RequestId) {

@@ -235,6 +235,12 @@ impl Transport for SseTransport {
         Box::pin(self.inner.next_item())
     }
 
+    fn authorization_context(&self) -> u64 {
+        self.inner
+            .identity
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(self.inner.close())
     }

@@ -777,6 +777,8 @@ async fn a_401_challenge_reaches_the_hook_and_the_token_never_leaks() {
     }
 }
 
+/// A new token is a new identity: the legacy session starts again under it, and the
+/// transport's authorization context changes (the client drops private cached answers).
 #[tokio::test]
 async fn a_new_token_reinitialises_the_legacy_session() {
     let sessions = Arc::new(AtomicUsize::new(0));
@@ -802,7 +804,9 @@ async fn a_new_token_reinitialises_the_legacy_session() {
     t.send(notification("notifications/initialized"))
         .await
         .unwrap();
+    let before = t.authorization_context();
     t.set_bearer_token(Some("new".into()));
+    assert_ne!(t.authorization_context(), before, "a new identity");
     t.send(request(2, "tools/list", RetryClass::Never))
         .await
         .unwrap();

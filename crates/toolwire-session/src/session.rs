@@ -381,6 +381,17 @@ impl Session {
         self.call_meta = None;
     }
 
+    /// The client now speaks to the server as another identity (the transport's
+    /// `Transport::authorization_context` changed: a new bearer token, another login).
+    /// SEP-2549 keeps an answer not marked `cacheScope: public` within the authorization
+    /// context that fetched it: those kept answers go, and so does a tool listing's
+    /// freshness unless every page was public (the tools themselves stay: headers may come
+    /// from a stale schema). Answers to requests asked before now are not kept.
+    pub fn authorization_changed(&mut self) {
+        self.tools_fresh.identity_changed();
+        self.responses.identity_changed();
+    }
+
     /// Encodes and queues a request; `headers` are the SEP-2243 ones (the version header is
     /// added here).
     #[allow(

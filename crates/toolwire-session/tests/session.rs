@@ -2354,3 +2354,85 @@ fn a_stale_answer_stands_in_for_a_failed_refetch_only_when_asked_to() {
         assert_eq!(errors, 2, "serve_stale {serve_stale}");
     }
 }
+
+// ---- SEP-2549: cacheScope and the authorization context ----
+
+#[test]
+fn a_new_identity_drops_private_and_unmarked_answers_and_keeps_public_ones() {
+    let mut p = Peer::ready_modern(true);
+    let private = p.read(CacheMode::Use, 0).unwrap();
+    p.reply(&private, read_result("mine", json!(60_000)), 1);
+    let public = || read_params("file:///public", json!({}));
+    let sent = p
+        .cached::<ReadResource>(public(), CacheMode::Use, 2)
+        .unwrap();
+    p.reply(
+        &sent,
+        json!({"contents": [{"uri": "file:///public", "text": "everyone's"}],
+            "ttlMs": 60_000, "cacheScope": "public"}),
+        3,
+    );
+    let unmarked = p
+        .cached::<ListPrompts>(list_params(None), CacheMode::Use, 4)
+        .unwrap();
+    p.reply(&unmarked, json!({"prompts": [], "ttlMs": 60_000}), 5);
+    p.events();
+    assert!(p.read(CacheMode::Use, 6).is_err(), "fresh");
+    assert!(
+        p.cached::<ListPrompts>(list_params(None), CacheMode::Use, 6)
+            .is_err(),
+        "fresh"
+    );
+
+    p.session.authorization_changed();
+    let kept = p
+        .cached::<ReadResource>(public(), CacheMode::Use, 7)
+        .unwrap_err();
+    assert!(kept.contains("everyone's"), "{kept}");
+    assert!(p.read(CacheMode::Use, 8).is_ok(), "private: asked again");
+    assert!(
+        p.cached::<ListPrompts>(list_params(None), CacheMode::Use, 9)
+            .is_ok(),
+        "no scope is private: asked again"
+    );
+}
+
+#[test]
+fn an_answer_to_a_request_asked_under_the_identity_before_is_not_kept() {
+    let mut p = Peer::ready_modern(true);
+    let asked = p.read(CacheMode::Use, 0).unwrap();
+    p.session.authorization_changed();
+    p.reply(&asked, read_result("whose?", json!(60_000)), 1);
+    p.events();
+    assert!(p.read(CacheMode::Use, 2).is_ok(), "asked again");
+}
+
+#[test]
+fn a_new_identity_makes_a_private_tool_listing_stale_and_leaves_a_public_one_fresh() {
+    for (scope, asked_again) in [
+        (Some("private"), true),
+        (None, true),
+        (Some("public"), false),
+    ] {
+        let mut p = Peer::ready_modern(true);
+        let list = p.list_in(CacheMode::Use, 0).unwrap();
+        let mut page = tools_page(&["a"], Some(60_000), None);
+        match scope {
+            Some(scope) => page["cacheScope"] = json!(scope),
+            None => drop(page.as_object_mut().unwrap().remove("cacheScope")),
+        }
+        p.reply(&list, page, 1);
+        p.events();
+        assert!(p.list_in(CacheMode::Use, 2).is_err(), "{scope:?}: fresh");
+        p.session.authorization_changed();
+        assert_eq!(
+            p.list_in(CacheMode::Use, 3).is_ok(),
+            asked_again,
+            "{scope:?}"
+        );
+        assert!(
+            p.session.cache().snapshot().get("a").is_some(),
+            "{scope:?}: the tools themselves stay"
+        );
+    }
+}

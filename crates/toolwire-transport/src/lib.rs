@@ -94,6 +94,14 @@ pub trait Transport: Send + Sync + 'static {
         let _ = id;
     }
 
+    /// Which identity the transport presents to the server, as a count that changes whenever
+    /// it does (a new bearer token set by hand). Answers a server did not mark
+    /// `cacheScope: public` are kept within one authorization context: when this changes,
+    /// the client drops them. Transports without credentials keep the default, 0.
+    fn authorization_context(&self) -> u64 {
+        0
+    }
+
     /// Closes the transport gracefully (bounded in time).
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
 }

@@ -145,6 +145,15 @@ pub trait Cacheable {
             .and_then(|t| u64::try_from(t).ok())
             .unwrap_or(0)
     }
+
+    /// The raw `cacheScope` member.
+    fn raw_cache_scope(&self) -> Option<CacheScope>;
+
+    /// Whether it may be shared across authorization contexts: only when the server said
+    /// `public` (a missing scope is private).
+    fn is_public(&self) -> bool {
+        self.raw_cache_scope() == Some(CacheScope::Public)
+    }
 }
 
 /// A result with no payload (`ping`, `logging/setLevel`, `resources/subscribe`, …).

@@ -105,4 +105,8 @@ impl Cacheable for DiscoverResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
     }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
+    }
 }

@@ -82,6 +82,10 @@ impl Cacheable for ListPromptsResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
     }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
+    }
 }
 
 /// `prompts/get` params.

@@ -185,6 +185,10 @@ macro_rules! cacheable {
             fn raw_ttl_ms(&self) -> Option<i64> {
                 self.ttl_ms
             }
+
+            fn raw_cache_scope(&self) -> Option<CacheScope> {
+                self.cache_scope
+            }
         }
     )*};
 }

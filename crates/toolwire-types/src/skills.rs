@@ -80,6 +80,10 @@ impl Cacheable for ListSkillsResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
     }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
+    }
 }
 
 /// `skills/get` parameters.
@@ -122,6 +126,10 @@ pub struct GetSkillResult {
 impl Cacheable for GetSkillResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
+    }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
     }
 }
 
@@ -176,5 +184,9 @@ pub struct ReadDirectoryResult {
 impl Cacheable for ReadDirectoryResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
+    }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
     }
 }

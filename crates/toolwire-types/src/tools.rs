@@ -145,6 +145,10 @@ impl Cacheable for ListToolsResult {
     fn raw_ttl_ms(&self) -> Option<i64> {
         self.ttl_ms
     }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
+    }
 }
 
 /// A definition in a `tools/list` page that does not decode as a [`Tool`] (`inputSchema`

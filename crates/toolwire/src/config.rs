@@ -133,8 +133,9 @@ impl ClientBuilder {
     /// Whether answers that carry SEP-2549 caching hints (the prompt, resource, template and
     /// skill lists, `resources/read`, `skills/get`) are kept while fresh and served without a
     /// round trip (default on, as the spec allows; a server that sends no `ttlMs` has nothing
-    /// kept). One client is one authorization context, so `private` and `public` answers
-    /// are kept alike.
+    /// kept). An answer not marked `cacheScope: public` belongs to the identity that fetched
+    /// it: when the transport presents another (`HttpTransport::set_bearer_token`), it is
+    /// asked again.
     pub fn response_cache(mut self, on: bool) -> Self {
         self.config.session = self.config.session.with_response_cache(on);
         self

@@ -271,6 +271,8 @@ pub(crate) struct Driver {
     /// The legacy `logging/setLevel` a new session sent: commands wait for its answer, so the
     /// level asked holds from the first call on (over HTTP the two would race).
     level_set: Option<OpId>,
+    /// The transport's authorization context as last seen.
+    identity: u64,
 }
 
 impl Driver {
@@ -285,7 +287,6 @@ impl Driver {
     ) -> Self {
         Self {
             session,
-            transport,
             state,
             waiters: FastMap::default(),
             call_ops: FastMap::default(),
@@ -302,6 +303,19 @@ impl Driver {
             last_traffic: Instant::now(),
             ping: None,
             level_set: None,
+            identity: transport.authorization_context(),
+            transport,
+        }
+    }
+
+    /// The transport now presents another identity (a new bearer token): the session drops
+    /// what it kept for the one before. Checked before each command and each answer.
+    fn note_identity(&mut self) {
+        let identity = self.transport.authorization_context();
+        if identity != self.identity {
+            self.identity = identity;
+            tracing::debug!("the authorization context changed: private cached answers dropped");
+            self.session.authorization_changed();
         }
     }
 
@@ -378,6 +392,7 @@ impl Driver {
     }
 
     fn issue(&mut self, command: Command) {
+        self.note_identity();
         let now = Instant::now();
         match command {
             Command::Call {
@@ -755,7 +770,10 @@ impl Driver {
                 inbound = self.transport.recv() => {
                     self.last_traffic = Instant::now();
                     match inbound {
-                        Some(Ok(message)) => self.session.handle_inbound(&message.body, Instant::now()),
+                        Some(Ok(message)) => {
+                            self.note_identity();
+                            self.session.handle_inbound(&message.body, Instant::now());
+                        }
                         Some(Err(TransportError::Request(failure))) => {
                             tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
                             self.session.handle_undelivered(failure, Instant::now());
@@ -858,6 +876,7 @@ impl Driver {
                         .map(str::to_owned)
                         .collect();
                     self.session = self.link.session(transport.carries_headers());
+                    self.identity = transport.authorization_context();
                     self.transport = transport;
                     self.ping = None;
                     self.last_transport_error = None;
@@ -1005,5 +1024,61 @@ impl Driver {
         self.state.send_replace(Negotiation::Closed {
             error: self.last_transport_error.clone(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use serde_json::json;
+
+    use crate::Client;
+    use crate::test_peer::{Peer, methods};
+
+    /// SEP-2549: an answer the server did not mark `cacheScope: public` is kept within one
+    /// authorization context. When the transport's identity changes (a new bearer token),
+    /// private answers are asked again and public ones still serve.
+    #[tokio::test(start_paused = true)]
+    async fn a_new_identity_asks_again_for_private_answers_and_keeps_public_ones() {
+        let (peer, seen) = Peer::new(|method, params| match (method, params["uri"].as_str()) {
+            ("resources/read", Some(uri)) => {
+                let scope = uri.trim_start_matches("file:///");
+                let mut result = json!({"resultType": "complete", "ttlMs": 60_000,
+                    "contents": [{"uri": uri, "text": scope}]});
+                if scope != "unmarked" {
+                    result["cacheScope"] = json!(scope);
+                }
+                result
+            }
+            _ => json!({"resultType": "complete"}),
+        });
+        let identity = peer.identity();
+        let client = Client::builder("cache-test", "0").connect(peer).unwrap();
+        let uris = ["file:///public", "file:///private", "file:///unmarked"];
+        let reads = async |client: &Client| {
+            for uri in uris {
+                let read = client.read_resource(uri).await.unwrap();
+                assert_eq!(read.contents[0].uri(), uri);
+            }
+        };
+        reads(&client).await;
+        assert_eq!(methods(&seen).len(), 3);
+        // One identity: each answer is fresh, nothing is asked.
+        reads(&client).await;
+        assert_eq!(methods(&seen).len(), 3, "answered from the cache");
+
+        identity.fetch_add(1, Ordering::SeqCst);
+        reads(&client).await;
+        let asked: Vec<String> = seen.lock().unwrap()[3..]
+            .iter()
+            .map(|(_, _, params)| params["uri"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            asked,
+            ["file:///private", "file:///unmarked"],
+            "a missing scope is private"
+        );
+        client.close().await;
     }
 }

@@ -68,6 +68,8 @@ mod output;
 mod reconnect;
 mod skills;
 mod tasks;
+#[cfg(test)]
+mod test_peer;
 
 pub use client::{Called, Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};

@@ -304,84 +304,12 @@ mod tests {
     //! Polling on a paused clock: a scripted in-memory server records the virtual time of
     //! every request, so intervals and deadlines are checked exactly, not by sleeping.
 
-    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
     use serde_json::{Value, json};
-    use tokio::sync::mpsc;
-    use tokio::time::Instant;
-    use toolwire_transport::{BoxFuture, Inbound, Outbound, Transport, TransportError};
 
+    use crate::test_peer::{Peer, Seen};
     use crate::{CallOptions, Client, Error};
-
-    type Script = Box<dyn FnMut(&str, &Value) -> Value + Send>;
-
-    /// What the server saw: when, which method, with which params.
-    type Seen = Arc<Mutex<Vec<(Duration, String, Value)>>>;
-
-    /// A modern server in memory: `server/discover` and `tools/list` answered here, every
-    /// other request by the script.
-    struct Peer {
-        start: Instant,
-        script: Mutex<Script>,
-        seen: Seen,
-        to_client: mpsc::UnboundedSender<Inbound>,
-        from_peer: tokio::sync::Mutex<mpsc::UnboundedReceiver<Inbound>>,
-    }
-
-    impl Peer {
-        fn new(script: impl FnMut(&str, &Value) -> Value + Send + 'static) -> (Self, Seen) {
-            let (to_client, from_peer) = mpsc::unbounded_channel();
-            let seen = Seen::default();
-            let peer = Self {
-                start: Instant::now(),
-                script: Mutex::new(Box::new(script)),
-                seen: seen.clone(),
-                to_client,
-                from_peer: tokio::sync::Mutex::new(from_peer),
-            };
-            (peer, seen)
-        }
-    }
-
-    impl Transport for Peer {
-        fn carries_headers(&self) -> bool {
-            false
-        }
-        fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
-            let request: Value = serde_json::from_slice(&message.body).unwrap_or(Value::Null);
-            if let (Some(id), Some(method)) = (request.get("id"), request["method"].as_str()) {
-                let params = request["params"].clone();
-                let result = match method {
-                    "server/discover" => json!({
-                        "resultType": "complete", "supportedVersions": ["2026-07-28"],
-                        "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
-                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "tasks", "version": "1"}}}),
-                    "tools/list" => json!({"resultType": "complete", "tools": [
-                        {"name": "job", "inputSchema": {"type": "object"}}]}),
-                    _ => {
-                        self.seen.lock().unwrap().push((
-                            self.start.elapsed(),
-                            method.to_owned(),
-                            params.clone(),
-                        ));
-                        (self.script.lock().unwrap())(method, &params)
-                    }
-                };
-                let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
-                let _ = self
-                    .to_client
-                    .send(Inbound::new(serde_json::to_vec(&answer).unwrap()));
-            }
-            Box::pin(async { Ok(()) })
-        }
-        fn recv(&self) -> BoxFuture<'_, Option<Result<Inbound, TransportError>>> {
-            Box::pin(async { self.from_peer.lock().await.recv().await.map(Ok) })
-        }
-        fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
-            Box::pin(async { Ok(()) })
-        }
-    }
 
     fn task(status: &str, interval_ms: Option<u64>, state: &str) -> Value {
         let mut task = json!({"resultType": "complete", "taskId": "t-1", "status": status,

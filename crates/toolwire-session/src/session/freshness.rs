@@ -1,7 +1,8 @@
 //! How long the last `tools/list` stays fresh (SEP-2549): each page on its own clock
 //! (`received + ttlMs`, an absent or negative `ttlMs` is 0), the listing fresh while every
 //! page is; invalidated at once by a list change or a header mismatch, and a walk that was
-//! asked before an invalidation never makes the listing fresh again.
+//! asked before an invalidation never makes the listing fresh again. A listing any page of
+//! which was not `cacheScope: public` belongs to the authorization context that fetched it.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,8 @@ pub(super) struct WalkClock {
     pub(super) stale_ok: bool,
     /// The earliest page expiry so far (`None` before the first page).
     until: Option<Instant>,
+    /// Every page so far was `cacheScope: public`.
+    public: bool,
     /// The walk started over once already (a cursor the server no longer took).
     pub(super) restarted: bool,
 }
@@ -29,16 +32,18 @@ impl WalkClock {
     pub(super) fn restart(self) -> Self {
         Self {
             until: None,
+            public: true,
             restarted: true,
             ..self
         }
     }
 
-    /// One more page, received at `now` with `ttl_ms`.
-    pub(super) fn page(self, now: Instant, ttl_ms: u64) -> Self {
+    /// One more page, received at `now` with `ttl_ms`, `public` if its `cacheScope` said so.
+    pub(super) fn page(self, now: Instant, ttl_ms: u64, public: bool) -> Self {
         let expires = now + Duration::from_millis(ttl_ms);
         Self {
             until: Some(self.until.map_or(expires, |u| u.min(expires))),
+            public: self.public && public,
             ..self
         }
     }
@@ -49,8 +54,8 @@ impl WalkClock {
 pub(super) struct ToolsFreshness {
     /// Invalidations so far.
     epoch: u64,
-    /// The last listing and when it stops being fresh.
-    last: Option<(Instant, ListOutcome)>,
+    /// The last listing, when it stops being fresh, and whether it was public.
+    last: Option<(Instant, bool, ListOutcome)>,
 }
 
 impl ToolsFreshness {
@@ -61,6 +66,7 @@ impl ToolsFreshness {
             bypass: mode == crate::CacheMode::Bypass,
             stale_ok: mode == crate::CacheMode::Use,
             until: None,
+            public: true,
             restarted: false,
         }
     }
@@ -72,6 +78,16 @@ impl ToolsFreshness {
         self.last = None;
     }
 
+    /// The client now speaks as another identity (a new bearer token): a listing that was not
+    /// public was fetched for the one before and no longer counts, fresh or stale, and a walk
+    /// asked before now does not make one.
+    pub(super) fn identity_changed(&mut self) {
+        self.epoch += 1;
+        if self.last.as_ref().is_some_and(|(_, public, _)| !public) {
+            self.last = None;
+        }
+    }
+
     /// A walk ended with `outcome`: it is the fresh listing until its earliest page expires,
     /// unless an invalidation came after the walk started.
     pub(super) fn record(&mut self, clock: WalkClock, outcome: &ListOutcome) {
@@ -79,14 +95,14 @@ impl ToolsFreshness {
             return;
         }
         if let Some(until) = clock.until {
-            self.last = Some((until, outcome.clone()));
+            self.last = Some((until, clock.public, outcome.clone()));
         }
     }
 
     /// The last listing if it is fresh at `now` (`now < received + ttlMs` for every page),
     /// as an outcome whose commit changes nothing (generation `generation`, empty diff).
     pub(super) fn fresh(&self, now: Instant, generation: u64) -> Option<ListOutcome> {
-        let (until, _) = self.last.as_ref()?;
+        let (until, _, _) = self.last.as_ref()?;
         if now >= *until {
             return None;
         }
@@ -96,7 +112,7 @@ impl ToolsFreshness {
     /// The last listing, fresh or not, unless something invalidated it (for a walk that
     /// failed), as [`ToolsFreshness::fresh`] gives it.
     pub(super) fn stale(&self, generation: u64) -> Option<ListOutcome> {
-        let (_, outcome) = self.last.as_ref()?;
+        let (_, _, outcome) = self.last.as_ref()?;
         let mut outcome = outcome.clone();
         outcome.commit = Commit {
             generation,

@@ -5,7 +5,8 @@
 //! params without `_meta`; evicted by the notifications that say the data changed and by a
 //! refused cursor; an answer to a request asked before an eviction is not kept. A request
 //! that carries `inputResponses` or `requestState` (an MRTR retry), and an `input_required`
-//! answer, are never cached.
+//! answer, are never cached. An answer not marked `cacheScope: public` belongs to the
+//! authorization context that fetched it: a change of identity drops it.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -41,6 +42,8 @@ pub(super) struct Pending {
 
 struct Entry {
     method: &'static str,
+    /// `cacheScope: public`: it survives a change of identity.
+    public: bool,
     uri: Option<String>,
     until: Instant,
     raw: Box<RawValue>,
@@ -61,6 +64,8 @@ struct Hints {
     ttl_ms: Option<i64>,
     #[serde(rename = "resultType", default)]
     result_type: Option<String>,
+    #[serde(rename = "cacheScope", default)]
+    cache_scope: Option<toolwire_types::CacheScope>,
 }
 
 /// A request's key (method and params without `_meta`), the URI it names, and whether it
@@ -136,6 +141,7 @@ impl ResponseCache {
             pending.key,
             Entry {
                 method: pending.method,
+                public: hints.cache_scope == Some(toolwire_types::CacheScope::Public),
                 uri: pending.uri,
                 until: now + Duration::from_millis(ttl),
                 raw: raw.to_owned(),
@@ -147,6 +153,13 @@ impl ResponseCache {
     /// answers are gone).
     pub(super) fn stale(&self, key: &str) -> Option<Box<RawValue>> {
         self.entries.get(key).map(|e| e.raw.clone())
+    }
+
+    /// The client now speaks as another identity (a new bearer token): the answers that were
+    /// not public go, and no answer to a request asked before now is kept.
+    pub(super) fn identity_changed(&mut self) {
+        self.epoch += 1;
+        self.entries.retain(|_, e| e.public);
     }
 
     /// Evicts every kept answer of these methods.

@@ -204,7 +204,11 @@ impl Session {
             }
         };
         // Each page on its own clock, from when it arrived.
-        let clock = clock.page(now, toolwire_types::Cacheable::ttl_ms(&page));
+        let clock = clock.page(
+            now,
+            toolwire_types::Cacheable::ttl_ms(&page),
+            toolwire_types::Cacheable::is_public(&page),
+        );
         if malformed.is_empty() {
             listing.add_page(page.tools);
         } else {
