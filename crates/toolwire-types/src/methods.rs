@@ -203,6 +203,9 @@ pub mod method {
         SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged", SubscriptionsAcknowledgedParams);
     notification!(/// `notifications/elicitation/complete` (`2025-11-25`).
         ElicitationComplete = "notifications/elicitation/complete", ElicitationCompleteParams);
+    notification!(/// `notifications/tasks/status`: a task's new state (the tasks extension;
+        /// optional for servers, which may send it instead of waiting to be polled).
+        TaskStatusChanged = "notifications/tasks/status", crate::Task);
 }
 
 macro_rules! dispatch {
@@ -342,5 +345,7 @@ dispatch!(
         SubscriptionsAcknowledged,
         /// `notifications/elicitation/complete`.
         ElicitationComplete,
+        /// `notifications/tasks/status`.
+        TaskStatusChanged,
     }
 );

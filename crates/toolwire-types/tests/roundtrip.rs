@@ -107,7 +107,8 @@ fn params_roundtrip(method: &str, params: Option<&RawValue>) -> Option<Value> {
         ResourceUpdated,
         RootsListChanged,
         SubscriptionsAcknowledged,
-        ElicitationComplete
+        ElicitationComplete,
+        TaskStatusChanged
     );
     None
 }
