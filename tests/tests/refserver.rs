@@ -609,10 +609,9 @@ fn naming_client(mode: ProtocolMode) -> toolwire::ClientBuilder {
 }
 
 /// `call_tool` keeps returning the final result when the server answers with a task
-/// (2026-07-28, the client declaring the extension): it polls `tasks/get` echoing each new
-/// `requestState` (the server refuses a stale one) and answers the task's input request
-/// through the handler with `tasks/update`. In the legacy era the same tool answers in the
-/// call.
+/// (2026-07-28, the client declaring the extension): it polls `tasks/get` and answers the
+/// task's input request through the handler with `tasks/update`. In the legacy era the same
+/// tool answers in the call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_is_followed_to_its_result_with_its_input_asked_through_the_handler() {
     let s = server(options(Eras::Both)).await;
@@ -733,4 +732,60 @@ async fn a_task_handle_shows_the_states_takes_answers_and_cancels() {
         .unwrap();
     assert!(matches!(at_once, toolwire::Called::Done(r) if r.content[0].as_text() == Some("now")));
     client.close().await;
+}
+
+/// Every way a task ends, through `call_tool`: a tool error is a result with `isError`
+/// (`completed`), a JSON-RPC error is `Error::Server` (`failed`), two input requests at once
+/// are both answered by the handler, and an MRTR round before the task is answered too. A
+/// client without the extension is told by the server that the tool needs it (`-32021`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_ending_of_a_task_reaches_the_caller_as_call_tool_would_give_it() {
+    let mut o = options(Eras::Both);
+    o.task_fixtures = true;
+    let s = server(o).await;
+    let client = naming_client(ProtocolMode::Auto)
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let failed_tool = client.call_tool("failing_job", json!({})).await.unwrap();
+    assert_eq!(failed_tool.is_error, Some(true), "completed with isError");
+    let protocol = client
+        .call_tool("protocol_error_job", json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&protocol, toolwire::Error::Server(e) if e.code == -32603),
+        "{protocol}"
+    );
+    let two = client.call_tool("multi_input", json!({})).await.unwrap();
+    assert_eq!(two.content[0].as_text(), Some("answered 2 questions"));
+    let greeted = client
+        .call_tool("test_tool_with_task", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(greeted.content[0].as_text(), Some("Hello, Ferris!"));
+    let computed = client
+        .call_tool("slow_compute", json!({"seconds": 0, "label": "zero"}))
+        .await
+        .unwrap();
+    assert_eq!(computed.content[0].as_text(), Some("computed zero in 0 s"));
+    client.close().await;
+
+    let without = naming_client(ProtocolMode::Auto)
+        .tasks(false)
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    let refused = without
+        .call_tool("failing_job", json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, toolwire::Error::Server(e) if e.code == -32021),
+        "{refused}"
+    );
+    let in_call = without
+        .call_tool("slow_compute", json!({"seconds": 0}))
+        .await
+        .unwrap();
+    assert_eq!(in_call.content[0].as_text(), Some("computed job in 0 s"));
+    without.close().await;
 }

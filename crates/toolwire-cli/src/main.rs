@@ -282,6 +282,9 @@ struct ServeArgs {
     /// With --http: also serve the 2024-11-05 HTTP+SSE transport at /mcp/sse.
     #[arg(long)]
     sse: bool,
+    /// Also serve the tools the conformance suite's tasks scenarios call.
+    #[arg(long)]
+    task_fixtures: bool,
 }
 
 /// Why the command failed, and its exit code.
@@ -1137,6 +1140,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.faults.broken_tools = args.broken_tools;
     options.faults.exit_after_calls = args.exit_after_calls;
     options.sse = args.sse;
+    options.task_fixtures = args.task_fixtures;
     if args.stdio {
         toolwire_refserver::serve_stdio(options)
             .await

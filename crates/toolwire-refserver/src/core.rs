@@ -149,9 +149,15 @@ pub(crate) fn request_version(message: &Value) -> Option<&str> {
 
 impl Core {
     pub(crate) fn new(options: Options) -> Arc<Self> {
+        let fixtures = options.task_fixtures.then(tools::task_fixtures);
+        let tools = tools::base_tools()
+            .into_iter()
+            .chain(fixtures.into_iter().flatten())
+            .map(Entry::new)
+            .collect();
         Arc::new(Self {
             options,
-            tools: Mutex::new(tools::base_tools().into_iter().map(Entry::new).collect()),
+            tools: Mutex::new(tools),
             files: Mutex::new(HashMap::new()),
             changes: broadcast::channel(64).0,
             log_level: Mutex::new(None),
@@ -370,6 +376,12 @@ impl Core {
                 }
                 result(id, r)
             }
+            // The only capability the server requires is the tasks extension.
+            Err((c, m)) if c == code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                let data = json!({"requiredCapabilities":
+                    {"extensions": {toolwire_types::TASKS_EXTENSION: {}}}});
+                error(id, c, m, Some(data))
+            }
             Err((c, m)) => error(id, c, m, None),
         })
     }
@@ -430,14 +442,35 @@ impl Core {
                     "protocol_error answers with a JSON-RPC error".into(),
                 ));
             }
-            "slow_task" => {
-                let job = Job::from_args(&args);
-                if params["_meta"][meta_key::PROTOCOL_VERSION].is_string() && declares_tasks(params)
-                {
+            "test_tool_with_task" => {
+                // An MRTR round gathers a name, then the work goes on as a task.
+                if !modern_with_tasks(params) {
+                    return Job::Greet {
+                        name: String::new(),
+                    }
+                    .run_in_call()
+                    .await;
+                }
+                let answer = &params["inputResponses"]["user_name"];
+                let name = answer["content"]["name"]
+                    .as_str()
+                    .or_else(|| answer["content"]["user_name"].as_str());
+                match name {
+                    Some(name) => self.tasks.create(Job::Greet {
+                        name: name.to_owned(),
+                    }),
+                    None => json!({"resultType": "input_required", "inputRequests": {
+                        "user_name": {"method": "elicitation/create", "params": {"mode": "form",
+                            "message": "What is your name?", "requestedSchema": {"type": "object",
+                                "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}}),
+                }
+            }
+            "greet" => tools::text(format!("Hello, {}!", str_arg("name"))),
+            task_tool if let Some(job) = Job::for_tool(task_tool, &args) => {
+                if modern_with_tasks(params) {
                     self.tasks.create(job)
                 } else {
-                    tokio::time::sleep(std::time::Duration::from_millis(job.ms)).await;
-                    job.result(None)
+                    job.run_in_call().await?
                 }
             }
             "log" => {
@@ -544,6 +577,11 @@ fn capabilities() -> Value {
         "prompts": {}, "completions": {},
         "extensions": {toolwire_types::SKILLS_EXTENSION: {"directoryRead": true},
             toolwire_types::TASKS_EXTENSION: {}}})
+}
+
+/// Whether a 2026-07-28 request declares the tasks extension: a task may answer it.
+fn modern_with_tasks(params: &Value) -> bool {
+    params["_meta"][meta_key::PROTOCOL_VERSION].is_string() && declares_tasks(params)
 }
 
 /// Whether a request's per-request capabilities declare the tasks extension.

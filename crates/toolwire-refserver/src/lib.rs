@@ -113,6 +113,10 @@ pub struct Options {
     /// Also serve the 2024-11-05 HTTP+SSE transport: `GET {path}/sse` and
     /// `POST {path}/messages` (default off).
     pub sse: bool,
+    /// Also serve the tools the conformance suite's tasks scenarios call (`greet`,
+    /// `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
+    /// `test_tool_with_task`; default off).
+    pub task_fixtures: bool,
 }
 
 impl Default for Options {
@@ -127,6 +131,7 @@ impl Default for Options {
             validate_headers: true,
             faults: Faults::default(),
             sse: false,
+            task_fixtures: false,
         }
     }
 }

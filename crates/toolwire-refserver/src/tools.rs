@@ -59,6 +59,32 @@ pub(crate) fn base_tools() -> Vec<Value> {
     ]
 }
 
+/// The tools the conformance suite's tasks scenarios call, by the names it calls them
+/// ([`crate::Options::task_fixtures`]): each but `greet` runs as a task for a client that
+/// declares the extension.
+pub(crate) fn task_fixtures() -> Vec<Value> {
+    let object = |properties: Value| json!({"type": "object", "properties": properties});
+    [
+        ("greet", "Says hello to `name`, in the call.", object(json!({"name": {"type": "string"}}))),
+        ("slow_compute", "Done after `seconds`; a task for a client that declares the tasks extension.",
+            object(json!({"seconds": {"type": "integer"}, "label": {"type": "string"}}))),
+        ("failing_job", "A task that ends with a tool error (completed, isError); needs the tasks extension.",
+            object(json!({}))),
+        ("protocol_error_job", "A task that fails with a JSON-RPC error.", object(json!({}))),
+        ("confirm_delete", "A task that asks to confirm deleting `filename`; needs the tasks extension.",
+            object(json!({"filename": {"type": "string"}}))),
+        ("multi_input", "A task that asks two questions at once; needs the tasks extension.",
+            object(json!({}))),
+        ("test_tool_with_task", "Asks for a name (input_required), then greets it as a task; needs the tasks extension.",
+            object(json!({}))),
+    ]
+    .into_iter()
+    .map(|(name, description, schema)| {
+        json!({"name": name, "description": description, "inputSchema": schema})
+    })
+    .collect()
+}
+
 /// The syslog levels, least severe first.
 pub(crate) const LEVELS: [&str; 8] = [
     "debug",

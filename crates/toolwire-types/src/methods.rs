@@ -203,9 +203,10 @@ pub mod method {
         SubscriptionsAcknowledged = "notifications/subscriptions/acknowledged", SubscriptionsAcknowledgedParams);
     notification!(/// `notifications/elicitation/complete` (`2025-11-25`).
         ElicitationComplete = "notifications/elicitation/complete", ElicitationCompleteParams);
-    notification!(/// `notifications/tasks/status`: a task's new state (the tasks extension;
-        /// optional for servers, which may send it instead of waiting to be polled).
-        TaskStatusChanged = "notifications/tasks/status", crate::Task);
+    notification!(/// `notifications/tasks`: a task's whole state, as `tasks/get` would answer
+        /// (the tasks extension; a server may send it on a `subscriptions/listen` stream that
+        /// asked for the task's id).
+        TaskStatusChanged = "notifications/tasks", crate::Task);
 }
 
 macro_rules! dispatch {
@@ -345,7 +346,7 @@ dispatch!(
         SubscriptionsAcknowledged,
         /// `notifications/elicitation/complete`.
         ElicitationComplete,
-        /// `notifications/tasks/status`.
+        /// `notifications/tasks`.
         TaskStatusChanged,
     }
 );

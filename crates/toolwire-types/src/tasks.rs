@@ -2,10 +2,12 @@
 //! answered with a task (`resultType: "task"`) whose final result is fetched by polling
 //! `tasks/get`; `tasks/update` answers its input requests and `tasks/cancel` asks it to stop.
 //!
-//! The extension's field names moved while it was drafted (`ttlSeconds` and
-//! `pollIntervalMilliseconds` in the SEP text, `ttlMs` and `pollIntervalMs` in the
-//! conformance suite's `0.2.0-alpha.12`): both spellings are read, and
-//! [`Task::poll_interval`] and [`Task::ttl`] give one answer.
+//! The extension's wire moved while it was drafted: its specification now spells the fields
+//! `ttlMs` and `pollIntervalMs` and has no `requestState`, as the conformance suite's
+//! `0.2.0-alpha.12` does, while the SEP's earlier text had `ttlSeconds`,
+//! `pollIntervalMilliseconds` and a `requestState` to echo. Both spellings are read
+//! ([`Task::poll_interval`] and [`Task::ttl`] give one answer), and a `requestState` is echoed
+//! only when a server sends one.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -42,8 +44,8 @@ impl TaskStatus {
     }
 }
 
-/// A task as `tools/call` (`CreateTaskResult`), `tasks/get` and `notifications/tasks/status`
-/// carry it; `result`, `error` and `inputRequests` only in the last two, for the statuses
+/// A task as `tools/call` (`CreateTaskResult`), `tasks/get` and `notifications/tasks` carry
+/// it; `result`, `error` and `inputRequests` only in the last two, for the statuses
 /// that have them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
