@@ -131,7 +131,8 @@ const SUITE_AT_2026: &str = "0.2.0-alpha.12@2026-07-28";
 
 /// Server scenarios the reference server is built to pass. It is not an everything-server:
 /// the scenarios that read its fixtures (`test://static-text`, `test_prompt_with_arguments`,
-/// …) are not run; those about what it serves in its own way are.
+/// …) are not run; those about what it serves in its own way are, and the tasks scenarios on
+/// the fixture tools `serve --task-fixtures` adds.
 const SERVER_SCENARIOS: &[(&str, &[&str])] = &[
     ("0.1.16", &["tools-list"]),
     (
@@ -464,10 +465,12 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         "# Conformance\n\nThe official MCP conformance suite against Toolwire, as run by `cargo xtask conformance` \
          (which installs node 22 and the suite from the npm registry into `~/.cache/toolwire-peers`). \
          Client scenarios drive `toolwire-conformance-client` (the public `toolwire` API only); server \
-         scenarios test the reference server (`toolwire serve --http`), which is not an \
-         everything-server: it runs the scenarios about what it serves in its own way (tools, \
-         SEP-2243 headers, resource lists and subscriptions, prompt lists, completions, logging, \
-         caching hints, skills), not those that read an everything-server's fixtures. The OAuth \
+         scenarios test the reference server (`toolwire serve --http --task-fixtures`), which is \
+         not an everything-server: it runs the scenarios about what it serves in its own way \
+         (tools, SEP-2243 headers, resource lists and subscriptions, prompt lists, completions, \
+         logging, caching hints, skills), not those that read an everything-server's fixtures, \
+         except the tasks extension's, whose tools `--task-fixtures` adds (the suite skips \
+         `tasks-status-notifications`, so it is not run). The OAuth \
          scenarios (`auth/*`) run with the suite's defaults, and those of the 2025 revisions again \
          with `--spec-version {WIRE_2026}` (suite `…@{WIRE_2026}`). Failing checks must be listed, \
          with a reason, in `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"
