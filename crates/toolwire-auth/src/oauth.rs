@@ -5,6 +5,7 @@
 //! one).
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use http::header::AUTHORIZATION;
@@ -59,6 +60,10 @@ struct Shared {
     current: Mutex<Current>,
     /// One refresh or authorization at a time.
     flight: tokio::sync::Mutex<()>,
+    /// Turned by each authorization that is not a step-up, and by a logout: the credentials
+    /// may stand for someone else ([`Authorizer::identity`]). Read on every message, so an
+    /// atomic rather than a field of `current`.
+    identity: AtomicU64,
 }
 
 /// OAuth 2.1 for one MCP server: an [`Authorizer`] for its HTTP transport. Cheap to clone.
@@ -133,6 +138,7 @@ impl OAuth {
                 config,
                 current: Mutex::new(Current::default()),
                 flight: tokio::sync::Mutex::new(()),
+                identity: AtomicU64::new(0),
             }),
         }
     }
@@ -288,6 +294,7 @@ impl OAuth {
         challenge: &AuthChallenge,
         step_up: Option<scope::Scopes>,
     ) -> Result<(), AuthError> {
+        let stepping_up = step_up.is_some();
         let discovered = self.flow(http, None).discover(challenge).await?;
         // DPoP when the resource server challenged with it and the authorization server
         // signs ES256 proofs; the key is the one the tokens are kept with, or a new one.
@@ -323,7 +330,12 @@ impl OAuth {
         });
         let (entry, client) = flow.obtain(&discovered, scopes, stored.as_ref()).await?;
         tracing::info!(issuer = %entry.issuer, scope = entry.tokens.as_ref().and_then(|t| t.scope.as_deref()).unwrap_or(""), "authorized");
-        self.adopt(entry, client, Origin::Authorized).await
+        self.adopt(entry, client, Origin::Authorized).await?;
+        if !stepping_up {
+            // Whoever approved it may not be who approved the tokens before.
+            self.shared.identity.fetch_add(1, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Runs `work` as a flow, unless a flow that started after the caller's refusal already
@@ -422,6 +434,7 @@ impl OAuth {
         current.entry = None;
         current.client = None;
         current.generation += 1;
+        self.shared.identity.fetch_add(1, Ordering::Release);
         Ok(entries.len())
     }
 
@@ -592,5 +605,9 @@ impl Authorizer for OAuth {
                 .await
                 .map_err(|e| Box::new(e) as AuthorizerError)
         })
+    }
+
+    fn identity(&self) -> u64 {
+        self.shared.identity.load(Ordering::Acquire)
     }
 }

@@ -130,17 +130,25 @@ fn ready_now<T>(f: toolwire_http::BoxFuture<'_, Result<T, AuthError>>) -> T {
 }
 
 #[tokio::test]
-async fn an_expiring_token_is_refreshed_before_use_with_the_same_resource() {
+async fn an_expiring_token_is_refreshed_before_use_with_the_same_resource_and_identity() {
     // A two-second token: refreshed in its second half.
     let (peer, state) = peer(|s| s.expires_in = 2).await;
     let store = MemoryStore::new();
     let oauth = OAuth::new(peer.url(), config(&store));
     let t = transport(&peer, &oauth);
+    let before = t.authorization_context();
     t.send(request(1)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    let authorized = t.authorization_context();
+    assert_ne!(authorized, before, "an authorization may be someone else");
     tokio::time::sleep(Duration::from_millis(1100)).await;
     t.send(request(2)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    assert_eq!(
+        t.authorization_context(),
+        authorized,
+        "a refresh is the same identity"
+    );
     let s = state.lock().unwrap();
     assert_eq!(s.authorizations, 1);
     let forms: Vec<Vec<(String, String)>> = s
@@ -174,17 +182,23 @@ async fn an_expiring_token_is_refreshed_before_use_with_the_same_resource() {
 }
 
 #[tokio::test]
-async fn a_revoked_refresh_token_leads_to_a_new_authorization() {
+async fn a_revoked_refresh_token_leads_to_a_new_authorization_and_a_new_identity() {
     let (peer, state) = peer(|s| s.revoke_refresh = true).await;
     let store = MemoryStore::new();
     let oauth = OAuth::new(peer.url(), config(&store));
     let t = transport(&peer, &oauth);
     t.send(request(1)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    let first = t.authorization_context();
     // The server forgets the token: the next request is refused, the refresh is refused too.
     state.lock().unwrap().valid = Some("forgotten".into());
     t.send(request(2)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    assert_ne!(
+        t.authorization_context(),
+        first,
+        "a new authorization: private cached answers go"
+    );
     let s = state.lock().unwrap();
     assert_eq!(
         s.authorizations, 2,
@@ -204,6 +218,32 @@ async fn a_revoked_refresh_token_leads_to_a_new_authorization() {
         ["authorization_code", "refresh_token", "authorization_code"]
     );
     assert_eq!(s.registrations, 1, "the stored registration is used again");
+}
+
+/// A 403 `insufficient_scope` is a step-up: authorized again with the union of the scopes,
+/// and the same identity (a step-up asks the same user for more).
+#[tokio::test]
+async fn a_step_up_asks_for_the_union_of_scopes_and_keeps_the_identity() {
+    let (peer, state) = peer(|s| s.require_scope = Some("mcp:write".into())).await;
+    let store = MemoryStore::new();
+    let oauth = OAuth::new(peer.url(), config(&store));
+    let t = transport(&peer, &oauth);
+    let before = t.authorization_context();
+    t.send(request(1)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    let s = state.lock().unwrap();
+    assert_eq!(
+        s.authorizations, 2,
+        "the first authorization, then the step-up"
+    );
+    let asked: Vec<&str> = s.asked_scope.as_deref().unwrap_or("").split(' ').collect();
+    assert!(asked.contains(&"mcp:write"), "{asked:?}");
+    drop(s);
+    assert_eq!(
+        t.authorization_context(),
+        before + 1,
+        "one new identity (the first authorization); the step-up is the same one"
+    );
 }
 
 #[tokio::test]

@@ -100,7 +100,9 @@ async fn login_keeps_tokens_that_later_commands_use_and_logout_forgets_them() {
     .unwrap();
     assert!(login.status.success(), "{}", text(&login.stderr));
     let logged: Value = serde_json::from_slice(&login.stdout).unwrap();
-    assert_eq!(logged["scope"], "mcp:read");
+    // The authorization server grants what was asked: the PRM's scope, and offline_access
+    // because it lists it.
+    assert_eq!(logged["scope"], "mcp:read offline_access");
     assert_eq!(logged["client_id"], "cid");
     assert!(
         text(&login.stderr).contains("/authorize?"),

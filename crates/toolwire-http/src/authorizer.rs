@@ -48,6 +48,15 @@ pub trait Authorizer: Send + Sync + fmt::Debug + 'static {
         &'a self,
         refusal: &'a Refusal<'a>,
     ) -> BoxFuture<'a, Result<Resend, AuthorizerError>>;
+
+    /// A count that changes when the credentials may stand for someone else (a new
+    /// authorization, a logout), not when they are refreshed or stepped up. The transport
+    /// adds it to its [`authorization_context`](toolwire_transport::Transport::authorization_context),
+    /// so the client drops the answers it kept that a server did not mark `cacheScope: public`.
+    /// The default, 0, never changes.
+    fn identity(&self) -> u64 {
+        0
+    }
 }
 
 /// The request credentials are asked for.

@@ -354,6 +354,17 @@ impl HttpTransport {
 }
 
 impl Inner {
+    /// The identity presented: bearer tokens set by hand plus the authorizer's own count
+    /// (both only grow, so the sum changes whenever either does).
+    fn authorization_context(&self) -> u64 {
+        let authorizer = self.config.authorizer.as_ref().map_or(0, |a| a.identity());
+        self.identity
+            .load(Ordering::Acquire)
+            .wrapping_add(authorizer)
+    }
+}
+
+impl Inner {
     /// Drops the requests in flight and stops the GET stream (the last handle is gone).
     fn abandon(&self) {
         for (_, task) in lock(&self.tasks).drain() {
@@ -566,7 +577,7 @@ impl Transport for HttpTransport {
     }
 
     fn authorization_context(&self) -> u64 {
-        self.inner.identity.load(Ordering::Acquire)
+        self.inner.authorization_context()
     }
 
     fn cancel(&self, id: &RequestId) {

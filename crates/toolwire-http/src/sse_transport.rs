@@ -236,9 +236,7 @@ impl Transport for SseTransport {
     }
 
     fn authorization_context(&self) -> u64 {
-        self.inner
-            .identity
-            .load(std::sync::atomic::Ordering::Acquire)
+        self.inner.authorization_context()
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {

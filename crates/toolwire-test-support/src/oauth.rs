@@ -41,6 +41,11 @@ pub struct As {
     pub dpop: bool,
     /// DPoP proofs seen by the MCP endpoint (their `jti`s).
     pub proofs: Vec<String>,
+    /// The MCP endpoint answers 403 `insufficient_scope` naming this scope to a token
+    /// granted without it.
+    pub require_scope: Option<String>,
+    /// The scope the last authorization asked for (granted as asked).
+    pub asked_scope: Option<String>,
 }
 
 /// The claims of a compact JWT.
@@ -127,6 +132,17 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
                     &format!(r#"Bearer error="invalid_token", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
                 );
             }
+            if let Some(needed) = &s.require_scope
+                && !s
+                    .asked_scope
+                    .as_deref()
+                    .is_some_and(|a| a.split(' ').any(|x| x == needed))
+            {
+                return Reply::status(403).header(
+                    "www-authenticate",
+                    &format!(r#"Bearer error="insufficient_scope", scope="{needed}", resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#),
+                );
+            }
             // The MCP server behind the check, when there is one.
             if let Some(mcp) = mcp {
                 drop(s);
@@ -176,6 +192,7 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
             )
             .into_owned()
             .collect();
+            s.asked_scope = get(&q, "scope").map(str::to_owned);
             let redirect = get(&q, "redirect_uri").unwrap_or("").to_owned();
             let state_param = get(&q, "state").unwrap_or("").to_owned();
             let location = format!(
@@ -205,7 +222,7 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
                 // Slow, so that refusals pile up while the first flow runs.
                 .part(Part::Sleep(Duration::from_millis(150)))
                 .part(Part::Data(Bytes::from(
-                    json!({"access_token": token, "token_type": if s.dpop { "DPoP" } else { "Bearer" }, "expires_in": s.expires_in, "refresh_token": format!("refresh-token-{}", s.issued), "scope": "mcp:read"}).to_string(),
+                    json!({"access_token": token, "token_type": if s.dpop { "DPoP" } else { "Bearer" }, "expires_in": s.expires_in, "refresh_token": format!("refresh-token-{}", s.issued), "scope": s.asked_scope.as_deref().unwrap_or("mcp:read")}).to_string(),
                 )))
         }
         _ => Reply::status(404),

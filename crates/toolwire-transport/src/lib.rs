@@ -95,7 +95,7 @@ pub trait Transport: Send + Sync + 'static {
     }
 
     /// Which identity the transport presents to the server, as a count that changes whenever
-    /// it does (a new bearer token set by hand). Answers a server did not mark
+    /// it does (a new bearer token set by hand, a new OAuth authorization). Answers a server did not mark
     /// `cacheScope: public` are kept within one authorization context: when this changes,
     /// the client drops them. Transports without credentials keep the default, 0.
     fn authorization_context(&self) -> u64 {
