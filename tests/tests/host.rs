@@ -297,3 +297,62 @@ async fn known_tools_added_to_one_server_reach_the_merged_snapshot() {
     }
     host.shutdown().await;
 }
+
+/// OAuth over a configuration: a remote entry without credentials logs in through the host's
+/// OAuth settings, with its own `oauth.clientId` (a pre-registered client: no registration);
+/// an entry with an `Authorization` header of its own is never given OAuth, so the server's
+/// refusal of that header fails it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_entries_log_in_with_oauth_unless_they_carry_an_authorization_header() {
+    use toolwire::auth::{FetchRedirect, MemoryStore, OAuthConfig};
+    let (peer, state) = toolwire_test_support::oauth::protected_server(|_| {}).await;
+    let text = json!({"mcpServers": {
+        "open": {"url": peer.url(), "oauth": {"clientId": "pre-registered", "scopes": ["mcp:read"]}},
+        "keyed": {"url": peer.url(), "headers": {"Authorization": "Bearer not-a-valid-token"}},
+    }})
+    .to_string();
+    let config = ServersConfig::parse(&text, |_| None).unwrap();
+    let base = OAuthConfig::new()
+        .store(std::sync::Arc::new(MemoryStore::new()))
+        .handler(std::sync::Arc::new(FetchRedirect::new(
+            "http://127.0.0.1:9/callback",
+        )));
+    let host = Host::builder(Client::builder("host-e2e", "0"))
+        .reconnect(None)
+        .oauth(base)
+        .start(&config)
+        .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+
+    assert!(
+        matches!(host.state("open"), Some(ServerState::Ready { .. })),
+        "{:?}",
+        host.state("open")
+    );
+    match host.state("keyed") {
+        Some(ServerState::Failed { reason }) => assert!(reason.contains("401"), "{reason}"),
+        other => panic!("keyed: {other:?}"),
+    }
+    {
+        let s = state.lock().unwrap();
+        assert_eq!(s.authorizations, 1, "one login, for `open` only");
+        assert_eq!(s.registrations, 0, "the configured client id is used");
+        let client_id = s
+            .authorize_query
+            .iter()
+            .find(|(k, _)| k == "client_id")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(client_id, Some("pre-registered"));
+    }
+    let bearers: Vec<String> = peer
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/mcp")
+        .map(|r| r.header("authorization").to_owned())
+        .collect();
+    assert!(
+        bearers.iter().any(|b| b == "Bearer not-a-valid-token"),
+        "the entry's own header is sent: {bearers:?}"
+    );
+    host.shutdown().await;
+}

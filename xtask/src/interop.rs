@@ -1001,8 +1001,9 @@ fn table(rows: &[Row]) -> String {
 
 /// The TypeScript SDK's OAuth example: without credentials the CLI says to log in; `login`
 /// registers, authorizes through a `$BROWSER` that follows the auto-approving redirect into
-/// the loopback listener, and keeps the tokens (0600); a second process lists tools with them;
-/// `auth status` shows the login without a token; `logout` forgets it.
+/// the loopback listener, and keeps the tokens (0600); a second process lists tools with them,
+/// and so does an `mcpServers` entry naming the server; `auth status` shows the login without
+/// a token; `logout` forgets it.
 fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
     let peer = "TypeScript SDK 1.32 OAuth example (--oauth-strict)";
     let dir = peers.cache.join("results/interop");
@@ -1013,16 +1014,17 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
         "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
         peers.python.display()
     );
-    let toolwire = |args: &[&str]| {
+    let cli = |args: &[&str]| {
         let mut command = Command::new(bin);
         command
-            .args(["--url", &running.ts_oauth, "--timeout", "30"])
+            .args(["--timeout", "30"])
             .args(args)
             .env("TOOLWIRE_CREDENTIALS", &credentials)
             .env("BROWSER", &browser)
             .current_dir(&dir);
         run_limited(&mut command)
     };
+    let toolwire = |args: &[&str]| cli(&[&["--url", running.ts_oauth.as_str()], args].concat());
 
     let (ok, out, err) = toolwire(&["--json", "tools", "list"]);
     push(
@@ -1073,6 +1075,33 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
         peer,
         "CLI, stored token",
         "a second process lists tools with the stored token, no login",
+        outcome,
+    );
+
+    let config = dir.join("oauth-mcp.json");
+    let outcome = std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"ts": {"type": "http", "url": running.ts_oauth}}})
+            .to_string(),
+    )
+    .map_err(|e| format!("{}: {e}", config.display()))
+    .and_then(|()| {
+        let config = config.to_string_lossy();
+        let (ok, out, err) = cli(&["--config", &config, "--json", "tools", "list"]);
+        let v: Value = serde_json::from_str(&out)
+            .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)))?;
+        let n = v["tools"].as_array().map_or(0, Vec::len);
+        let state = &v["servers"][0]["state"];
+        Ok((
+            ok && n > 0 && state == "ready",
+            format!("server {state}, {n} tools"),
+        ))
+    });
+    push(
+        rows,
+        peer,
+        "CLI, mcpServers entry",
+        "an entry naming the server lists its tools with the stored login (the host's OAuth)",
         outcome,
     );
 

@@ -1,20 +1,24 @@
-//! OAuth for `--url` servers: `login`, `logout`, `auth status`, and the credentials every other
-//! command uses.
+//! OAuth for remote servers (`--url`, or a `--config` entry without an `Authorization` header):
+//! `login`, `logout`, `auth status`, and the credentials every other command uses.
 //!
 //! Credentials live in one file (`$TOOLWIRE_CREDENTIALS`, else
 //! `$XDG_STATE_HOME/toolwire/credentials.json`, else `~/.local/state/toolwire/…`), 0600. A
 //! command that meets a 401 with no usable credentials runs the flow when a person is there
 //! (stdin and stderr are terminals), and otherwise fails with exit 3 and "run `toolwire --url
-//! URL login`". `--bearer` wins: no OAuth at all.
+//! URL login`" (or `--config FILE --server NAME`). Credentials given on the command line
+//! (`--bearer`) or in the entry (an `Authorization` header) win: no OAuth at all. Over every
+//! entry of a file at once no flow runs: a server that needs a login fails, saying so.
 //!
 //! The browser step ([`LoopbackBrowser`]): a listener on `127.0.0.1` (the port kept with the
 //! registration and bound again, since servers compare redirect URIs exactly), the URL opened
 //! with `$BROWSER` if set (a command line; the URL is appended), else the platform's opener,
-//! and always printed; the first `GET /callback` is the answer. With `--no-browser` the URL is
-//! only printed, and the address the browser was sent back to may also be pasted on stdin.
+//! and always printed; the first `GET /callback` is the answer. A client registered with a
+//! fixed loopback redirect URI (`--redirect-uri`, an entry's `oauth.redirectUri`) has exactly
+//! that port and path bound instead. With `--no-browser` the URL is only printed, and the
+//! address the browser was sent back to may also be pasted on stdin.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -24,7 +28,8 @@ use toolwire::auth::{
     AuthChallenge, AuthError, AuthStatus, AuthorizationHandler, CallbackParams, FileStore,
     NoInteraction, OAuth, OAuthConfig, StaticClient,
 };
-use toolwire::{BoxFuture, HttpExecutor};
+use toolwire::{BoxFuture, HttpExecutor, HttpTransportBuilder};
+use toolwire_host::OAuthEntry;
 
 use crate::{Cli, Failure};
 
@@ -50,7 +55,31 @@ pub(crate) struct LoginArgs {
     /// Print the authorization URL instead of opening a browser.
     #[arg(long)]
     no_browser: bool,
+    /// The loopback redirect URI the client is registered with
+    /// (`http://127.0.0.1:PORT/PATH`); the listener binds exactly that. Default: a free
+    /// port, kept with the registration, and `/callback`.
+    #[arg(long, value_name = "URI")]
+    redirect_uri: Option<String>,
 }
+
+impl LoginArgs {
+    /// These settings, with an `mcpServers` entry's `oauth` where they say nothing.
+    pub(crate) fn or_entry(&self, entry: Option<&OAuthEntry>) -> Self {
+        let mut args = self.clone();
+        if let Some(entry) = entry {
+            args.client_id = args.client_id.or_else(|| entry.client_id.clone());
+            if args.scope.is_none() && !entry.scopes.is_empty() {
+                args.scope = Some(entry.scopes.join(" "));
+            }
+            args.redirect_uri = args.redirect_uri.or_else(|| entry.redirect_uri.clone());
+        }
+        args
+    }
+}
+
+/// How this run's command line names the server (`--url URL`, `--config FILE --server
+/// NAME`), for the login command a failed authorization names.
+pub(crate) static NAMED: OnceLock<String> = OnceLock::new();
 
 /// Whether a person can take part (both ends are terminals).
 fn interactive() -> bool {
@@ -65,11 +94,49 @@ fn store() -> Result<FileStore, Failure> {
 /// The OAuth every HTTP command for `url` uses: the credentials file, and a browser flow when
 /// `login` runs or a person is there.
 pub(crate) fn oauth(url: &str, args: &LoginArgs, login: bool) -> Result<OAuth, Failure> {
+    Ok(OAuth::new(url, config(args, login || interactive())?))
+}
+
+/// OAuth with the stored credentials on a remote server's settings, unless they carry
+/// credentials of their own (`--bearer`, an entry's `Authorization` header). Without a place
+/// for credentials (no HOME, no `TOOLWIRE_CREDENTIALS`) the command still runs,
+/// unauthenticated.
+pub(crate) fn stored(
+    url: &str,
+    http: HttpTransportBuilder,
+    args: &LoginArgs,
+) -> HttpTransportBuilder {
+    if http.has_credentials() {
+        return http;
+    }
+    match oauth(url, args, false) {
+        Ok(oauth) => http.authorizer(Arc::new(oauth)),
+        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+            tracing::warn!(%reason, "OAuth is off for this command");
+            http
+        }
+    }
+}
+
+/// The settings of the client: the credentials file, `args`, and a browser flow when a person
+/// takes part (else none: stored credentials only).
+pub(crate) fn config(args: &LoginArgs, person: bool) -> Result<OAuthConfig, Failure> {
     let mut config = OAuthConfig::new()
         .client_name("toolwire")
         .store(Arc::new(store()?));
-    config = if login || interactive() {
-        config.handler(Arc::new(LoopbackBrowser::new(args.no_browser)))
+    config = if person {
+        let redirect = args
+            .redirect_uri
+            .as_deref()
+            .map(|uri| {
+                Redirect::parse(uri).ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "redirect URI {uri:?}: the CLI serves only http://127.0.0.1:PORT/PATH or http://localhost:PORT/PATH"
+                    ))
+                })
+            })
+            .transpose()?;
+        config.handler(Arc::new(LoopbackBrowser::new(args.no_browser, redirect)))
     } else {
         config.handler(Arc::new(NoInteraction))
     };
@@ -91,28 +158,34 @@ pub(crate) fn oauth(url: &str, args: &LoginArgs, login: bool) -> Result<OAuth, F
     if let Some(url) = &args.client_metadata_url {
         config = config.client_metadata_url(url);
     }
-    Ok(OAuth::new(url, config))
+    Ok(config)
 }
 
 /// What a failure means to the person at the terminal: a login needed gets the command
 /// that does it.
-pub(crate) fn explain(error: &toolwire::Error, url: Option<&str>) -> Option<String> {
+pub(crate) fn explain(error: &toolwire::Error) -> Option<String> {
     let toolwire::Error::Authorization(e) = error else {
         return None;
     };
-    let url = url.unwrap_or("URL");
+    let named = NAMED.get().map_or("--url URL", String::as_str);
     match &**e {
         AuthError::LoginRequired { .. } | AuthError::Handler(_) if !interactive() => Some(format!(
-            "authorization required: run `toolwire --url {url} login`"
+            "authorization required: run `toolwire {named} login`"
         )),
         _ => None,
     }
 }
 
-/// `login`: the challenge of an unauthenticated request, then the flow.
-pub(crate) async fn login(cli: &Cli, url: &str, args: &LoginArgs) -> Result<(), Failure> {
+/// `login`: the challenge of an unauthenticated request, then the flow. `http` is the
+/// server's transport settings (its headers, proxy).
+pub(crate) async fn login(
+    cli: &Cli,
+    url: &str,
+    http: HttpTransportBuilder,
+    args: &LoginArgs,
+) -> Result<(), Failure> {
     let oauth = oauth(url, args, true)?;
-    let http = crate::http_options(cli, toolwire::HttpTransport::builder(url))?
+    let http = http
         .build()
         .map_err(|e| Failure::Usage(crate::one_line(&e)))?
         .executor();
@@ -130,9 +203,13 @@ pub(crate) async fn login(cli: &Cli, url: &str, args: &LoginArgs) -> Result<(), 
 }
 
 /// `logout`: forgets this server's credentials (revoking them where the server can).
-pub(crate) async fn logout(cli: &Cli, url: &str) -> Result<(), Failure> {
+pub(crate) async fn logout(
+    cli: &Cli,
+    url: &str,
+    http: HttpTransportBuilder,
+) -> Result<(), Failure> {
     let oauth = oauth(url, &LoginArgs::default(), false)?;
-    let http = crate::http_options(cli, toolwire::HttpTransport::builder(url))?
+    let http = http
         .build()
         .map_err(|e| Failure::Usage(crate::one_line(&e)))?
         .executor();
@@ -244,24 +321,55 @@ async fn probe(http: &HttpExecutor, url: &str) -> AuthChallenge {
     }
 }
 
+/// A loopback redirect URI a client is registered with: its port and path, and the URI as
+/// written (servers compare it exactly).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Redirect {
+    uri: String,
+    port: u16,
+    path: String,
+}
+
+impl Redirect {
+    /// `http://127.0.0.1:PORT/PATH` or `http://localhost:PORT/PATH` (a port other than 0, no
+    /// query or fragment); anything else cannot be served here.
+    fn parse(uri: &str) -> Option<Self> {
+        let rest = uri.strip_prefix("http://")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (host, port) = authority.rsplit_once(':')?;
+        let port: u16 = port.parse().ok().filter(|p| *p != 0)?;
+        let path = if path.is_empty() { "/" } else { path };
+        (matches!(host, "127.0.0.1" | "localhost") && !path.contains(['?', '#'])).then(|| Self {
+            uri: uri.to_owned(),
+            port,
+            path: path.to_owned(),
+        })
+    }
+}
+
 /// The browser flow: a loopback listener for the callback, the browser sent to the URL.
 pub(crate) struct LoopbackBrowser {
     no_browser: bool,
-    listener: Mutex<Option<TcpListener>>,
+    /// The redirect URI the client is registered with, if fixed.
+    fixed: Option<Redirect>,
+    /// The listener and the path it answers.
+    listener: Mutex<Option<(TcpListener, String)>>,
 }
 
 impl fmt::Debug for LoopbackBrowser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LoopbackBrowser")
             .field("no_browser", &self.no_browser)
+            .field("fixed", &self.fixed)
             .finish_non_exhaustive()
     }
 }
 
 impl LoopbackBrowser {
-    pub(crate) fn new(no_browser: bool) -> Self {
+    pub(crate) fn new(no_browser: bool, fixed: Option<Redirect>) -> Self {
         Self {
             no_browser,
+            fixed,
             listener: Mutex::new(None),
         }
     }
@@ -279,6 +387,21 @@ impl AuthorizationHandler for LoopbackBrowser {
         previous: Option<&'a str>,
     ) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
+            if let Some(fixed) = &self.fixed {
+                // Exactly the registered one, or nothing: another would be refused.
+                let listener = TcpListener::bind(("127.0.0.1", fixed.port))
+                    .await
+                    .map_err(|e| {
+                        AuthError::Handler(format!(
+                            "the redirect URI's port {} cannot be bound: {e}",
+                            fixed.port
+                        ))
+                    })?;
+                if let Ok(mut slot) = self.listener.lock() {
+                    *slot = Some((listener, fixed.path.clone()));
+                }
+                return Ok(fixed.uri.clone());
+            }
             // The port of the registration when it is free (servers compare redirect URIs
             // exactly), else any.
             let kept = match previous.and_then(loopback_port) {
@@ -296,7 +419,7 @@ impl AuthorizationHandler for LoopbackBrowser {
                 .map_err(|e| AuthError::Handler(e.to_string()))?
                 .port();
             if let Ok(mut slot) = self.listener.lock() {
-                *slot = Some(listener);
+                *slot = Some((listener, "/callback".to_owned()));
             }
             Ok(format!("http://127.0.0.1:{port}/callback"))
         })
@@ -308,7 +431,7 @@ impl AuthorizationHandler for LoopbackBrowser {
         _: &'a HttpExecutor,
     ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
         Box::pin(async move {
-            let listener = self
+            let (listener, path) = self
                 .listener
                 .lock()
                 .ok()
@@ -334,7 +457,7 @@ impl AuthorizationHandler for LoopbackBrowser {
                 }
             };
             tokio::select! {
-                params = callback(&listener) => params,
+                params = callback(&listener, &path) => params,
                 params = pasted => params,
                 () = tokio::time::sleep(APPROVAL_WAIT) => Err(AuthError::Handler(format!(
                     "no answer from the browser within {} minutes",
@@ -376,8 +499,8 @@ fn open_browser(url: &str) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// Serves the loopback listener until a `GET /callback`; other paths get 404.
-async fn callback(listener: &TcpListener) -> Result<CallbackParams, AuthError> {
+/// Serves the loopback listener until a `GET` of `path`; other paths get 404.
+async fn callback(listener: &TcpListener, path: &str) -> Result<CallbackParams, AuthError> {
     loop {
         let (mut stream, _) = listener
             .accept()
@@ -407,7 +530,7 @@ async fn callback(listener: &TcpListener) -> Result<CallbackParams, AuthError> {
             .and_then(|l| l.split(' ').next())
             .unwrap_or("");
         let Some(query) = target
-            .strip_prefix("/callback")
+            .strip_prefix(path)
             .filter(|q| q.is_empty() || q.starts_with('?'))
         else {
             let _ = stream
@@ -446,5 +569,34 @@ mod tests {
         );
         assert_eq!(loopback_port("http://localhost:41234/callback"), None);
         assert_eq!(loopback_port("http://127.0.0.1:x/callback"), None);
+    }
+
+    #[test]
+    fn only_a_loopback_http_redirect_with_a_port_can_be_served() {
+        let served = |uri: &str| Redirect::parse(uri).map(|r| (r.port, r.path));
+        assert_eq!(
+            served("http://127.0.0.1:8765/oauth/callback"),
+            Some((8765, "/oauth/callback".to_owned()))
+        );
+        assert_eq!(
+            served("http://localhost:8765"),
+            Some((8765, "/".to_owned()))
+        );
+        for refused in [
+            "https://127.0.0.1:8765/cb",
+            "http://example.com:8765/cb",
+            "http://127.0.0.1/cb",
+            "http://127.0.0.1:0/cb",
+            "http://127.0.0.1:8765/cb?x=1",
+            "http://127.0.0.1:99999/cb",
+            "myapp://callback",
+        ] {
+            assert_eq!(served(refused), None, "{refused}");
+        }
+        assert_eq!(
+            Redirect::parse("http://localhost:8765/cb").map(|r| r.uri),
+            Some("http://localhost:8765/cb".to_owned()),
+            "kept as written: servers compare it exactly"
+        );
     }
 }

@@ -34,7 +34,9 @@ use toolwire::{
     ProtocolMode, ProtocolVersion, Proxy, ReconnectPolicy, ServerNotification, StderrMode,
     StdioConfig, Tool,
 };
-use toolwire_host::{DEFAULT_SEPARATOR, Host, ServerState, ServerTransport, ServersConfig};
+use toolwire_host::{
+    DEFAULT_SEPARATOR, Host, OAuthEntry, ServerConfig, ServerState, ServerTransport, ServersConfig,
+};
 
 mod batch;
 mod browse;
@@ -300,12 +302,9 @@ fn one_line(e: &dyn std::error::Error) -> String {
     toolwire::ErrorChain(e).to_string()
 }
 
-/// The `--url` of this run, for the hint a failed authorization prints.
-static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        match login::explain(&e, URL.get().map(String::as_str)) {
+        match login::explain(&e) {
             Some(hint) => Self::Remote(hint),
             None => Self::Remote(one_line(&e)),
         }
@@ -357,28 +356,34 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
-    if let Some(url) = &cli.url {
-        let _ = URL.set(url.clone());
+    let named = match (&cli.url, &cli.config, &cli.server) {
+        (Some(url), _, _) => Some(format!("--url {url}")),
+        (None, Some(file), Some(server)) => Some(format!(
+            "--config {} --server {server}",
+            shlex::try_quote(&file.to_string_lossy()).unwrap_or_default()
+        )),
+        _ => None,
+    };
+    if let Some(named) = named {
+        let _ = login::NAMED.set(named);
     }
-    match (&cli.command, &cli.url) {
-        (
-            Command::Auth {
-                command: AuthCommand::Status,
-            },
-            _,
-        ) => {
+    match &cli.command {
+        Command::Auth {
+            command: AuthCommand::Status,
+        } => {
             return login::status(&cli).await.map(|()| ExitCode::SUCCESS);
         }
-        (Command::Login(args), Some(url)) => {
-            return login::login(&cli, url, args)
+        Command::Login(args) => {
+            let (url, http, entry) = login_target(&cli)?;
+            return login::login(&cli, &url, http, &args.or_entry(entry.as_ref()))
                 .await
                 .map(|()| ExitCode::SUCCESS);
         }
-        (Command::Logout, Some(url)) => {
-            return login::logout(&cli, url).await.map(|()| ExitCode::SUCCESS);
-        }
-        (Command::Login(_) | Command::Logout, None) => {
-            return Err(Failure::Usage("login and logout need --url URL".into()));
+        Command::Logout => {
+            let (url, http, _) = login_target(&cli)?;
+            return login::logout(&cli, &url, http)
+                .await
+                .map(|()| ExitCode::SUCCESS);
         }
         _ => {}
     }
@@ -410,16 +415,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let client = match (&url, &cli.stdio) {
         (Some(url), _) => {
             let mut b = http_options(&cli, HttpTransport::builder(url.clone()))?;
-            // OAuth for a server the user named, unless a bearer token was given.
-            // Without a place for credentials (no HOME, no TOOLWIRE_CREDENTIALS) the command
-            // still runs, unauthenticated.
-            if embedded.is_none() && cli.bearer.is_none() {
-                match login::oauth(url, &login::LoginArgs::default(), false) {
-                    Ok(oauth) => b = b.authorizer(std::sync::Arc::new(oauth)),
-                    Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
-                        tracing::warn!(%reason, "OAuth is off for this command");
-                    }
-                }
+            // OAuth for a server the user named.
+            if embedded.is_none() {
+                b = login::stored(url, b, &login::LoginArgs::default());
             }
             let transport = b
                 .build_with_sse_fallback()
@@ -483,7 +481,8 @@ fn http_options(
         b = b.header(name.trim(), value.trim());
     }
     if let Some(token) = &cli.bearer {
-        b = b.bearer_token(token.as_str());
+        // Replaces whatever credentials the settings had (a configured `Authorization`).
+        b = b.authorization(&format!("Bearer {token}"));
     }
     match cli.proxy.as_deref() {
         Some("none") => b = b.proxy(Proxy::Disabled),
@@ -633,12 +632,7 @@ async fn with_config(
     let Some((server, tool)) = routed else {
         return every_server(cli, &config, builder).await;
     };
-    let entry = config
-        .get(&server)
-        .ok_or_else(|| Failure::Usage(format!("no server `{server}` in {}", file.display())))?;
-    if entry.disabled {
-        return Err(Failure::Usage(format!("server `{server}` is disabled")));
-    }
+    let entry = config_entry(&config, &server)?;
     let builder = match entry.timeout {
         Some(t) if cli.timeout.is_none() => builder.timeouts(t, t.min(Duration::from_secs(5))),
         _ => builder,
@@ -652,17 +646,9 @@ async fn with_config(
                 .map_err(|e| Failure::Usage(one_line(&e)))?;
             builder.connect_stdio(stdio.with_stderr(stderr_mode(cli)))?
         }
-        ServerTransport::Sse { .. } => {
-            let b = entry
-                .http_transport()
-                .map_err(|e| Failure::Usage(one_line(&e)))?;
-            builder.connect_sse(http_options(cli, b)?)?
-        }
+        ServerTransport::Sse { .. } => builder.connect_sse(remote(cli, entry)?)?,
         _ => {
-            let b = entry
-                .http_transport()
-                .map_err(|e| Failure::Usage(one_line(&e)))?;
-            let transport = http_options(cli, b)?
+            let transport = remote(cli, entry)?
                 .build()
                 .map_err(|e| Failure::Usage(one_line(&e)))?;
             http = Some(transport.clone());
@@ -672,6 +658,72 @@ async fn with_config(
     let outcome = session(cli, &client, http.as_ref(), tool.as_deref()).await;
     client.close().await;
     outcome
+}
+
+/// The entry named `server`, enabled.
+fn config_entry<'a>(config: &'a ServersConfig, server: &str) -> Result<&'a ServerConfig, Failure> {
+    let file = config
+        .file
+        .as_deref()
+        .map_or_else(String::new, |f| format!(" in {}", f.display()));
+    let entry = config
+        .get(server)
+        .ok_or_else(|| Failure::Usage(format!("no server `{server}`{file}")))?;
+    if entry.disabled {
+        return Err(Failure::Usage(format!("server `{server}` is disabled")));
+    }
+    Ok(entry)
+}
+
+/// A remote entry's transport settings with the command line's and, unless it carries
+/// credentials of its own, the stored OAuth login (its `oauth` settings under the
+/// command line's).
+fn remote(cli: &Cli, entry: &ServerConfig) -> Result<toolwire::HttpTransportBuilder, Failure> {
+    let b = entry
+        .http_transport()
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    let b = http_options(cli, b)?;
+    let url = entry.url().unwrap_or_default().to_owned();
+    let args = login::LoginArgs::default().or_entry(entry.oauth.as_ref());
+    Ok(login::stored(&url, b, &args))
+}
+
+/// The server a `login` or `logout` is for: `--url`, or a remote `--config` entry without an
+/// `Authorization` header; its transport settings and its `oauth` settings.
+fn login_target(
+    cli: &Cli,
+) -> Result<(String, toolwire::HttpTransportBuilder, Option<OAuthEntry>), Failure> {
+    match (&cli.url, &cli.config, &cli.server) {
+        (Some(url), _, _) => Ok((
+            url.clone(),
+            http_options(cli, HttpTransport::builder(url.clone()))?,
+            None,
+        )),
+        (None, Some(file), Some(server)) => {
+            let config = ServersConfig::load(file).map_err(|e| Failure::Usage(one_line(&e)))?;
+            let entry = config_entry(&config, server)?;
+            let Some(url) = entry.url() else {
+                return Err(Failure::Usage(format!(
+                    "server `{server}` is a stdio server: it has no login"
+                )));
+            };
+            if entry.has_authorization() {
+                return Err(Failure::Usage(format!(
+                    "server `{server}` has an Authorization header of its own: it does not use OAuth"
+                )));
+            }
+            let http = http_options(
+                cli,
+                entry
+                    .http_transport()
+                    .map_err(|e| Failure::Usage(one_line(&e)))?,
+            )?;
+            Ok((url.to_owned(), http, entry.oauth.clone()))
+        }
+        _ => Err(Failure::Usage(
+            "login and logout need --url URL, or --config FILE --server NAME".into(),
+        )),
+    }
 }
 
 /// `servers` and `tools list` over every entry of the file, side by side.
@@ -692,7 +744,15 @@ async fn every_server(
             "with --config, this command needs --server NAME".into(),
         ));
     }
-    let host = Host::builder(builder)
+    // Stored logins for the remote entries; no flow runs for many servers at once.
+    let mut host = Host::builder(builder);
+    match login::config(&login::LoginArgs::default(), false) {
+        Ok(oauth) => host = host.oauth(oauth),
+        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+            tracing::warn!(%reason, "OAuth is off for this command");
+        }
+    }
+    let host = host
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     host.settled(Duration::from_secs(60)).await;

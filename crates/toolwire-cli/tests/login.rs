@@ -171,3 +171,112 @@ async fn a_bearer_token_wins_over_oauth() {
     );
     assert_eq!(state.lock().unwrap().registrations, 0);
 }
+
+/// A `--config` entry logs in as `--url` does, with its own `oauth` settings: its
+/// pre-registered client id (no registration) and its fixed loopback redirect URI, bound
+/// exactly. The entry's commands and those over every entry then use the stored login; an
+/// entry with an `Authorization` header of its own has no login. Without credentials, the
+/// hint names the entry the way the command line did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_the_login() {
+    let (peer, state) = protected_server(|_| {}).await;
+    let creds = Credentials::new("config");
+    let folder = creds.0.parent().unwrap().parent().unwrap().to_owned();
+    std::fs::create_dir_all(&folder).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/oauth/back");
+    let file = folder.join("mcp.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"mcpServers": {
+            "remote": {"url": peer.url(), "oauth": {"clientId": "cli-client", "redirectUri": redirect}},
+            "keyed": {"url": peer.url(), "headers": {"Authorization": "Bearer static-token"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap().to_owned();
+    let (before, login, one, all, keyed, logout) = tokio::task::spawn_blocking({
+        let f = f.clone();
+        move || {
+            let run = |args: &[&str]| {
+                let mut all = vec!["--config", f.as_str()];
+                all.extend_from_slice(args);
+                toolwire(&creds, &all)
+            };
+            (
+                run(&["--server", "remote", "tools", "list"]),
+                run(&["--server", "remote", "--json", "login"]),
+                run(&["--server", "remote", "--json", "tools", "list"]),
+                run(&["--json", "servers"]),
+                run(&["--server", "keyed", "login"]),
+                run(&["--server", "remote", "logout"]),
+            )
+        }
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(before.status.code(), Some(3), "{}", text(&before.stderr));
+    assert!(
+        text(&before.stderr).contains(&format!(
+            "run `toolwire --config {f} --server remote login`"
+        )),
+        "{}",
+        text(&before.stderr)
+    );
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    {
+        let s = state.lock().unwrap();
+        let asked = |name: &str| {
+            s.authorize_query
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(asked("client_id").as_deref(), Some("cli-client"));
+        assert_eq!(asked("redirect_uri"), Some(redirect.clone()));
+        assert_eq!(
+            s.registrations, 0,
+            "the entry's client id is pre-registered"
+        );
+        assert_eq!(s.authorizations, 1);
+    }
+
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    let tools: Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert!(!tools["tools"].as_array().unwrap().is_empty());
+
+    let servers: Value = serde_json::from_slice(&all.stdout).unwrap();
+    let state_of = |name: &str| {
+        servers["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| (s["state"].clone(), s["reason"].clone()))
+            .unwrap()
+    };
+    assert_eq!(state_of("remote").0, "ready", "{servers}");
+    let (keyed_state, keyed_reason) = state_of("keyed");
+    assert_eq!(keyed_state, "failed");
+    assert!(keyed_reason.as_str().unwrap().contains("401"), "{servers}");
+    assert!(!servers.to_string().contains("static-token"));
+
+    assert_eq!(keyed.status.code(), Some(2));
+    assert!(
+        text(&keyed.stderr).contains("Authorization header"),
+        "{}",
+        text(&keyed.stderr)
+    );
+    assert!(logout.status.success(), "{}", text(&logout.stderr));
+    assert_eq!(
+        state.lock().unwrap().authorizations,
+        1,
+        "every later command used the stored login"
+    );
+}

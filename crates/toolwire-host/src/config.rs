@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use toolwire::auth::{OAuthConfig, StaticClient};
 use toolwire::{HttpTransport, HttpTransportBuilder, StdioConfig};
 
 /// Every server of one configuration file, by name (sorted).
@@ -38,9 +39,28 @@ pub struct ServerConfig {
     /// Which of its tools to use (`includeTools`/`enabled_tools`, `excludeTools`/
     /// `disabled_tools`).
     pub tools: ToolFilter,
+    /// `oauth` (remote entries only, never beside an `Authorization` header): how to log in
+    /// where the server asks for OAuth. A remote entry without it still uses OAuth when the
+    /// caller turns it on ([`Self::oauth_config`]).
+    pub oauth: Option<OAuthEntry>,
     /// The members this loader does not use (`trust`, `alwaysAllow`, `title`, …), kept as
     /// written.
     pub extra: Map<String, Value>,
+}
+
+/// An entry's `oauth` object, as the draft standard `mcp.json` format words it: what to
+/// register or log in with. Values may hold `${VAR}`s.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthEntry {
+    /// `clientId`: a client registered with the authorization server beforehand (no dynamic
+    /// registration).
+    pub client_id: Option<String>,
+    /// `scopes`: asked for when the server's challenge and metadata name none.
+    pub scopes: Vec<String>,
+    /// `redirectUri`: the redirect URI that client is registered with. Serving it is the
+    /// authorization handler's part (the `toolwire` CLI binds a loopback one).
+    pub redirect_uri: Option<String>,
 }
 
 /// How a server is reached.
@@ -172,14 +192,24 @@ impl ServerConfig {
     }
 
     /// The HTTP transport settings of an `Http` or `Sse` entry: its URL and `headers` (a
-    /// header the transport refuses is the error of its `build`). An `Sse` entry's settings
+    /// header the transport refuses is the error of its `build`). An `Authorization` header
+    /// becomes the transport's credentials (`HttpTransportBuilder::authorization`: a bearer
+    /// token, or the value as written for another scheme), never shown in `Debug` or logs;
+    /// one that fills in empty (`Bearer ${TOKEN:-}` without a token) is left out. An `Sse` entry's settings
     /// are built with `build_sse` (or connected with `ClientBuilder::connect_sse`).
     pub fn http_transport(&self) -> Result<HttpTransportBuilder, ConnectError> {
         match &self.transport {
             ServerTransport::Http { url, headers } | ServerTransport::Sse { url, headers } => {
                 let mut builder = HttpTransport::builder(url.as_str());
                 for (name, value) in headers {
-                    builder = builder.header(name, value);
+                    builder = if !name.eq_ignore_ascii_case("authorization") {
+                        builder.header(name, value)
+                    } else if credentials(name, value) {
+                        // The transport owns `Authorization`: credentials given whole.
+                        builder.authorization(value)
+                    } else {
+                        builder
+                    };
                 }
                 Ok(builder)
             }
@@ -189,6 +219,57 @@ impl ServerConfig {
             }),
         }
     }
+}
+
+impl ServerConfig {
+    /// The URL of a remote entry.
+    pub fn url(&self) -> Option<&str> {
+        match &self.transport {
+            ServerTransport::Http { url, .. } | ServerTransport::Sse { url, .. } => Some(url),
+            ServerTransport::Stdio { .. } => None,
+        }
+    }
+
+    /// Whether the entry carries credentials of its own: an `Authorization` header that does
+    /// not fill in empty.
+    pub fn has_authorization(&self) -> bool {
+        match &self.transport {
+            ServerTransport::Http { headers, .. } | ServerTransport::Sse { headers, .. } => {
+                headers.iter().any(|(name, value)| credentials(name, value))
+            }
+            ServerTransport::Stdio { .. } => false,
+        }
+    }
+
+    /// The OAuth settings for this entry, on top of `base` (its store and handler): the
+    /// entry's `clientId` as a pre-registered client and its `scopes`, where it has them.
+    /// `None` for a stdio entry and for one with an `Authorization` header of its own: those
+    /// are not authorized by OAuth.
+    pub fn oauth_config(&self, base: OAuthConfig) -> Option<OAuthConfig> {
+        if self.url().is_none() || self.has_authorization() {
+            return None;
+        }
+        let Some(entry) = &self.oauth else {
+            return Some(base);
+        };
+        let mut config = base;
+        if let Some(id) = &entry.client_id {
+            config = config.static_client(StaticClient::new(id));
+        }
+        if !entry.scopes.is_empty() {
+            config = config.scopes(entry.scopes.iter().cloned());
+        }
+        Some(config)
+    }
+}
+
+/// Whether a header carries credentials: an `Authorization` whose value is more than blank or
+/// a bare `Bearer` (what `Bearer ${TOKEN:-}` fills in to without a token).
+fn credentials(name: &str, value: &str) -> bool {
+    let value = value.trim();
+    name.eq_ignore_ascii_case("authorization")
+        && !value.is_empty()
+        && !value.eq_ignore_ascii_case("bearer")
 }
 
 /// Why a configuration file was refused: every problem found, each with where it is.
@@ -312,6 +393,13 @@ pub enum ProblemKind {
     /// A tool filter pattern that is not a valid glob.
     #[error("{0:?} is not a valid glob pattern")]
     BadPattern(String),
+    /// `oauth` on a stdio entry: OAuth authorizes HTTP requests.
+    #[error("`oauth` is for remote (HTTP) servers only")]
+    OAuthOnStdio,
+    /// `oauth` beside an `Authorization` header: two ways to authorize, and the header would
+    /// hide the login.
+    #[error("`oauth` and an `Authorization` header both authorize requests; keep one")]
+    OAuthWithAuthorization,
 }
 
 /// The members the loader reads; everything else is kept in [`ServerConfig::extra`].
@@ -331,6 +419,7 @@ const KNOWN: &[&str] = &[
     "excludeTools",
     "enabled_tools",
     "disabled_tools",
+    "oauth",
 ];
 
 impl ServersConfig {
@@ -466,6 +555,7 @@ impl Reader<'_> {
         let exclude = self
             .patterns(name, entry, &["excludeTools", "disabled_tools"])
             .unwrap_or_default();
+        let oauth = self.oauth(name, entry, transport.as_ref());
         let extra = entry
             .iter()
             .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
@@ -478,7 +568,85 @@ impl Reader<'_> {
             disabled,
             timeout,
             tools: ToolFilter { include, exclude },
+            oauth,
             extra,
+        })
+    }
+
+    /// `oauth: {clientId?, scopes?, redirectUri?}`, on a remote entry without an
+    /// `Authorization` header.
+    fn oauth(
+        &mut self,
+        name: &str,
+        entry: &Map<String, Value>,
+        transport: Option<&ServerTransport>,
+    ) -> Option<OAuthEntry> {
+        let value = entry.get("oauth").filter(|v| !v.is_null())?;
+        let Some(object) = value.as_object() else {
+            self.problem(
+                Some(name),
+                Some("oauth"),
+                ProblemKind::WrongType("an object"),
+            );
+            return None;
+        };
+        match transport {
+            Some(ServerTransport::Stdio { .. }) => {
+                self.problem(Some(name), Some("oauth"), ProblemKind::OAuthOnStdio);
+                return None;
+            }
+            Some(ServerTransport::Http { headers, .. } | ServerTransport::Sse { headers, .. })
+                if headers.iter().any(|(h, v)| credentials(h, v)) =>
+            {
+                self.problem(
+                    Some(name),
+                    Some("oauth"),
+                    ProblemKind::OAuthWithAuthorization,
+                );
+                return None;
+            }
+            _ => {}
+        }
+        // Each member filled in, a problem named by its whole key (`oauth.clientId`).
+        let text = |reader: &mut Self, key: &str| -> Option<String> {
+            let path = format!("oauth.{key}");
+            match object.get(key) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(v)) => reader.fill(name, &path, v),
+                Some(_) => {
+                    reader.problem(Some(name), Some(&path), ProblemKind::WrongType("a string"));
+                    None
+                }
+            }
+        };
+        let client_id = text(self, "clientId");
+        let redirect_uri = text(self, "redirectUri");
+        let scopes = match object.get("scopes") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    self.fill(
+                        name,
+                        &format!("oauth.scopes[{i}]"),
+                        v.as_str().unwrap_or(""),
+                    )
+                })
+                .collect(),
+            Some(_) => {
+                self.problem(
+                    Some(name),
+                    Some("oauth.scopes"),
+                    ProblemKind::WrongType("an array of strings"),
+                );
+                Vec::new()
+            }
+        };
+        Some(OAuthEntry {
+            client_id,
+            scopes,
+            redirect_uri,
         })
     }
 

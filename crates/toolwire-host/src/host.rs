@@ -12,6 +12,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
+use toolwire::auth::OAuthConfig;
 use toolwire::{
     CallToolResult, Client, ClientBuilder, ConnectionState, Error, ProtocolVersion,
     ReconnectPolicy, Tool,
@@ -183,6 +184,7 @@ pub struct HostBuilder {
     client: ClientBuilder,
     separator: String,
     reconnect: Option<ReconnectPolicy>,
+    oauth: Option<OAuthConfig>,
 }
 
 impl HostBuilder {
@@ -190,6 +192,16 @@ impl HostBuilder {
     /// [`ReconnectPolicy::default`]); `None` leaves them failed.
     pub fn reconnect(mut self, policy: Option<ReconnectPolicy>) -> Self {
         self.reconnect = policy;
+        self
+    }
+
+    /// OAuth for the remote entries that carry no `Authorization` header: `base` (its store,
+    /// its handler) with each entry's `oauth` settings on top ([`ServerConfig::oauth_config`]).
+    /// One store serves every server: credentials are kept per server and issuer. A server
+    /// that needs a login the handler cannot give fails with [`toolwire::Error::Authorization`]
+    /// in its reason.
+    pub fn oauth(mut self, base: OAuthConfig) -> Self {
+        self.oauth = Some(base);
         self
     }
 
@@ -246,7 +258,14 @@ impl HostBuilder {
         for server in inner.servers.iter().filter(|s| !s.config.disabled) {
             let inner = inner.clone();
             let server = server.clone();
-            let client = client.clone();
+            let oauth = self
+                .oauth
+                .as_ref()
+                .and_then(|base| server.config.oauth_config(base.clone()));
+            let client = match oauth {
+                Some(oauth) => client.clone().oauth(oauth),
+                None => client.clone(),
+            };
             tokio::spawn(async move { inner.run(&server, client).await });
         }
         Ok(Host { inner })
@@ -294,6 +313,7 @@ impl Host {
             client,
             separator: DEFAULT_SEPARATOR.to_owned(),
             reconnect: Some(ReconnectPolicy::default()),
+            oauth: None,
         }
     }
 

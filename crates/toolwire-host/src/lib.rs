@@ -8,10 +8,15 @@
 //! - stdio entries (`command`, `args`, `env`, `cwd`) and remote ones (`url`, Windsurf's
 //!   `serverUrl`, Gemini CLI's `httpUrl`; `headers`);
 //! - `type` optional (inferred from `command` or a URL), spelled `stdio`, `http`,
-//!   `streamable-http`, `streamable_http` or `sse` (the legacy HTTP+SSE transport: loaded, and
-//!   refused when connected, since Toolwire does not speak it yet);
-//! - `${VAR}`, `${VAR:-default}` and `${env:VAR}` in `command`, `args`, `env`, the URL and
-//!   `headers`; `${input:…}` (VS Code's prompts) and other schemes are an error naming the
+//!   `streamable-http`, `streamable_http` or `sse` (the legacy HTTP+SSE transport of
+//!   2024-11-05);
+//! - credentials: an `Authorization` header becomes the transport's credentials (a bearer
+//!   token, or the value as written for another scheme); a remote entry without one may use
+//!   OAuth, with the draft standard's `oauth: {clientId, scopes, redirectUri}` (refused on a
+//!   stdio entry and beside an `Authorization` header) — see [`ServerConfig::oauth_config`]
+//!   and [`HostBuilder::oauth`];
+//! - `${VAR}`, `${VAR:-default}` and `${env:VAR}` in `command`, `args`, `env`, the URL,
+//!   `headers` and `oauth`; `${input:…}` (VS Code's prompts) and other schemes are an error naming the
 //!   server and the key;
 //! - `disabled`, `timeout` (milliseconds), and tool filters `includeTools`/`excludeTools` (also
 //!   `enabled_tools`/`disabled_tools`) with glob patterns; unknown members are kept.
@@ -56,6 +61,6 @@ pub use host::{
 };
 
 pub use config::{
-    ConfigError, ConnectError, Problem, ProblemKind, ServerConfig, ServerTransport, ServersConfig,
-    ToolFilter,
+    ConfigError, ConnectError, OAuthEntry, Problem, ProblemKind, ServerConfig, ServerTransport,
+    ServersConfig, ToolFilter,
 };

@@ -396,3 +396,134 @@ async fn an_http_entry_connects_with_its_settings() {
     assert!(kept.contains(&"echo"), "{kept:?}");
     client.close().await;
 }
+
+/// The draft standard's `oauth` object: loaded on remote entries (with `${VAR}`s), refused on
+/// a stdio entry and beside an `Authorization` header, each wrong member named by its key.
+#[test]
+fn the_oauth_object_loads_on_remote_entries_and_is_refused_where_it_cannot_apply() {
+    let config = parse(
+        r#"{"mcpServers": {"notion": {"type": "streamable-http", "url": "https://mcp.notion.com/mcp",
+            "oauth": {"clientId": "cid-${GITHUB_TOKEN}", "scopes": ["read", "write"],
+                      "redirectUri": "http://127.0.0.1:8765/cb"}}}}"#,
+    );
+    let oauth = config.get("notion").unwrap().oauth.clone().unwrap();
+    assert_eq!(oauth.client_id.as_deref(), Some("cid-ghp_secret"));
+    assert_eq!(oauth.scopes, ["read", "write"]);
+    assert_eq!(
+        oauth.redirect_uri.as_deref(),
+        Some("http://127.0.0.1:8765/cb")
+    );
+    assert!(!config.get("notion").unwrap().extra.contains_key("oauth"));
+
+    let found = problems(
+        r#"{"mcpServers": {
+            "local": {"command": "x", "oauth": {"clientId": "a"}},
+            "both": {"url": "https://x/mcp", "headers": {"authorization": "Bearer t"}, "oauth": {}},
+            "typed": {"url": "https://x/mcp", "oauth": {"clientId": 7, "scopes": "read"}},
+            "flat": {"url": "https://x/mcp", "oauth": "yes"}
+        }}"#,
+    );
+    let key = |k: &str| Some(k.to_owned());
+    assert_eq!(
+        found,
+        [
+            (
+                key("both"),
+                key("oauth"),
+                ProblemKind::OAuthWithAuthorization
+            ),
+            (
+                key("flat"),
+                key("oauth"),
+                ProblemKind::WrongType("an object")
+            ),
+            (key("local"), key("oauth"), ProblemKind::OAuthOnStdio),
+            (
+                key("typed"),
+                key("oauth.clientId"),
+                ProblemKind::WrongType("a string")
+            ),
+            (
+                key("typed"),
+                key("oauth.scopes"),
+                ProblemKind::WrongType("an array of strings")
+            ),
+        ]
+    );
+}
+
+/// OAuth settings are made for remote entries without credentials only, with the entry's
+/// client id and scopes on top of the caller's.
+#[test]
+fn oauth_settings_apply_only_to_remote_entries_without_an_authorization_header() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "plain": {"url": "https://a/mcp"},
+            "configured": {"url": "https://b/mcp", "oauth": {"clientId": "client-42", "scopes": ["files:read"]}},
+            "keyed": {"url": "https://c/mcp", "headers": {"AUTHORIZATION": "Token ${LINEAR_TOKEN}"}},
+            "unset": {"url": "https://d/mcp", "headers": {"Authorization": "Bearer ${NOT_SET:-}"},
+                      "oauth": {"clientId": "client-43"}},
+            "local": {"command": "x"}
+        }}"#,
+    );
+    let base = toolwire::auth::OAuthConfig::new();
+    let made = |name: &str| {
+        config
+            .get(name)
+            .unwrap()
+            .oauth_config(base.clone())
+            .map(|c| format!("{c:?}"))
+    };
+    assert!(made("plain").is_some_and(|c| !c.contains("client-42")));
+    let configured = made("configured").unwrap();
+    assert!(
+        configured.contains("client-42") && configured.contains("files:read"),
+        "{configured}"
+    );
+    assert_eq!(made("keyed"), None);
+    // A token that fills in empty is no credentials: the header is left out, OAuth applies.
+    assert!(made("unset").is_some_and(|c| c.contains("client-43")));
+    assert!(!config.get("unset").unwrap().has_authorization());
+    assert!(
+        !config
+            .get("unset")
+            .unwrap()
+            .http_transport()
+            .unwrap()
+            .has_credentials()
+    );
+    assert_eq!(made("local"), None);
+    assert!(config.get("keyed").unwrap().has_authorization());
+    assert!(!config.get("plain").unwrap().has_authorization());
+    assert_eq!(config.get("plain").unwrap().url(), Some("https://a/mcp"));
+    assert_eq!(config.get("local").unwrap().url(), None);
+}
+
+/// An entry's `Authorization` header (which the transport does not take as a plain header)
+/// becomes its credentials, sent as written; OAuth turned on for the client leaves it alone.
+#[tokio::test]
+async fn an_authorization_header_is_the_entrys_credentials_and_oauth_leaves_it_alone() {
+    use toolwire_test_support::http::{Framing, HttpPeer, scripted};
+    let peer = HttpPeer::start(scripted(toolwire_test_support::Eras::Both, Framing::Json)).await;
+    let text = format!(
+        r#"{{"mcpServers": {{"keyed": {{"url": "{}", "headers": {{"Authorization": "Token ${{LINEAR_TOKEN}}", "X-Team": "a"}}}}}}}}"#,
+        peer.url()
+    );
+    let config = parse(&text);
+    let entry = config.get("keyed").unwrap();
+    let http = entry.http_transport().unwrap();
+    assert!(http.has_credentials());
+    assert!(!format!("{http:?}").contains("lin_secret"));
+    let client = Client::builder("host-test", "0")
+        .oauth(toolwire::auth::OAuthConfig::new())
+        .connect_http(http)
+        .unwrap();
+    client.list_all_tools().await.unwrap();
+    client.close().await;
+    let requests = peer.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(r.header("authorization"), "Token lin_secret", "{}", r.path);
+        assert_eq!(r.header("x-team"), "a");
+    }
+}

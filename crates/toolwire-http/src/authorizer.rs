@@ -12,7 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{PROXY_AUTHORIZATION, USER_AGENT};
+use http::header::{AUTHORIZATION, PROXY_AUTHORIZATION, USER_AGENT};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client;
@@ -201,6 +201,39 @@ impl HttpExecutor {
         *request.uri_mut() = parse_url(url)?;
         *request.headers_mut() = headers;
         self.execute(request).await
+    }
+}
+
+/// A fixed `Authorization` value of any scheme
+/// ([`HttpTransportBuilder::authorization`](crate::HttpTransportBuilder::authorization)): sent
+/// with every request; a refusal is reported as it is (nothing can repair it).
+pub(crate) struct StaticAuthorization(HeaderMap);
+
+impl StaticAuthorization {
+    pub(crate) fn new(mut value: HeaderValue) -> Self {
+        value.set_sensitive(true);
+        let mut headers = HeaderMap::with_capacity(1);
+        headers.insert(AUTHORIZATION, value);
+        Self(headers)
+    }
+}
+
+impl fmt::Debug for StaticAuthorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StaticAuthorization(<redacted>)")
+    }
+}
+
+impl Authorizer for StaticAuthorization {
+    fn credentials<'a>(
+        &'a self,
+        _: &'a AuthRequest<'a>,
+    ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>> {
+        Box::pin(std::future::ready(Ok(Credentials::new(self.0.clone(), 0))))
+    }
+
+    fn refused<'a>(&'a self, _: &'a Refusal<'a>) -> BoxFuture<'a, Result<Resend, AuthorizerError>> {
+        Box::pin(std::future::ready(Ok(Resend::No)))
     }
 }
 

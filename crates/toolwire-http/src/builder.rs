@@ -14,6 +14,7 @@ use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
+use crate::authorizer::StaticAuthorization;
 use crate::fallback::HttpOrSseTransport;
 use crate::{
     Authorizer, BearerToken, Challenge, Config, HttpError, HttpExecutor, HttpTransport, InFlight,
@@ -339,6 +340,39 @@ impl HttpTransportBuilder {
     pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.config.authorizer = Some(authorizer);
         self
+    }
+
+    /// Credentials given whole, as an `Authorization` header value of any scheme, the way the
+    /// `headers` of an `mcpServers` entry carry them: `Bearer …` is [`Self::bearer_token`]
+    /// with its token; any other value (`Basic …`, `Token …`, a bare API key) is sent as it
+    /// is with every request, and a 401/403 is reported as it is. Replaces the credentials set
+    /// before (a bearer token, an authorizer). Never shown in `Debug` or logs; a value a header
+    /// cannot hold is the error of [`Self::build`].
+    pub fn authorization(mut self, value: &str) -> Self {
+        let value = value.trim();
+        let Ok(header) = HeaderValue::try_from(value) else {
+            self.refuse(
+                "Authorization",
+                "the value holds characters a header cannot",
+            );
+            return self;
+        };
+        if let Some((scheme, token)) = value.split_once(' ')
+            && scheme.eq_ignore_ascii_case("bearer")
+            && !token.trim().is_empty()
+        {
+            self.config.authorizer = None;
+            return self.bearer_token(token.trim());
+        }
+        self.bearer = None;
+        self.config.authorizer = Some(Arc::new(StaticAuthorization::new(header)));
+        self
+    }
+
+    /// Whether credentials were set: a bearer token, an authorizer, or
+    /// [`Self::authorization`]. OAuth set up on a client leaves such a transport alone.
+    pub fn has_credentials(&self) -> bool {
+        self.bearer.is_some() || self.config.authorizer.is_some()
     }
 
     /// Which HTTP proxy requests go through (default: the environment's,

@@ -1202,3 +1202,71 @@ async fn a_disabled_proxy_goes_direct_and_unusable_proxies_are_refused() {
         assert!(!text.contains("hunter2"), "{text}");
     }
 }
+
+/// Credentials given whole (an `mcpServers` entry's `Authorization` header): a `Bearer` value
+/// is the bearer token, any other scheme goes out as written on every request; a refusal is
+/// reported once, not resent; the value never reaches `Debug` or the logs, and one a header
+/// cannot hold is the error of `build`.
+#[tokio::test]
+async fn an_authorization_value_of_any_scheme_is_sent_as_written_and_never_shown() {
+    let (captured, _guard) = toolwire_test_support::logs::capture();
+    let peer = HttpPeer::start(|req| {
+        if req.header("authorization") == "Basic YWxpY2U6b3BlbnNlc2FtZQ==" {
+            Reply::status(401).header("www-authenticate", r#"Basic realm="mcp""#)
+        } else {
+            json_ok(req)
+        }
+    })
+    .await;
+    for (given, sent) in [
+        ("bearer  tok-secret-1 ", "Bearer tok-secret-1"),
+        ("Token tok-secret-2", "Token tok-secret-2"),
+        ("sk-secret-3", "sk-secret-3"),
+    ] {
+        let builder = HttpTransport::builder(peer.url())
+            .bearer_token("replaced-secret")
+            .authorization(given);
+        assert!(builder.has_credentials());
+        let t = builder.build().unwrap();
+        tracing::info!(transport = ?t, "built");
+        round_trip(&t, 1, "tools/list", RetryClass::Safe).await;
+        assert_eq!(
+            peer.requests().last().unwrap().header("authorization"),
+            sent
+        );
+    }
+    assert!(!HttpTransport::builder(peer.url()).has_credentials());
+
+    let before = peer.requests().len();
+    let t = HttpTransport::builder(peer.url())
+        .authorization("Basic YWxpY2U6b3BlbnNlc2FtZQ==")
+        .build()
+        .unwrap();
+    t.send(request(1, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    let (status, cause, _) = failure(&t).await;
+    assert_eq!(status, Some(401));
+    assert_eq!(
+        peer.requests().len(),
+        before + 1,
+        "a fixed value is not resent"
+    );
+    tracing::warn!(%cause, transport = ?t, "failed");
+
+    for bad in ["Basic a\r\nX-Evil: 1", "Bearer a\nb"] {
+        let built = HttpTransport::builder(peer.url())
+            .authorization(bad)
+            .build();
+        assert!(
+            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "Authorization"),
+            "{bad:?}: {built:?}"
+        );
+    }
+
+    let logs = captured.text();
+    assert!(logs.contains("refused the credentials"), "{logs}");
+    for secret in ["secret", "YWxpY2U6b3BlbnNlc2FtZQ"] {
+        assert!(!logs.contains(secret), "{logs}");
+    }
+}

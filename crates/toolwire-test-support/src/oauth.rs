@@ -46,6 +46,8 @@ pub struct As {
     pub require_scope: Option<String>,
     /// The scope the last authorization asked for (granted as asked).
     pub asked_scope: Option<String>,
+    /// The query of the last `/authorize` request (client id, redirect URI, …).
+    pub authorize_query: Vec<(String, String)>,
 }
 
 /// The claims of a compact JWT.
@@ -193,6 +195,7 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
             .into_owned()
             .collect();
             s.asked_scope = get(&q, "scope").map(str::to_owned);
+            s.authorize_query.clone_from(&q);
             let redirect = get(&q, "redirect_uri").unwrap_or("").to_owned();
             let state_param = get(&q, "state").unwrap_or("").to_owned();
             let location = format!(

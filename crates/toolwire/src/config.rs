@@ -247,9 +247,10 @@ impl ClientBuilder {
     /// Turns OAuth 2.1 on for [`Self::connect_http`] and [`Self::connect_sse`]: stored tokens
     /// are sent and refreshed, and a 401 or 403 runs the flow `config` describes (its store,
     /// its handler), once for every request refused with the same credentials. A failure is
-    /// [`Error::Authorization`]. To log in before the first request, or to share one
-    /// [`toolwire_auth::OAuth`] among transports, give it to
-    /// [`HttpTransportBuilder::authorizer`] yourself.
+    /// [`Error::Authorization`]. A transport that has credentials of its own
+    /// ([`HttpTransportBuilder::has_credentials`]: a bearer token, an authorizer) keeps them.
+    /// To log in before the first request, or to share one [`toolwire_auth::OAuth`] among
+    /// transports, give it to [`HttpTransportBuilder::authorizer`] yourself.
     pub fn oauth(mut self, config: toolwire_auth::OAuthConfig) -> Self {
         self.config.oauth = Some(config);
         self
@@ -343,7 +344,10 @@ impl ClientBuilder {
     ) -> Result<Client, Error> {
         let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
         let mut http = http;
-        if let Some(oauth) = self.config.oauth.take() {
+        // A transport given credentials of its own keeps them: those were chosen for it.
+        if let Some(oauth) = self.config.oauth.take()
+            && !http.has_credentials()
+        {
             // One authorizer for every connection: tokens outlive a reconnect.
             let authorizer = toolwire_auth::OAuth::new(http.url(), oauth);
             http = http.authorizer(Arc::new(authorizer));
