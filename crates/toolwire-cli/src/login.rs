@@ -97,6 +97,11 @@ pub(crate) fn oauth(url: &str, args: &LoginArgs, login: bool) -> Result<OAuth, F
     Ok(OAuth::new(url, config(args, login || interactive())?))
 }
 
+/// The OAuth settings with the credentials file (see [`config_in`]).
+pub(crate) fn config(args: &LoginArgs, person: bool) -> Result<OAuthConfig, Failure> {
+    config_in(store()?, args, person)
+}
+
 /// OAuth with the stored credentials on a remote server's settings, unless they carry
 /// credentials of their own (`--bearer`, an entry's `Authorization` header). Without a place
 /// for credentials (no HOME, no `TOOLWIRE_CREDENTIALS`) the command still runs,
@@ -105,25 +110,28 @@ pub(crate) fn stored(
     url: &str,
     http: HttpTransportBuilder,
     args: &LoginArgs,
-) -> HttpTransportBuilder {
+) -> Result<HttpTransportBuilder, Failure> {
     if http.has_credentials() {
-        return http;
+        return Ok(http);
     }
-    match oauth(url, args, false) {
-        Ok(oauth) => http.authorizer(Arc::new(oauth)),
+    let store = match store() {
+        Ok(store) => store,
         Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
             tracing::warn!(%reason, "OAuth is off for this command");
-            http
+            return Ok(http);
         }
-    }
+    };
+    let config = config_in(store, args, interactive())?;
+    Ok(http.authorizer(Arc::new(OAuth::new(url, config))))
 }
 
-/// The settings of the client: the credentials file, `args`, and a browser flow when a person
-/// takes part (else none: stored credentials only).
-pub(crate) fn config(args: &LoginArgs, person: bool) -> Result<OAuthConfig, Failure> {
+/// The settings of the client: `store`, `args`, and a browser flow when a person takes part
+/// (else none: stored credentials only). Where a flow may run, a redirect URI the CLI cannot
+/// serve is a usage error.
+fn config_in(store: FileStore, args: &LoginArgs, person: bool) -> Result<OAuthConfig, Failure> {
     let mut config = OAuthConfig::new()
         .client_name("toolwire")
-        .store(Arc::new(store()?));
+        .store(Arc::new(store));
     config = if person {
         let redirect = args
             .redirect_uri

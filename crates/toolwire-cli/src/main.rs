@@ -356,16 +356,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
-    let named = match (&cli.url, &cli.config, &cli.server) {
-        (Some(url), _, _) => Some(format!("--url {url}")),
-        (None, Some(file), Some(server)) => Some(format!(
-            "--config {} --server {server}",
-            shlex::try_quote(&file.to_string_lossy()).unwrap_or_default()
-        )),
-        _ => None,
-    };
-    if let Some(named) = named {
-        let _ = login::NAMED.set(named);
+    if let Some(url) = &cli.url {
+        let _ = login::NAMED.set(format!("--url {url}"));
     }
     match &cli.command {
         Command::Auth {
@@ -417,7 +409,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let mut b = http_options(&cli, HttpTransport::builder(url.clone()))?;
             // OAuth for a server the user named.
             if embedded.is_none() {
-                b = login::stored(url, b, &login::LoginArgs::default());
+                b = login::stored(url, b, &login::LoginArgs::default())?;
             }
             let transport = b
                 .build_with_sse_fallback()
@@ -633,6 +625,10 @@ async fn with_config(
         return every_server(cli, &config, builder).await;
     };
     let entry = config_entry(&config, &server)?;
+    let _ = login::NAMED.set(format!(
+        "--config {} --server {server}",
+        shlex::try_quote(&file.to_string_lossy()).unwrap_or_default()
+    ));
     let builder = match entry.timeout {
         Some(t) if cli.timeout.is_none() => builder.timeouts(t, t.min(Duration::from_secs(5))),
         _ => builder,
@@ -685,7 +681,7 @@ fn remote(cli: &Cli, entry: &ServerConfig) -> Result<toolwire::HttpTransportBuil
     let b = http_options(cli, b)?;
     let url = entry.url().unwrap_or_default().to_owned();
     let args = login::LoginArgs::default().or_entry(entry.oauth.as_ref());
-    Ok(login::stored(&url, b, &args))
+    login::stored(&url, b, &args)
 }
 
 /// The server a `login` or `logout` is for: `--url`, or a remote `--config` entry without an

@@ -200,7 +200,7 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
     )
     .unwrap();
     let f = file.to_str().unwrap().to_owned();
-    let (before, login, one, all, keyed, logout) = tokio::task::spawn_blocking({
+    let (before, routed, login, one, all, keyed, logout) = tokio::task::spawn_blocking({
         let f = f.clone();
         move || {
             let run = |args: &[&str]| {
@@ -210,6 +210,7 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
             };
             (
                 run(&["--server", "remote", "tools", "list"]),
+                run(&["tools", "call", "remote__echo"]),
                 run(&["--server", "remote", "--json", "login"]),
                 run(&["--server", "remote", "--json", "tools", "list"]),
                 run(&["--json", "servers"]),
@@ -221,14 +222,16 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
     .await
     .unwrap();
 
-    assert_eq!(before.status.code(), Some(3), "{}", text(&before.stderr));
-    assert!(
-        text(&before.stderr).contains(&format!(
-            "run `toolwire --config {f} --server remote login`"
-        )),
-        "{}",
-        text(&before.stderr)
-    );
+    for out in [&before, &routed] {
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(&format!(
+                "run `toolwire --config {f} --server remote login`"
+            )),
+            "{}",
+            text(&out.stderr)
+        );
+    }
     assert!(login.status.success(), "{}", text(&login.stderr));
     {
         let s = state.lock().unwrap();
