@@ -301,7 +301,8 @@ async fn known_tools_added_to_one_server_reach_the_merged_snapshot() {
 /// OAuth over a configuration: a remote entry without credentials logs in through the host's
 /// OAuth settings, with its own `oauth.clientId` (a pre-registered client: no registration);
 /// an entry with an `Authorization` header of its own is never given OAuth, so the server's
-/// refusal of that header fails it alone.
+/// refusal of that header fails it alone. Without a person to approve, the entry that wants a
+/// login is `NeedsLogin`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_entries_log_in_with_oauth_unless_they_carry_an_authorization_header() {
     use toolwire::auth::{FetchRedirect, MemoryStore, OAuthConfig};
@@ -344,6 +345,29 @@ async fn remote_entries_log_in_with_oauth_unless_they_carry_an_authorization_hea
             .map(|(_, v)| v.as_str());
         assert_eq!(client_id, Some("pre-registered"));
     }
+    // No person to approve: the entry that wants a login says so, typed; nothing is asked.
+    let unattended = Host::builder(Client::builder("host-e2e", "0"))
+        .reconnect(None)
+        .oauth(
+            OAuthConfig::new()
+                .store(std::sync::Arc::new(MemoryStore::new()))
+                .handler(std::sync::Arc::new(toolwire::auth::NoInteraction)),
+        )
+        .start(&config)
+        .unwrap();
+    unattended.settled(Duration::from_secs(20)).await;
+    match unattended.state("open") {
+        Some(ServerState::NeedsLogin { reason }) => {
+            assert!(reason.contains("log in"), "{reason}");
+        }
+        other => panic!("open, unattended: {other:?}"),
+    }
+    assert!(matches!(
+        unattended.state("keyed"),
+        Some(ServerState::Failed { .. })
+    ));
+    assert_eq!(state.lock().unwrap().authorizations, 1, "no flow ran");
+    unattended.shutdown().await;
     let bearers: Vec<String> = peer
         .requests()
         .iter()

@@ -445,13 +445,14 @@ impl Flow<'_> {
         let mut form = Form::new();
         let (client, scope) = match &self.config.grant {
             Grant::AuthorizationCode => {
-                let handler =
-                    self.config
-                        .handler
-                        .as_ref()
-                        .ok_or_else(|| AuthError::LoginRequired {
-                            server: self.server.to_owned(),
-                        })?;
+                let handler = self
+                    .config
+                    .handler
+                    .as_ref()
+                    .filter(|h| h.interactive())
+                    .ok_or_else(|| AuthError::LoginRequired {
+                        server: self.server.to_owned(),
+                    })?;
                 let previous = stored_client.and_then(|c| c.redirect_uri.as_deref());
                 let redirect_uri = handler.redirect_uri(previous).await?;
                 let client = self.client(d, stored_client, Some(&redirect_uri)).await?;

@@ -27,6 +27,13 @@ pub trait AuthorizationHandler: Send + Sync + fmt::Debug + 'static {
         url: &'a str,
         http: &'a HttpExecutor,
     ) -> BoxFuture<'a, Result<CallbackParams, AuthError>>;
+
+    /// Whether this handler can run an authorization at all. One that cannot
+    /// ([`NoInteraction`]) makes a flow fail with [`AuthError::LoginRequired`] before anything
+    /// is registered, as having no handler does. Default: it can.
+    fn interactive(&self) -> bool {
+        true
+    }
 }
 
 /// Fetches the authorization URL itself and reads the redirect's `Location`: for servers
@@ -98,5 +105,9 @@ impl AuthorizationHandler for NoInteraction {
         _: &'a HttpExecutor,
     ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
         Box::pin(async { Err(AuthError::Handler("no interactive login here".into())) })
+    }
+
+    fn interactive(&self) -> bool {
+        false
     }
 }

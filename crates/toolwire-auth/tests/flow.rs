@@ -301,14 +301,19 @@ async fn fresh_credentials_refused_again_fail_without_a_second_authorization() {
 }
 
 #[tokio::test]
-async fn without_a_handler_a_refusal_asks_for_a_login() {
+async fn without_a_handler_or_with_one_that_cannot_interact_a_refusal_asks_for_a_login() {
     let (peer, state) = peer(|_| {}).await;
-    let oauth = OAuth::new(peer.url(), OAuthConfig::new());
-    let t = transport(&peer, &oauth);
-    t.send(request(1)).await.unwrap();
-    let e = auth_error(next(&t).await);
-    assert!(matches!(e, AuthError::LoginRequired { .. }), "{e}");
-    assert_eq!(state.lock().unwrap().registrations, 0);
+    let without = OAuthConfig::new();
+    let cannot = OAuthConfig::new().handler(Arc::new(toolwire_auth::NoInteraction));
+    for (id, config) in [(1, without), (2, cannot)] {
+        let oauth = OAuth::new(peer.url(), config);
+        let t = transport(&peer, &oauth);
+        t.send(request(id)).await.unwrap();
+        let e = auth_error(next(&t).await);
+        assert!(matches!(e, AuthError::LoginRequired { .. }), "{id}: {e}");
+    }
+    let s = state.lock().unwrap();
+    assert_eq!((s.registrations, s.authorizations), (0, 0));
 }
 
 #[tokio::test]

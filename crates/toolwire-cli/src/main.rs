@@ -625,10 +625,7 @@ async fn with_config(
         return every_server(cli, &config, builder).await;
     };
     let entry = config_entry(&config, &server)?;
-    let _ = login::NAMED.set(format!(
-        "--config {} --server {server}",
-        shlex::try_quote(&file.to_string_lossy()).unwrap_or_default()
-    ));
+    let _ = login::NAMED.set(entry_named(Some(file), &server));
     let builder = match entry.timeout {
         Some(t) if cli.timeout.is_none() => builder.timeouts(t, t.min(Duration::from_secs(5))),
         _ => builder,
@@ -654,6 +651,15 @@ async fn with_config(
     let outcome = session(cli, &client, http.as_ref(), tool.as_deref()).await;
     client.close().await;
     outcome
+}
+
+/// How a command line names one entry of a configuration file.
+fn entry_named(file: Option<&std::path::Path>, server: &str) -> String {
+    let file = file.map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    format!(
+        "--config {} --server {server}",
+        shlex::try_quote(&file).unwrap_or_default()
+    )
 }
 
 /// The entry named `server`, enabled.
@@ -771,15 +777,28 @@ async fn every_server(
                     ("ready", Some(version.to_string()), Some(tools), None)
                 }
                 Some(ServerState::Failed { reason }) => ("failed", None, None, Some(reason)),
+                Some(ServerState::NeedsLogin { reason }) => {
+                    ("needs-login", None, None, Some(reason))
+                }
                 Some(ServerState::Reconnecting { .. }) => ("reconnecting", None, None, None),
                 Some(ServerState::Disabled) => ("disabled", None, None, None),
                 _ => ("starting", None, None, None),
             };
-            json!({"name": entry.name, "transport": transport, "state": state,
-                   "protocolVersion": era, "tools": tools, "reason": reason})
+            let mut server = json!({"name": entry.name, "transport": transport, "state": state,
+                   "protocolVersion": era, "tools": tools, "reason": reason});
+            if state == "needs-login" {
+                server["login"] = json!(format!(
+                    "toolwire {} login",
+                    entry_named(config.file.as_deref(), &entry.name)
+                ));
+            }
+            server
         })
         .collect();
-    let failed: Vec<&Value> = servers.iter().filter(|s| s["state"] == "failed").collect();
+    let failed: Vec<&Value> = servers
+        .iter()
+        .filter(|s| s["state"] == "failed" || s["state"] == "needs-login")
+        .collect();
     let reached = servers.iter().any(|s| s["state"] == "ready");
     let tools = host.tools();
     if cli.json {
@@ -798,11 +817,14 @@ async fn every_server(
         print_json(&document);
     } else {
         for s in &failed {
-            eprintln!(
-                "toolwire: server `{}` failed: {}",
-                s["name"].as_str().unwrap_or(""),
-                s["reason"].as_str().unwrap_or("")
-            );
+            let name = s["name"].as_str().unwrap_or("");
+            match s["login"].as_str() {
+                Some(login) => eprintln!("toolwire: server `{name}` needs a login: run `{login}`"),
+                None => eprintln!(
+                    "toolwire: server `{name}` failed: {}",
+                    s["reason"].as_str().unwrap_or("")
+                ),
+            }
         }
         if matches!(cli.command, Command::Servers) {
             for s in &servers {

@@ -200,27 +200,29 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
     )
     .unwrap();
     let f = file.to_str().unwrap().to_owned();
-    let (before, routed, login, one, all, keyed, logout) = tokio::task::spawn_blocking({
-        let f = f.clone();
-        move || {
-            let run = |args: &[&str]| {
-                let mut all = vec!["--config", f.as_str()];
-                all.extend_from_slice(args);
-                toolwire(&creds, &all)
-            };
-            (
-                run(&["--server", "remote", "tools", "list"]),
-                run(&["tools", "call", "remote__echo"]),
-                run(&["--server", "remote", "--json", "login"]),
-                run(&["--server", "remote", "--json", "tools", "list"]),
-                run(&["--json", "servers"]),
-                run(&["--server", "keyed", "login"]),
-                run(&["--server", "remote", "logout"]),
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let (before, routed, unattended, login, one, all, keyed, logout) =
+        tokio::task::spawn_blocking({
+            let f = f.clone();
+            move || {
+                let run = |args: &[&str]| {
+                    let mut all = vec!["--config", f.as_str()];
+                    all.extend_from_slice(args);
+                    toolwire(&creds, &all)
+                };
+                (
+                    run(&["--server", "remote", "tools", "list"]),
+                    run(&["tools", "call", "remote__echo"]),
+                    run(&["tools", "list"]),
+                    run(&["--server", "remote", "--json", "login"]),
+                    run(&["--server", "remote", "--json", "tools", "list"]),
+                    run(&["--json", "servers"]),
+                    run(&["--server", "keyed", "login"]),
+                    run(&["--server", "remote", "logout"]),
+                )
+            }
+        })
+        .await
+        .unwrap();
 
     for out in [&before, &routed] {
         assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -232,6 +234,14 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
             text(&out.stderr)
         );
     }
+    // Over every entry: no flow, and the entry that needs a login says which command.
+    assert!(
+        text(&unattended.stderr).contains(&format!(
+            "server `remote` needs a login: run `toolwire --config {f} --server remote login`"
+        )),
+        "{}",
+        text(&unattended.stderr)
+    );
     assert!(login.status.success(), "{}", text(&login.stderr));
     {
         let s = state.lock().unwrap();

@@ -12,7 +12,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
-use toolwire::auth::OAuthConfig;
+use toolwire::auth::{AuthError, OAuthConfig};
 use toolwire::{
     CallToolResult, Client, ClientBuilder, ConnectionState, Error, ProtocolVersion,
     ReconnectPolicy, Tool,
@@ -48,6 +48,13 @@ pub enum ServerState {
     /// attempts ran out); its tools left the snapshot; the other servers are unaffected.
     Failed {
         /// Why, as one line.
+        reason: String,
+    },
+    /// Like `Failed`, for one reason a person can fix: the server wants an OAuth login and
+    /// none could run here (the OAuth handler cannot interact, or there is none). Log in (the
+    /// CLI's `toolwire --config FILE --server NAME login`) and start the host again.
+    NeedsLogin {
+        /// The authorization error, as one line.
         reason: String,
     },
 }
@@ -433,6 +440,7 @@ fn describe(state: &ServerState) -> String {
         ServerState::Ready { version, tools } => format!("ready, {version}, {tools} tools"),
         ServerState::Reconnecting { attempt } => format!("reconnecting (attempt {attempt})"),
         ServerState::Failed { reason } => format!("failed: {reason}"),
+        ServerState::NeedsLogin { reason } => format!("needs a login: {reason}"),
     }
 }
 
@@ -481,7 +489,10 @@ impl Inner {
                 _ = closing.wait_for(|closed| *closed) => return,
             };
             // A server that failed keeps its tools out, whatever its cache does later.
-            let failed = matches!(*server.state.borrow(), ServerState::Failed { .. });
+            let failed = matches!(
+                *server.state.borrow(),
+                ServerState::Failed { .. } | ServerState::NeedsLogin { .. }
+            );
             if failed || matches!(change, Err(broadcast::error::RecvError::Closed)) {
                 return;
             }
@@ -499,7 +510,15 @@ impl Inner {
     fn stop(&self, server: &Server, error: &Error) {
         lock(&server.client).take();
         self.replace(server, Vec::new());
-        fail(server, toolwire::ErrorChain(error).to_string());
+        let reason = toolwire::ErrorChain(error).to_string();
+        match error {
+            Error::Authorization(e) if matches!(**e, AuthError::LoginRequired { .. }) => {
+                server
+                    .state
+                    .send_replace(ServerState::NeedsLogin { reason });
+            }
+            _ => fail(server, reason),
+        }
     }
 
     /// Follows the server's connection into its state: reconnecting keeps its tools, a new
