@@ -235,7 +235,7 @@ impl ServerConfig {
     pub fn has_authorization(&self) -> bool {
         match &self.transport {
             ServerTransport::Http { headers, .. } | ServerTransport::Sse { headers, .. } => {
-                headers.iter().any(|(name, value)| credentials(name, value))
+                carries_credentials(headers)
             }
             ServerTransport::Stdio { .. } => false,
         }
@@ -270,6 +270,11 @@ fn credentials(name: &str, value: &str) -> bool {
     name.eq_ignore_ascii_case("authorization")
         && !value.is_empty()
         && !value.eq_ignore_ascii_case("bearer")
+}
+
+/// Whether any of an entry's headers carries credentials.
+fn carries_credentials(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(name, value)| credentials(name, value))
 }
 
 /// Why a configuration file was refused: every problem found, each with where it is.
@@ -596,7 +601,7 @@ impl Reader<'_> {
                 return None;
             }
             Some(ServerTransport::Http { headers, .. } | ServerTransport::Sse { headers, .. })
-                if headers.iter().any(|(h, v)| credentials(h, v)) =>
+                if carries_credentials(headers) =>
             {
                 self.problem(
                     Some(name),

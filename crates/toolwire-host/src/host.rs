@@ -205,8 +205,7 @@ impl HostBuilder {
     /// OAuth for the remote entries that carry no `Authorization` header: `base` (its store,
     /// its handler) with each entry's `oauth` settings on top ([`ServerConfig::oauth_config`]).
     /// One store serves every server: credentials are kept per server and issuer. A server
-    /// that needs a login the handler cannot give fails with [`toolwire::Error::Authorization`]
-    /// in its reason.
+    /// that needs a login the handler cannot give ends [`ServerState::NeedsLogin`].
     pub fn oauth(mut self, base: OAuthConfig) -> Self {
         self.oauth = Some(base);
         self
