@@ -33,8 +33,10 @@
 //!   proof, and a server's `use_dpop_nonce` is answered once with its nonce.
 //! - **Tokens**: kept in a [`CredentialStore`] keyed by server **and** issuer
 //!   ([`MemoryStore`], [`FileStore`]); refreshed a minute before expiry and after a 401;
-//!   a rotated refresh token is saved at once; the file store is locked while a process
-//!   refreshes so two processes do not spend one rotating token.
+//!   a rotated refresh token is saved at once. Every refresh, authorization and logout holds
+//!   the store's lock (a file lock for [`FileStore`]) around its read and write, and a
+//!   refresh first adopts what another process stored meanwhile, spending only the newest
+//!   refresh token, so processes sharing a store never spend a rotated one.
 //!
 //! Secrets ([`Secret`]: tokens, client secrets, codes, verifiers) never appear in `Debug`,
 //! errors or logs; the headers carrying them are marked sensitive.
@@ -54,6 +56,9 @@
 //!   (locks, the blocking file store): as everywhere in the workspace.
 //! - `nix` (`fs`): `flock` on the credentials file while refreshing (`File::lock` needs a
 //!   newer Rust than the workspace's minimum).
+//! - `tempfile`: each save writes a uniquely named file opened exclusively (`O_EXCL`: no
+//!   predictable name, no symlink followed, 0600 from the start) and renames it over the
+//!   credentials file; hand-rolling unique names is what let two saves share one file.
 
 mod authorize;
 mod challenge;

@@ -217,7 +217,8 @@ impl OAuth {
         })
     }
 
-    /// Makes `entry` current and keeps it.
+    /// Makes `entry` current and keeps it. The caller holds the store's lock, so no other
+    /// process's save falls between its read and this write.
     async fn adopt(
         &self,
         entry: StoredAuth,
@@ -228,6 +229,16 @@ impl OAuth {
             // The tokens still work for this process.
             tracing::warn!(error = %e, "the new credentials could not be saved");
         }
+        self.make_current(entry, client, origin)
+    }
+
+    /// Makes `entry` current without saving it (it is what the store holds).
+    fn make_current(
+        &self,
+        entry: StoredAuth,
+        client: ClientRegistration,
+        origin: Origin,
+    ) -> Result<(), AuthError> {
         let dpop = entry
             .dpop_key
             .as_ref()
@@ -257,17 +268,25 @@ impl OAuth {
         };
         let store = &self.shared.config.store;
         let _lock = store.lock().await?;
-        if let Some(newer) = store.load(&entry.key()).await?
-            && newer.tokens.as_ref().map(|t| &t.access_token)
-                != entry.tokens.as_ref().map(|t| &t.access_token)
-            && newer.tokens.as_ref().is_some_and(|t| {
-                !t.expires_within(now(), self.shared.config.refresh_skew.as_secs())
-            })
-        {
-            tracing::debug!("another process refreshed these tokens; using theirs");
-            let client = newer.client.clone().unwrap_or(client);
-            return self.adopt(newer, client, Origin::Refreshed).await;
-        }
+        // Another process may have refreshed since this one read the store: its tokens are
+        // the newest, and with a rotating refresh token only the newest refresh token may be
+        // spent (spending an older one can make the server revoke the whole grant).
+        let (entry, client) = match store.load(&entry.key()).await? {
+            Some(newer) if newer.tokens != entry.tokens => {
+                let client = newer.client.clone().unwrap_or(client);
+                let fresh = newer.tokens.as_ref().is_some_and(|t| {
+                    !t.expires_within(now(), self.shared.config.refresh_skew.as_secs())
+                });
+                self.make_current(newer.clone(), client.clone(), Origin::Refreshed)?;
+                if fresh {
+                    tracing::debug!("another process refreshed these tokens; using theirs");
+                    return Ok(());
+                }
+                tracing::debug!("another process refreshed these tokens; refreshing theirs");
+                (newer, client)
+            }
+            _ => (entry, client),
+        };
         let key = entry
             .dpop_key
             .as_ref()
@@ -330,7 +349,10 @@ impl OAuth {
         });
         let (entry, client) = flow.obtain(&discovered, scopes, stored.as_ref()).await?;
         tracing::info!(issuer = %entry.issuer, scope = entry.tokens.as_ref().and_then(|t| t.scope.as_deref()).unwrap_or(""), "authorized");
-        self.adopt(entry, client, Origin::Authorized).await?;
+        {
+            let _lock = self.shared.config.store.lock().await?;
+            self.adopt(entry, client, Origin::Authorized).await?;
+        }
         if !stepping_up {
             // Whoever approved it may not be who approved the tokens before.
             self.shared.identity.fetch_add(1, Ordering::Release);
@@ -389,6 +411,8 @@ impl OAuth {
     /// the server has a revocation endpoint (best effort). How many entries were removed.
     pub async fn logout(&self, http: Option<&HttpExecutor>) -> Result<usize, AuthError> {
         let store = &self.shared.config.store;
+        // Held to the end: a refresh in another process cannot save these entries back.
+        let _lock = store.lock().await?;
         let entries: Vec<StoredAuth> = store
             .list()
             .await?

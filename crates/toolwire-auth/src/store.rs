@@ -262,16 +262,34 @@ impl FileStore {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("credentials.json");
-        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        // A unique name, created exclusively (0600 on Unix), then renamed over the file: a
+        // reader sees the old file or the new one, never half of either.
         let written = (|| {
-            let mut file = open_private(&temp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&temp, path)
+            let mut temp = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".tmp")
+                .tempfile_in(dir)?;
+            temp.write_all(text.as_bytes())?;
+            temp.as_file().sync_all()?;
+            temp.persist(path).map_err(|e| e.error)?;
+            Ok::<_, std::io::Error>(())
         })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(store_error(path, &e));
+        written.map_err(|e| store_error(path, &e))
+    }
+
+    /// Reads, changes and writes the entries, one such change at a time in this process
+    /// (across processes, callers hold [`CredentialStore::lock`]).
+    fn update(
+        path: &Path,
+        change: impl FnOnce(&mut Vec<StoredAuth>) -> bool,
+    ) -> Result<(), AuthError> {
+        static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = WRITES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut entries = Self::read(path)?;
+        if change(&mut entries) {
+            Self::write(path, entries)?;
         }
         Ok(())
     }
@@ -292,17 +310,29 @@ fn store_error(path: &Path, e: &std::io::Error) -> AuthError {
     AuthError::Store(format!("{}: {e}", path.display()))
 }
 
+/// Creates the directory 0700; one that exists and others may enter is reported (its owner
+/// chose that, and it may hold other things: it is not changed).
 #[cfg(unix)]
 fn create_private_dir(dir: &Path) -> Result<(), AuthError> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.exists() {
-        return Ok(());
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    match std::fs::metadata(dir) {
+        Ok(meta) => {
+            let mode = meta.permissions().mode();
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    mode = format_args!("{:o}", mode & 0o777),
+                    "the credentials directory is open to other users; make it 0700"
+                );
+            }
+            Ok(())
+        }
+        Err(_) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| store_error(dir, &e)),
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| store_error(dir, &e))
 }
 
 #[cfg(not(unix))]
@@ -310,23 +340,16 @@ fn create_private_dir(dir: &Path) -> Result<(), AuthError> {
     std::fs::create_dir_all(dir).map_err(|e| store_error(dir, &e))
 }
 
+/// Opens (creating it 0600) the lock file, never through a symlink and never truncating it.
 #[cfg(unix)]
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .mode(0o600)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(path)
 }
 
@@ -371,22 +394,21 @@ impl CredentialStore for FileStore {
     fn save<'a>(&'a self, entry: &'a StoredAuth) -> BoxFuture<'a, Result<(), AuthError>> {
         let entry = entry.clone();
         Box::pin(self.blocking(move |path| {
-            let mut entries = Self::read(path)?;
-            upsert(&mut entries, &entry);
-            Self::write(path, entries)
+            Self::update(path, |entries| {
+                upsert(entries, &entry);
+                true
+            })
         }))
     }
 
     fn remove<'a>(&'a self, key: &'a StoreKey) -> BoxFuture<'a, Result<(), AuthError>> {
         let key = key.clone();
         Box::pin(self.blocking(move |path| {
-            let mut entries = Self::read(path)?;
-            let before = entries.len();
-            entries.retain(|e| !(e.server == key.server && e.issuer == key.issuer));
-            if entries.len() == before {
-                return Ok(());
-            }
-            Self::write(path, entries)
+            Self::update(path, |entries| {
+                let before = entries.len();
+                entries.retain(|e| !(e.server == key.server && e.issuer == key.issuer));
+                entries.len() != before
+            })
         }))
     }
 
@@ -402,7 +424,7 @@ impl CredentialStore for FileStore {
             let mut name = path.as_os_str().to_owned();
             name.push(".lock");
             let lock_path = PathBuf::from(name);
-            let file = open_private(&lock_path).map_err(|e| store_error(&lock_path, &e))?;
+            let file = open_lock_file(&lock_path).map_err(|e| store_error(&lock_path, &e))?;
             let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| AuthError::Store(format!("{}: {e}", lock_path.display())))?;
             Ok(StoreLock(Some(Box::new(held))))
@@ -524,6 +546,83 @@ mod tests {
             .expect("the second lock is granted once the first is dropped")
             .expect("join")
             .expect("lock");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn sixteen_concurrent_saves_in_one_process_leave_a_valid_file_with_every_entry() {
+        let dir = temp("concurrent");
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("credentials.json");
+        let saves: Vec<_> = (0..16)
+            .map(|i| {
+                // Separate stores on one file, as a host authorising many servers has.
+                let store = FileStore::new(&path);
+                tokio::spawn(async move {
+                    store
+                        .save(&entry(&format!("server-{i}"), "as", &format!("t{i}")))
+                        .await
+                })
+            })
+            .collect();
+        for save in saves {
+            save.await.expect("join").expect("save");
+        }
+        let mut servers: Vec<String> = FileStore::new(&path)
+            .list()
+            .await
+            .expect("the file parses")
+            .into_iter()
+            .map(|e| e.server)
+            .collect();
+        servers.sort();
+        let mut expected: Vec<String> = (0..16).map(|i| format!("server-{i}")).collect();
+        expected.sort();
+        assert_eq!(servers, expected, "no save was lost");
+        let leftovers = std::fs::read_dir(&dir)
+            .expect("dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .count();
+        assert_eq!(leftovers, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_planted_symlink_is_never_written_through() {
+        let dir = temp("symlink");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "untouched").expect("write");
+        let path = dir.join("credentials.json");
+        std::os::unix::fs::symlink(&victim, dir.join("credentials.json.lock")).expect("symlink");
+        let store = FileStore::new(&path);
+        assert!(
+            matches!(store.lock().await, Err(AuthError::Store(_))),
+            "the lock file is not opened through a symlink"
+        );
+        store.save(&entry("s", "as", "t")).await.expect("save");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "untouched");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_credentials_directory_open_to_others_is_reported() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp("wide");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let (logs, _guard) = toolwire_test_support::logs::capture();
+        create_private_dir(&dir).expect("an existing directory is used");
+        assert!(
+            logs.text().contains("open to other users"),
+            "{}",
+            logs.text()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

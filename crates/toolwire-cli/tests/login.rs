@@ -41,9 +41,14 @@ impl Drop for Credentials {
 
 /// Runs the CLI with no terminal (stdin closed), the given credentials file and browser.
 fn toolwire(credentials: &Credentials, args: &[&str]) -> Output {
+    toolwire_at(&credentials.0, args)
+}
+
+/// The same, with the credentials file given by its path.
+fn toolwire_at(credentials: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
-        .env("TOOLWIRE_CREDENTIALS", &credentials.0)
+        .env("TOOLWIRE_CREDENTIALS", credentials)
         .env("BROWSER", BROWSER)
         .stdin(Stdio::null())
         .output()
@@ -292,4 +297,48 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
         1,
         "every later command used the stored login"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_refreshing_one_rotating_token_at_once_both_keep_working() {
+    // Tokens that always need refreshing, refresh tokens that rotate, and a server that
+    // revokes the whole grant when a rotated refresh token is spent again.
+    let (peer, state) = protected_server(|s| {
+        s.expires_in = 0;
+        s.reuse_detection = true;
+    })
+    .await;
+    let creds = Credentials::new("rotate");
+    let url = peer.url();
+    let login = tokio::task::spawn_blocking({
+        let (creds, url) = (creds.0.clone(), url.clone());
+        move || toolwire_at(&creds, &["--url", &url, "login"])
+    });
+    let login = login.await.unwrap();
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    // Both processes start from the same stored refresh token, and each refreshes before
+    // each of its requests: three rounds of two at once.
+    for round in 0..3 {
+        let both: Vec<_> = (0..2)
+            .map(|_| {
+                let (creds, url) = (creds.0.clone(), url.clone());
+                std::thread::spawn(move || {
+                    toolwire_at(&creds, &["--url", &url, "--json", "tools", "list"])
+                })
+            })
+            .collect();
+        for out in both {
+            let out = out.join().unwrap();
+            assert!(out.status.success(), "round {round}: {}", text(&out.stderr));
+        }
+    }
+    let s = state.lock().unwrap();
+    assert_eq!(s.reused, 0, "no process spent a rotated refresh token");
+    assert_eq!(s.authorizations, 1, "nobody had to log in again");
+    let refreshes = s
+        .token_forms
+        .iter()
+        .filter(|f| f.contains("grant_type=refresh_token"))
+        .count();
+    assert!(refreshes >= 2, "the processes did refresh ({refreshes})");
 }

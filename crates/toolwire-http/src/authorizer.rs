@@ -136,7 +136,9 @@ pub enum Resend {
 pub struct HttpExecutor {
     pub(crate) client: Client<QuickAckConnector, Full<Bytes>>,
     pub(crate) user_agent: HeaderValue,
-    pub(crate) proxy_auth: Option<HeaderValue>,
+    /// Each request's own hop: an authorization server elsewhere is not reached the way the
+    /// MCP server is.
+    pub(crate) router: crate::route::Router,
     pub(crate) timeout: Duration,
 }
 
@@ -160,7 +162,9 @@ impl HttpExecutor {
         if !parts.headers.contains_key(USER_AGENT) {
             parts.headers.insert(USER_AGENT, self.user_agent.clone());
         }
-        if let Some(auth) = &self.proxy_auth {
+        // Forwarded in absolute form only for `http://` destinations the proxy rules name;
+        // `https://` ones go through a tunnel whose credentials are on its `CONNECT`.
+        if let Some(auth) = self.router.hop(&parts.uri)?.request_auth() {
             parts.headers.insert(PROXY_AUTHORIZATION, auth.clone());
         }
         let request = Request::from_parts(parts, Full::new(body));

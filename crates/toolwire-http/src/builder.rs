@@ -10,15 +10,15 @@ use backon::BackoffBuilder;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
 use crate::authorizer::StaticAuthorization;
 use crate::fallback::HttpOrSseTransport;
+use crate::route::{Hop, Router};
 use crate::{
     Authorizer, BearerToken, Challenge, Config, HttpError, HttpExecutor, HttpTransport, InFlight,
-    Inner, Mailbox, Owner, QuickAckConnector, Route, SseTransport, State,
+    Inner, Mailbox, Owner, QuickAckConnector, SseTransport, State,
 };
 
 /// Which HTTP proxy, if any, requests go through.
@@ -502,11 +502,11 @@ impl HttpTransportBuilder {
         Ok(config)
     }
 
-    /// The proxy for `uri`, if one applies, and its basic credentials (marked sensitive).
-    fn intercept(&self, uri: &Uri) -> Result<Option<(Uri, Option<HeaderValue>)>, HttpError> {
-        let matcher = match &self.proxy {
-            Proxy::Disabled => return Ok(None),
-            Proxy::Environment => Matcher::from_env(),
+    /// The proxy rules, `None` for no proxy at all.
+    fn matcher(&self) -> Result<Option<Matcher>, HttpError> {
+        Ok(match &self.proxy {
+            Proxy::Disabled => None,
+            Proxy::Environment => Some(Matcher::from_env()),
             Proxy::Url(url) => {
                 let refused = |reason| HttpError::InvalidProxy {
                     proxy: without_credentials(url),
@@ -516,24 +516,9 @@ impl HttpTransportBuilder {
                 if parsed.host().is_none() {
                     return Err(refused("no host"));
                 }
-                Matcher::builder().all(url.clone()).build()
+                Some(Matcher::builder().all(url.clone()).build())
             }
-        };
-        let Some(intercept) = matcher.intercept(uri) else {
-            return Ok(None);
-        };
-        let proxy = intercept.uri().clone();
-        if proxy.scheme_str() != Some("http") {
-            return Err(HttpError::InvalidProxy {
-                proxy: crate::redirect::origin(&proxy),
-                reason: "only http:// proxies are supported (not https:// or SOCKS)",
-            });
-        }
-        let auth = intercept.basic_auth().cloned().map(|mut value| {
-            value.set_sensitive(true);
-            value
-        });
-        Ok(Some((proxy, auth)))
+        })
     }
 
     /// Builds the transport (no connection is made yet). Needs no runtime; using it needs
@@ -575,43 +560,24 @@ impl HttpTransportBuilder {
         http.set_nodelay(true);
         http.enforce_http(false);
         http.set_connect_timeout(Some(self.config.connect_timeout));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .enable_http2();
-        let route = match self.intercept(&uri)? {
-            None => Route::Direct(https.wrap_connector(http)),
-            Some((proxy, auth)) if uri.scheme_str() == Some("https") => {
-                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a CONNECT tunnel");
-                let mut tunnel = Tunnel::new(proxy, http);
-                if let Some(auth) = auth {
-                    tunnel = tunnel.with_auth(auth);
-                }
-                Route::Tunnel(https.wrap_connector(tunnel))
-            }
-            Some((proxy, auth)) => {
-                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a forwarding proxy");
-                self.config.proxy_auth = auth;
-                Route::Forward {
-                    connector: https.wrap_connector(http),
-                    proxy,
-                }
-            }
-        };
+        let router = Router::new(self.matcher()?, http, tls);
+        // The MCP server's own hop, checked now (a proxy we cannot use is a build error);
+        // every other destination (an authorization server) takes its own at connect time.
+        let hop = router.hop(&uri)?;
+        self.config.proxy_auth = hop.request_auth().cloned();
         let mut client = Client::builder(TokioExecutor::new());
-        if matches!(route, Route::Forward { .. }) {
+        if matches!(hop, Hop::Forward { .. }) {
             // A forwarding proxy may close a kept-alive connection just as a request goes out
             // on it (tinyproxy does), and a request written on a closing connection may have
             // been forwarded: it could not be sent again. A connection per request through
             // the proxy removes the race; tunnels are end to end and keep theirs.
             client.pool_max_idle_per_host(0);
         }
-        let client = client.build(QuickAckConnector(route));
+        let client = client.build(QuickAckConnector(router.clone()));
         let executor = HttpExecutor {
             client: client.clone(),
             user_agent: self.config.user_agent.clone(),
-            proxy_auth: self.config.proxy_auth.clone(),
+            router,
             timeout: self.config.read_timeout.unwrap_or(Duration::from_secs(30)),
         };
         let state = State {

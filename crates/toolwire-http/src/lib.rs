@@ -107,10 +107,11 @@ mod post;
 mod quickack;
 mod redirect;
 mod response;
+mod route;
 mod sse;
 mod sse_transport;
 
-use quickack::{QuickAckConnector, Route};
+use quickack::QuickAckConnector;
 
 pub use auth::{BearerToken, Challenge, parse_challenges};
 pub use authorizer::{

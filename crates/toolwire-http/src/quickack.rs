@@ -15,57 +15,48 @@ use std::task::{Context, Poll};
 
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
-use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_rustls::MaybeHttpsStream;
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::route::{Hop, Router};
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How connections reach the server.
+/// The connector of every request, handing out [`QuickAck`] streams; each connection takes
+/// the hop its destination's own URL calls for ([`Router::hop`]).
 #[derive(Clone)]
-pub(crate) enum Route {
-    /// Straight to it.
-    Direct(HttpsConnector<HttpConnector>),
-    /// `https://` through an HTTP proxy: a `CONNECT` tunnel, then TLS to the server inside it.
-    Tunnel(HttpsConnector<Tunnel<HttpConnector>>),
-    /// `http://` through an HTTP proxy: the connection goes to the proxy, and requests name
-    /// the server in absolute form.
-    Forward {
-        connector: HttpsConnector<HttpConnector>,
-        proxy: Uri,
-    },
-}
-
-/// The connector of every route, handing out [`QuickAck`] streams.
-#[derive(Clone)]
-pub(crate) struct QuickAckConnector(pub(crate) Route);
+pub(crate) struct QuickAckConnector(pub(crate) Router);
 
 impl tower_service::Service<Uri> for QuickAckConnector {
     type Response = QuickAck;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<QuickAck, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        match &mut self.0 {
-            Route::Direct(c) | Route::Forward { connector: c, .. } => c.poll_ready(cx),
-            Route::Tunnel(c) => c.poll_ready(cx),
-        }
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // The connectors are made ready per call (the HTTP connector always is).
+        Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        match &mut self.0 {
-            Route::Direct(c) => {
-                let connecting = c.call(uri);
+        let hop = match self.0.hop(&uri) {
+            Ok(hop) => hop,
+            Err(e) => return Box::pin(std::future::ready(Err(BoxError::from(e)))),
+        };
+        match hop {
+            Hop::Direct => {
+                let connecting = self.0.direct().call(uri);
                 Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
             }
-            Route::Tunnel(c) => {
-                let connecting = c.call(uri);
+            Hop::Tunnel { proxy, auth } => {
+                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a CONNECT tunnel");
+                let connecting = self.0.tunnel(proxy, auth).call(uri);
                 Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
             }
-            Route::Forward { connector, proxy } => {
-                let connecting = connector.call(proxy.clone());
+            Hop::Forward { proxy, .. } => {
+                tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a forwarding proxy");
+                let connecting = self.0.direct().call(proxy);
                 Box::pin(async move { connecting.await.map(|io| QuickAck(io, true)) })
             }
         }

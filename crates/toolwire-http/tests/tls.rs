@@ -189,3 +189,51 @@ async fn https_goes_through_a_connect_tunnel_with_tls_end_to_end() {
         "the server answered both"
     );
 }
+
+#[tokio::test]
+async fn oauth_requests_to_an_https_server_are_tunnelled_whatever_route_the_mcp_server_takes() {
+    // The MCP server is plain http behind a forwarding proxy; the authorization server the
+    // same transport's executor reaches is https: its requests (code, verifier, secrets)
+    // must go through a CONNECT tunnel, never in absolute form in clear.
+    let (port, versions, cert_der) = self_signed_server().await;
+    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert_der).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let t = HttpTransport::builder("http://mcp.invalid:8080/mcp")
+        .tls_roots(TlsRoots::Config(Arc::new(config)))
+        .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))))
+        .build()
+        .unwrap();
+    let body = r#"{"id":1,"code":"the-secret-code","code_verifier":"the-secret-verifier"}"#;
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("https://localhost:{port}/token"))
+        .body(Bytes::from_static(body.as_bytes()))
+        .unwrap();
+    let response = t.executor().execute(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(versions.lock().unwrap().len(), 1, "the server answered");
+    let asked = proxy.asked();
+    assert_eq!(
+        asked.iter().map(|a| a.line.as_str()).collect::<Vec<_>>(),
+        [format!("CONNECT localhost:{port} HTTP/1.1").as_str()],
+        "one tunnel and nothing forwarded"
+    );
+    assert_eq!(
+        asked[0].authorization.as_deref(),
+        Some("Basic YWxpY2U6czNjcmV0"),
+        "the proxy's credentials go on the CONNECT"
+    );
+    assert!(
+        !proxy.saw(b"the-secret-code"),
+        "the code crossed the proxy in clear"
+    );
+    assert!(!proxy.saw(b"the-secret-verifier"));
+    assert!(proxy.saw(b"CONNECT"), "the capture sees what crosses it");
+}

@@ -27,6 +27,9 @@ pub struct ForwardProxy {
     /// Where clients connect.
     pub addr: SocketAddr,
     asked: Arc<Mutex<Vec<Asked>>>,
+    /// Every byte clients sent through the proxy, tunnelled or forwarded: what anyone on
+    /// the client's side of the proxy, or the proxy itself, could read.
+    seen: Arc<Mutex<Vec<u8>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -44,12 +47,24 @@ impl ForwardProxy {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let expected = credentials.map(|c| format!("Basic {}", STANDARD.encode(c)));
         let log = asked.clone();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let capture = seen.clone();
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                tokio::spawn(serve(client, expected.clone(), log.clone()));
+                tokio::spawn(serve(
+                    client,
+                    expected.clone(),
+                    log.clone(),
+                    capture.clone(),
+                ));
             }
         });
-        Self { addr, asked, task }
+        Self {
+            addr,
+            asked,
+            seen,
+            task,
+        }
     }
 
     /// `http://127.0.0.1:PORT`, with `user:password@` when given.
@@ -58,6 +73,13 @@ impl ForwardProxy {
             Some(c) => format!("http://{c}@{}", self.addr),
             None => format!("http://{}", self.addr),
         }
+    }
+
+    /// Whether `needle` crossed the proxy in clear, in any byte a client sent through it.
+    pub fn saw(&self, needle: &[u8]) -> bool {
+        self.seen
+            .lock()
+            .is_ok_and(|s| !needle.is_empty() && s.windows(needle.len()).any(|w| w == needle))
     }
 
     /// Every request asked so far, in order.
@@ -95,10 +117,23 @@ fn record(head: &str, log: &Mutex<Vec<Asked>>) -> Asked {
     asked
 }
 
-async fn serve(mut client: TcpStream, expected: Option<String>, log: Arc<Mutex<Vec<Asked>>>) {
+/// Appends what a client sent to the capture.
+fn capture(seen: &Mutex<Vec<u8>>, bytes: &[u8]) {
+    if let Ok(mut s) = seen.lock() {
+        s.extend_from_slice(bytes);
+    }
+}
+
+async fn serve(
+    mut client: TcpStream,
+    expected: Option<String>,
+    log: Arc<Mutex<Vec<Asked>>>,
+    seen: Arc<Mutex<Vec<u8>>>,
+) {
     let Some(head) = read_head(&mut client).await else {
         return;
     };
+    capture(&seen, &head);
     let text = String::from_utf8_lossy(&head).into_owned();
     let Asked {
         line,
@@ -113,7 +148,7 @@ async fn serve(mut client: TcpStream, expected: Option<String>, log: Arc<Mutex<V
     let mut words = line.split(' ');
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     if method == "CONNECT" {
-        let Ok(mut upstream) = TcpStream::connect(target).await else {
+        let Ok(upstream) = TcpStream::connect(target).await else {
             let _ = client
                 .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")
                 .await;
@@ -126,7 +161,24 @@ async fn serve(mut client: TcpStream, expected: Option<String>, log: Arc<Mutex<V
         {
             return;
         }
-        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        // Relayed by hand so that every byte the client sends is captured.
+        let (mut from_client, mut to_client) = client.into_split();
+        let (mut from_upstream, mut to_upstream) = upstream.into_split();
+        let answers = tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut from_upstream, &mut to_client).await;
+        });
+        let mut buf = vec![0u8; 16 * 1024];
+        while let Ok(n) = from_client.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            capture(&seen, &buf[..n]);
+            if to_upstream.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_upstream.shutdown().await;
+        let _ = answers.await;
         return;
     }
     // Absolute form: `http://host:port/path`. Each request's head goes on without the
@@ -169,7 +221,9 @@ async fn serve(mut client: TcpStream, expected: Option<String>, log: Arc<Mutex<V
             .and_then(|(_, v)| v.trim().parse().ok())
             .unwrap_or(0);
         let mut body = vec![0u8; length];
-        if from_client.read_exact(&mut body).await.is_err()
+        let read = from_client.read_exact(&mut body).await;
+        capture(&seen, &body);
+        if read.is_err()
             || to_upstream.write_all(stripped.as_bytes()).await.is_err()
             || to_upstream.write_all(&body).await.is_err()
         {
@@ -178,6 +232,7 @@ async fn serve(mut client: TcpStream, expected: Option<String>, log: Arc<Mutex<V
         let Some(next) = read_head(&mut from_client).await else {
             break;
         };
+        capture(&seen, &next);
         text = String::from_utf8_lossy(&next).into_owned();
         record(&text, &log);
     }

@@ -48,6 +48,17 @@ pub struct As {
     pub asked_scope: Option<String>,
     /// The query of the last `/authorize` request (client id, redirect URI, …).
     pub authorize_query: Vec<(String, String)>,
+    /// OAuth 2.1 reuse detection: a refresh token that was already rotated away revokes the
+    /// whole grant (every token issued so far stops working). While the grant stands, every
+    /// access token it issued is accepted, as a real resource server accepts any unexpired
+    /// token.
+    pub reuse_detection: bool,
+    /// The refresh token issued last (the only one a refresh may spend).
+    pub latest_refresh: Option<String>,
+    /// Access tokens issued under the standing grant.
+    pub live: Vec<String>,
+    /// Refreshes that spent a rotated refresh token (each revoked the grant).
+    pub reused: u32,
 }
 
 /// The claims of a compact JWT.
@@ -125,9 +136,14 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
         "/mcp" => {
             let auth = req.header("authorization");
             let ok = !s.refuse_all
-                && s.valid
+                && (s
+                    .valid
                     .as_deref()
-                    .is_some_and(|t| auth == format!("Bearer {t}"));
+                    .is_some_and(|t| auth == format!("Bearer {t}"))
+                    || (s.reuse_detection
+                        && auth
+                            .strip_prefix("Bearer ")
+                            .is_some_and(|t| s.live.iter().any(|l| l == t))));
             if !ok {
                 return Reply::status(401).header(
                     "www-authenticate",
@@ -214,12 +230,27 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
                     json!({"error": "invalid_grant", "error_description": "revoked"}).to_string(),
                 );
             }
+            if s.reuse_detection
+                && get(&f, "grant_type") == Some("refresh_token")
+                && get(&f, "refresh_token") != s.latest_refresh.as_deref()
+            {
+                s.reused += 1;
+                s.latest_refresh = None;
+                s.live.clear();
+                s.valid = None;
+                return Reply::json(
+                    400,
+                    json!({"error": "invalid_grant", "error_description": "refresh token reused: grant revoked"}).to_string(),
+                );
+            }
             if s.dpop && claims(req.header("dpop"))["htu"] != format!("{base}/token") {
                 return Reply::json(400, json!({"error": "invalid_dpop_proof"}).to_string());
             }
             s.issued += 1;
             let token = format!("access-token-{}", s.issued);
             s.valid = Some(token.clone());
+            s.live.push(token.clone());
+            s.latest_refresh = Some(format!("refresh-token-{}", s.issued));
             Reply::status(200)
                 .header("content-type", "application/json")
                 // Slow, so that refusals pile up while the first flow runs.
