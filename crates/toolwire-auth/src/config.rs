@@ -18,6 +18,7 @@ pub struct StaticClient {
     pub(crate) secret: Option<Secret>,
     pub(crate) issuer: Option<String>,
     pub(crate) key: Option<Arc<SigningKey>>,
+    pub(crate) persist_secret: bool,
 }
 
 impl fmt::Debug for StaticClient {
@@ -27,6 +28,7 @@ impl fmt::Debug for StaticClient {
             .field("secret", &self.secret)
             .field("issuer", &self.issuer)
             .field("key", &self.key)
+            .field("persist_secret", &self.persist_secret)
             .finish()
     }
 }
@@ -39,6 +41,7 @@ impl StaticClient {
             secret: None,
             issuer: None,
             key: None,
+            persist_secret: false,
         }
     }
 
@@ -48,9 +51,21 @@ impl StaticClient {
         self
     }
 
-    /// The one issuer it is registered with: it is never sent to another.
+    /// The one issuer it is registered with: it is never sent to another. Without one, a
+    /// client with a secret or key is bound to the first issuer it is used with (recorded in
+    /// the credential store); a server that names another authorization server later gets
+    /// neither its id nor its secret. Under the 2025-03-26 rules (no resource metadata) only
+    /// the MCP server's own origin can be that issuer.
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Keep the secret in the credential store beside the tokens (default: no), so that a
+    /// later process not given the secret can still refresh them. Without it, the store
+    /// keeps the client's id only and the secret must be configured again.
+    pub fn persist_secret(mut self, persist: bool) -> Self {
+        self.persist_secret = persist;
         self
     }
 

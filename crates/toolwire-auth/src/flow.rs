@@ -83,6 +83,36 @@ fn toolwire_http_error(e: &toolwire_http::HttpError) -> String {
     text
 }
 
+/// Refuses a URL a peer named whose host is, or resolves to, a link-local or cloud metadata
+/// address (a blind request from this machine is all such a URL can be for). A name that does
+/// not resolve is left to the fetch to report.
+async fn peer_named(url: &str) -> Result<(), AuthError> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(());
+    };
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let refused = || AuthError::Discovery {
+        url: without_query(url),
+        reason: "refused: a link-local or cloud metadata address".into(),
+    };
+    match parsed.host() {
+        Some(url::Host::Ipv4(ip)) if metadata::forbidden_address(ip.into()) => Err(refused()),
+        Some(url::Host::Ipv6(ip)) if metadata::forbidden_address(ip.into()) => Err(refused()),
+        Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
+            Ok(addrs) => {
+                let mut addrs = addrs;
+                if addrs.any(|a| metadata::forbidden_address(a.ip())) {
+                    Err(refused())
+                } else {
+                    Ok(())
+                }
+            }
+            Err(_) => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
 /// A URL without its query (which may hold codes or state), for errors and logs.
 pub(crate) fn without_query(url: &str) -> String {
     url.split(['?', '#']).next().unwrap_or(url).to_owned()
@@ -97,6 +127,19 @@ impl Flow<'_> {
         challenge: &AuthChallenge,
     ) -> Result<Discovered, AuthError> {
         let mut prm = None;
+        if let Some(url) = challenge.resource_metadata.as_deref() {
+            // The server names this URL: cleartext only on its own origin or loopback, and
+            // never a link-local or cloud metadata address.
+            if !metadata::secure_endpoint(url) && !metadata::same_origin(url, self.server) {
+                return Err(AuthError::Discovery {
+                    url: without_query(url),
+                    reason:
+                        "resource_metadata is neither https, loopback nor the server's own origin"
+                            .into(),
+                });
+            }
+            peer_named(url).await?;
+        }
         for url in
             discovery::resource_metadata_urls(self.server, challenge.resource_metadata.as_deref())?
         {
@@ -126,6 +169,15 @@ impl Flow<'_> {
                     url: self.server.to_owned(),
                     reason: "the protected resource metadata name no authorization server".into(),
                 })?;
+        // An issuer reached in clear could have its metadata rewritten on the way (endpoints
+        // that redeem the code and verifier elsewhere).
+        if !metadata::secure_endpoint(&issuer) {
+            return Err(AuthError::UnsafeServer {
+                issuer,
+                reason: "the issuer is neither https nor loopback".into(),
+            });
+        }
+        peer_named(&issuer).await?;
         let meta =
             self.server_metadata(&issuer, true)
                 .await?
@@ -190,6 +242,46 @@ impl Flow<'_> {
         Ok(None)
     }
 
+    /// The issuer a configured client's binding is checked against. Discovered through
+    /// resource metadata, it is verified (the metadata had to name it). Under the 2025-03-26
+    /// rules the MCP server's origin *is* the authorization server, so its metadata may only
+    /// speak for that origin: an issuer it claims elsewhere is taken as the origin, and can
+    /// never match a client bound to another authorization server.
+    fn binding_issuer(&self, d: &Discovered) -> String {
+        if d.prm.is_some() || metadata::same_origin(&d.issuer, self.server) {
+            d.issuer.clone()
+        } else {
+            discovery::legacy_issuer(self.server).unwrap_or_default()
+        }
+    }
+
+    /// The issuer a configured client is bound to: the one it was configured with, else, for
+    /// a client with a secret or key, the one it was first used with (found in the store:
+    /// every entry keeps its client). A public client's id is no secret and is not bound.
+    async fn bound_issuer(
+        &self,
+        s: &crate::config::StaticClient,
+    ) -> Result<Option<String>, AuthError> {
+        if let Some(bound) = &s.issuer {
+            return Ok(Some(bound.clone()));
+        }
+        if s.secret.is_none() && s.key.is_none() {
+            return Ok(None);
+        }
+        Ok(self
+            .config
+            .store
+            .list()
+            .await?
+            .into_iter()
+            .find(|e| {
+                e.client
+                    .as_ref()
+                    .is_some_and(|c| c.kind == ClientKind::Static && c.client_id == s.client_id)
+            })
+            .map(|e| e.issuer))
+    }
+
     /// A client identity for this authorization server: the stored registration, a
     /// configured client (for this issuer), a client ID metadata document, or a new dynamic
     /// registration, in that order.
@@ -210,9 +302,10 @@ impl Flow<'_> {
             return Ok(c.clone());
         }
         if let Some(s) = &self.config.static_client {
-            match &s.issuer {
-                Some(bound) if !metadata::issuer_matches(bound, &d.issuer) => {
-                    tracing::info!(configured = %bound, issuer = %d.issuer, "the configured client belongs to another issuer; not using it here");
+            let issuer = self.binding_issuer(d);
+            match self.bound_issuer(s).await? {
+                Some(bound) if !metadata::issuer_matches(&bound, &issuer) => {
+                    tracing::info!(configured = %bound, issuer = %issuer, "the configured client belongs to another issuer; not using it here");
                 }
                 _ => {
                     return Ok(ClientRegistration {
@@ -429,7 +522,9 @@ impl Flow<'_> {
         stored: Option<&StoredAuth>,
     ) -> Result<(StoredAuth, ClientRegistration), AuthError> {
         let code_flow = matches!(self.config.grant, Grant::AuthorizationCode);
-        if !d.defaults {
+        if d.defaults {
+            metadata::check_endpoints(&d.meta)?;
+        } else {
             metadata::check_server(&d.meta, code_flow)?;
         }
         let token_endpoint =
@@ -567,9 +662,16 @@ impl Flow<'_> {
             resource: d.resource.clone(),
             token_endpoint,
             revocation_endpoint: d.meta.revocation_endpoint.clone(),
-            // A configured client is kept too, so a later process without the configuration
-            // can refresh (the secret is as private as the tokens beside it).
-            client: Some(client.clone()),
+            // A configured client is kept too (its id records which issuer it was first used
+            // with); its secret only when the configuration asks, so that a secret given from
+            // the environment stays out of files unless wanted.
+            client: Some(match (&self.config.static_client, client.kind) {
+                (Some(s), ClientKind::Static) if !s.persist_secret => ClientRegistration {
+                    client_secret: None,
+                    ..client.clone()
+                },
+                _ => client.clone(),
+            }),
             dpop_key: self.dpop.map(|k| k.pkcs8().clone()),
             tokens: Some(tokens),
             saved_at: now(),
@@ -615,6 +717,33 @@ impl Flow<'_> {
         StoreKey {
             server: self.server.to_owned(),
             issuer: issuer.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn urls_a_peer_names_on_link_local_or_metadata_addresses_are_refused_without_a_request() {
+        for url in [
+            "https://169.254.169.254/latest/meta-data",
+            "http://[fe80::1]/x",
+            "https://[fd00:ec2::254]/",
+            "https://100.100.100.200/",
+        ] {
+            assert!(
+                matches!(peer_named(url).await, Err(AuthError::Discovery { .. })),
+                "{url}"
+            );
+        }
+        for url in [
+            "http://127.0.0.1:1/x",
+            "http://localhost:1/x",
+            "https://[::1]/",
+        ] {
+            assert!(peer_named(url).await.is_ok(), "{url}");
         }
     }
 }

@@ -135,6 +135,14 @@ pub fn issuer_matches(expected: &str, found: &str) -> bool {
     bare(expected).as_deref() == Some(found) || bare(found).as_deref() == Some(expected)
 }
 
+/// Whether two URLs share an origin.
+pub(crate) fn same_origin(a: &str, b: &str) -> bool {
+    match (Url::parse(a), Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
+}
+
 /// Whether an endpoint may be used: https, or http to a loopback host.
 pub(crate) fn secure_endpoint(url: &str) -> bool {
     let Ok(u) = Url::parse(url) else {
@@ -192,21 +200,52 @@ pub(crate) fn check_server(meta: &ServerMetadata, code_flow: bool) -> Result<(),
     if meta.token_endpoint.is_none() {
         return Err(unsafe_server("it has no token endpoint".into()));
     }
+    check_endpoints(meta)
+}
+
+/// Checks that every endpoint a flow may send a secret to (authorization, token,
+/// registration, revocation), and the issuer itself, is https or loopback: the same rule for
+/// published metadata and the 2025-03-26 default endpoints.
+pub(crate) fn check_endpoints(meta: &ServerMetadata) -> Result<(), AuthError> {
     for endpoint in [
-        &meta.authorization_endpoint,
-        &meta.token_endpoint,
-        &meta.registration_endpoint,
+        Some(&meta.issuer),
+        meta.authorization_endpoint.as_ref(),
+        meta.token_endpoint.as_ref(),
+        meta.registration_endpoint.as_ref(),
+        meta.revocation_endpoint.as_ref(),
     ]
     .into_iter()
     .flatten()
     {
         if !secure_endpoint(endpoint) {
-            return Err(unsafe_server(format!(
-                "endpoint {endpoint} is neither https nor loopback"
-            )));
+            return Err(AuthError::UnsafeServer {
+                issuer: meta.issuer.clone(),
+                reason: format!("{endpoint} is neither https nor loopback"),
+            });
         }
     }
     Ok(())
+}
+
+/// Whether `ip` is link-local or a cloud metadata service: a URL that a peer names (a
+/// challenge's `resource_metadata`, an issuer) is never fetched there. Loopback stays
+/// allowed (development servers live there).
+pub(crate) fn forbidden_address(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            // 169.254.0.0/16 holds AWS, GCP and Azure metadata; 100.100.100.200 is
+            // Alibaba's.
+            v4.is_link_local() || v4.octets() == [100, 100, 100, 200]
+        }
+        std::net::IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return forbidden_address(std::net::IpAddr::V4(v4));
+            }
+            // fe80::/10, and AWS's IPv6 metadata address fd00:ec2::254.
+            (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254]
+        }
+    }
 }
 
 #[cfg(test)]
@@ -273,6 +312,42 @@ mod tests {
         ];
         for (expected, found, ok) in table {
             assert_eq!(issuer_matches(expected, found), ok, "{expected} vs {found}");
+        }
+    }
+
+    #[test]
+    fn cleartext_issuers_and_revocation_endpoints_are_refused_unless_loopback() {
+        let mut meta = ServerMetadata::defaults("http://as.example");
+        assert!(matches!(
+            check_endpoints(&meta),
+            Err(AuthError::UnsafeServer { .. })
+        ));
+        meta = ServerMetadata::defaults("http://127.0.0.1:9000");
+        assert!(check_endpoints(&meta).is_ok());
+        meta.revocation_endpoint = Some("http://as.example/revoke".into());
+        assert!(check_endpoints(&meta).is_err());
+        meta = ServerMetadata::defaults("https://as.example");
+        assert!(check_endpoints(&meta).is_ok());
+    }
+
+    #[test]
+    fn link_local_and_metadata_addresses_are_forbidden_loopback_is_not() {
+        for (ip, forbidden) in [
+            ("169.254.169.254", true),
+            ("169.254.0.1", true),
+            ("100.100.100.200", true),
+            ("fe80::1", true),
+            ("fd00:ec2::254", true),
+            ("::ffff:169.254.169.254", true),
+            ("127.0.0.1", false),
+            ("::1", false),
+            ("10.0.0.1", false),
+            ("93.184.216.34", false),
+        ] {
+            let ip: std::net::IpAddr = ip
+                .parse()
+                .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+            assert_eq!(forbidden_address(ip), forbidden, "{ip}");
         }
     }
 

@@ -178,10 +178,7 @@ impl OAuth {
         if !current.loaded {
             current.loaded = true;
             if let Some(entry) = newest {
-                current.client = entry
-                    .client
-                    .clone()
-                    .or_else(|| self.static_client(&entry.issuer));
+                current.client = self.stored_client(&entry);
                 current.dpop = entry
                     .dpop_key
                     .as_ref()
@@ -192,6 +189,19 @@ impl OAuth {
             }
         }
         Ok(())
+    }
+
+    /// The client to use with a stored entry: the configured one when the entry was made with
+    /// it (it holds the secret, which the store may not), else the stored registration.
+    fn stored_client(&self, entry: &StoredAuth) -> Option<ClientRegistration> {
+        match &entry.client {
+            Some(c) if c.kind == ClientKind::Static => self
+                .static_client(&entry.issuer)
+                .filter(|s| s.client_id == c.client_id)
+                .or_else(|| Some(c.clone())),
+            Some(c) => Some(c.clone()),
+            None => self.static_client(&entry.issuer),
+        }
     }
 
     /// The configured client as a registration, when it may be used with `issuer`.
@@ -273,7 +283,7 @@ impl OAuth {
         // spent (spending an older one can make the server revoke the whole grant).
         let (entry, client) = match store.load(&entry.key()).await? {
             Some(newer) if newer.tokens != entry.tokens => {
-                let client = newer.client.clone().unwrap_or(client);
+                let client = self.stored_client(&newer).unwrap_or(client);
                 let fresh = newer.tokens.as_ref().is_some_and(|t| {
                     !t.expires_within(now(), self.shared.config.refresh_skew.as_secs())
                 });
@@ -420,13 +430,15 @@ impl OAuth {
             .filter(|e| e.server == self.shared.server)
             .collect();
         for entry in &entries {
-            if let (Some(http), Some(endpoint), Some(tokens)) =
-                (http, &entry.revocation_endpoint, &entry.tokens)
-            {
-                let client = entry
-                    .client
-                    .clone()
-                    .or_else(|| self.static_client(&entry.issuer));
+            if let (Some(http), Some(endpoint), Some(tokens)) = (
+                http,
+                entry
+                    .revocation_endpoint
+                    .as_ref()
+                    .filter(|e| crate::metadata::secure_endpoint(e)),
+                &entry.tokens,
+            ) {
+                let client = self.stored_client(entry);
                 if let (Some(client), Some(token)) = (
                     client,
                     tokens.refresh_token.as_ref().or(Some(&tokens.access_token)),

@@ -443,7 +443,9 @@ async fn a_configured_clients_tokens_are_refreshed_by_a_process_not_given_the_co
     let first = OAuth::new(
         peer.url(),
         config(&store).static_client(
-            toolwire_auth::StaticClient::new("configured-id").secret("configured-secret-x"),
+            toolwire_auth::StaticClient::new("configured-id")
+                .secret("configured-secret-x")
+                .persist_secret(true),
         ),
     );
     let t = transport(&peer, &first);
@@ -463,4 +465,136 @@ async fn a_configured_clients_tokens_are_refreshed_by_a_process_not_given_the_co
     let refresh = form(&Bytes::from(s.token_forms.last().unwrap().clone()));
     assert_eq!(get(&refresh, "grant_type"), Some("refresh_token"));
     assert_eq!(get(&refresh, "client_id"), Some("configured-id"));
+}
+
+/// Whether any token request carried `needle`.
+fn token_requests_carry(
+    state: &std::sync::Mutex<toolwire_test_support::oauth::As>,
+    needle: &str,
+) -> bool {
+    state
+        .lock()
+        .unwrap()
+        .token_forms
+        .iter()
+        .any(|f| f.contains(needle))
+}
+
+#[tokio::test]
+async fn a_configured_secret_is_kept_out_of_the_store_unless_asked() {
+    let (peer, state) = peer(|_| {}).await;
+    let store = MemoryStore::new();
+    let client = toolwire_auth::StaticClient::new("configured-id").secret("configured-secret-x");
+    let oauth = OAuth::new(peer.url(), config(&store).static_client(client.clone()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    assert!(next(&t).await.is_ok());
+    assert!(
+        token_requests_carry(&state, "configured-secret-x"),
+        "the secret was used"
+    );
+    let kept = store.list().await.unwrap();
+    let kept_client = kept[0].client.as_ref().unwrap();
+    assert_eq!(kept_client.client_id, "configured-id");
+    assert!(
+        kept_client.client_secret.is_none(),
+        "the secret was not stored"
+    );
+    // Configured again (from the environment, say), it refreshes the stored tokens.
+    let again = OAuth::new(
+        peer.url(),
+        OAuthConfig::new()
+            .store(Arc::new(store.clone()))
+            .static_client(client),
+    );
+    state.lock().unwrap().valid = None;
+    let t2 = transport(&peer, &again);
+    t2.send(request(2)).await.unwrap();
+    assert!(next(&t2).await.is_ok());
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations, 1, "a refresh, not a new login");
+}
+
+#[tokio::test]
+async fn a_configured_secret_stays_with_the_issuer_it_was_first_used_with() {
+    let (peer, state) = peer(|_| {}).await;
+    let store = MemoryStore::new();
+    // The client was first used with another authorization server: the store says so.
+    let first = StoreKey {
+        server: "https://other.example/mcp".into(),
+        issuer: "https://login.example".into(),
+    };
+    store
+        .save(&toolwire_auth::StoredAuth {
+            server: first.server.clone(),
+            issuer: first.issuer.clone(),
+            resource: first.server.clone(),
+            token_endpoint: "https://login.example/token".into(),
+            revocation_endpoint: None,
+            client: Some(toolwire_auth::ClientRegistration {
+                client_id: "configured-id".into(),
+                client_secret: None,
+                auth_method: toolwire_auth::TokenAuthMethod::ClientSecretPost,
+                redirect_uri: None,
+                kind: toolwire_auth::ClientKind::Static,
+            }),
+            tokens: None,
+            dpop_key: None,
+            saved_at: 1,
+        })
+        .await
+        .unwrap();
+    let oauth = OAuth::new(
+        peer.url(),
+        config(&store).static_client(
+            toolwire_auth::StaticClient::new("configured-id").secret("configured-secret-x"),
+        ),
+    );
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    assert!(next(&t).await.is_ok(), "a registration of its own works");
+    assert!(!token_requests_carry(&state, "configured-secret-x"));
+    assert!(!token_requests_carry(&state, "configured-id"));
+    assert_eq!(state.lock().unwrap().registrations, 1);
+}
+
+#[tokio::test]
+async fn a_server_without_resource_metadata_cannot_claim_a_bound_issuer() {
+    // 2025-03-26 discovery: the MCP server's origin is the authorization server, and its
+    // metadata claim to be the issuer the client is bound to.
+    let (peer, state) = peer(|s| {
+        s.no_prm = true;
+        s.wrong_issuer = Some("https://login.example".into());
+    })
+    .await;
+    // A machine grant: nothing stands between the client and the token request.
+    let oauth = OAuth::new(
+        peer.url(),
+        config(&MemoryStore::new())
+            .grant(toolwire_auth::Grant::ClientCredentials)
+            .static_client(
+                toolwire_auth::StaticClient::new("configured-id")
+                    .secret("configured-secret-x")
+                    .issuer("https://login.example"),
+            ),
+    );
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(matches!(e, AuthError::NoClient { .. }), "{e}");
+    assert!(
+        !token_requests_carry(&state, "configured-secret-x"),
+        "the secret went to a server that only claimed the issuer"
+    );
+}
+
+#[tokio::test]
+async fn a_cleartext_issuer_is_refused_before_its_metadata_are_fetched() {
+    let (peer, state) = peer(|s| s.prm_issuer = Some("http://login.example".into())).await;
+    let oauth = OAuth::new(peer.url(), config(&MemoryStore::new()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    let e = auth_error(next(&t).await);
+    assert!(matches!(e, AuthError::UnsafeServer { .. }), "{e}");
+    assert_eq!(state.lock().unwrap().registrations, 0);
 }

@@ -49,6 +49,15 @@ pub(crate) struct LoginArgs {
     /// The environment variable holding that client's secret.
     #[arg(long, value_name = "VAR", requires = "client_id")]
     client_secret_env: Option<String>,
+    /// The one authorization server (issuer) that client is registered with: its id and
+    /// secret are never sent to another. Without it, a client with a secret is bound to the
+    /// first issuer it is used with.
+    #[arg(long, value_name = "URL", requires = "client_id")]
+    issuer: Option<String>,
+    /// Keep that client's secret in the credentials file, so later commands can refresh
+    /// without `--client-secret-env` (default: the secret is never written to disk).
+    #[arg(long, requires = "client_secret_env")]
+    save_client_secret: bool,
     /// A client ID metadata document URL, used as the client id where servers accept one.
     #[arg(long, value_name = "URL")]
     client_metadata_url: Option<String>,
@@ -72,6 +81,7 @@ impl LoginArgs {
                 args.scope = Some(entry.scopes.join(" "));
             }
             args.redirect_uri = args.redirect_uri.or_else(|| entry.redirect_uri.clone());
+            args.issuer = args.issuer.or_else(|| entry.issuer.clone());
         }
         args
     }
@@ -159,7 +169,12 @@ fn config_in(store: FileStore, args: &LoginArgs, person: bool) -> Result<OAuthCo
                     "--client-secret-env {var}: the variable is not set"
                 ))
             })?;
-            client = client.secret(secret);
+            client = client
+                .secret(secret)
+                .persist_secret(args.save_client_secret);
+        }
+        if let Some(issuer) = &args.issuer {
+            client = client.issuer(issuer);
         }
         config = config.static_client(client);
     }

@@ -61,6 +61,9 @@ pub struct OAuthEntry {
     /// `redirectUri`: the redirect URI that client is registered with. Serving it is the
     /// authorization handler's part (the `toolwire` CLI binds a loopback one).
     pub redirect_uri: Option<String>,
+    /// `issuer`: the one authorization server that client is registered with; it is never
+    /// sent to another.
+    pub issuer: Option<String>,
 }
 
 /// How a server is reached.
@@ -254,7 +257,11 @@ impl ServerConfig {
         };
         let mut config = base;
         if let Some(id) = &entry.client_id {
-            config = config.static_client(StaticClient::new(id));
+            let mut client = StaticClient::new(id);
+            if let Some(issuer) = &entry.issuer {
+                client = client.issuer(issuer);
+            }
+            config = config.static_client(client);
         }
         if !entry.scopes.is_empty() {
             config = config.scopes(entry.scopes.iter().cloned());
@@ -578,7 +585,7 @@ impl Reader<'_> {
         })
     }
 
-    /// `oauth: {clientId?, scopes?, redirectUri?}`, on a remote entry without an
+    /// `oauth: {clientId?, scopes?, redirectUri?, issuer?}`, on a remote entry without an
     /// `Authorization` header.
     fn oauth(
         &mut self,
@@ -626,6 +633,7 @@ impl Reader<'_> {
         };
         let client_id = text(self, "clientId");
         let redirect_uri = text(self, "redirectUri");
+        let issuer = text(self, "issuer");
         let scopes = match object.get("scopes") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
@@ -652,6 +660,7 @@ impl Reader<'_> {
             client_id,
             scopes,
             redirect_uri,
+            issuer,
         })
     }
 

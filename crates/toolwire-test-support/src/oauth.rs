@@ -59,6 +59,10 @@ pub struct As {
     pub live: Vec<String>,
     /// Refreshes that spent a rotated refresh token (each revoked the grant).
     pub reused: u32,
+    /// No protected resource metadata (404): clients fall back to the 2025-03-26 rules.
+    pub no_prm: bool,
+    /// The resource metadata name this authorization server instead of the peer itself.
+    pub prm_issuer: Option<String>,
 }
 
 /// The claims of a compact JWT.
@@ -174,11 +178,16 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
                 None => Reply::status(202),
             }
         }
+        "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource"
+            if s.no_prm =>
+        {
+            Reply::status(404)
+        }
         "/.well-known/oauth-protected-resource/mcp" => Reply::json(
             200,
             json!({
                 "resource": s.wrong_resource.clone().unwrap_or(format!("{base}/mcp")),
-                "authorization_servers": [base],
+                "authorization_servers": [s.prm_issuer.clone().unwrap_or(base)],
                 "scopes_supported": ["mcp:read"],
             })
             .to_string(),
