@@ -454,7 +454,8 @@ fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
                 "--timeout {secs}: must be a positive number"
             )));
         }
-        let t = Duration::from_secs_f64(secs);
+        // Past what a Duration holds is "no limit", not a panic.
+        let t = Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX);
         builder = builder.timeouts(t, t.min(Duration::from_secs(5)));
     }
     Ok(builder)
@@ -513,7 +514,9 @@ async fn watch(
     resources: &[String],
 ) -> Result<ExitCode, Failure> {
     let limit = match for_secs {
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) if s.is_finite() && s > 0.0 => {
+            Some(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+        }
         Some(s) => {
             return Err(Failure::Usage(format!(
                 "--for {s}: must be a positive number"
@@ -528,7 +531,8 @@ async fn watch(
         // On stderr, so stdout stays the notifications alone; a script waits for it.
         eprintln!("subscribed to {uri}");
     }
-    let until = limit.map(|l| tokio::time::Instant::now() + l);
+    // A limit past what the clock holds is no limit.
+    let until = limit.and_then(|l| tokio::time::Instant::now().checked_add(l));
     loop {
         let notice = tokio::select! {
             notice = notifications.recv() => notice,

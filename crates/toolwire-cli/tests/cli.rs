@@ -836,3 +836,16 @@ fn resources_prompts_and_completions_of_the_embedded_server_in_both_eras() {
         );
     }
 }
+
+#[test]
+fn timeouts_past_what_a_duration_holds_mean_no_limit_not_a_panic() {
+    for timeout in ["1e20", "1e19", "18446744073709551616"] {
+        let out = toolwire(&["--timeout", timeout, "--json", "tools", "list"]);
+        assert!(
+            out.status.success(),
+            "--timeout {timeout}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!tool_names(&json(&out)).is_empty());
+    }
+}

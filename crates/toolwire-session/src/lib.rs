@@ -63,3 +63,29 @@ pub use event::{Event, Negotiated, OpId};
 pub use session::{Session, tool_call_headers};
 
 pub use toolwire_cache::ToolCache;
+
+/// `now + d`, or a far future when that cannot be represented: a caller's
+/// `Duration::MAX` timeout or a server's huge `ttlMs` means "never", not a panic.
+pub fn later(now: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+    /// About a century: further than any process lives.
+    const FAR: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(d)
+        .or_else(|| now.checked_add(FAR))
+        .unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn later_saturates_instead_of_panicking() {
+        let now = Instant::now();
+        assert_eq!(
+            super::later(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        assert!(super::later(now, Duration::MAX) > now + Duration::from_secs(365 * 24 * 3600));
+        assert!(super::later(now, Duration::from_millis(u64::MAX)) > now);
+    }
+}

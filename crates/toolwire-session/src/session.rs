@@ -443,13 +443,13 @@ impl Session {
         if self.sends_version_header(version) {
             headers.insert(0, protocol_version_header(version));
         }
-        let hard_deadline = now + self.config.max_request_time.max(timeout);
+        let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));
         if let Some(token) = &progress_token {
             self.progress.insert(token.clone(), id.clone());
         }
         let pending = Pending {
             kind,
-            deadline: now + timeout,
+            deadline: crate::later(now, timeout),
             timeout,
             hard_deadline,
             progress_token,
@@ -937,7 +937,7 @@ impl Session {
             .and_then(|id| self.pending.get_mut(id));
         match pending {
             Some(pending) => {
-                pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
+                pending.deadline = crate::later(now, pending.timeout).min(pending.hard_deadline);
                 if let Some(op) = pending.op() {
                     self.events.push_back(Event::Progress { op, params });
                 }

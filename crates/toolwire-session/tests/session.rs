@@ -2436,3 +2436,39 @@ fn a_new_identity_makes_a_private_tool_listing_stale_and_leaves_a_public_one_fre
         );
     }
 }
+
+#[test]
+fn a_maximal_timeout_and_a_huge_ttl_saturate_instead_of_panicking() {
+    let mut p = Peer::ready_modern(true);
+    // A caller's Duration::MAX timeout: the call goes out and waits "for ever".
+    p.session
+        .call_tool(
+            "x",
+            None,
+            CallOptions::default().with_timeout(Duration::MAX),
+            p.at(2),
+        )
+        .unwrap();
+    let (call, _) = p.sent();
+    assert_eq!(call["method"], "tools/call");
+    assert!(p.session.poll_timeout().is_some_and(|t| t > p.at(2)));
+    p.session.handle_timeout(p.at(10_000_000));
+    p.reply(&call, json!({"content": []}), 10_000_001);
+    assert!(
+        p.events()
+            .iter()
+            .any(|e| matches!(e, Event::Completed { .. })),
+        "the call was still waiting, and completes"
+    );
+    // A server's ttlMs of i64::MAX: kept "for ever", no panic.
+    let first = p
+        .list_in(CacheMode::Use, 10_000_002)
+        .expect("nothing kept yet");
+    p.reply(&first, tools_page(&["a"], Some(i64::MAX), None), 10_000_003);
+    p.events();
+    assert_eq!(
+        p.list_in(CacheMode::Use, 10_000_004),
+        Err(vec!["a".to_owned()]),
+        "fresh"
+    );
+}

@@ -427,7 +427,10 @@ impl Client {
         let limit = options
             .timeout
             .unwrap_or(self.inner.config.session.max_request_time);
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = tokio::time::Instant::from_std(toolwire_session::later(
+            std::time::Instant::now(),
+            limit,
+        ));
         let result = loop {
             let this_round = if another_round_possible {
                 options.clone()

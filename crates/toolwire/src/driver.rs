@@ -356,7 +356,8 @@ impl Driver {
     /// Queues a command until the session is ready; its caller waits up to its
     /// [`Driver::patience`].
     fn queue(&mut self, command: Command) {
-        let deadline = Instant::now() + self.patience(Self::options_of(&command));
+        let deadline =
+            toolwire_session::later(Instant::now(), self.patience(Self::options_of(&command)));
         self.queued.push(Queued { deadline, command });
     }
 
@@ -412,7 +413,7 @@ impl Driver {
                             arguments: arguments.clone(),
                             options: options.clone(),
                             input: input.clone(),
-                            deadline: now + self.patience(Some(&options)),
+                            deadline: toolwire_session::later(now, self.patience(Some(&options))),
                         })
                     });
                 let issued = match input {

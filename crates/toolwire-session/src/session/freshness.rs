@@ -40,7 +40,7 @@ impl WalkClock {
 
     /// One more page, received at `now` with `ttl_ms`, `public` if its `cacheScope` said so.
     pub(super) fn page(self, now: Instant, ttl_ms: u64, public: bool) -> Self {
-        let expires = now + Duration::from_millis(ttl_ms);
+        let expires = crate::later(now, Duration::from_millis(ttl_ms));
         Self {
             until: Some(self.until.map_or(expires, |u| u.min(expires))),
             public: self.public && public,

@@ -141,7 +141,7 @@ impl Session {
     /// until the new one is acknowledged (one not yet acknowledged is closed at once:
     /// nothing relies on it). `op` completes with that acknowledgement.
     pub(super) fn relisten(&mut self, op: OpId, change: Change, now: Instant) {
-        let deadline = now + self.config.request_timeout;
+        let deadline = crate::later(now, self.config.request_timeout);
         self.listen.waiting.push((op, change, deadline));
         if self.listen.disabled {
             let error = ErrorObject::new(
@@ -263,7 +263,7 @@ impl Session {
         self.listen.failures += 1;
         let delay = Duration::from_secs(1 << exponent).min(Duration::from_secs(30));
         tracing::debug!(?delay, "the listen stream ended; reopening it later");
-        self.listen.reopen_at = Some(now + delay);
+        self.listen.reopen_at = Some(crate::later(now, delay));
     }
 
     /// Whether a notification names a subscription that is not one of this session's listen

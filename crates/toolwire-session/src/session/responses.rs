@@ -143,7 +143,7 @@ impl ResponseCache {
                 method: pending.method,
                 public: hints.cache_scope == Some(toolwire_types::CacheScope::Public),
                 uri: pending.uri,
-                until: now + Duration::from_millis(ttl),
+                until: crate::later(now, Duration::from_millis(ttl)),
                 raw: raw.to_owned(),
             },
         );

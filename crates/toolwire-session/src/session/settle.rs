@@ -263,7 +263,7 @@ impl Session {
             op,
             result: raw,
             expect,
-            deadline: now + self.config.settle_timeout,
+            deadline: crate::later(now, self.config.settle_timeout),
         });
         // Perhaps the cache shows them already (the list change came first).
         self.recheck(now);
