@@ -725,7 +725,28 @@ impl Session {
                     }
                 }
             }
-            Err(e) => self.events.push_back(Event::Malformed(e)),
+            Err(e) => self.malformed(bytes, e, now),
+        }
+    }
+
+    /// Bytes that do not decode: when they still name a pending request's id (an answer with
+    /// invalid UTF-8 inside, say), that request fails now with the decode error as its cause
+    /// rather than waiting out its deadline; otherwise they are reported as they are.
+    fn malformed(&mut self, bytes: &[u8], error: toolwire_types::DecodeError, now: Instant) {
+        match Message::answered_id(bytes).filter(|id| self.pending.contains_key(id)) {
+            Some(id) => {
+                tracing::warn!(%id, %error, "an answer that cannot be decoded: its request fails");
+                self.handle_undelivered(
+                    RequestFailure {
+                        id,
+                        status: None,
+                        body: Bytes::new(),
+                        cause: Arc::new(error),
+                    },
+                    now,
+                );
+            }
+            None => self.events.push_back(Event::Malformed(error)),
         }
     }
 

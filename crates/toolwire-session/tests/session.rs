@@ -2472,3 +2472,38 @@ fn a_maximal_timeout_and_a_huge_ttl_saturate_instead_of_panicking() {
         "fresh"
     );
 }
+
+#[test]
+fn an_answer_with_invalid_utf8_fails_its_call_at_once_with_the_decode_error() {
+    let mut p = Peer::ready_modern(true);
+    let op = p
+        .session
+        .call_tool("x", None, CallOptions::default(), p.at(2))
+        .unwrap();
+    let (call, _) = p.sent();
+    let mut answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":""#,
+        call["id"]
+    )
+    .into_bytes();
+    answer.extend_from_slice(&[0xff, 0xfe]);
+    answer.extend_from_slice(br#""}]}}"#);
+    p.session.handle_inbound(&answer, p.at(3));
+    let failed = p.events().into_iter().find_map(|e| match e {
+        Event::Completed { op: o, result } if o == op => Some(result),
+        _ => None,
+    });
+    match failed {
+        Some(Err(RequestError::Undelivered(failure))) => {
+            assert!(
+                failure
+                    .cause
+                    .downcast_ref::<toolwire_types::DecodeError>()
+                    .is_some(),
+                "{}",
+                failure.cause
+            );
+        }
+        other => panic!("expected the call to fail now, got {other:?}"),
+    }
+}

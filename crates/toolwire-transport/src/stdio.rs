@@ -18,7 +18,7 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
-use crate::{BoxFuture, Inbound, Outbound, Transport, TransportError};
+use crate::{BoxFuture, Inbound, Outbound, RequestFailure, RequestId, Transport, TransportError};
 
 /// The variables a child inherits on Unix: the TypeScript SDK's list, plus the locale and the
 /// temporary directory.
@@ -204,7 +204,8 @@ impl StdioConfig {
 
 enum ReaderEvent {
     Message(Bytes),
-    TooLarge,
+    /// A message over the limit, with the id read from its head when it had one.
+    TooLarge(Option<RequestId>),
     ReadError(std::io::Error),
     Eof,
 }
@@ -572,8 +573,18 @@ impl Transport for StdioTransport {
             }
             match inbox.rx.recv().await {
                 Some(ReaderEvent::Message(body)) => Some(Ok(Inbound::new(body))),
-                Some(ReaderEvent::TooLarge) => {
+                Some(ReaderEvent::TooLarge(None)) => {
                     Some(Err(TransportError::MessageTooLarge { limit: self.limit }))
+                }
+                // The answer to a request that will never be read whole: that request fails
+                // now, rather than at its deadline.
+                Some(ReaderEvent::TooLarge(Some(id))) => {
+                    Some(Err(TransportError::Request(RequestFailure {
+                        id,
+                        status: None,
+                        body: Bytes::new(),
+                        cause: Arc::new(TransportError::MessageTooLarge { limit: self.limit }),
+                    })))
                 }
                 Some(ReaderEvent::ReadError(e)) => {
                     inbox.finished = true;
@@ -626,8 +637,12 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::Sender<ReaderEvent>, limit: 
                 if !skipping {
                     if line.len() + take > limit {
                         skipping = true;
+                        if line.is_empty() {
+                            line.extend_from_slice(&buf[..take.min(4096)]);
+                        }
+                        let id = toolwire_types::Message::leading_id(&line);
                         line = Vec::new();
-                        if tx.send(ReaderEvent::TooLarge).await.is_err() {
+                        if tx.send(ReaderEvent::TooLarge(id)).await.is_err() {
                             return;
                         }
                     } else {

@@ -162,6 +162,27 @@ async fn oversized_messages_are_dropped_and_reading_goes_on() {
 }
 
 #[tokio::test]
+async fn an_oversized_answer_fails_its_own_request_at_once() {
+    // The head names request 9; the rest is over the limit.
+    let config = sh(
+        r#"printf '{"jsonrpc":"2.0","id":9,"result":{"text":"'; head -c 5000 /dev/zero | tr '\0' a; echo '"}}'; sleep 5"#,
+    )
+    .with_max_message_size(1024);
+    let t = StdioTransport::spawn(config).unwrap();
+    let err = recv_error(&t).await;
+    let TransportError::Request(failure) = &err else {
+        panic!("expected the request's failure, got {err}");
+    };
+    assert_eq!(failure.id, toolwire_transport::RequestId::Number(9));
+    assert!(
+        failure.cause.to_string().contains("1024"),
+        "{}",
+        failure.cause
+    );
+    t.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_child_that_closes_stdout_but_keeps_running_is_stopped() {
     let config = sh("exec 1>&-; echo 'closed stdout' >&2; exec sleep 30")
         .with_shutdown_waits(Duration::from_millis(300), Duration::from_millis(300));

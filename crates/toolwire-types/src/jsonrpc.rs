@@ -186,6 +186,36 @@ fn parse_id(raw: &RawValue) -> Result<Option<RequestId>, DecodeError> {
 }
 
 impl Message {
+    /// The id of an answer that does not decode as it is (invalid UTF-8 inside a string, say)
+    /// but whose envelope can still be read: the request it answers can fail at once instead
+    /// of waiting out its deadline. `None` for requests and notifications (they have a
+    /// method) and for bytes with no readable envelope.
+    pub fn answered_id(bytes: &[u8]) -> Option<RequestId> {
+        let text = String::from_utf8_lossy(bytes);
+        let env: Envelope<'_> = serde_json::from_str(&text).ok()?;
+        if env.method.is_some() {
+            return None;
+        }
+        parse_id(env.id?).ok().flatten()
+    }
+
+    /// The id at the head of a message too large to read whole: the `"id"` member found in
+    /// `head` (its first bytes) before any `result` or `error` member, as JSON-RPC libraries
+    /// write envelopes. `None` when it is not there.
+    pub fn leading_id(head: &[u8]) -> Option<RequestId> {
+        let head = &head[..head.len().min(4096)];
+        let text = String::from_utf8_lossy(head);
+        let stop = ["\"result\"", "\"error\""]
+            .iter()
+            .filter_map(|k| text.find(k))
+            .min()
+            .unwrap_or(text.len());
+        let at = text[..stop].find("\"id\"")?;
+        let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<RequestId>();
+        values.next()?.ok()
+    }
+
     /// Decodes one message (phase one: the envelope only).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         if first_byte(bytes) != Some(b'{') {
@@ -431,6 +461,40 @@ mod tests {
         assert!(
             err.to_string().contains(expected),
             "{input}: got `{err}`, want `{expected}`"
+        );
+    }
+
+    #[test]
+    fn an_undecodable_answers_id_is_still_read_and_a_request_has_none() {
+        let mut bad = br#"{"jsonrpc":"2.0","id":7,"result":{"text":""#.to_vec();
+        bad.extend_from_slice(&[0xff, 0xfe]);
+        bad.extend_from_slice(br#""}}"#);
+        assert!(
+            Message::decode(&bad).is_err(),
+            "invalid UTF-8 does not decode"
+        );
+        assert_eq!(Message::answered_id(&bad), Some(RequestId::Number(7)));
+        assert_eq!(
+            Message::answered_id(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
+            None
+        );
+        assert_eq!(Message::answered_id(b"not json"), None);
+    }
+
+    #[test]
+    fn the_leading_id_of_a_cut_message_is_read_before_its_result() {
+        assert_eq!(
+            Message::leading_id(br#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"text":"aaaa"#),
+            Some(RequestId::Number(42))
+        );
+        assert_eq!(
+            Message::leading_id(br#"{"jsonrpc": "2.0", "id" : "x-1" , "error": {"#),
+            Some(RequestId::String("x-1".into()))
+        );
+        // An "id" inside the result is not the envelope's.
+        assert_eq!(
+            Message::leading_id(br#"{"jsonrpc":"2.0","result":{"id":3,"big":"aaaa"#),
+            None
         );
     }
 
