@@ -327,6 +327,55 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 /// Runs every check on the workspace at `root`.
+/// The test names `doc` cites (backticked snake_case names with three or more underscores, as
+/// test names are) that no `fn` in `defined` has: a renamed test leaves its row pointing at
+/// nothing.
+pub(crate) fn check_cited_tests(
+    doc_path: &str,
+    doc: &str,
+    defined: &std::collections::HashSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, line) in doc.lines().enumerate() {
+        for (j, part) in line.split('`').enumerate() {
+            let cited = j % 2 == 1
+                && part.matches('_').count() >= 3
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            if cited && !defined.contains(part) {
+                problems.push(format!(
+                    "{doc_path}:{}: cites `{part}`, which no test defines",
+                    i + 1
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Every `fn` name in the Rust files under `dirs`.
+fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    for dir in dirs {
+        let mut files = Vec::new();
+        rust_files(dir, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for rest in text.split("fn ").skip(1) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    names.insert(name);
+                }
+            }
+        }
+    }
+    names
+}
+
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let out = Command::new("cargo")
         .args(["metadata", "--format-version", "1", "--locked"])
@@ -386,6 +435,19 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
             }
         }
     }
+
+    let defined = defined_fns(&[
+        root.join("crates"),
+        root.join("tests"),
+        root.join("xtask"),
+        root.join("fuzz"),
+    ]);
+    let reliability = std::fs::read_to_string(root.join("docs/reliability.md")).unwrap_or_default();
+    problems.extend(check_cited_tests(
+        "docs/reliability.md",
+        &reliability,
+        &defined,
+    ));
 
     if problems.is_empty() {
         eprintln!(
@@ -559,6 +621,17 @@ mod tests {
                 "x.rs:2: sans-IO code must not use `Instant::now`",
                 "x.rs:3: sans-IO code must not use `std::net`"
             ]
+        );
+    }
+
+    #[test]
+    fn a_cited_test_that_no_fn_defines_is_named() {
+        let defined: std::collections::HashSet<String> =
+            ["the_test_that_exists".to_owned()].into_iter().collect();
+        let doc = "| row | `the_test_that_exists`, `a_test_that_was_renamed` |\n| `ToolCache` `evaluation_cost` |";
+        assert_eq!(
+            check_cited_tests("r.md", doc, &defined),
+            ["r.md:1: cites `a_test_that_was_renamed`, which no test defines"]
         );
     }
 }

@@ -130,6 +130,9 @@ async fn login_keeps_tokens_that_later_commands_use_and_logout_forgets_them() {
     let s = state.lock().unwrap();
     assert_eq!(s.authorizations, 1, "tools list used the stored token");
     assert_eq!(s.registrations, 1);
+    #[cfg(not(unix))]
+    let _ = modes;
+    #[cfg(unix)]
     assert_eq!(
         modes,
         Some((0o600, 0o700)),
@@ -137,19 +140,18 @@ async fn login_keeps_tokens_that_later_commands_use_and_logout_forgets_them() {
     );
 }
 
-/// The permission bits of the credentials file and of its folder.
+/// The permission bits of the credentials file and of its folder (Unix only: elsewhere
+/// there are none to check, and nothing is claimed).
+#[cfg(unix)]
 fn file_modes(path: &Path) -> Option<(u32, u32)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
-        Some((mode(path).ok()?, mode(path.parent()?).ok()?))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        Some((0o600, 0o700))
-    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
+    Some((mode(path).ok()?, mode(path.parent()?).ok()?))
+}
+
+#[cfg(not(unix))]
+fn file_modes(_: &Path) -> Option<(u32, u32)> {
+    None
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
