@@ -291,6 +291,18 @@ impl Flow<'_> {
         stored: Option<&ClientRegistration>,
         redirect_uri: Option<&str>,
     ) -> Result<ClientRegistration, AuthError> {
+        self.client_for(d, stored, redirect_uri, &Scopes::new())
+            .await
+    }
+
+    /// [`Flow::client`] for a flow that asks for `asked` (registered with a new client).
+    pub(crate) async fn client_for(
+        &self,
+        d: &Discovered,
+        stored: Option<&ClientRegistration>,
+        redirect_uri: Option<&str>,
+        asked: &Scopes,
+    ) -> Result<ClientRegistration, AuthError> {
         let supported = d.meta.token_endpoint_auth_methods_supported.as_deref();
         // A stored configured client yields to the one configured now (it may have changed).
         if let Some(c) = stored.filter(|c| {
@@ -339,7 +351,7 @@ impl Flow<'_> {
             });
         }
         match (&d.meta.registration_endpoint, redirect_uri) {
-            (Some(endpoint), Some(redirect)) => self.register(d, endpoint, redirect).await,
+            (Some(endpoint), Some(redirect)) => self.register(d, endpoint, redirect, asked).await,
             _ => Err(AuthError::NoClient {
                 issuer: d.issuer.clone(),
             }),
@@ -352,6 +364,7 @@ impl Flow<'_> {
         d: &Discovered,
         endpoint: &str,
         redirect_uri: &str,
+        asked: &Scopes,
     ) -> Result<ClientRegistration, AuthError> {
         let method =
             client_auth::for_registration(d.meta.token_endpoint_auth_methods_supported.as_deref());
@@ -370,6 +383,7 @@ impl Flow<'_> {
         if let Some(prm) = &d.prm {
             scopes.extend(prm.scopes_supported.iter().flatten().cloned());
         }
+        scopes.extend(asked.iter().cloned());
         if let Some(scope) = scope::join(&scopes) {
             body["scope"] = Value::String(scope);
         }
@@ -550,12 +564,17 @@ impl Flow<'_> {
                     })?;
                 let previous = stored_client.and_then(|c| c.redirect_uri.as_deref());
                 let redirect_uri = handler.redirect_uri(previous).await?;
-                let client = self.client(d, stored_client, Some(&redirect_uri)).await?;
                 let consent = scope::with_offline_access(
                     &mut scopes,
                     d.meta.scopes_supported.as_deref(),
                     self.config.offline_access,
                 );
+                // A new registration names every scope this flow asks for: some servers
+                // refuse to authorize a scope the client did not register (the Python SDK's
+                // refuses `offline_access` so).
+                let client = self
+                    .client_for(d, stored_client, Some(&redirect_uri), &scopes)
+                    .await?;
                 let scope = scope::join(&scopes);
                 let pkce = Pkce::new()?;
                 let state = random(32)?;

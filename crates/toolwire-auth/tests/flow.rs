@@ -598,3 +598,20 @@ async fn a_cleartext_issuer_is_refused_before_its_metadata_are_fetched() {
     assert!(matches!(e, AuthError::UnsafeServer { .. }), "{e}");
     assert_eq!(state.lock().unwrap().registrations, 0);
 }
+
+#[tokio::test]
+async fn a_registration_names_every_scope_the_authorization_then_asks_for() {
+    // The Python SDK's authorization server refuses a scope the client did not register;
+    // offline_access is asked because the server lists it.
+    let (peer, state) = peer(|s| s.strict_scopes = true).await;
+    let oauth = OAuth::new(peer.url(), config(&MemoryStore::new()));
+    let t = transport(&peer, &oauth);
+    t.send(request(1)).await.unwrap();
+    assert!(next(&t).await.is_ok(), "authorized");
+    let s = state.lock().unwrap();
+    assert_eq!(s.asked_scope.as_deref(), Some("mcp:read offline_access"));
+    let registered = s.registered_scope.clone().unwrap_or_default();
+    for scope in ["mcp:read", "offline_access"] {
+        assert!(registered.split(' ').any(|r| r == scope), "{registered}");
+    }
+}

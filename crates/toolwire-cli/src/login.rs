@@ -479,8 +479,13 @@ impl AuthorizationHandler for LoopbackBrowser {
                     _ => std::future::pending().await,
                 }
             };
+            // Only a callback carrying this flow's `state` ends the wait: anything else that
+            // reaches the port (a page probing it, a stale tab) gets an error page.
+            let state = url
+                .split_once('?')
+                .and_then(|(_, query)| CallbackParams::from_query(query).state);
             tokio::select! {
-                params = callback(&listener, &path) => params,
+                params = callback(&listener, &path, state.as_deref()) => params,
                 params = pasted => params,
                 () = tokio::time::sleep(APPROVAL_WAIT) => Err(AuthError::Handler(format!(
                     "no answer from the browser within {} minutes",
@@ -506,9 +511,11 @@ fn open_browser(url: &str) -> std::io::Result<()> {
             (program.clone(), rest.to_vec())
         }
         None if cfg!(target_os = "macos") => ("open".to_owned(), Vec::new()),
+        // No shell: `cmd /c start` would parse the URL, whose `&`s (and whatever else an
+        // authorization server puts there) are command separators to it.
         None if cfg!(windows) => (
-            "cmd".to_owned(),
-            vec!["/c".to_owned(), "start".to_owned(), String::new()],
+            "rundll32".to_owned(),
+            vec!["url.dll,FileProtocolHandler".to_owned()],
         ),
         None => ("xdg-open".to_owned(), Vec::new()),
     };
@@ -522,8 +529,14 @@ fn open_browser(url: &str) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// Serves the loopback listener until a `GET` of `path`; other paths get 404.
-async fn callback(listener: &TcpListener, path: &str) -> Result<CallbackParams, AuthError> {
+/// Serves the loopback listener until a `GET` of `path` carrying `state` (any, when `None`);
+/// other paths get 404, a callback with another or no `state` an error page, and the wait
+/// goes on.
+async fn callback(
+    listener: &TcpListener,
+    path: &str,
+    state: Option<&str>,
+) -> Result<CallbackParams, AuthError> {
     loop {
         let (mut stream, _) = listener
             .accept()
@@ -564,6 +577,24 @@ async fn callback(listener: &TcpListener, path: &str) -> Result<CallbackParams, 
             continue;
         };
         let params = CallbackParams::from_query(query);
+        if let Some(expected) = state
+            && !params
+                .state
+                .as_deref()
+                .is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        {
+            tracing::warn!(
+                "a callback without this login's state reached the listener; still waiting"
+            );
+            let html = "<!doctype html><title>toolwire</title><p>This is not the login in progress: nothing was done. Finish the login in the tab it opened.</p>";
+            let reply = format!(
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+                html.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+            let _ = stream.shutdown().await;
+            continue;
+        }
         let page = if params.error.is_some() {
             "Authorization was refused. You can close this tab."
         } else {
@@ -580,9 +611,58 @@ async fn callback(listener: &TcpListener, path: &str) -> Result<CallbackParams, 
     }
 }
 
+/// Compares two byte strings in time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One GET of `target` on `port`; the status line of the answer.
+    async fn get(port: u16, target: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap_or_else(|e| unreachable!("loopback connect: {e}"));
+        let _ = s
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await;
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer).await;
+        answer.lines().next().unwrap_or("").to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_callback_with_another_state_gets_an_error_page_and_the_login_goes_on() {
+        let Ok(listener) = TcpListener::bind("127.0.0.1:0").await else {
+            unreachable!("a loopback port")
+        };
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+        let waiting =
+            tokio::spawn(async move { callback(&listener, "/callback", Some("the-state")).await });
+        assert_eq!(
+            get(port, "/callback?code=forged&state=other").await,
+            "HTTP/1.1 400 Bad Request"
+        );
+        assert_eq!(
+            get(port, "/callback?error=access_denied").await,
+            "HTTP/1.1 400 Bad Request"
+        );
+        assert!(
+            !waiting.is_finished(),
+            "a wrong state does not end the login"
+        );
+        assert_eq!(
+            get(port, "/callback?code=real&state=the-state").await,
+            "HTTP/1.1 200 OK"
+        );
+        let params = waiting.await.ok().and_then(Result::ok);
+        assert_eq!(
+            params.and_then(|p| p.code).map(|c| c.expose().to_owned()),
+            Some("real".to_owned())
+        );
+    }
 
     #[test]
     fn a_stored_loopback_redirect_names_its_port() {

@@ -63,6 +63,11 @@ pub struct As {
     pub no_prm: bool,
     /// The resource metadata name this authorization server instead of the peer itself.
     pub prm_issuer: Option<String>,
+    /// The `scope` the last registration named.
+    pub registered_scope: Option<String>,
+    /// Authorizations asking for a scope the client did not register are refused
+    /// (`invalid_scope`), as the Python SDK's authorization server does.
+    pub strict_scopes: bool,
 }
 
 /// The claims of a compact JWT.
@@ -210,6 +215,9 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
         ),
         "/register" => {
             s.registrations += 1;
+            s.registered_scope = serde_json::from_slice::<Value>(&req.body)
+                .ok()
+                .and_then(|v| v["scope"].as_str().map(str::to_owned));
             Reply::json(201, json!({"client_id": "cid", "client_secret": "client-secret-x", "token_endpoint_auth_method": "client_secret_post"}).to_string())
         }
         "/authorize" => {
@@ -223,6 +231,18 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
             s.authorize_query.clone_from(&q);
             let redirect = get(&q, "redirect_uri").unwrap_or("").to_owned();
             let state_param = get(&q, "state").unwrap_or("").to_owned();
+            let registered = s.registered_scope.clone().unwrap_or_default();
+            if s.strict_scopes
+                && get(&q, "scope")
+                    .unwrap_or("")
+                    .split(' ')
+                    .any(|a| !a.is_empty() && !registered.split(' ').any(|r| r == a))
+            {
+                let location = format!(
+                    "{redirect}?error=invalid_scope&error_description=Client+was+not+registered+with+that+scope&state={state_param}"
+                );
+                return Reply::status(302).header("location", &location);
+            }
             let location = format!(
                 "{redirect}?code=the-code-x&state={state_param}&iss={}",
                 url::form_urlencoded::byte_serialize(base.as_bytes()).collect::<String>()
