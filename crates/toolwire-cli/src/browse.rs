@@ -14,22 +14,13 @@ pub(crate) async fn list_resources(
     templates: bool,
     json_out: bool,
 ) -> Result<ExitCode, Failure> {
-    let mut items: Vec<Value> = Vec::new();
-    let mut cursor = None;
-    loop {
-        let (page, next) = if templates {
-            let r = client.list_resource_templates(cursor).await?;
-            (to_values(&r.resource_templates), r.next_cursor)
-        } else {
-            let r = client.list_resources(cursor).await?;
-            (to_values(&r.resources), r.next_cursor)
-        };
-        items.extend(page);
-        match next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    // Every page, bounded and guarded against a cursor the server repeats (a cursor answered
+    // from the response cache would otherwise loop with no network at all).
+    let items = if templates {
+        to_values(&client.list_all_resource_templates().await?)
+    } else {
+        to_values(&client.list_all_resources().await?)
+    };
     let key = if templates {
         "resourceTemplates"
     } else {
@@ -86,16 +77,7 @@ pub(crate) async fn read(client: &Client, uri: &str, json_out: bool) -> Result<E
 
 /// `prompts list`: every page.
 pub(crate) async fn list_prompts(client: &Client, json_out: bool) -> Result<ExitCode, Failure> {
-    let mut prompts = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = client.list_prompts(cursor).await?;
-        prompts.extend(to_values(&page.prompts));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let prompts = to_values(&client.list_all_prompts().await?);
     if json_out {
         print_json(&json!({ "prompts": prompts }));
     } else {

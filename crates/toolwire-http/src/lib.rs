@@ -130,7 +130,7 @@ pub use fallback::HttpOrSseTransport;
 use legacy::{Replay, valid_session_id};
 use post::{Failure, snippet};
 use response::{Cursor, content_type, payload_session_id, sse_answer};
-pub use sse::{SseError, SseEvent, SseParser};
+pub use sse::{MAX_SSE_RETRY, SseError, SseEvent, SseParser};
 pub use sse_transport::SseTransport;
 
 /// `Mcp-Session-Id`.

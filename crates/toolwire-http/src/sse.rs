@@ -10,8 +10,14 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+/// The longest reconnection delay a server's `retry` field can set (30 s): a larger one,
+/// or one past what a `u64` holds, is taken as this.
+pub const MAX_SSE_RETRY: Duration = Duration::from_secs(30);
+
 /// One dispatched event. Events with empty `data` are dispatched too (unlike in a browser), so
 /// that the caller sees the `id` and `retry` of a priming event; skip them for JSON-RPC.
+///
+/// A `retry` over [`MAX_SSE_RETRY`] is taken as [`MAX_SSE_RETRY`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
     /// The `event` field, if any.
@@ -177,10 +183,13 @@ impl SseParser {
                 self.id = Some(String::from_utf8_lossy(value).into_owned());
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
-                // Digits only, so parsing fails only on overflow: then the field is ignored.
-                if let Ok(ms) = std::str::from_utf8(value).unwrap_or("").parse::<u64>() {
-                    self.retry = Some(Duration::from_millis(ms));
-                }
+                // Digits only, so parsing fails only on overflow: that is "longer than the
+                // cap" too. A server cannot make the client sleep past `MAX_SSE_RETRY`.
+                let ms = std::str::from_utf8(value)
+                    .unwrap_or("")
+                    .parse::<u64>()
+                    .unwrap_or(u64::MAX);
+                self.retry = Some(Duration::from_millis(ms).min(MAX_SSE_RETRY));
             }
             _ => {}
         }
@@ -277,6 +286,15 @@ mod tests {
             p.feed(b"data: 012345\ndata: 6789\n", &mut out),
             Err(SseError::EventTooLarge { limit: 10 })
         );
+    }
+
+    #[test]
+    fn a_retry_past_the_cap_is_clamped_to_it() {
+        let events = parse_chunks(&[
+            b"retry: 86400000\ndata: 1\n\nretry: 99999999999999999999999\ndata: 2\n\n",
+        ]);
+        assert_eq!(events[0].retry, Some(MAX_SSE_RETRY));
+        assert_eq!(events[1].retry, Some(MAX_SSE_RETRY));
     }
 
     #[test]

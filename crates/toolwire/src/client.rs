@@ -16,7 +16,7 @@ use toolwire_types::{
     MetaOnlyParams, Outcome, ProgressParams, ReadResourceParams, ReadResourceResult, RequestMethod,
     RetryWithInput, ServerRequest, Tool,
 };
-use toolwire_types::{ProtocolVersion, ServerCapabilities};
+use toolwire_types::{Prompt, ProtocolVersion, Resource, ResourceTemplate, ServerCapabilities};
 
 use crate::config::ClientConfig;
 use crate::driver::{Command, Driver, Link, Negotiation, announce};
@@ -684,6 +684,25 @@ impl Client {
             .await
     }
 
+    /// Every page of `resources/list` (at most 1,000 pages; a cursor the server returned
+    /// before ends the walk with a warning).
+    pub async fn list_all_resources(&self) -> Result<Vec<Resource>, Error> {
+        crate::skills::walk("resources/list", |cursor| async move {
+            let page = self.list_resources(cursor).await?;
+            Ok((page.resources, page.next_cursor))
+        })
+        .await
+    }
+
+    /// Every page of `resources/templates/list`, bounded as [`Client::list_all_resources`].
+    pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, Error> {
+        crate::skills::walk("resources/templates/list", |cursor| async move {
+            let page = self.list_resource_templates(cursor).await?;
+            Ok((page.resource_templates, page.next_cursor))
+        })
+        .await
+    }
+
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
         let params = ReadResourceParams {
@@ -735,6 +754,15 @@ impl Client {
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, Error> {
         self.request::<method::ListPrompts>(list_params(cursor))
             .await
+    }
+
+    /// Every page of `prompts/list`, bounded as [`Client::list_all_resources`].
+    pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        crate::skills::walk("prompts/list", |cursor| async move {
+            let page = self.list_prompts(cursor).await?;
+            Ok((page.prompts, page.next_cursor))
+        })
+        .await
     }
 
     /// `prompts/get` with string arguments.

@@ -251,6 +251,8 @@ pub(crate) struct Driver {
     /// The caller's call id → the session's operation (a dropped call future names its call).
     call_ops: FastMap<u64, OpId>,
     handler: Option<ServerRequestHandler>,
+    /// One permit per server request the handler is working on ([`MAX_SERVER_REQUESTS`]).
+    serving: Arc<tokio::sync::Semaphore>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
     queued: Vec<Queued>,
@@ -291,6 +293,7 @@ impl Driver {
             waiters: FastMap::default(),
             call_ops: FastMap::default(),
             handler,
+            serving: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
             own_commands,
             queued: Vec::new(),
             ready: false,
@@ -531,6 +534,21 @@ impl Driver {
                 e.to_string(),
             )),
         };
+        // A server cannot make the client run handlers without bound: past the cap, requests
+        // are refused at once (the server may ask again once earlier ones are answered).
+        let Ok(permit) = self.serving.clone().try_acquire_owned() else {
+            tracing::warn!(method = %request.method, "too many server requests in flight; refused");
+            let error = ErrorObject::new(
+                toolwire_types::error::code::INTERNAL_ERROR,
+                format!(
+                    "too many requests from the server in flight (at most {MAX_SERVER_REQUESTS})"
+                ),
+            );
+            if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
+                tracing::warn!(error = %e, "could not answer {}", request.method);
+            }
+            return;
+        };
         let id = request.id;
         let commands = self.own_commands.clone();
         tokio::spawn(async move {
@@ -538,6 +556,7 @@ impl Driver {
                 Ok(decoded) => handler(decoded).await,
                 Err(error) => Err(error),
             };
+            drop(permit);
             if let Some(commands) = commands.upgrade() {
                 let _ = commands.send(Command::Respond { id, result });
             }
@@ -1028,6 +1047,9 @@ impl Driver {
     }
 }
 
+/// How many server requests (elicitation, sampling, roots) the handler may work on at once.
+pub(crate) const MAX_SERVER_REQUESTS: usize = 64;
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
@@ -1079,6 +1101,99 @@ mod tests {
             asked,
             ["file:///private", "file:///unmarked"],
             "a missing scope is private"
+        );
+        client.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn server_requests_past_the_cap_are_refused_at_once_and_the_rest_answered() {
+        let (peer, _) = Peer::new(|_, _| json!({"resultType": "complete"}));
+        let inject = peer.injector();
+        let answers = peer.answers();
+        let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+        let gate = release.clone();
+        let capabilities: toolwire_types::ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}})).unwrap();
+        let client = Client::builder("cap-test", "0")
+            .handler(capabilities, move |_| {
+                let gate = gate.clone();
+                Box::pin(async move {
+                    let _ = gate.acquire().await.map(|p| p.forget());
+                    Ok(json!({"action": "decline"}))
+                })
+            })
+            .connect(peer)
+            .unwrap();
+        client.ready().await.unwrap();
+        let total = super::MAX_SERVER_REQUESTS + 16;
+        for i in 0..total {
+            let request = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "elicitation/create",
+                "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+            inject
+                .send(toolwire_transport::Inbound::new(
+                    serde_json::to_vec(&request).unwrap(),
+                ))
+                .unwrap();
+        }
+        let wait_for = async |n: usize| {
+            while answers.lock().unwrap().len() < n {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        wait_for(16).await;
+        {
+            let refused = answers.lock().unwrap().clone();
+            assert_eq!(
+                refused.len(),
+                16,
+                "only the excess is answered while the handler works"
+            );
+            for (k, answer) in refused.iter().enumerate() {
+                assert_eq!(answer["id"], 1000 + super::MAX_SERVER_REQUESTS + k);
+                assert_eq!(answer["error"]["code"], -32603);
+            }
+        }
+        release.add_permits(total);
+        wait_for(total).await;
+        let all = answers.lock().unwrap().clone();
+        let declined = all
+            .iter()
+            .filter(|a| a["result"]["action"] == "decline")
+            .count();
+        assert_eq!(
+            declined,
+            super::MAX_SERVER_REQUESTS,
+            "those within the cap were served"
+        );
+        client.close().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_listing_whose_cursor_repeats_ends_instead_of_looping() {
+        let (peer, seen) = Peer::new(|method, _| match method {
+            "resources/list" => json!({"resultType": "complete",
+                "resources": [{"uri": "file:///a", "name": "a"}], "nextCursor": "again"}),
+            "prompts/list" => json!({"resultType": "complete",
+                "prompts": [{"name": "p"}], "nextCursor": "again"}),
+            _ => json!({"resultType": "complete"}),
+        });
+        let client = Client::builder("walk-test", "0").connect(peer).unwrap();
+        let resources = client.list_all_resources().await.unwrap();
+        assert_eq!(
+            resources.len(),
+            2,
+            "the first page and the one that repeated its cursor"
+        );
+        let prompts = client.list_all_prompts().await.unwrap();
+        assert_eq!(prompts.len(), 2);
+        assert_eq!(
+            methods(&seen),
+            [
+                "resources/list",
+                "resources/list",
+                "prompts/list",
+                "prompts/list"
+            ]
         );
         client.close().await;
     }

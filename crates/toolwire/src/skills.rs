@@ -133,7 +133,7 @@ impl Client {
 
 /// Walks the pages `page` fetches (items and next cursor), at most [`MAX_PAGES`]; a cursor
 /// seen before ends the walk with a warning.
-async fn walk<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, Error>
+pub(crate) async fn walk<T, F, Fut>(method: &str, mut page: F) -> Result<Vec<T>, Error>
 where
     F: FnMut(Option<String>) -> Fut,
     Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), Error>>,

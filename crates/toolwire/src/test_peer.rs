@@ -24,7 +24,11 @@ pub(crate) struct Peer {
     identity: Arc<AtomicU64>,
     to_client: mpsc::UnboundedSender<Inbound>,
     from_peer: tokio::sync::Mutex<mpsc::UnboundedReceiver<Inbound>>,
+    answers: Answers,
 }
+
+/// The client's answers to the server's own requests, as JSON.
+pub(crate) type Answers = Arc<Mutex<Vec<Value>>>;
 
 impl Peer {
     /// A server answering with `script(method, params)` (a `result`).
@@ -38,8 +42,19 @@ impl Peer {
             identity: Arc::default(),
             to_client,
             from_peer: tokio::sync::Mutex::new(from_peer),
+            answers: Answers::default(),
         };
         (peer, seen)
+    }
+
+    /// Sends the client a message of the server's own (a request, a notification).
+    pub(crate) fn injector(&self) -> mpsc::UnboundedSender<Inbound> {
+        self.to_client.clone()
+    }
+
+    /// The client's answers to the server's requests, as they come.
+    pub(crate) fn answers(&self) -> Answers {
+        self.answers.clone()
     }
 
     /// The counter [`Transport::authorization_context`] reads.
@@ -63,6 +78,9 @@ impl Transport for Peer {
     }
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
         let request: Value = serde_json::from_slice(&message.body).unwrap_or(Value::Null);
+        if request.get("method").is_none() && request.get("id").is_some() {
+            self.answers.lock().unwrap().push(request.clone());
+        }
         if let (Some(id), Some(method)) = (request.get("id"), request["method"].as_str()) {
             let params = request["params"].clone();
             let result = match method {
