@@ -585,6 +585,13 @@ impl HttpTransportBuilder {
             token: self.bearer,
             ..State::default()
         };
+        // Twice the largest message, in KiB: one message always fits.
+        let stream_budget = self
+            .config
+            .max_message_size
+            .saturating_mul(2)
+            .div_ceil(1024)
+            .max(64);
         let inner = Arc::new(Inner {
             uri,
             client,
@@ -592,6 +599,8 @@ impl HttpTransportBuilder {
             config: self.config,
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),
+            room: Arc::new(tokio::sync::Semaphore::new(stream_budget)),
+            stream_budget,
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),

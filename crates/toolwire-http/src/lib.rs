@@ -207,6 +207,9 @@ struct Inner {
     state: Mutex<State>,
     /// What requests and the GET stream received, for `recv`.
     mailbox: Mutex<Mailbox>,
+    /// What stream messages waiting in the mailbox may hold, in KiB ([`Inner::push_streamed`]).
+    room: Arc<tokio::sync::Semaphore>,
+    stream_budget: usize,
     /// One `recv` at a time.
     receiving: tokio::sync::Mutex<()>,
     /// Requests in flight, to close their streams on cancel or close.
@@ -263,7 +266,11 @@ struct InFlight {
 /// elsewhere (the GET stream's task) wake it.
 #[derive(Default)]
 struct Mailbox {
-    items: std::collections::VecDeque<Result<Inbound, TransportError>>,
+    /// Each item with its share of the stream budget, if it came from a stream.
+    items: std::collections::VecDeque<(
+        Result<Inbound, TransportError>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+    )>,
     waker: Option<Waker>,
     /// The transport was closed: `recv` ends once the items are read.
     closed: bool,
@@ -273,7 +280,8 @@ impl Mailbox {
     /// The next item, or the end, if there is either.
     fn take(&mut self) -> Option<Option<Result<Inbound, TransportError>>> {
         match self.items.pop_front() {
-            Some(item) => Some(Some(item)),
+            // The share of the budget is given back as the item is handed out.
+            Some((item, _share)) => Some(Some(item)),
             None if self.closed => Some(None),
             None => None,
         }
@@ -391,17 +399,37 @@ impl Inner {
     }
 
     fn push(&self, item: Result<Inbound, TransportError>) {
+        self.push_with(item, None);
+    }
+
+    fn push_with(
+        &self,
+        item: Result<Inbound, TransportError>,
+        share: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
         let waker = {
             let mut mailbox = lock(&self.mailbox);
             if mailbox.closed {
                 return;
             }
-            mailbox.items.push_back(item);
+            mailbox.items.push_back((item, share));
             mailbox.waker.take()
         };
         if let Some(waker) = waker {
             waker.wake();
         }
+    }
+
+    /// Pushes a message a server stream carried, once the stream budget has room for it: a
+    /// server that sends faster than the client reads is read no further until `recv` takes
+    /// what is waiting (TCP then holds the server back), instead of filling memory.
+    async fn push_streamed(&self, data: Bytes) {
+        let units = u32::try_from(data.len().div_ceil(1024).clamp(1, self.stream_budget))
+            .unwrap_or(u32::MAX);
+        let Ok(share) = self.room.clone().acquire_many_owned(units).await else {
+            return;
+        };
+        self.push_with(Ok(Inbound::new(data)), Some(share));
     }
 
     /// Calls the on-received hook (the body's snippet is made only for a hook).
@@ -590,5 +618,40 @@ impl Transport for HttpTransport {
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(self.inner.close())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_stream_faster_than_the_reader_waits_for_room_in_the_mailbox() {
+        let t = HttpTransport::builder("http://127.0.0.1:1/mcp")
+            .max_message_size(64 * 1024)
+            .build()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let inner = t.inner.clone();
+        let pushed = Arc::new(AtomicU64::new(0));
+        let progress = pushed.clone();
+        tokio::spawn(async move {
+            for _ in 0..100 {
+                inner
+                    .push_streamed(Bytes::from(vec![b'x'; 64 * 1024]))
+                    .await;
+                progress.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        // On a paused clock this returns once every task is idle: the stream is held.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // The budget is twice the largest message.
+        assert_eq!(pushed.load(Ordering::SeqCst), 2);
+        assert_eq!(lock(&t.inner.mailbox).items.len(), 2);
+        // Reading makes room, and the stream goes on to the end.
+        for _ in 0..100 {
+            let item = t.recv().await;
+            assert!(matches!(item, Some(Ok(_))));
+        }
+        assert_eq!(pushed.load(Ordering::SeqCst), 100);
     }
 }

@@ -281,7 +281,7 @@ impl Inner {
                     }
                 }
                 tracing::trace!(bytes = event.data.len(), "SSE message");
-                self.push(Ok(Inbound::new(event.data)));
+                self.push_streamed(event.data).await;
             }
         }
     }

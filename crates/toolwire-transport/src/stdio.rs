@@ -13,7 +13,7 @@ use bytes::{Buf, Bytes};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
@@ -203,7 +203,8 @@ impl StdioConfig {
 }
 
 enum ReaderEvent {
-    Message(Bytes),
+    /// A message, holding its share of the read budget until it is handed out.
+    Message(Bytes, tokio::sync::OwnedSemaphorePermit),
     /// A message over the limit, with the id read from its head when it had one.
     TooLarge(Option<RequestId>),
     ReadError(std::io::Error),
@@ -314,7 +315,14 @@ impl StdioTransport {
             });
         };
         let (tx, rx) = mpsc::channel(64);
-        runtime.spawn(read_stdout(stdout, tx, config.max_message_size));
+        runtime.spawn(read_stdout(
+            stdout,
+            tx,
+            config.max_message_size,
+            Arc::new(tokio::sync::Semaphore::new(budget_units(
+                config.max_message_size,
+            ))),
+        ));
         let tail: Tail = Arc::new(StdMutex::new(VecDeque::new()));
         let stderr_task = stderr.map(|stderr| {
             runtime.spawn(read_stderr(
@@ -572,7 +580,7 @@ impl Transport for StdioTransport {
                 return None;
             }
             match inbox.rx.recv().await {
-                Some(ReaderEvent::Message(body)) => Some(Ok(Inbound::new(body))),
+                Some(ReaderEvent::Message(body, _budget)) => Some(Ok(Inbound::new(body))),
                 Some(ReaderEvent::TooLarge(None)) => {
                     Some(Err(TransportError::MessageTooLarge { limit: self.limit }))
                 }
@@ -611,10 +619,29 @@ impl Transport for StdioTransport {
     }
 }
 
+/// The read budget, in KiB: what messages read but not yet taken by `recv` may hold in all
+/// (twice the largest message). A child that writes faster than the client reads waits on
+/// its pipe, rather than filling the client's memory.
+fn budget_units(limit: usize) -> usize {
+    limit.saturating_mul(2).div_ceil(1024).max(64)
+}
+
+/// A message's share of the read budget, in KiB (at least one, at most the whole budget).
+fn units_of(len: usize, budget: usize) -> u32 {
+    u32::try_from(len.div_ceil(1024).clamp(1, budget)).unwrap_or(u32::MAX)
+}
+
 /// Reads newline-delimited messages from the child's stdout, each at most `limit` bytes. A
 /// longer one is skipped up to its newline and reported; a last line without a newline is
-/// delivered at EOF; empty lines are skipped.
-async fn read_stdout(stdout: ChildStdout, tx: mpsc::Sender<ReaderEvent>, limit: usize) {
+/// delivered at EOF; empty lines are skipped. Messages wait for their share of `budget`
+/// before they are passed on, so reading stops while the consumer lags.
+async fn read_stdout(
+    stdout: impl tokio::io::AsyncRead + Unpin,
+    tx: mpsc::Sender<ReaderEvent>,
+    limit: usize,
+    budget: Arc<tokio::sync::Semaphore>,
+) {
+    let total = budget_units(limit);
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     let mut skipping = false;
@@ -625,7 +652,7 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::Sender<ReaderEvent>, limit: 
                 return;
             }
             Ok([]) => {
-                if !skipping && !line.is_empty() && !deliver(&tx, &mut line).await {
+                if !skipping && !line.is_empty() && !deliver(&tx, &mut line, &budget, total).await {
                     return;
                 }
                 let _ = tx.send(ReaderEvent::Eof).await;
@@ -654,7 +681,7 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::Sender<ReaderEvent>, limit: 
         };
         reader.consume(consumed);
         if complete {
-            if !skipping && !deliver(&tx, &mut line).await {
+            if !skipping && !deliver(&tx, &mut line, &budget, total).await {
                 return;
             }
             line.clear();
@@ -663,8 +690,14 @@ async fn read_stdout(stdout: ChildStdout, tx: mpsc::Sender<ReaderEvent>, limit: 
     }
 }
 
-/// Sends one line (without a trailing `\r`) unless it is blank; `false` once nobody listens.
-async fn deliver(tx: &mpsc::Sender<ReaderEvent>, line: &mut Vec<u8>) -> bool {
+/// Sends one line (without a trailing `\r`) unless it is blank, once the budget has room for
+/// it; `false` once nobody listens.
+async fn deliver(
+    tx: &mpsc::Sender<ReaderEvent>,
+    line: &mut Vec<u8>,
+    budget: &Arc<tokio::sync::Semaphore>,
+    total: usize,
+) -> bool {
     if line.last() == Some(&b'\r') {
         line.pop();
     }
@@ -672,9 +705,16 @@ async fn deliver(tx: &mpsc::Sender<ReaderEvent>, line: &mut Vec<u8>) -> bool {
         line.clear();
         return true;
     }
-    tx.send(ReaderEvent::Message(Bytes::from(std::mem::take(line))))
-        .await
-        .is_ok()
+    let units = units_of(line.len(), total);
+    let Ok(share) = budget.clone().acquire_many_owned(units).await else {
+        return false;
+    };
+    tx.send(ReaderEvent::Message(
+        Bytes::from(std::mem::take(line)),
+        share,
+    ))
+    .await
+    .is_ok()
 }
 
 /// Reads the child's stderr line by line (each at most `max_line` bytes), keeps the last
@@ -711,5 +751,61 @@ async fn read_stderr(
             StderrMode::Callback(f) => f(text),
             StderrMode::Discard | StderrMode::Inherit => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_child_writing_faster_than_the_client_reads_waits_on_its_pipe() {
+        const LINE: usize = 256 * 1024;
+        let limit = 1024 * 1024;
+        let (child_end, client_end) = tokio::io::duplex(64 * 1024);
+        let (tx, mut rx) = mpsc::channel(64);
+        let budget = Arc::new(tokio::sync::Semaphore::new(budget_units(limit)));
+        tokio::spawn(read_stdout(client_end, tx, limit, budget));
+        let written = Arc::new(AtomicUsize::new(0));
+        let progress = written.clone();
+        tokio::spawn(async move {
+            let mut child_end = child_end;
+            let mut line = vec![b'a'; LINE];
+            line.push(b'\n');
+            for _ in 0..100 {
+                if child_end.write_all(&line).await.is_err() {
+                    return;
+                }
+                progress.fetch_add(line.len(), Ordering::SeqCst);
+            }
+        });
+        // On a paused clock this returns once every task is idle: the writer is blocked.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let stalled = written.load(Ordering::SeqCst);
+        // What may be held: the budget (twice the limit), one message being read, the
+        // reader's buffer and the pipe's.
+        let bound = 2 * limit + LINE + 64 * 1024 + 64 * 1024 + LINE;
+        assert!(
+            stalled <= bound,
+            "{stalled} bytes written past a {bound}-byte bound"
+        );
+        assert!(
+            stalled >= 2 * limit,
+            "the budget itself was used: {stalled}"
+        );
+        // Reading goes on as messages are taken.
+        let mut taken = 0;
+        while let Some(event) = rx.recv().await {
+            if let ReaderEvent::Message(body, _) = event {
+                assert_eq!(body.len(), LINE);
+                taken += 1;
+            }
+            if taken == 100 {
+                break;
+            }
+        }
+        assert_eq!(written.load(Ordering::SeqCst), 100 * (LINE + 1));
     }
 }
