@@ -58,7 +58,7 @@ pub(crate) async fn run(target: Target<'_>) -> ExitCode {
 
 fn print(answer: &Value) {
     // One line each; stdout is flushed at the newline.
-    println!("{answer}");
+    say!("{answer}");
 }
 
 fn usage(message: &str) -> (Value, u8) {

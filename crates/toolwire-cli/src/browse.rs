@@ -42,7 +42,7 @@ pub(crate) async fn list_resources(
                 .as_str()
                 .map(|m| format!(" ({m})"))
                 .unwrap_or_default();
-            println!("{address}  {name}{mime}");
+            say!("{address}  {name}{mime}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -64,8 +64,8 @@ pub(crate) async fn read(client: &Client, uri: &str, json_out: bool) -> Result<E
     }
     for contents in &result.contents {
         match contents {
-            ResourceContents::Text(t) => println!("{}", t.text),
-            ResourceContents::Blob(b) => println!(
+            ResourceContents::Text(t) => say!("{}", t.text),
+            ResourceContents::Blob(b) => say!(
                 "[{} bytes of {}, base64]",
                 b.blob.len(),
                 b.mime_type.as_deref().unwrap_or("binary")
@@ -97,7 +97,7 @@ pub(crate) async fn list_prompts(client: &Client, json_out: bool) -> Result<Exit
                         .collect()
                 })
                 .unwrap_or_default();
-            println!(
+            say!(
                 "{} {}  {}",
                 p["name"].as_str().unwrap_or("?"),
                 arguments.join(" "),
@@ -137,7 +137,7 @@ pub(crate) async fn get_prompt(
         let text = message["content"]["text"]
             .as_str()
             .map_or_else(|| message["content"].to_string(), str::to_owned);
-        println!("{}: {text}", message["role"].as_str().unwrap_or("?"));
+        say!("{}: {text}", message["role"].as_str().unwrap_or("?"));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -160,7 +160,7 @@ pub(crate) async fn complete(
         print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
         for value in &result.completion.values {
-            println!("{value}");
+            say!("{value}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -183,7 +183,7 @@ pub(crate) async fn list_skills(client: &Client, json_out: bool) -> Result<ExitC
                 .get("description")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            println!(
+            say!(
                 "{name}  {description}  ({}, {} files)",
                 skill.uri,
                 skill.resources.len()
@@ -214,7 +214,7 @@ pub(crate) async fn get_skill(
     if json_out {
         print_json(&json!({ "skill": loaded.skill, "text": loaded.text }));
     } else {
-        print!("{}", loaded.text);
+        say_part!("{}", loaded.text);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -218,9 +218,9 @@ pub(crate) async fn login(
         .await
         .map_err(|e| Failure::Remote(format!("login failed: {}", crate::one_line(&e))))?;
     if cli.json {
-        println!("{}", status_json(&status));
+        say!("{}", status_json(&status));
     } else {
-        eprintln!("Logged in to {url} ({}).", describe(&status));
+        say_err!("Logged in to {url} ({}).", describe(&status));
     }
     Ok(())
 }
@@ -241,11 +241,11 @@ pub(crate) async fn logout(
         .await
         .map_err(|e| Failure::Remote(crate::one_line(&e)))?;
     if cli.json {
-        println!("{}", json!({"server": url, "removed": removed}));
+        say!("{}", json!({"server": url, "removed": removed}));
     } else if removed == 0 {
-        eprintln!("No credentials for {url}.");
+        say_err!("No credentials for {url}.");
     } else {
-        eprintln!("Logged out of {url}.");
+        say_err!("Logged out of {url}.");
     }
     Ok(())
 }
@@ -270,12 +270,12 @@ pub(crate) async fn status(cli: &Cli) -> Result<(), Failure> {
     entries.sort_by(|a, b| (&a.server, &a.issuer).cmp(&(&b.server, &b.issuer)));
     if cli.json {
         let all: Vec<_> = entries.iter().map(status_json).collect();
-        println!("{}", json!({ "credentials": all }));
+        say!("{}", json!({ "credentials": all }));
     } else if entries.is_empty() {
-        eprintln!("No stored credentials.");
+        say_err!("No stored credentials.");
     } else {
         for s in &entries {
-            println!("{}  {}", s.server, describe(s));
+            say!("{}  {}", s.server, describe(s));
         }
     }
     Ok(())
@@ -460,13 +460,13 @@ impl AuthorizationHandler for LoopbackBrowser {
                 .ok()
                 .and_then(|mut l| l.take())
                 .ok_or_else(|| AuthError::Handler("no loopback listener".into()))?;
-            eprintln!("To authorize, visit:\n\n  {url}\n");
+            say_err!("To authorize, visit:\n\n  {url}\n");
             if self.no_browser {
-                eprintln!(
+                say_err!(
                     "Or paste here the address your browser was sent back to, then press Enter."
                 );
             } else if let Err(e) = open_browser(url) {
-                eprintln!("The browser could not be opened ({e}); open the URL above.");
+                say_err!("The browser could not be opened ({e}); open the URL above.");
             }
             let pasted = async {
                 if !self.no_browser {

@@ -38,6 +38,8 @@ use toolwire_host::{
     DEFAULT_SEPARATOR, Host, OAuthEntry, ServerConfig, ServerState, ServerTransport, ServersConfig,
 };
 
+#[macro_use]
+mod terminal;
 mod batch;
 mod browse;
 mod login;
@@ -331,7 +333,7 @@ fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("toolwire: cannot start the runtime: {e}");
+            say_err!("toolwire: cannot start the runtime: {e}");
             return ExitCode::from(3);
         }
     };
@@ -342,11 +344,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(Failure::Usage(reason)) => {
-            eprintln!("toolwire: {reason}");
+            say_err!("toolwire: {reason}");
             ExitCode::from(2)
         }
         Err(Failure::Remote(reason)) => {
-            eprintln!("toolwire: {reason}");
+            say_err!("toolwire: {reason}");
             ExitCode::from(3)
         }
     }
@@ -529,7 +531,7 @@ async fn watch(
     for uri in resources {
         client.subscribe_resource(uri).await?;
         // On stderr, so stdout stays the notifications alone; a script waits for it.
-        eprintln!("subscribed to {uri}");
+        say_err!("subscribed to {uri}");
     }
     // A limit past what the clock holds is no limit.
     let until = limit.and_then(|l| tokio::time::Instant::now().checked_add(l));
@@ -550,14 +552,14 @@ async fn watch(
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
         if cli.json {
-            println!("{}", json!({"method": notice.method, "params": params}));
+            say!("{}", json!({"method": notice.method, "params": params}));
         } else if let ServerNotification::LoggingMessage(log) = &notice.notification {
             let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
             let data = match &log.data {
                 Value::String(text) => text.clone(),
                 other => other.to_string(),
             };
-            println!(
+            say!(
                 "[{}] {}{data}",
                 level.as_str().unwrap_or("?"),
                 log.logger
@@ -566,7 +568,7 @@ async fn watch(
                     .unwrap_or_default()
             );
         } else {
-            println!("{} {params}", notice.method);
+            say!("{} {params}", notice.method);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -823,8 +825,8 @@ async fn every_server(
         for s in &failed {
             let name = s["name"].as_str().unwrap_or("");
             match s["login"].as_str() {
-                Some(login) => eprintln!("toolwire: server `{name}` needs a login: run `{login}`"),
-                None => eprintln!(
+                Some(login) => say_err!("toolwire: server `{name}` needs a login: run `{login}`"),
+                None => say_err!(
                     "toolwire: server `{name}` failed: {}",
                     s["reason"].as_str().unwrap_or("")
                 ),
@@ -836,7 +838,7 @@ async fn every_server(
                     (Some(era), Some(n)) => format!("  {era}  {n} tools"),
                     _ => String::new(),
                 };
-                println!(
+                say!(
                     "{}  {}  {}{detail}",
                     s["name"].as_str().unwrap_or(""),
                     s["transport"].as_str().unwrap_or(""),
@@ -849,7 +851,7 @@ async fn every_server(
                     .get(name)
                     .and_then(|t| t.tool.description.clone())
                     .unwrap_or_default();
-                println!("{name}  {description}");
+                say!("{name}  {description}");
             }
         }
     }
@@ -874,7 +876,7 @@ fn mode(protocol: &str) -> Result<ProtocolMode, Failure> {
 }
 
 fn print_json(value: &Value) {
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
     );
@@ -941,17 +943,17 @@ async fn command(
                     "sessionId": session,
                 }));
             } else {
-                println!("protocol version: {}", n.version);
+                say!("protocol version: {}", n.version);
                 if let Some(info) = &n.server_info {
-                    println!("server: {} {}", info.name, info.version);
+                    say!("server: {} {}", info.name, info.version);
                 }
-                println!(
+                say!(
                     "capabilities: {}",
                     serde_json::to_string(&n.capabilities).unwrap_or_default()
                 );
-                println!("session id: {}", session.as_deref().unwrap_or("(none)"));
+                say!("session id: {}", session.as_deref().unwrap_or("(none)"));
                 if let Some(instructions) = &n.instructions {
-                    println!("instructions: {instructions}");
+                    say!("instructions: {instructions}");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -961,9 +963,9 @@ async fn command(
             let started = Instant::now();
             client.ping().await?;
             if cli.json {
-                println!("{{}}");
+                say!("{{}}");
             } else {
-                println!("pong in {:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
+                say!("pong in {:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -986,10 +988,10 @@ async fn command(
                 // Without -v the session's warnings are not printed: say here what the listing
                 // left out, or a missing tool would be a silent one.
                 for r in &outcome.rejected {
-                    eprintln!("toolwire: tool excluded: {r}");
+                    say_err!("toolwire: tool excluded: {r}");
                 }
                 for r in &outcome.unmirrored {
-                    eprintln!("toolwire: tool kept without Mcp-Param-* headers: {r}");
+                    say_err!("toolwire: tool kept without Mcp-Param-* headers: {r}");
                 }
                 for (name, tool) in tools {
                     let headers: Vec<String> = snapshot
@@ -1003,9 +1005,9 @@ async fn command(
                         .unwrap_or_default();
                     let description = tool.description.as_deref().unwrap_or("");
                     if headers.is_empty() {
-                        println!("{name}  {description}");
+                        say!("{name}  {description}");
                     } else {
-                        println!("{name}  {description}  [{}]", headers.join(", "));
+                        say!("{name}  {description}  [{}]", headers.join(", "));
                     }
                 }
             }
@@ -1110,7 +1112,7 @@ async fn call(
         .call_tool_with_progress(name, arguments, CallOptions::default(), move |p| {
             if interactive {
                 let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let message = p.message.as_deref().unwrap_or("");
+                let message = terminal::safe(p.message.as_deref().unwrap_or(""));
                 eprint!("\r\x1b[2K⠿ {}{total} {message}", p.progress);
             }
         })
@@ -1124,7 +1126,7 @@ async fn call(
     } else {
         if over_http {
             for (n, v) in &headers {
-                println!("> {n}: {v}");
+                say!("> {n}: {v}");
             }
         }
         render(&result);
@@ -1146,14 +1148,14 @@ fn size(data: &str) -> usize {
 /// Content blocks for people.
 fn render(result: &CallToolResult) {
     if result.is_error() {
-        println!("(the tool reported an error)");
+        say!("(the tool reported an error)");
     }
     for block in &result.content {
         match block {
-            ContentBlock::Text(t) => println!("{}", t.text),
-            ContentBlock::Image(b) => println!("[image {}, {} bytes]", b.mime_type, size(&b.data)),
-            ContentBlock::Audio(b) => println!("[audio {}, {} bytes]", b.mime_type, size(&b.data)),
-            ContentBlock::ResourceLink(r) => println!(
+            ContentBlock::Text(t) => say!("{}", t.text),
+            ContentBlock::Image(b) => say!("[image {}, {} bytes]", b.mime_type, size(&b.data)),
+            ContentBlock::Audio(b) => say!("[audio {}, {} bytes]", b.mime_type, size(&b.data)),
+            ContentBlock::ResourceLink(r) => say!(
                 "[link {} {}{}]",
                 r.name,
                 r.uri,
@@ -1165,18 +1167,18 @@ fn render(result: &CallToolResult) {
             ContentBlock::Resource(e) => {
                 let value = serde_json::to_value(&e.resource).unwrap_or(Value::Null);
                 match value.get("text").and_then(Value::as_str) {
-                    Some(text) => println!("[resource {}]\n{text}", e.resource.uri()),
-                    None => println!("[resource {}, binary]", e.resource.uri()),
+                    Some(text) => say!("[resource {}]\n{text}", e.resource.uri()),
+                    None => say!("[resource {}, binary]", e.resource.uri()),
                 }
             }
-            other => println!(
+            other => say!(
                 "{}",
                 serde_json::to_string(other).unwrap_or_else(|_| "[content]".into())
             ),
         }
     }
     if let Some(structured) = &result.structured_content {
-        println!(
+        say!(
             "structuredContent: {}",
             serde_json::to_string_pretty(structured).unwrap_or_default()
         );
@@ -1187,11 +1189,11 @@ fn render(result: &CallToolResult) {
         ("updates", &result.updates),
     ] {
         if let Some(names) = names.as_ref().filter(|n| !n.is_empty()) {
-            println!("{label}: {}", names.join(", "));
+            say!("{label}: {}", names.join(", "));
         }
     }
     if toolwire::tools_may_be_stale(result) {
-        println!("(the tool list may be stale: the announced changes did not arrive in time)");
+        say!("(the tool list may be stale: the announced changes did not arrive in time)");
     }
 }
 
@@ -1235,7 +1237,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     let server = toolwire_refserver::serve_http(addr, options)
         .await
         .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?;
-    eprintln!("toolwire reference server on {}", server.url());
+    say_err!("toolwire reference server on {}", server.url());
     server.wait().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -849,3 +849,27 @@ fn timeouts_past_what_a_duration_holds_mean_no_limit_not_a_panic() {
         assert!(!tool_names(&json(&out)).is_empty());
     }
 }
+
+#[test]
+fn escape_sequences_from_a_server_reach_the_terminal_as_text() {
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2Jgone";
+    let text = format!("text={hostile}");
+    let out = toolwire(&["tools", "call", "echo", &text]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = stdout(&out);
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("\\u001b]0;pwned\\u0007\\u001b[2Jgone"),
+        "{shown}"
+    );
+    // JSON output stays JSON and keeps the text.
+    let out = toolwire(&["--json", "tools", "call", "echo", &text]);
+    assert_eq!(json(&out)["content"][0]["text"], hostile);
+}

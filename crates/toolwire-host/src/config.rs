@@ -115,18 +115,18 @@ impl fmt::Debug for ServerTransport {
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
+                .field("args", &toolwire::types::redacted_args(args))
                 .field("env", &names(env))
                 .field("cwd", cwd)
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &toolwire::types::redacted_url(url))
                 .field("headers", &names(headers))
                 .finish(),
             Self::Sse { url, headers } => f
                 .debug_struct("Sse")
-                .field("url", url)
+                .field("url", &toolwire::types::redacted_url(url))
                 .field("headers", &names(headers))
                 .finish(),
         }

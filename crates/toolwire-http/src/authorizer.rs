@@ -244,11 +244,11 @@ impl Authorizer for StaticAuthorization {
 /// An absolute http(s) URL as a `Uri`.
 fn parse_url(url: &str) -> Result<Uri, HttpError> {
     let uri: Uri = url.parse().map_err(|_| HttpError::InvalidUrl {
-        url: url.to_owned(),
+        url: toolwire_types::redacted_url(url).into_owned(),
     })?;
     if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
         return Err(HttpError::InvalidUrl {
-            url: url.to_owned(),
+            url: toolwire_types::redacted_url(url).into_owned(),
         });
     }
     Ok(uri)

@@ -227,7 +227,7 @@ pub struct HttpTransportBuilder {
 impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpTransportBuilder")
-            .field("url", &self.url)
+            .field("url", &toolwire_types::redacted_url(&self.url))
             .field("bearer", &self.bearer)
             .field("accept", &self.accept)
             .field("retry", &self.config.retry)
@@ -550,10 +550,12 @@ impl HttpTransportBuilder {
             return Err(HttpError::InvalidHeader { name, reason });
         }
         let uri: Uri = self.url.parse().map_err(|_| HttpError::InvalidUrl {
-            url: self.url.clone(),
+            url: toolwire_types::redacted_url(&self.url).into_owned(),
         })?;
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
-            return Err(HttpError::InvalidUrl { url: self.url });
+            return Err(HttpError::InvalidUrl {
+                url: toolwire_types::redacted_url(&self.url).into_owned(),
+            });
         }
         let tls = self.tls_config()?;
         let mut http = HttpConnector::new();
@@ -633,6 +635,28 @@ mod tests {
             ]
         );
         assert_eq!(AcceptProfile::Omit.header(), None);
+    }
+
+    #[test]
+    fn credentials_and_tokens_in_urls_stay_out_of_debug_and_errors() {
+        let builder =
+            HttpTransport::builder("https://alice:pw-secret@mcp.example/mcp?api_key=key-secret");
+        let shown = format!("{builder:?}");
+        let built = builder
+            .build()
+            .map(|t| format!("{t:?}"))
+            .unwrap_or_default();
+        let refused = HttpTransport::new("ftp://mcp.example/?token=tok-secret")
+            .err()
+            .map(|e| format!("{e} {e:?}"))
+            .unwrap_or_default();
+        for text in [&shown, &built, &refused] {
+            for secret in ["pw-secret", "key-secret", "tok-secret"] {
+                assert!(!text.contains(secret), "{text}");
+            }
+        }
+        assert!(shown.contains("mcp.example/mcp?api_key=…"), "{shown}");
+        assert!(refused.contains("token=…"), "{refused}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub enum HttpError {
     /// The URL is not an absolute `http://` or `https://` URL.
     #[error("`{url}` is not an absolute http:// or https:// URL")]
     InvalidUrl {
-        /// The URL given.
+        /// The URL given, with its credentials and query values hidden.
         url: String,
     },
     /// A custom header is malformed or would clash with one the transport owns.

@@ -304,7 +304,10 @@ impl fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = lock(&self.inner.state);
         f.debug_struct("HttpTransport")
-            .field("url", &self.inner.uri)
+            .field(
+                "url",
+                &toolwire_types::redacted_url(&self.inner.uri.to_string()),
+            )
             .field("session_id", &state.session_id)
             .field("accept", &state.accept)
             .field("bearer", &state.token)

@@ -51,7 +51,7 @@ pub struct SseTransport {
 impl std::fmt::Debug for SseTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SseTransport")
-            .field("url", &self.url)
+            .field("url", &toolwire_types::redacted_url(self.url.as_ref()))
             .field("endpoint", &*self.endpoint.borrow())
             .finish_non_exhaustive()
     }

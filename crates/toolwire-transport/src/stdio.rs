@@ -127,7 +127,7 @@ impl std::fmt::Debug for StdioConfig {
             .collect();
         f.debug_struct("StdioConfig")
             .field("program", &self.program)
-            .field("args", &self.args)
+            .field("args", &toolwire_types::redacted_args(&self.args))
             .field("cwd", &self.cwd)
             .field("inherit_env", &self.inherit_env)
             .field("env", &env)
@@ -736,7 +736,9 @@ async fn read_stderr(
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&buf);
-        let text = text.trim_end_matches(['\n', '\r']);
+        // Escape sequences a child writes reach logs, errors and terminals only as text.
+        let text = toolwire_types::printable(text.trim_end_matches(['\n', '\r']));
+        let text = text.as_ref();
         {
             let mut tail = lock_tail(&tail);
             if tail.len() == keep {

@@ -117,6 +117,18 @@ async fn stderr_goes_to_the_callback_and_into_errors() {
 }
 
 #[tokio::test]
+async fn a_childs_escape_sequences_reach_errors_and_logs_as_text() {
+    let config = sh(r#"printf '\033]0;pwned\007\033[31mred\n' >&2; exit 2"#);
+    let t = StdioTransport::spawn(config).unwrap();
+    let err = recv_error(&t).await;
+    let TransportError::ChildExited { stderr_tail, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(stderr_tail, &["\\u001b]0;pwned\\u0007\\u001b[31mred"]);
+    assert!(!err.to_string().contains('\u{1b}'), "{err}");
+}
+
+#[tokio::test]
 async fn a_stderr_flood_stays_bounded() {
     let config = sh(
         r#"i=0; while [ $i -lt 2000 ]; do echo "noise $i" >&2; i=$((i+1)); done; head -c 100000 /dev/zero | tr '\0' x >&2; echo >&2; exit 1"#,

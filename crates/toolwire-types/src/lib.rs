@@ -53,6 +53,7 @@ mod meta;
 pub mod methods;
 mod mrtr;
 mod notifications;
+mod printable;
 mod prompts;
 mod rendered;
 mod resources;
@@ -100,6 +101,7 @@ pub use notifications::{
     CancelledParams, ListenParams, LoggingMessageParams, ProgressParams, SetLevelParams,
     SubscriptionFilter, SubscriptionsAcknowledgedParams,
 };
+pub use printable::{printable, redacted_args, redacted_url};
 pub use prompts::{
     CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
     CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,

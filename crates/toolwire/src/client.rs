@@ -427,8 +427,9 @@ impl Client {
         let limit = options
             .timeout
             .unwrap_or(self.inner.config.session.max_request_time);
+        // The runtime's clock (paused in tests), saturating past what it holds.
         let deadline = tokio::time::Instant::from_std(toolwire_session::later(
-            std::time::Instant::now(),
+            tokio::time::Instant::now().into_std(),
             limit,
         ));
         let result = loop {
