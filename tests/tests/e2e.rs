@@ -847,3 +847,31 @@ mod facade {
         }
     }
 }
+
+#[tokio::test]
+async fn a_silent_child_is_described_when_the_handshake_times_out() {
+    // A server stuck before it speaks (npx retrying a registry it cannot reach, say).
+    let config = StdioConfig::new(
+        "sh",
+        [
+            "-c",
+            "echo 'npm warn: retrying the registry' >&2; exec sleep 30",
+        ],
+    )
+    .with_stderr(StderrMode::Discard);
+    let client = toolwire::Client::builder("e2e", "0")
+        .timeouts(Duration::from_millis(400), Duration::from_millis(400))
+        .connect_stdio(config)
+        .unwrap();
+    let err = client.ready().await.unwrap_err();
+    let shown = err.to_string();
+    assert!(matches!(err, toolwire::Error::Unanswered { .. }), "{err:?}");
+    for part in [
+        "is still running",
+        "has written nothing to stdout",
+        "npm warn: retrying the registry",
+    ] {
+        assert!(shown.contains(part), "{shown}");
+    }
+    client.close().await;
+}

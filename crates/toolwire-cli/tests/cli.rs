@@ -873,3 +873,34 @@ fn escape_sequences_from_a_server_reach_the_terminal_as_text() {
     let out = toolwire(&["--json", "tools", "call", "echo", &text]);
     assert_eq!(json(&out)["content"][0]["text"], hostile);
 }
+
+#[test]
+fn a_stdio_server_inherits_the_network_settings_but_not_cloud_keys() {
+    let out = Command::new(BIN)
+        .args([
+            "--timeout",
+            "1",
+            "--stdio",
+            r#"sh -c 'echo "ca=${NODE_EXTRA_CA_CERTS:-unset} proxy=${HTTPS_PROXY:-unset} aws=${AWS_SECRET_ACCESS_KEY:-unset}" >&2; exec sleep 30'"#,
+            "tools",
+            "list",
+        ])
+        .env("NODE_EXTRA_CA_CERTS", "/etc/corp/ca.pem")
+        .env("HTTPS_PROXY", "http://proxy.corp:3128")
+        .env("AWS_SECRET_ACCESS_KEY", "cloud-key-value")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("ca=/etc/corp/ca.pem proxy=http://proxy.corp:3128 aws=unset"),
+        "{err}"
+    );
+    assert!(!err.contains("cloud-key-value"), "{err}");
+    // A server that never answers the handshake is described, not just timed out.
+    assert!(
+        err.contains("is still running") && err.contains("has written nothing to stdout"),
+        "{err}"
+    );
+}

@@ -55,8 +55,8 @@ mod stdio;
 
 pub use error::{ExitDescription, TransportError};
 pub use stdio::{
-    DEFAULT_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport, UNIX_INHERITED_ENV,
-    WINDOWS_INHERITED_ENV,
+    DEFAULT_INHERITED_ENV, NETWORK_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport,
+    UNIX_INHERITED_ENV, WINDOWS_INHERITED_ENV,
 };
 pub use toolwire_wire::{Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass};
 
@@ -100,6 +100,13 @@ pub trait Transport: Send + Sync + 'static {
     /// the client drops them. Transports without credentials keep the default, 0.
     fn authorization_context(&self) -> u64 {
         0
+    }
+
+    /// What the transport can say about a peer that has not answered, for the error that
+    /// reports it: a child process says whether it still runs, whether it wrote anything to
+    /// stdout, and its last stderr lines. `None` (the default) when there is nothing to add.
+    fn peer_state(&self) -> Option<String> {
+        None
     }
 
     /// Closes the transport gracefully (bounded in time).

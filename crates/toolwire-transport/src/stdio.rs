@@ -51,14 +51,53 @@ pub const WINDOWS_INHERITED_ENV: &[&str] = &[
     "WINDIR",
 ];
 
+/// The network configuration a child inherits on every platform, so that a server that
+/// installs or fetches on start (`npx -y …`, `uvx …`) reaches the network the way a shell on
+/// this machine does: proxies (upper and lower case, as tools read either), the CA bundles
+/// Node, Python, curl and OpenSSL read, and the registry settings of npm and pip. Cloud keys,
+/// tokens and everything else stay out: pass them in the entry's `env`. A proxy URL or index
+/// URL may carry credentials; they go to the child as they would to any program started here.
+pub const NETWORK_INHERITED_ENV: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_CERT",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "npm_config_registry",
+    "npm_config_cafile",
+    "npm_config_proxy",
+    "npm_config_https_proxy",
+    "npm_config_noproxy",
+    "npm_config_strict_ssl",
+    "NPM_CONFIG_REGISTRY",
+    "NPM_CONFIG_CAFILE",
+];
+
 /// Environment variables a child inherits by default, for this platform
-/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]). Everything else must be passed
-/// explicitly: a server should not see the client's secrets by accident.
+/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]), with [`NETWORK_INHERITED_ENV`] on
+/// top. Everything else must be passed explicitly: a server should not see the client's
+/// secrets by accident.
 #[cfg(not(windows))]
 pub const DEFAULT_INHERITED_ENV: &[&str] = UNIX_INHERITED_ENV;
 /// Environment variables a child inherits by default, for this platform
-/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]). Everything else must be passed
-/// explicitly: a server should not see the client's secrets by accident.
+/// ([`UNIX_INHERITED_ENV`] or [`WINDOWS_INHERITED_ENV`]), with [`NETWORK_INHERITED_ENV`] on
+/// top. Everything else must be passed explicitly: a server should not see the client's
+/// secrets by accident.
 #[cfg(windows)]
 pub const DEFAULT_INHERITED_ENV: &[&str] = WINDOWS_INHERITED_ENV;
 
@@ -149,6 +188,7 @@ impl StdioConfig {
             cwd: None,
             inherit_env: DEFAULT_INHERITED_ENV
                 .iter()
+                .chain(NETWORK_INHERITED_ENV)
                 .map(|s| (*s).to_owned())
                 .collect(),
             env: Vec::new(),
@@ -253,6 +293,8 @@ pub struct StdioTransport {
     limit: usize,
     exit_wait: Duration,
     term_wait: Duration,
+    /// Bytes the child wrote to stdout so far.
+    stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl fmt::Debug for StdioTransport {
@@ -315,8 +357,9 @@ impl StdioTransport {
             });
         };
         let (tx, rx) = mpsc::channel(64);
+        let stdout_bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
         runtime.spawn(read_stdout(
-            stdout,
+            Counted(stdout, stdout_bytes.clone()),
             tx,
             config.max_message_size,
             Arc::new(tokio::sync::Semaphore::new(budget_units(
@@ -360,6 +403,7 @@ impl StdioTransport {
             limit: config.max_message_size,
             exit_wait: config.exit_wait,
             term_wait: config.term_wait,
+            stdout_bytes,
         })
     }
 
@@ -614,8 +658,56 @@ impl Transport for StdioTransport {
         })
     }
 
+    fn peer_state(&self) -> Option<String> {
+        let running = match &*self.exit.borrow() {
+            ChildState::Running => "is still running".to_owned(),
+            ChildState::Exited(status) => format!("exited ({status})"),
+            ChildState::Lost => "is in an unknown state".to_owned(),
+        };
+        let written = self.stdout_bytes.load(Ordering::Relaxed);
+        let stdout = if written == 0 {
+            "has written nothing to stdout".to_owned()
+        } else {
+            format!("has written {written} bytes to stdout, none of them the answer")
+        };
+        let tail: Vec<String> = lock_tail(&self.tail)
+            .iter()
+            .rev()
+            .take(5)
+            .rev()
+            .cloned()
+            .collect();
+        let stderr = if tail.is_empty() {
+            "and nothing to stderr".to_owned()
+        } else {
+            format!("and its last stderr lines are:\n  {}", tail.join("\n  "))
+        };
+        let pid = self.pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+        Some(format!(
+            "the server process{pid} {running}, {stdout}, {stderr}"
+        ))
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(self.shutdown())
+    }
+}
+
+/// A reader that counts what passes through it.
+struct Counted<R>(R, Arc<std::sync::atomic::AtomicU64>);
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.0).poll_read(cx, buf);
+        let read = buf.filled().len().saturating_sub(before);
+        self.1
+            .fetch_add(u64::try_from(read).unwrap_or(u64::MAX), Ordering::Relaxed);
+        polled
     }
 }
 

@@ -145,6 +145,28 @@ async fn a_stderr_flood_stays_bounded() {
     );
 }
 
+#[test]
+fn the_default_environment_carries_network_settings_and_no_cloud_keys() {
+    let default = StdioConfig::new("true", Vec::<String>::new());
+    for name in [
+        "NODE_EXTRA_CA_CERTS",
+        "https_proxy",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "PIP_INDEX_URL",
+    ] {
+        assert!(default.inherit_env.iter().any(|n| n == name), "{name}");
+    }
+    assert!(
+        !default
+            .inherit_env
+            .iter()
+            .any(|n| n.starts_with("AWS") || n.contains("TOKEN")),
+        "{:?}",
+        default.inherit_env
+    );
+}
+
 #[tokio::test]
 async fn the_environment_is_allow_listed() {
     // cargo sets CARGO_MANIFEST_DIR for this test process; it is not on the allow-list.

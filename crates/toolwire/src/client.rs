@@ -267,7 +267,7 @@ impl Client {
             let state = rx.borrow_and_update().clone();
             match state {
                 Negotiation::Ready(n) => return Ok(n),
-                Negotiation::Failed(e) => return Err(Error::negotiation(e)),
+                Negotiation::Failed(e) => return Err(e),
                 Negotiation::Closed { error: Some(e), .. } => return Err(Error::Transport(e)),
                 Negotiation::Closed { error: None, .. } => return Err(Error::Closed),
                 Negotiation::NotStarted | Negotiation::Pending | Negotiation::Reconnecting => {}
@@ -891,7 +891,7 @@ fn unsent(negotiation: &watch::Receiver<Negotiation>) -> Error {
             may_have_run: false,
             cause: Some(e.clone()),
         },
-        Negotiation::Failed(e) => Error::negotiation(e.clone()),
+        Negotiation::Failed(e) => e.clone(),
         _ => Error::Closed,
     }
 }

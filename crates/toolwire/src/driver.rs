@@ -40,7 +40,7 @@ pub(crate) enum Negotiation {
     /// The connection died; a new one is on its way.
     Reconnecting,
     Ready(Arc<Negotiated>),
-    Failed(Arc<SessionError>),
+    Failed(Error),
     Closed {
         error: Option<Arc<TransportError>>,
     },
@@ -257,6 +257,8 @@ pub(crate) struct Driver {
     own_commands: mpsc::WeakUnboundedSender<Command>,
     queued: Vec<Queued>,
     ready: bool,
+    /// A handshake finished at least once on this client (errors before that describe the server).
+    ever_ready: bool,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
@@ -297,6 +299,7 @@ impl Driver {
             own_commands,
             queued: Vec::new(),
             ready: false,
+            ever_ready: false,
             last_transport_error: None,
             changes,
             backoff: link.reconnect.clone().map(Backoff::new),
@@ -370,9 +373,21 @@ impl Driver {
             .into_iter()
             .partition(|q| q.deadline <= now);
         self.queued = kept;
+        // Before the first handshake ever finished, what the transport saw of the server is
+        // the useful part (a child still installing itself, or waiting on the network).
+        let peer = (!self.ever_ready && !expired.is_empty())
+            .then(|| self.transport.peer_state())
+            .flatten();
         for queued in expired {
             let waited = self.patience(Self::options_of(&queued.command));
-            fail_command(queued.command, Error::Timeout(waited));
+            let error = match &peer {
+                Some(peer) => Error::Unanswered {
+                    method: "the handshake",
+                    peer: peer.clone(),
+                },
+                None => Error::Timeout(waited),
+            };
+            fail_command(queued.command, error);
         }
     }
 
@@ -568,6 +583,7 @@ impl Driver {
             match event {
                 Event::Ready(n) => {
                     self.ready = true;
+                    self.ever_ready = true;
                     if let Some(backoff) = &mut self.backoff {
                         backoff.reset();
                     }
@@ -599,9 +615,15 @@ impl Driver {
                     }
                 }
                 Event::Failed(e) => {
-                    let e = Arc::new(e);
-                    self.state.send_replace(Negotiation::Failed(e.clone()));
-                    let error = Error::negotiation(e);
+                    // A server that never answered: say what the transport saw of it (a
+                    // child still running, silent on stdout, its last stderr lines).
+                    let error = match (&e, self.transport.peer_state()) {
+                        (SessionError::Timeout { method }, Some(peer)) => {
+                            Error::Unanswered { method, peer }
+                        }
+                        _ => Error::negotiation(Arc::new(e)),
+                    };
+                    self.state.send_replace(Negotiation::Failed(error.clone()));
                     self.link.connection.send_replace(ConnectionState::Failed {
                         reason: error.clone(),
                     });

@@ -32,6 +32,17 @@ pub enum Error {
     /// Protocol negotiation failed.
     #[error("protocol negotiation failed")]
     Negotiation(#[source] Arc<SessionError>),
+    /// The server never answered the negotiation, and the transport can say what it saw of
+    /// it: a child process that still runs, has written nothing to stdout, and what it last
+    /// wrote to stderr (a server stuck installing itself, or waiting on the network).
+    #[error("no answer to {method} in time: {peer}")]
+    Unanswered {
+        /// The negotiation request (`server/discover`, `initialize`), or `the handshake` for
+        /// a call that waited for one.
+        method: &'static str,
+        /// What the transport saw of the server.
+        peer: String,
+    },
     /// The server's answer could not be decoded.
     #[error("the server's answer could not be decoded")]
     Decode(#[source] Arc<DecodeError>),
