@@ -464,3 +464,60 @@ async fn skills_of_a_server_that_did_not_declare_them_are_refused_locally() {
     assert!(peer.calls("skills/list").is_empty(), "nothing was sent");
     client.close().await;
 }
+
+/// A person who takes their time in the browser: approves after `delay`.
+#[derive(Debug)]
+struct SlowPerson {
+    delay: Duration,
+    browser: toolwire::auth::FetchRedirect,
+}
+
+impl toolwire::auth::AuthorizationHandler for SlowPerson {
+    fn redirect_uri<'a>(
+        &'a self,
+        previous: Option<&'a str>,
+    ) -> toolwire::BoxFuture<'a, Result<String, toolwire::auth::AuthError>> {
+        self.browser.redirect_uri(previous)
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+        http: &'a toolwire::HttpExecutor,
+    ) -> toolwire::BoxFuture<'a, Result<toolwire::auth::CallbackParams, toolwire::auth::AuthError>>
+    {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.browser.authorize(url, http).await
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_slower_than_the_probe_still_ends_in_the_modern_era_and_the_call_runs() {
+    use toolwire::auth::{FetchRedirect, MemoryStore, OAuthConfig};
+    // A dual-era server behind OAuth; the first request (the probe) meets a 401, and the
+    // person takes four probe timeouts, and longer than the call's own deadline, to approve.
+    let (peer, state) = toolwire_test_support::oauth::protected_server(|_| {}).await;
+    let oauth = OAuthConfig::new()
+        .store(Arc::new(MemoryStore::new()))
+        .handler(Arc::new(SlowPerson {
+            delay: Duration::from_millis(1200),
+            browser: FetchRedirect::new("http://127.0.0.1:9/callback"),
+        }));
+    let client = Client::builder("slow-login", "0")
+        .timeouts(Duration::from_millis(800), Duration::from_millis(300))
+        .oauth(oauth)
+        .connect_http(HttpTransport::builder(peer.url()))
+        .unwrap();
+    let tools = client.list_all_tools().await;
+    assert!(tools.is_ok(), "{tools:?}");
+    let negotiated = client.ready().await.unwrap();
+    assert_eq!(
+        negotiated.version,
+        ProtocolVersion::V2026_07_28,
+        "the probe waited for the login"
+    );
+    assert_eq!(state.lock().unwrap().authorizations, 1);
+    client.close().await;
+}

@@ -601,6 +601,7 @@ impl HttpTransportBuilder {
             config: self.config,
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),
+            authorizing: std::sync::atomic::AtomicU64::new(0),
             room: Arc::new(tokio::sync::Semaphore::new(stream_budget)),
             stream_budget,
             receiving: tokio::sync::Mutex::new(()),

@@ -213,6 +213,10 @@ impl Transport for HttpOrSseTransport {
         }
     }
 
+    fn authorizing(&self) -> bool {
+        self.http.authorizing() || self.shared.sse.get().is_some_and(SseTransport::authorizing)
+    }
+
     fn authorization_context(&self) -> u64 {
         // Both share the HTTP transport's credentials.
         self.http.authorization_context()

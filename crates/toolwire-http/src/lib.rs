@@ -207,6 +207,8 @@ struct Inner {
     state: Mutex<State>,
     /// What requests and the GET stream received, for `recv`.
     mailbox: Mutex<Mailbox>,
+    /// Authorizer flows under way ([`Transport::authorizing`]).
+    authorizing: AtomicU64,
     /// What stream messages waiting in the mailbox may hold, in KiB ([`Inner::push_streamed`]).
     room: Arc<tokio::sync::Semaphore>,
     stream_budget: usize,
@@ -285,6 +287,22 @@ impl Mailbox {
             None if self.closed => Some(None),
             None => None,
         }
+    }
+}
+
+/// One authorizer flow under way, counted while it lives.
+struct Authorizing<'a>(&'a AtomicU64);
+
+impl<'a> Authorizing<'a> {
+    fn start(count: &'a AtomicU64) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
+    }
+}
+
+impl Drop for Authorizing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -610,6 +628,10 @@ impl Transport for HttpTransport {
 
     fn authorization_context(&self) -> u64 {
         self.inner.authorization_context()
+    }
+
+    fn authorizing(&self) -> bool {
+        self.inner.authorizing.load(Ordering::Acquire) > 0
     }
 
     fn cancel(&self, id: &RequestId) {

@@ -223,6 +223,9 @@ impl Inner {
         // Only POSTs are resent after a refusal (the GET stream reconnects on its own, with
         // fresh credentials).
         let method = Method::POST;
+        // While it runs (a refresh, or a person logging in), the client does not count the
+        // time against the requests waiting on it.
+        let _authorizing = crate::Authorizing::start(&self.authorizing);
         let resend = authorizer
             .refused(&Refusal {
                 status,

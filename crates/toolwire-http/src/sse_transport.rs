@@ -239,6 +239,13 @@ impl Transport for SseTransport {
         self.inner.authorization_context()
     }
 
+    fn authorizing(&self) -> bool {
+        self.inner
+            .authorizing
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(self.inner.close())
     }

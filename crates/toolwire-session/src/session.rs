@@ -276,6 +276,17 @@ impl Session {
             .min()
     }
 
+    /// Moves every request's deadline `by` later: time the transport spent on something the
+    /// requests could not go on without, such as a person logging in in a browser after a
+    /// `401`, does not count against them (a login that takes minutes still ends in the
+    /// era the probe would have found, and the calls waiting on it still run).
+    pub fn postpone(&mut self, by: Duration) {
+        for pending in self.pending.values_mut() {
+            pending.deadline = crate::later(pending.deadline, by);
+            pending.hard_deadline = crate::later(pending.hard_deadline, by);
+        }
+    }
+
     /// Expires every request whose deadline is at or before `now`, releases results the
     /// settle barrier held that long, and reopens a dropped listen stream when its backoff
     /// is over.

@@ -2507,3 +2507,32 @@ fn an_answer_with_invalid_utf8_fails_its_call_at_once_with_the_decode_error() {
         other => panic!("expected the call to fail now, got {other:?}"),
     }
 }
+
+#[test]
+fn postponed_deadlines_move_by_the_time_given_and_no_more() {
+    let mut p = Peer::ready_modern(true);
+    let op = p
+        .session
+        .call_tool(
+            "x",
+            None,
+            CallOptions::default().with_timeout(Duration::from_secs(1)),
+            p.at(0),
+        )
+        .unwrap();
+    let _ = p.sent();
+    // A login took five seconds: the call's second starts after it.
+    p.session.postpone(Duration::from_secs(5));
+    assert_eq!(p.session.poll_timeout(), Some(p.at(6_000)));
+    p.session.handle_timeout(p.at(5_999));
+    assert!(
+        !p.events()
+            .iter()
+            .any(|e| matches!(e, Event::Completed { op: o, .. } if *o == op))
+    );
+    p.session.handle_timeout(p.at(6_000));
+    assert!(p.events().iter().any(|e| matches!(
+        e,
+        Event::Completed { op: o, result: Err(RequestError::Timeout(_)) } if *o == op
+    )));
+}

@@ -102,6 +102,13 @@ pub trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// Whether the transport is busy authorizing (a refusal being repaired: a refresh, or a
+    /// person logging in): the time it takes is not the server's, and the client does not
+    /// count it against the requests waiting on it. `false` by default.
+    fn authorizing(&self) -> bool {
+        false
+    }
+
     /// What the transport can say about a peer that has not answered, for the error that
     /// reports it: a child process says whether it still runs, whether it wrote anything to
     /// stdout, and its last stderr lines. `None` (the default) when there is nothing to add.

@@ -259,6 +259,8 @@ pub(crate) struct Driver {
     ready: bool,
     /// A handshake finished at least once on this client (errors before that describe the server).
     ever_ready: bool,
+    /// Since when the transport has been authorizing, while it is.
+    paused_since: Option<Instant>,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
@@ -300,6 +302,7 @@ impl Driver {
             queued: Vec::new(),
             ready: false,
             ever_ready: false,
+            paused_since: None,
             last_transport_error: None,
             changes,
             backoff: link.reconnect.clone().map(Backoff::new),
@@ -777,14 +780,19 @@ impl Driver {
                 return Ended::Died;
             }
             self.handle_events();
-            let wake = [
-                self.session.poll_timeout(),
-                self.next_queued_deadline(),
-                self.keep_alive_at(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
+            self.note_authorizing(Instant::now());
+            let wake = match self.paused_since {
+                // Deadlines wait for the authorization; look again shortly.
+                Some(_) => Some(Instant::now() + AUTHORIZING_POLL),
+                None => [
+                    self.session.poll_timeout(),
+                    self.next_queued_deadline(),
+                    self.keep_alive_at(),
+                ]
+                .into_iter()
+                .flatten()
+                .min(),
+            };
             if wake != armed {
                 if let Some(at) = wake {
                     timer.as_mut().reset(at.into());
@@ -831,6 +839,10 @@ impl Driver {
                     // Re-armed next turn, for whatever deadline comes next.
                     armed = None;
                     let now = Instant::now();
+                    self.note_authorizing(now);
+                    if self.paused_since.is_some() {
+                        continue;
+                    }
                     self.session.handle_timeout(now);
                     self.expire_queued(now);
                     if self.keep_alive_at().is_some_and(|at| at <= now) {
@@ -838,6 +850,28 @@ impl Driver {
                     }
                 }
             }
+        }
+    }
+
+    /// Follows the transport's authorizing: while a refusal is being repaired (a person may be
+    /// logging in for minutes), no deadline runs; when it ends, every deadline moves by the
+    /// time it took, so the probe still finds the right era and calls still get their time.
+    fn note_authorizing(&mut self, now: Instant) {
+        match (self.transport.authorizing(), self.paused_since) {
+            (true, None) => {
+                tracing::debug!("authorizing: deadlines wait");
+                self.paused_since = Some(now);
+            }
+            (false, Some(since)) => {
+                let by = now.saturating_duration_since(since);
+                tracing::debug!(?by, "authorized: deadlines move by the time it took");
+                self.paused_since = None;
+                self.session.postpone(by);
+                for queued in &mut self.queued {
+                    queued.deadline = toolwire_session::later(queued.deadline, by);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -1068,6 +1102,9 @@ impl Driver {
         });
     }
 }
+
+/// How often the driver looks whether an authorization under way has ended.
+const AUTHORIZING_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many server requests (elicitation, sampling, roots) the handler may work on at once.
 pub(crate) const MAX_SERVER_REQUESTS: usize = 64;
