@@ -43,6 +43,7 @@ mod terminal;
 mod batch;
 mod browse;
 mod login;
+mod trust;
 
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
@@ -168,6 +169,13 @@ enum Command {
     Auth {
         #[command(subcommand)]
         command: AuthCommand,
+    },
+    /// Approve an mcpServers file you did not write (a project's `.mcp.json`): shows the
+    /// commands it starts and the environment variables it reads, and remembers its content
+    /// as approved (a changed file is asked about again).
+    Trust {
+        /// The file.
+        file: std::path::PathBuf,
     },
 }
 
@@ -355,6 +363,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Command::Trust { file } = &cli.command {
+        return trust::approve(file);
+    }
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
@@ -609,7 +620,7 @@ async fn with_config(
     file: &std::path::Path,
     builder: toolwire::ClientBuilder,
 ) -> Result<ExitCode, Failure> {
-    let config = ServersConfig::load(file).map_err(|e| Failure::Usage(one_line(&e)))?;
+    let config = trust::load_config(file)?;
     let routed = match (&cli.server, &cli.command) {
         (Some(server), _) => Some((server.clone(), None)),
         (
@@ -708,7 +719,7 @@ fn login_target(
             None,
         )),
         (None, Some(file), Some(server)) => {
-            let config = ServersConfig::load(file).map_err(|e| Failure::Usage(one_line(&e)))?;
+            let config = trust::load_config(file)?;
             let entry = config_entry(&config, server)?;
             let Some(url) = entry.url() else {
                 return Err(Failure::Usage(format!(
@@ -890,6 +901,7 @@ async fn command(
 ) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::Serve(_)
+        | Command::Trust { .. }
         | Command::Servers
         | Command::Login(_)
         | Command::Logout

@@ -435,15 +435,24 @@ const KNOWN: &[&str] = &[
 ];
 
 impl ServersConfig {
-    /// Reads and checks `file`, filling `${VAR}`s from this process's environment.
+    /// Reads and checks `file`, filling `${VAR}`s from this process's environment. The caller
+    /// vouches for the file: see [`crate::trust`] for files a project brought.
     pub fn load(file: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let file = file.as_ref();
         let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
             file: file.to_owned(),
             source,
         })?;
+        Self::from_text(file, &text)
+    }
+
+    /// Checks `text`, read from `file` (named in errors and kept), filling `${VAR}`s from
+    /// this process's environment: for a caller that read the file itself (to check whether
+    /// it may be trusted, [`crate::trust`]) and must use exactly what it checked.
+    pub fn from_text(file: impl AsRef<Path>, text: &str) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
         let mut config =
-            Self::parse(&text, |name| std::env::var(name).ok()).map_err(|e| match e {
+            Self::parse(text, |name| std::env::var(name).ok()).map_err(|e| match e {
                 ConfigError::Invalid { problems, .. } => ConfigError::Invalid {
                     file: Some(file.to_owned()),
                     problems,

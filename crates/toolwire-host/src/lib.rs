@@ -51,9 +51,13 @@
 //!   the line and column of a syntax error; every other JSON5 extension is switched off.
 //! - `glob`: the tool filters' patterns (rust-lang's, no dependencies).
 //! - `serde_json`: the parsed file, and the unknown members kept as written.
+//! - `ring` (already under rustls): the SHA-256 digest an approved file is remembered by
+//!   ([`trust`]).
+//! - `tempfile` (already under the credential store): the approvals file written whole.
 
 mod config;
 mod host;
+pub mod trust;
 
 pub use host::{
     DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, HostToolsRef,
