@@ -225,6 +225,11 @@ fn install(root: &Path) -> Result<Peers, String> {
 
 /// A Debian package's program of the same name, installed with `apt-get` when missing.
 fn debian(program: &str) -> Result<PathBuf, String> {
+    debian_package(program, program)
+}
+
+/// `program`, installed from Debian's `package` when it is missing.
+pub(crate) fn debian_package(program: &str, package: &str) -> Result<PathBuf, String> {
     let find = || {
         ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
             .iter()
@@ -233,7 +238,7 @@ fn debian(program: &str) -> Result<PathBuf, String> {
     };
     find()
         .or_else(|| {
-            eprintln!("==> apt-get install {program}");
+            eprintln!("==> apt-get install {package}");
             let apt = |args: &[&str]| {
                 Command::new("apt-get")
                     .args(args)
@@ -243,11 +248,11 @@ fn debian(program: &str) -> Result<PathBuf, String> {
                     .is_ok_and(|s| s.success())
             };
             let _ = apt(&["update", "-qq"]);
-            let _ = apt(&["install", "-y", "-qq", program]);
+            let _ = apt(&["install", "-y", "-qq", package]);
             find()
         })
         .ok_or(format!(
-            "{program} is not installed and `apt-get install {program}` did not install it (it needs root)"
+            "{program} is not installed and `apt-get install {package}` did not install it (it needs root)"
         ))
 }
 

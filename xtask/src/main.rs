@@ -3,7 +3,8 @@
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
-//!   build of the comparison bench, each fuzz target built and
+//!   build of the comparison bench, the workspace checked for Windows
+//!   (`x86_64-pc-windows-gnu`), each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
@@ -244,6 +245,7 @@ fn ci(root: &Path) -> Result<(), String> {
         &["build", "-p", "toolwire-bench", "--benches", "--locked"],
         &[],
     )?;
+    windows_check(root)?;
     fuzz_smoke(root)?;
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
@@ -360,6 +362,32 @@ fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
                 .is_some_and(|kinds| kinds.iter().any(|k| k == kind))
         })
         .find_map(|m| m["executable"].as_str().map(str::to_owned))
+}
+
+/// The Windows build: the workspace checked for `x86_64-pc-windows-gnu` (the target from
+/// rustup, and Debian's mingw-w64 C compiler for `ring`'s build script). Tests do not run
+/// there: nothing here can run Windows programs.
+fn windows_check(root: &Path) -> Result<(), String> {
+    const TARGET: &str = "x86_64-pc-windows-gnu";
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == TARGET)
+        })
+        .unwrap_or(false);
+    if !installed {
+        run(root, "rustup", &["target", "add", TARGET], &[])?;
+    }
+    interop::debian_package("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")?;
+    run(
+        root,
+        "cargo",
+        &["check", "--workspace", "--locked", "--target", TARGET],
+        &[],
+    )
 }
 
 /// `cargo deny`: licenses, bans and sources always. Advisories need the RustSec database,

@@ -18,8 +18,22 @@ pub struct Usage {
     pub peak_rss_kib: u64,
 }
 
-/// Reads [`Usage`] with `getrusage(RUSAGE_SELF)`.
-pub fn usage() -> Result<Usage, nix::Error> {
+/// Reads [`Usage`] with `getrusage(RUSAGE_SELF)` (Unix: the benchmarks run there).
+#[cfg(unix)]
+pub fn usage() -> Result<Usage, std::io::Error> {
+    usage_of_self().map_err(std::io::Error::from)
+}
+
+/// [`Usage`] needs `getrusage`, which this platform does not have.
+#[cfg(not(unix))]
+pub fn usage() -> Result<Usage, std::io::Error> {
+    Err(std::io::Error::other(
+        "CPU time and peak memory are measured on Unix only",
+    ))
+}
+
+#[cfg(unix)]
+fn usage_of_self() -> Result<Usage, nix::Error> {
     let r = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)?;
     let tv = |t: nix::sys::time::TimeVal| {
         Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))

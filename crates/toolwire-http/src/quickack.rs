@@ -68,6 +68,7 @@ impl tower_service::Service<Uri> for QuickAckConnector {
 pub(crate) struct QuickAck(MaybeHttpsStream<TokioIo<TcpStream>>, bool);
 
 impl QuickAck {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
     fn tcp(&self) -> &TcpStream {
         match &self.0 {
             MaybeHttpsStream::Http(io) => io.inner(),

@@ -14,10 +14,13 @@ pub struct ExitDescription {
 
 impl From<ExitStatus> for ExitDescription {
     fn from(status: ExitStatus) -> Self {
-        use std::os::unix::process::ExitStatusExt;
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
         Self {
             code: status.code(),
-            signal: status.signal(),
+            signal,
         }
     }
 }

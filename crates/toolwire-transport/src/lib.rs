@@ -51,6 +51,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 mod error;
+mod group;
 mod stdio;
 
 pub use error::{ExitDescription, TransportError};

@@ -10,14 +10,13 @@ use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin};
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+use crate::group::{Ending, Group};
 use crate::{BoxFuture, Inbound, Outbound, RequestFailure, RequestId, Transport, TransportError};
 
 /// The variables a child inherits on Unix: the TypeScript SDK's list, plus the locale and the
@@ -286,7 +285,7 @@ pub struct StdioTransport {
     closing: Arc<AtomicBool>,
     pid: Option<u32>,
     /// The child's process group (its own pid: it leads it).
-    group: Option<Pid>,
+    group: Option<Group>,
     /// Set once no process of the group is left, so that nothing is signalled afterwards: a
     /// group id is free for reuse once the group is empty.
     group_ended: Arc<AtomicBool>,
@@ -317,14 +316,17 @@ impl StdioTransport {
             program: config.program.clone(),
             source: std::io::Error::other(e),
         })?;
-        let mut command = Command::new(&config.program);
-        // A group of its own (`setpgid(0, 0)` in the child), so that its descendants can be
-        // signalled with it; kill-on-drop covers a runtime that ends before the reaper.
-        command
-            .args(&config.args)
-            .env_clear()
-            .kill_on_drop(true)
-            .process_group(0);
+        // A group (Unix) or tree (Windows) of its own, so that its descendants can be ended
+        // with it; the program found as a shell would (`npx` is `npx.cmd` on Windows);
+        // kill-on-drop covers a runtime that ends before the reaper.
+        let path = config
+            .inherit_env
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case("PATH"))
+            .then(|| std::env::var_os("PATH"))
+            .flatten();
+        let mut command = crate::group::new_command(&config.program, path.as_deref());
+        command.args(&config.args).env_clear().kill_on_drop(true);
         for name in &config.inherit_env {
             if let Some(value) = std::env::var_os(name) {
                 command.env(name, value);
@@ -346,7 +348,7 @@ impl StdioTransport {
             source,
         })?;
         let pid = child.id();
-        let group = pid.and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
+        let group = pid.map(Group::of);
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
@@ -433,15 +435,15 @@ impl StdioTransport {
         timeout(limit, exited).await.is_ok()
     }
 
-    /// Sends `signal` to the child's process group while it may have members, else to the
-    /// child while it runs.
-    fn signal(&self, signal: Signal) {
+    /// Ends the child's process group while it may have members, else the child while it
+    /// runs.
+    fn signal(&self, how: Ending) {
         if let Some(group) = self.group
             && !self.group_ended.load(Ordering::SeqCst)
         {
-            let _ = killpg(group, signal);
-        } else if let (Some(group), ChildState::Running) = (self.group, *self.exit.borrow()) {
-            let _ = kill(group, signal);
+            group.end_all(how);
+        } else if let (Some(group), ChildState::Running) = (self.group, &*self.exit.borrow()) {
+            group.end_leader(how);
         }
     }
 
@@ -452,15 +454,15 @@ impl StdioTransport {
         if self.group_ended.load(Ordering::SeqCst) {
             return;
         }
-        if killpg(group, Signal::SIGTERM).is_ok() {
+        if group.runs() && group.end_all(Ending::Ask) {
             tracing::debug!(
-                pgid = group.as_raw(),
-                "processes the MCP server started outlived it; sending SIGTERM to its group"
+                pgid = group.id(),
+                "processes the MCP server started outlived it; asking its group to end"
             );
-            if !group_emptied(group, self.term_wait).await {
-                tracing::debug!(pgid = group.as_raw(), "killing the rest of its group");
-                let _ = killpg(group, Signal::SIGKILL);
-                group_emptied(group, Duration::from_secs(1)).await;
+            if !group.emptied(self.term_wait).await {
+                tracing::debug!(pgid = group.id(), "killing the rest of its group");
+                group.end_all(Ending::Force);
+                group.emptied(Duration::from_secs(1)).await;
             }
         }
         self.group_ended.store(true, Ordering::SeqCst);
@@ -479,7 +481,7 @@ impl StdioTransport {
             };
         }
         // Still running without a stdout: it cannot answer any more; stop it and its group.
-        self.signal(Signal::SIGKILL);
+        self.signal(Ending::Force);
         self.exited_within(Duration::from_secs(1)).await;
         self.drain_stderr().await;
         TransportError::StdoutClosed {
@@ -498,13 +500,13 @@ impl StdioTransport {
                 pid = self.pid,
                 "MCP server did not exit after stdin closed; sending SIGTERM to its group"
             );
-            self.signal(Signal::SIGTERM);
+            self.signal(Ending::Ask);
             if !self.exited_within(self.term_wait).await {
                 tracing::debug!(
                     pid = self.pid,
                     "MCP server ignored SIGTERM; killing its group"
                 );
-                self.signal(Signal::SIGKILL);
+                self.signal(Ending::Force);
                 self.exited_within(Duration::from_secs(1)).await;
             }
         }
@@ -520,7 +522,7 @@ impl Drop for StdioTransport {
         if let Some(group) = self.group
             && !self.group_ended.load(Ordering::SeqCst)
         {
-            let _ = killpg(group, Signal::SIGKILL);
+            group.end_all(Ending::Force);
         }
     }
 }
@@ -531,7 +533,7 @@ impl Drop for StdioTransport {
 async fn reap(
     mut child: Child,
     exit: watch::Sender<ChildState>,
-    group: Option<Pid>,
+    group: Option<Group>,
     closing: Arc<AtomicBool>,
     group_ended: Arc<AtomicBool>,
 ) {
@@ -547,50 +549,15 @@ async fn reap(
     {
         // SIGKILL cannot be ignored, and the group id stays taken until its last member is
         // reaped: nothing needs signalling after this.
-        if killpg(group, Signal::SIGKILL).is_ok() {
+        if group.end_all(Ending::Force) {
             tracing::debug!(
-                pgid = group.as_raw(),
+                pgid = group.id(),
                 "the MCP server process ended; killed the rest of its process group"
             );
         }
         group_ended.store(true, Ordering::SeqCst);
     }
     exit.send_replace(state);
-}
-
-/// Polls until no process of `group` runs any more, up to `limit`; whether it emptied.
-async fn group_emptied(group: Pid, limit: Duration) -> bool {
-    let poll = async {
-        while group_runs(group) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    timeout(limit, poll).await.is_ok()
-}
-
-/// Whether a process of `group` still runs. Signal 0 also reaches zombies, which a container
-/// whose first process never reaps keeps for ever; on Linux a group of zombies only is ended.
-fn group_runs(group: Pid) -> bool {
-    if killpg(group, None).is_err() {
-        return false;
-    }
-    #[cfg(target_os = "linux")]
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        return entries.flatten().any(|entry| {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                return false;
-            };
-            // `pid (comm) state ppid pgrp …`; `comm` may hold spaces and parentheses.
-            let Some((_, rest)) = stat.rsplit_once(") ") else {
-                return false;
-            };
-            let mut fields = rest.split(' ');
-            let state = fields.next();
-            let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
-            pgrp == Some(group.as_raw()) && state != Some("Z")
-        });
-    }
-    true
 }
 
 impl Transport for StdioTransport {
