@@ -229,7 +229,7 @@ async fn a_server_that_exits_after_each_few_calls_is_respawned_and_every_call_an
 /// A frozen server received nothing: what was in flight is sent again if it is safe to repeat
 /// (the caller said so, or the tool is annotated idempotent) and fails otherwise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_calls_safe_to_repeat_are_sent_again_on_the_new_connection() {
+async fn calls_a_frozen_server_never_read_are_all_sent_again_safe_or_not() {
     let log = Log::new("replay");
     let client = Client::builder("reconnect", "0")
         .reconnect(fast())
@@ -268,16 +268,12 @@ async fn only_calls_safe_to_repeat_are_sent_again_on_the_new_connection() {
         annotated.await.unwrap().unwrap().content[0].as_text(),
         Some("region=eu rows=1")
     );
-    let err = plain.await.unwrap().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::ConnectionLost {
-                may_have_run: true,
-                ..
-            }
-        ),
-        "{err:?}"
+    // Not safe to repeat, but it never left the pipe of the frozen server: it never reached
+    // it, so it goes out again too (a call the server read is may-have-run:
+    // `a_server_killed_mid_call_is_respawned_and_the_call_in_flight_may_have_run`).
+    assert_eq!(
+        plain.await.unwrap().unwrap().content[0].as_text(),
+        Some("echo")
     );
     let mut calls = log.calls();
     calls.sort();
@@ -285,9 +281,10 @@ async fn only_calls_safe_to_repeat_are_sent_again_on_the_new_connection() {
         calls,
         [
             r#"echo {"region":"eu","text":"echo"}"#,
+            r#"echo {"region":"eu","text":"echo"}"#,
             r#"execute_sql {"region":"eu","text":"execute_sql"}"#
         ],
-        "the frozen server ran nothing; the new one ran the two safe calls once each"
+        "the frozen server ran nothing; the new one ran each call once"
     );
     client.close().await;
 }
@@ -498,4 +495,74 @@ async fn a_quiet_legacy_connection_is_kept_alive_with_pings() {
         }
         client.close().await;
     }
+}
+
+/// A modern server in Python that reads its stdin one byte at a time (so what it did not
+/// read stays in the pipe), answers `charge` calls, and in its first life exits 200 ms after
+/// its first answer, before reading anything more.
+const ONE_CALL_THEN_EXIT: &str = r#"
+import json, os, sys, time
+first_life = not os.path.exists(sys.argv[1])
+open(sys.argv[1], "a").close()
+answered = 0
+def line():
+    out = b""
+    while True:
+        b = os.read(0, 1)
+        if not b:
+            sys.exit(0)
+        if b == b"\n":
+            return out
+        out += b
+def reply(id, result):
+    result["resultType"] = "complete"
+    os.write(1, (json.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + "\n").encode())
+while True:
+    msg = json.loads(line())
+    if "id" not in msg or "method" not in msg:
+        continue
+    m = msg["method"]
+    if m == "server/discover":
+        reply(msg["id"], {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "py", "version": "1"}}})
+    elif m == "tools/list":
+        reply(msg["id"], {"tools": [{"name": "charge", "inputSchema": {"type": "object"}}]})
+    elif m == "tools/call":
+        answered += 1
+        reply(msg["id"], {"content": [{"type": "text", "text": "charged"}]})
+        if first_life:
+            time.sleep(0.2)
+            sys.exit(3)
+    else:
+        reply(msg["id"], {})
+"#;
+
+#[tokio::test]
+async fn a_call_the_dead_server_never_read_goes_out_again_after_the_respawn() {
+    let dir = std::env::temp_dir().join(format!("toolwire-unread-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("server.py");
+    std::fs::write(&script, ONE_CALL_THEN_EXIT).unwrap();
+    let lives = dir.join("lived");
+    let config = StdioConfig::new(
+        "python3",
+        [
+            script.to_string_lossy().into_owned(),
+            lives.to_string_lossy().into_owned(),
+        ],
+    )
+    .with_stderr(StderrMode::Discard);
+    let client = Client::builder("unread", "0")
+        .reconnect(fast())
+        .connect_stdio(config)
+        .unwrap();
+    let first = client.call_tool("charge", json!({})).await.unwrap();
+    assert_eq!(first.content.len(), 1);
+    // Written while the first life sleeps; it exits without reading it. `charge` is not safe
+    // to repeat: it goes out again only because it never reached the server.
+    let second = client.call_tool("charge", json!({})).await;
+    assert!(second.is_ok(), "{second:?}");
+    client.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -276,6 +276,14 @@ impl Session {
             .min()
     }
 
+    /// The id of the request in flight for `op`, if one is.
+    pub fn request_of(&self, op: OpId) -> Option<RequestId> {
+        self.pending
+            .iter()
+            .find(|(_, p)| p.op() == Some(op))
+            .map(|(id, _)| id.clone())
+    }
+
     /// Moves every request's deadline `by` later: time the transport spent on something the
     /// requests could not go on without, such as a person logging in in a browser after a
     /// `401`, does not count against them (a login that takes minutes still ends in the

@@ -103,6 +103,13 @@ pub trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// The requests a peer that died never read (their bytes were still waiting for it): they
+    /// never reached it, so they can go out again after a reconnect whatever they are. Known
+    /// once the transport reported the death; empty by default (nothing is known).
+    fn unread(&self) -> Vec<RequestId> {
+        Vec::new()
+    }
+
     /// Whether the transport is busy authorizing (a refusal being repaired: a refresh, or a
     /// person logging in): the time it takes is not the server's, and the client does not
     /// count it against the requests waiting on it. `false` by default.

@@ -294,6 +294,50 @@ pub struct StdioTransport {
     term_wait: Duration,
     /// Bytes the child wrote to stdout so far.
     stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
+    /// The requests written to stdin, by where their bytes lie in the stream.
+    written: StdMutex<Written>,
+    /// The requests whose bytes the child never read, known once it died.
+    unread: StdMutex<Vec<RequestId>>,
+}
+
+/// Where the last requests written to the child's stdin lie in the byte stream.
+#[derive(Default)]
+struct Written {
+    /// Bytes written so far.
+    total: u64,
+    /// The last requests written: id, first byte, byte after the newline.
+    requests: VecDeque<(RequestId, u64, u64)>,
+}
+
+impl Written {
+    /// More than a pipe holds (64 KiB on Linux by default, at most 1 MiB) in any realistic
+    /// mix of message sizes.
+    const KEPT: usize = 1024;
+
+    fn wrote(&mut self, id: Option<RequestId>, len: u64) {
+        let start = self.total;
+        self.total += len;
+        if let Some(id) = id {
+            if self.requests.len() == Self::KEPT {
+                self.requests.pop_front();
+            }
+            self.requests.push_back((id, start, self.total));
+        }
+    }
+
+    /// The requests none of whose bytes were read, when the last `unread` bytes were not.
+    #[cfg_attr(
+        not(target_os = "linux"),
+        allow(dead_code, reason = "FIONREAD is read on Linux")
+    )]
+    fn unread(&self, unread: u64) -> Vec<RequestId> {
+        let read_up_to = self.total.saturating_sub(unread);
+        self.requests
+            .iter()
+            .filter(|(_, start, _)| *start >= read_up_to)
+            .map(|(id, _, _)| id.clone())
+            .collect()
+    }
 }
 
 impl fmt::Debug for StdioTransport {
@@ -406,6 +450,8 @@ impl StdioTransport {
             exit_wait: config.exit_wait,
             term_wait: config.term_wait,
             stdout_bytes,
+            written: StdMutex::new(Written::default()),
+            unread: StdMutex::new(Vec::new()),
         })
     }
 
@@ -468,9 +514,38 @@ impl StdioTransport {
         self.group_ended.store(true, Ordering::SeqCst);
     }
 
+    /// Notes which requests the child never read: the bytes still in its stdin pipe
+    /// (`FIONREAD` on the write end, Linux) never reached it.
+    async fn note_unread(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            let guard = self.stdin.lock().await;
+            let Some(stdin) = guard.as_ref() else {
+                return;
+            };
+            let Ok(unread) = rustix::io::ioctl_fionread(stdin) else {
+                return;
+            };
+            let ids = self
+                .written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unread(unread);
+            if !ids.is_empty() {
+                tracing::debug!(
+                    unread,
+                    requests = ids.len(),
+                    "requests the MCP server never read"
+                );
+            }
+            *self.unread.lock().unwrap_or_else(PoisonError::into_inner) = ids;
+        }
+    }
+
     /// Stdout ended: report how the child ended, stopping it if it is still running.
     async fn stdout_closed(&self) -> TransportError {
         if self.exited_within(self.exit_wait).await {
+            self.note_unread().await;
             self.drain_stderr().await;
             return match *self.exit.borrow() {
                 ChildState::Exited(status) => TransportError::ChildExited {
@@ -575,12 +650,22 @@ impl Transport for StdioTransport {
             // The message and its newline go out in one `writev`: written apart, a server
             // that reads as soon as bytes arrive wakes twice per message, the first time for
             // half a line (strace of the reference server: two reads per message).
+            let len = message.body.len() as u64 + 1;
+            let id = match &message.kind {
+                crate::MessageKind::Request { id, .. } => Some(id.clone()),
+                _ => None,
+            };
             let mut line = message.body.chain(&b"\n"[..]);
             stdin
                 .write_all_buf(&mut line)
                 .await
                 .map_err(TransportError::Io)?;
-            stdin.flush().await.map_err(TransportError::Io)
+            stdin.flush().await.map_err(TransportError::Io)?;
+            self.written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .wrote(id, len);
+            Ok(())
         })
     }
 
@@ -623,6 +708,13 @@ impl Transport for StdioTransport {
                 }
             }
         })
+    }
+
+    fn unread(&self) -> Vec<RequestId> {
+        self.unread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn peer_state(&self) -> Option<String> {

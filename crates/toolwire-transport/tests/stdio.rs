@@ -473,3 +473,42 @@ fn the_windows_allow_list_has_what_wrappers_need_there() {
         "this is not Windows"
     );
 }
+
+/// A request with this id.
+fn request(id: i64) -> Outbound {
+    Outbound::new(
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"}}"#),
+        MessageKind::Request {
+            id: toolwire_transport::RequestId::Number(id),
+            method: "tools/call",
+        },
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn requests_a_dead_child_never_read_are_known_as_never_delivered() {
+    // The child reads one line after both are written, then dies: the second never reached
+    // it.
+    let t = StdioTransport::spawn(sh("sleep 0.3; read -r line; exit 3")).unwrap();
+    t.send(request(1)).await.unwrap();
+    t.send(Outbound::new("{}", NOTE)).await.unwrap();
+    t.send(request(2)).await.unwrap();
+    assert!(t.unread().is_empty(), "nothing is known before the death");
+    let err = recv_error(&t).await;
+    assert!(matches!(err, TransportError::ChildExited { .. }), "{err}");
+    assert_eq!(t.unread(), [toolwire_transport::RequestId::Number(2)]);
+
+    // A child that read nothing: both never reached it.
+    let t = StdioTransport::spawn(sh("sleep 0.3; exit 3")).unwrap();
+    t.send(request(1)).await.unwrap();
+    t.send(request(2)).await.unwrap();
+    let _ = recv_error(&t).await;
+    assert_eq!(
+        t.unread(),
+        [
+            toolwire_transport::RequestId::Number(1),
+            toolwire_transport::RequestId::Number(2)
+        ]
+    );
+}

@@ -141,6 +141,8 @@ pub(crate) fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
 /// What it takes to send a call again on a new connection (kept only for calls that are
 /// safe to repeat, and only when the client reconnects).
 struct Replay {
+    /// Safe to repeat (`retry_safe`, or read-only or idempotent hints).
+    safe: bool,
     name: String,
     arguments: Option<Arc<JsonObject>>,
     options: Box<CallOptions>,
@@ -158,7 +160,7 @@ enum Waiter {
         progress: Option<ProgressCallback>,
         /// The settle barrier released the result on its timeout: mark it stale.
         stale: bool,
-        /// Set when the call may be sent again after a reconnect.
+        /// Kept while the client reconnects: what to send again after a reconnect.
         replay: Option<Box<Replay>>,
     },
     /// A `tools/list` walk.
@@ -426,17 +428,18 @@ impl Driver {
                 input,
                 reply,
             } => {
-                // Kept for a reconnect only when it could be sent again.
-                let replay =
-                    (self.backoff.is_some() && self.safe_to_repeat(&name, &options)).then(|| {
-                        Box::new(Replay {
-                            name: name.clone(),
-                            arguments: arguments.clone(),
-                            options: options.clone(),
-                            input: input.clone(),
-                            deadline: toolwire_session::later(now, self.patience(Some(&options))),
-                        })
-                    });
+                // Kept when the client reconnects: sent again after a reconnect when it is safe
+                // to repeat, or when the dead server never read it.
+                let replay = self.backoff.is_some().then(|| {
+                    Box::new(Replay {
+                        safe: self.safe_to_repeat(&name, &options),
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        options: options.clone(),
+                        input: input.clone(),
+                        deadline: toolwire_session::later(now, self.patience(Some(&options))),
+                    })
+                });
                 let issued = match input {
                     None => self
                         .session
@@ -915,12 +918,13 @@ impl Driver {
                 "the server ended during the server/discover probe; starting it again with initialize"
             );
         } else if self.backoff.is_none() || self.link.connector.is_none() {
-            self.fail_in_flight(false);
+            self.fail_in_flight(false, &[]);
             return Err(self.give_up());
         } else {
             tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
-        self.fail_in_flight(self.backoff.is_some());
+        let unread = self.transport.unread();
+        self.fail_in_flight(self.backoff.is_some(), &unread);
         self.ready = false;
         self.level_set = None;
         self.state.send_replace(Negotiation::Reconnecting);
@@ -1007,12 +1011,19 @@ impl Driver {
         error
     }
 
-    /// The calls in flight on a dead connection: with `replay`, tool listings and calls safe
-    /// to repeat wait for the next connection; every other one fails saying it may have run.
-    fn fail_in_flight(&mut self, replay: bool) {
+    /// The calls in flight on a dead connection: with `replay`, tool listings, calls safe to
+    /// repeat and calls the dead server never read (`unread`: they never reached it) wait for
+    /// the next connection; every other one fails saying it may have run.
+    fn fail_in_flight(&mut self, replay: bool, unread: &[toolwire_transport::RequestId]) {
         self.call_ops.clear();
         let error = self.lost(true);
-        for (_, waiter) in self.waiters.drain().collect::<Vec<_>>() {
+        let waiters: Vec<(OpId, Waiter)> = self.waiters.drain().collect();
+        for (op, waiter) in waiters {
+            let never_read = !unread.is_empty()
+                && self
+                    .session
+                    .request_of(op)
+                    .is_some_and(|id| unread.contains(&id));
             match waiter {
                 Waiter::Call {
                     call,
@@ -1020,9 +1031,10 @@ impl Driver {
                     progress,
                     replay: Some(again),
                     ..
-                } if replay => {
-                    tracing::debug!(call, tool = %again.name, "the call is safe to repeat; sending it again after the reconnect");
+                } if replay && (again.safe || never_read) => {
+                    tracing::debug!(call, tool = %again.name, never_read, "sending the call again after the reconnect");
                     let Replay {
+                        safe: _,
                         name,
                         arguments,
                         options,
