@@ -309,6 +309,10 @@ http {{
 /// The servers, by role, and where they listen.
 struct Running {
     _processes: Processes,
+    /// The Python SDK's MCP server with its own authorization server, and its log (each
+    /// refresh is a `refreshed` line).
+    py_oauth: String,
+    py_oauth_log: PathBuf,
     py: String,
     py_json: String,
     ts: String,
@@ -343,7 +347,9 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         tinyproxy_port,
         oauth_port,
         oauth_as_port,
+        py_oauth_port,
     ] = [
+        free_port()?,
         free_port()?,
         free_port()?,
         free_port()?,
@@ -419,6 +425,13 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         .env("PATH", &peers.path);
     starts.push(("typescript-oauth", oauth_port, ts_oauth));
 
+    // The Python SDK as its own authorization server; access tokens live 3 s.
+    let mut py_oauth = Command::new(&peers.python);
+    py_oauth
+        .arg(root.join("xtask/interop/py_oauth_server.py"))
+        .args([&py_oauth_port.to_string(), "3"]);
+    starts.push(("python-oauth", py_oauth_port, py_oauth));
+
     for (name, _, command) in &mut starts {
         processes.spawn(command, &logs.join(format!("{name}.log")))?;
     }
@@ -440,6 +453,8 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         tinyproxy: format!("127.0.0.1:{tinyproxy_port}"),
         tinyproxy_dir,
         ts_oauth: format!("http://localhost:{oauth_port}/mcp"),
+        py_oauth: url(py_oauth_port),
+        py_oauth_log: logs.join("python-oauth.log"),
     })
 }
 
@@ -1011,6 +1026,71 @@ fn table(rows: &[Row]) -> String {
 /// the loopback listener, and keeps the tokens (0600); a second process lists tools with them,
 /// and so does an `mcpServers` entry naming the server; `auth status` shows the login without
 /// a token; `logout` forgets it.
+/// `toolwire login` against the Python SDK's own authorization server, which lists
+/// `offline_access` and refuses any scope a client did not register: the registration must
+/// name it. Then a call after the access token expired: the CLI refreshes (the server logs it)
+/// and the call goes through.
+fn py_oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
+    let peer = "Python SDK 2.3 as its own authorization server";
+    let dir = peers.cache.join("results/interop");
+    let credentials = dir.join("py-credentials.json");
+    let _ = std::fs::remove_file(&credentials);
+    let browser = format!(
+        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
+        peers.python.display()
+    );
+    let toolwire = |args: &[&str]| {
+        let mut command = Command::new(bin);
+        command
+            .args(["--timeout", "30", "--url", running.py_oauth.as_str()])
+            .args(args)
+            .env("TOOLWIRE_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .current_dir(&dir);
+        run_limited(&mut command)
+    };
+    let (ok, out, err) = toolwire(&["--json", "login"]);
+    let outcome = serde_json::from_str::<Value>(&out)
+        .map(|status| {
+            let scope = status["scope"].as_str().unwrap_or("").to_owned();
+            (
+                ok && scope.split(' ').any(|s| s == "offline_access")
+                    && status["refreshable"] == true,
+                format!("scope `{scope}`, refreshable {}", status["refreshable"]),
+            )
+        })
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    push(
+        rows,
+        peer,
+        "CLI login",
+        "dynamic registration naming every scope asked (offline_access too), PKCE, a refresh token",
+        outcome,
+    );
+    // Past the access token's 3 s.
+    std::thread::sleep(Duration::from_secs(4));
+    let (ok, out, err) = toolwire(&["--json", "tools", "call", "add", "a=2", "b=3"]);
+    let refreshed = std::fs::read_to_string(&running.py_oauth_log)
+        .map(|log| log.lines().filter(|l| l.trim() == "refreshed").count())
+        .unwrap_or(0);
+    let outcome = serde_json::from_str::<Value>(&out)
+        .map(|v| {
+            let text = v["content"][0]["text"].as_str().unwrap_or("").to_owned();
+            (
+                ok && text == "5" && refreshed >= 1,
+                format!("add = {text}; refreshes the server saw: {refreshed}"),
+            )
+        })
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    push(
+        rows,
+        peer,
+        "CLI, refresh across expiry",
+        "a call after the access token expired refreshes it (rotating) and goes through",
+        outcome,
+    );
+}
+
 fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
     let peer = "TypeScript SDK 1.32 OAuth example (--oauth-strict)";
     let dir = peers.cache.join("results/interop");
@@ -1294,6 +1374,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     legacy_sse_checks(&mut rows, &bin, &running, &peers);
     proxy_checks(&mut rows, &bin, &running, cwd);
     oauth_checks(&mut rows, &bin, &running, &peers);
+    py_oauth_checks(&mut rows, &bin, &running, &peers);
     drop(running);
 
     let table = table(&rows);

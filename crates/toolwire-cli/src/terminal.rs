@@ -6,29 +6,45 @@
 //! inside its strings.
 
 use std::borrow::Cow;
+use std::io::Write;
 
 /// `text` with every character a terminal would act on written as a `\uXXXX` escape.
 pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     toolwire::types::printable(text)
 }
 
+/// Writes `text` (through [`safe`]) to stdout or stderr. A reader that went away (`| head`)
+/// is not an error of the command: what could not be written is dropped, never a panic as
+/// `println!`'s.
+pub(crate) fn write(to_stderr: bool, text: &str, newline: bool) {
+    let text = safe(text);
+    let end = if newline { "\n" } else { "" };
+    let written = if to_stderr {
+        write!(std::io::stderr().lock(), "{text}{end}")
+    } else {
+        let mut out = std::io::stdout().lock();
+        write!(out, "{text}{end}").and_then(|()| out.flush())
+    };
+    drop(written);
+}
+
 /// `println!`, through [`safe`].
 macro_rules! say {
     ($($arg:tt)*) => {
-        println!("{}", $crate::terminal::safe(&format!($($arg)*)))
+        $crate::terminal::write(false, &format!($($arg)*), true)
     };
 }
 
 /// `print!`, through [`safe`].
 macro_rules! say_part {
     ($($arg:tt)*) => {
-        print!("{}", $crate::terminal::safe(&format!($($arg)*)))
+        $crate::terminal::write(false, &format!($($arg)*), false)
     };
 }
 
 /// `eprintln!`, through [`safe`].
 macro_rules! say_err {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::terminal::safe(&format!($($arg)*)))
+        $crate::terminal::write(true, &format!($($arg)*), true)
     };
 }

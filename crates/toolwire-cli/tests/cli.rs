@@ -1053,3 +1053,20 @@ fn links_only_and_the_users_own_files_need_no_approval() {
         String::from_utf8_lossy(&listed.stderr)
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    let mut child = Command::new(BIN)
+        .args(["--json", "tools", "list"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -c 0`: the reader is gone before anything is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(out.status.code(), Some(101), "{err}");
+}
