@@ -9,6 +9,7 @@
 //! no second HTTP stack.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -138,7 +139,7 @@ pub struct HttpExecutor {
     pub(crate) user_agent: HeaderValue,
     /// Each request's own hop: an authorization server elsewhere is not reached the way the
     /// MCP server is.
-    pub(crate) router: crate::route::Router,
+    pub(crate) router: Arc<crate::route::Router>,
     pub(crate) timeout: Duration,
 }
 

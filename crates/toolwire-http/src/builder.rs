@@ -562,7 +562,7 @@ impl HttpTransportBuilder {
         http.set_nodelay(true);
         http.enforce_http(false);
         http.set_connect_timeout(Some(self.config.connect_timeout));
-        let router = Router::new(self.matcher()?, http, tls);
+        let router = Arc::new(Router::new(self.matcher()?, http, tls));
         // The MCP server's own hop, checked now (a proxy we cannot use is a build error);
         // every other destination (an authorization server) takes its own at connect time.
         let hop = router.hop(&uri)?;

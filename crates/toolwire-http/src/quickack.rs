@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Uri;
@@ -27,7 +28,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The connector of every request, handing out [`QuickAck`] streams; each connection takes
 /// the hop its destination's own URL calls for ([`Router::hop`]).
 #[derive(Clone)]
-pub(crate) struct QuickAckConnector(pub(crate) Router);
+pub(crate) struct QuickAckConnector(pub(crate) Arc<Router>);
 
 impl tower_service::Service<Uri> for QuickAckConnector {
     type Response = QuickAck;

@@ -9,7 +9,6 @@
 //! forwarding proxy in clear, whatever route the MCP server's own URL took.
 
 use std::fmt;
-use std::sync::Arc;
 
 use http::{HeaderValue, Uri};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
@@ -61,11 +60,11 @@ impl Hop {
     }
 }
 
-/// The proxy rules and the connectors every hop is made from.
-#[derive(Clone)]
+/// The proxy rules and the connectors every hop is made from. Shared behind an `Arc`: the
+/// HTTP client clones its connector for every request.
 pub(crate) struct Router {
     /// `None`: no proxy for anything.
-    matcher: Option<Arc<Matcher>>,
+    matcher: Option<Matcher>,
     http: HttpConnector,
     tls: rustls::ClientConfig,
     direct: HttpsConnector<HttpConnector>,
@@ -87,7 +86,7 @@ impl Router {
     ) -> Self {
         let direct = https(tls.clone()).wrap_connector(http.clone());
         Self {
-            matcher: matcher.map(Arc::new),
+            matcher,
             http,
             tls,
             direct,
@@ -153,7 +152,7 @@ mod tests {
     use super::*;
 
     fn router(matcher: Matcher) -> Router {
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
