@@ -587,13 +587,7 @@ impl HttpTransportBuilder {
             token: self.bearer,
             ..State::default()
         };
-        // Twice the largest message, in KiB: one message always fits.
-        let stream_budget = self
-            .config
-            .max_message_size
-            .saturating_mul(2)
-            .div_ceil(1024)
-            .max(64);
+        let read_ahead = toolwire_transport::ReadAhead::new(self.config.max_message_size);
         let inner = Arc::new(Inner {
             uri,
             client,
@@ -602,8 +596,7 @@ impl HttpTransportBuilder {
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),
             authorizing: std::sync::atomic::AtomicU64::new(0),
-            room: Arc::new(tokio::sync::Semaphore::new(stream_budget)),
-            stream_budget,
+            read_ahead,
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),

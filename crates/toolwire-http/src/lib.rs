@@ -209,9 +209,8 @@ struct Inner {
     mailbox: Mutex<Mailbox>,
     /// Authorizer flows under way ([`Transport::authorizing`]).
     authorizing: AtomicU64,
-    /// What stream messages waiting in the mailbox may hold, in KiB ([`Inner::push_streamed`]).
-    room: Arc<tokio::sync::Semaphore>,
-    stream_budget: usize,
+    /// What stream messages waiting in the mailbox may hold ([`Inner::push_streamed`]).
+    read_ahead: toolwire_transport::ReadAhead,
     /// One `recv` at a time.
     receiving: tokio::sync::Mutex<()>,
     /// Requests in flight, to close their streams on cancel or close.
@@ -445,9 +444,7 @@ impl Inner {
     /// server that sends faster than the client reads is read no further until `recv` takes
     /// what is waiting (TCP then holds the server back), instead of filling memory.
     async fn push_streamed(&self, data: Bytes) {
-        let units = u32::try_from(data.len().div_ceil(1024).clamp(1, self.stream_budget))
-            .unwrap_or(u32::MAX);
-        let Ok(share) = self.room.clone().acquire_many_owned(units).await else {
+        let Some(share) = self.read_ahead.reserve(data.len()).await else {
             return;
         };
         self.push_with(Ok(Inbound::new(data)), Some(share));

@@ -52,9 +52,11 @@ use std::pin::Pin;
 
 mod error;
 mod group;
+mod read_ahead;
 mod stdio;
 
 pub use error::{ExitDescription, TransportError};
+pub use read_ahead::ReadAhead;
 pub use stdio::{
     DEFAULT_INHERITED_ENV, NETWORK_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport,
     UNIX_INHERITED_ENV, WINDOWS_INHERITED_ENV,

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 use crate::group::{Ending, Group};
+use crate::read_ahead::ReadAhead;
 use crate::{BoxFuture, Inbound, Outbound, RequestFailure, RequestId, Transport, TransportError};
 
 /// The variables a child inherits on Unix: the TypeScript SDK's list, plus the locale and the
@@ -408,9 +409,7 @@ impl StdioTransport {
             Counted(stdout, stdout_bytes.clone()),
             tx,
             config.max_message_size,
-            Arc::new(tokio::sync::Semaphore::new(budget_units(
-                config.max_message_size,
-            ))),
+            ReadAhead::new(config.max_message_size),
         ));
         let tail: Tail = Arc::new(StdMutex::new(VecDeque::new()));
         let stderr_task = stderr.map(|stderr| {
@@ -770,18 +769,6 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<R> {
     }
 }
 
-/// The read budget, in KiB: what messages read but not yet taken by `recv` may hold in all
-/// (twice the largest message). A child that writes faster than the client reads waits on
-/// its pipe, rather than filling the client's memory.
-fn budget_units(limit: usize) -> usize {
-    limit.saturating_mul(2).div_ceil(1024).max(64)
-}
-
-/// A message's share of the read budget, in KiB (at least one, at most the whole budget).
-fn units_of(len: usize, budget: usize) -> u32 {
-    u32::try_from(len.div_ceil(1024).clamp(1, budget)).unwrap_or(u32::MAX)
-}
-
 /// Reads newline-delimited messages from the child's stdout, each at most `limit` bytes. A
 /// longer one is skipped up to its newline and reported; a last line without a newline is
 /// delivered at EOF; empty lines are skipped. Messages wait for their share of `budget`
@@ -790,9 +777,8 @@ async fn read_stdout(
     stdout: impl tokio::io::AsyncRead + Unpin,
     tx: mpsc::Sender<ReaderEvent>,
     limit: usize,
-    budget: Arc<tokio::sync::Semaphore>,
+    budget: ReadAhead,
 ) {
-    let total = budget_units(limit);
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     let mut skipping = false;
@@ -803,7 +789,7 @@ async fn read_stdout(
                 return;
             }
             Ok([]) => {
-                if !skipping && !line.is_empty() && !deliver(&tx, &mut line, &budget, total).await {
+                if !skipping && !line.is_empty() && !deliver(&tx, &mut line, &budget).await {
                     return;
                 }
                 let _ = tx.send(ReaderEvent::Eof).await;
@@ -832,7 +818,7 @@ async fn read_stdout(
         };
         reader.consume(consumed);
         if complete {
-            if !skipping && !deliver(&tx, &mut line, &budget, total).await {
+            if !skipping && !deliver(&tx, &mut line, &budget).await {
                 return;
             }
             line.clear();
@@ -843,12 +829,7 @@ async fn read_stdout(
 
 /// Sends one line (without a trailing `\r`) unless it is blank, once the budget has room for
 /// it; `false` once nobody listens.
-async fn deliver(
-    tx: &mpsc::Sender<ReaderEvent>,
-    line: &mut Vec<u8>,
-    budget: &Arc<tokio::sync::Semaphore>,
-    total: usize,
-) -> bool {
+async fn deliver(tx: &mpsc::Sender<ReaderEvent>, line: &mut Vec<u8>, budget: &ReadAhead) -> bool {
     if line.last() == Some(&b'\r') {
         line.pop();
     }
@@ -856,8 +837,7 @@ async fn deliver(
         line.clear();
         return true;
     }
-    let units = units_of(line.len(), total);
-    let Ok(share) = budget.clone().acquire_many_owned(units).await else {
+    let Some(share) = budget.reserve(line.len()).await else {
         return false;
     };
     tx.send(ReaderEvent::Message(
@@ -919,8 +899,7 @@ mod tests {
         let limit = 1024 * 1024;
         let (child_end, client_end) = tokio::io::duplex(64 * 1024);
         let (tx, mut rx) = mpsc::channel(64);
-        let budget = Arc::new(tokio::sync::Semaphore::new(budget_units(limit)));
-        tokio::spawn(read_stdout(client_end, tx, limit, budget));
+        tokio::spawn(read_stdout(client_end, tx, limit, ReadAhead::new(limit)));
         let written = Arc::new(AtomicUsize::new(0));
         let progress = written.clone();
         tokio::spawn(async move {
