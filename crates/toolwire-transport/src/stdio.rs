@@ -277,7 +277,8 @@ enum ChildState {
 /// its own, what is left of its group is killed at once (nothing can talk to it, and it would
 /// hold stdout open); dropping the transport kills the whole group.
 pub struct StdioTransport {
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The child's stdin, with where each request written to it lies.
+    stdin: Mutex<Stdin>,
     inbox: Mutex<Inbox>,
     /// Set by the task that reaps the child.
     exit: watch::Receiver<ChildState>,
@@ -295,10 +296,14 @@ pub struct StdioTransport {
     term_wait: Duration,
     /// Bytes the child wrote to stdout so far.
     stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
-    /// The requests written to stdin, by where their bytes lie in the stream.
-    written: StdMutex<Written>,
     /// The requests whose bytes the child never read, known once it died.
     unread: StdMutex<Vec<RequestId>>,
+}
+
+/// The child's stdin (`None` once closed) and what was written to it.
+struct Stdin {
+    pipe: Option<ChildStdin>,
+    written: Written,
 }
 
 /// Where the last requests written to the child's stdin lie in the byte stream.
@@ -306,8 +311,8 @@ pub struct StdioTransport {
 struct Written {
     /// Bytes written so far.
     total: u64,
-    /// The last requests written: id, first byte, byte after the newline.
-    requests: VecDeque<(RequestId, u64, u64)>,
+    /// The last requests written, each with the offset of its first byte.
+    requests: VecDeque<(RequestId, u64)>,
 }
 
 impl Written {
@@ -322,7 +327,7 @@ impl Written {
             if self.requests.len() == Self::KEPT {
                 self.requests.pop_front();
             }
-            self.requests.push_back((id, start, self.total));
+            self.requests.push_back((id, start));
         }
     }
 
@@ -335,8 +340,8 @@ impl Written {
         let read_up_to = self.total.saturating_sub(unread);
         self.requests
             .iter()
-            .filter(|(_, start, _)| *start >= read_up_to)
-            .map(|(id, _, _)| id.clone())
+            .filter(|(_, start)| *start >= read_up_to)
+            .map(|(id, _)| id.clone())
             .collect()
     }
 }
@@ -433,7 +438,10 @@ impl StdioTransport {
         ));
         tracing::debug!(program = %config.program, pid, "started MCP server process");
         Ok(Self {
-            stdin: Mutex::new(Some(stdin)),
+            stdin: Mutex::new(Stdin {
+                pipe: Some(stdin),
+                written: Written::default(),
+            }),
             inbox: Mutex::new(Inbox {
                 rx,
                 finished: false,
@@ -449,7 +457,6 @@ impl StdioTransport {
             exit_wait: config.exit_wait,
             term_wait: config.term_wait,
             stdout_bytes,
-            written: StdMutex::new(Written::default()),
             unread: StdMutex::new(Vec::new()),
         })
     }
@@ -518,18 +525,14 @@ impl StdioTransport {
     async fn note_unread(&self) {
         #[cfg(target_os = "linux")]
         {
-            let guard = self.stdin.lock().await;
-            let Some(stdin) = guard.as_ref() else {
+            let stdin = self.stdin.lock().await;
+            let Some(pipe) = stdin.pipe.as_ref() else {
                 return;
             };
-            let Ok(unread) = rustix::io::ioctl_fionread(stdin) else {
+            let Ok(unread) = rustix::io::ioctl_fionread(pipe) else {
                 return;
             };
-            let ids = self
-                .written
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .unread(unread);
+            let ids = stdin.written.unread(unread);
             if !ids.is_empty() {
                 tracing::debug!(
                     unread,
@@ -565,7 +568,7 @@ impl StdioTransport {
 
     async fn shutdown(&self) -> Result<(), TransportError> {
         self.closing.store(true, Ordering::SeqCst);
-        drop(self.stdin.lock().await.take());
+        drop(self.stdin.lock().await.pipe.take());
         if self.pid.is_none() {
             return Ok(());
         }
@@ -644,26 +647,23 @@ impl Transport for StdioTransport {
             if message.body.contains(&b'\n') {
                 return Err(TransportError::EmbeddedNewline);
             }
-            let mut guard = self.stdin.lock().await;
-            let stdin = guard.as_mut().ok_or(TransportError::Closed)?;
-            // The message and its newline go out in one `writev`: written apart, a server
-            // that reads as soon as bytes arrive wakes twice per message, the first time for
-            // half a line (strace of the reference server: two reads per message).
+            let mut stdin = self.stdin.lock().await;
+            let Stdin { pipe, written } = &mut *stdin;
+            let pipe = pipe.as_mut().ok_or(TransportError::Closed)?;
             let len = message.body.len() as u64 + 1;
             let id = match &message.kind {
                 crate::MessageKind::Request { id, .. } => Some(id.clone()),
                 _ => None,
             };
+            // The message and its newline go out in one `writev`: written apart, a server
+            // that reads as soon as bytes arrive wakes twice per message, the first time for
+            // half a line (strace of the reference server: two reads per message).
             let mut line = message.body.chain(&b"\n"[..]);
-            stdin
-                .write_all_buf(&mut line)
+            pipe.write_all_buf(&mut line)
                 .await
                 .map_err(TransportError::Io)?;
-            stdin.flush().await.map_err(TransportError::Io)?;
-            self.written
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .wrote(id, len);
+            pipe.flush().await.map_err(TransportError::Io)?;
+            written.wrote(id, len);
             Ok(())
         })
     }
