@@ -93,6 +93,14 @@ impl CallbackParams {
         }
         out
     }
+
+    /// Whether it carries `state` (compared in constant time): a callback without the flow's
+    /// `state` is not this flow's, whatever else it says.
+    pub fn carries_state(&self, state: &str) -> bool {
+        self.state
+            .as_deref()
+            .is_some_and(|s| crate::pkce::constant_time_eq(s, state))
+    }
 }
 
 /// Checks a callback, in the order that keeps a forged one harmless: `state` (this flow's),

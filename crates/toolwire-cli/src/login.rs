@@ -577,22 +577,12 @@ async fn callback(
             continue;
         };
         let params = CallbackParams::from_query(query);
-        if let Some(expected) = state
-            && !params
-                .state
-                .as_deref()
-                .is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
-        {
+        if state.is_some_and(|expected| !params.carries_state(expected)) {
             tracing::warn!(
                 "a callback without this login's state reached the listener; still waiting"
             );
-            let html = "<!doctype html><title>toolwire</title><p>This is not the login in progress: nothing was done. Finish the login in the tab it opened.</p>";
-            let reply = format!(
-                "HTTP/1.1 400 Bad Request\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
-                html.len()
-            );
-            let _ = stream.write_all(reply.as_bytes()).await;
-            let _ = stream.shutdown().await;
+            let page = "This is not the login in progress: nothing was done. Finish the login in the tab it opened.";
+            answer(&mut stream, "400 Bad Request", page).await;
             continue;
         }
         let page = if params.error.is_some() {
@@ -600,20 +590,20 @@ async fn callback(
         } else {
             "Authorized: you can close this tab and go back to the terminal."
         };
-        let html = format!("<!doctype html><title>toolwire</title><p>{page}</p>");
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
-            html.len()
-        );
-        let _ = stream.write_all(reply.as_bytes()).await;
-        let _ = stream.shutdown().await;
+        answer(&mut stream, "200 OK", page).await;
         return Ok(params);
     }
 }
 
-/// Compares two byte strings in time that depends on their lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+/// Answers the browser with `status` and a one-line page, and closes the connection.
+async fn answer(stream: &mut tokio::net::TcpStream, status: &str, page: &str) {
+    let html = format!("<!doctype html><title>toolwire</title><p>{page}</p>");
+    let reply = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+        html.len()
+    );
+    let _ = stream.write_all(reply.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 #[cfg(test)]
