@@ -219,17 +219,22 @@ impl FileStore {
         if let Some(p) = std::env::var_os("TOOLWIRE_CREDENTIALS").filter(|p| !p.is_empty()) {
             return Ok(Self::new(p));
         }
-        let state = match std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".local").join("state"))
-                .ok_or_else(|| {
-                    AuthError::Store(
-                        "no HOME to keep credentials in; set TOOLWIRE_CREDENTIALS".into(),
-                    )
-                })?,
-        };
-        Ok(Self::new(state.join("toolwire").join("credentials.json")))
+        let dir = Self::state_dir().ok_or_else(|| {
+            AuthError::Store("no HOME to keep credentials in; set TOOLWIRE_CREDENTIALS".into())
+        })?;
+        Ok(Self::new(dir.join("credentials.json")))
+    }
+
+    /// Where Toolwire keeps its state for this user: `$XDG_STATE_HOME/toolwire`, else
+    /// `~/.local/state/toolwire`; `None` without a home directory.
+    pub fn state_dir() -> Option<PathBuf> {
+        std::env::var_os("XDG_STATE_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+            })
+            .map(|state| state.join("toolwire"))
     }
 
     /// The file.

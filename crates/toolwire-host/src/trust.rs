@@ -170,13 +170,7 @@ impl TrustStore {
     /// `$XDG_STATE_HOME/toolwire/trusted.json`, else `~/.local/state/toolwire/trusted.json`;
     /// `None` without a home directory.
     pub fn default_location() -> Option<Self> {
-        let state = std::env::var_os("XDG_STATE_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
-            })?;
-        Some(Self::new(state.join("toolwire").join("trusted.json")))
+        toolwire::auth::FileStore::state_dir().map(|dir| Self::new(dir.join("trusted.json")))
     }
 
     /// The file.
