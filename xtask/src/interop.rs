@@ -1026,6 +1026,15 @@ fn table(rows: &[Row]) -> String {
 /// the loopback listener, and keeps the tokens (0600); a second process lists tools with them,
 /// and so does an `mcpServers` entry naming the server; `auth status` shows the login without
 /// a token; `logout` forgets it.
+/// A `$BROWSER` that follows the authorization server's auto-approving redirect into the
+/// CLI's loopback listener.
+fn browser(peers: &Peers) -> String {
+    format!(
+        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
+        peers.python.display()
+    )
+}
+
 /// `toolwire login` against the Python SDK's own authorization server, which lists
 /// `offline_access` and refuses any scope a client did not register: the registration must
 /// name it. Then a call after the access token expired: the CLI refreshes (the server logs it)
@@ -1035,10 +1044,7 @@ fn py_oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &P
     let dir = peers.cache.join("results/interop");
     let credentials = dir.join("py-credentials.json");
     let _ = std::fs::remove_file(&credentials);
-    let browser = format!(
-        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
-        peers.python.display()
-    );
+    let browser = browser(peers);
     let toolwire = |args: &[&str]| {
         let mut command = Command::new(bin);
         command
@@ -1096,11 +1102,7 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
     let dir = peers.cache.join("results/interop");
     let credentials = dir.join("credentials.json");
     let _ = std::fs::remove_file(&credentials);
-    // A browser that follows the authorization server's redirect to the loopback listener.
-    let browser = format!(
-        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
-        peers.python.display()
-    );
+    let browser = browser(peers);
     let cli = |args: &[&str]| {
         let mut command = Command::new(bin);
         command

@@ -99,8 +99,7 @@ async fn peer_named(url: &str) -> Result<(), AuthError> {
         Some(url::Host::Ipv4(ip)) if metadata::forbidden_address(ip.into()) => Err(refused()),
         Some(url::Host::Ipv6(ip)) if metadata::forbidden_address(ip.into()) => Err(refused()),
         Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
-            Ok(addrs) => {
-                let mut addrs = addrs;
+            Ok(mut addrs) => {
                 if addrs.any(|a| metadata::forbidden_address(a.ip())) {
                     Err(refused())
                 } else {

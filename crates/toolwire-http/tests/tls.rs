@@ -156,20 +156,25 @@ async fn https_speaks_h2_when_alpn_offers_it_and_checks_certificates() {
     }
 }
 
-#[tokio::test]
-async fn https_goes_through_a_connect_tunnel_with_tls_end_to_end() {
-    let (port, versions, cert_der) = self_signed_server().await;
-    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
+/// TLS roots that trust `cert` alone.
+fn trusting(cert: CertificateDer<'static>) -> TlsRoots {
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert_der).unwrap();
+    roots.add(cert).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
+    TlsRoots::Config(Arc::new(config))
+}
+
+#[tokio::test]
+async fn https_goes_through_a_connect_tunnel_with_tls_end_to_end() {
+    let (port, versions, cert_der) = self_signed_server().await;
+    let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
     let t = HttpTransport::builder(format!("https://localhost:{port}/mcp"))
-        .tls_roots(TlsRoots::Config(Arc::new(config)))
+        .tls_roots(trusting(cert_der))
         .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))))
         .build()
         .unwrap();
@@ -197,16 +202,8 @@ async fn oauth_requests_to_an_https_server_are_tunnelled_whatever_route_the_mcp_
     // must go through a CONNECT tunnel, never in absolute form in clear.
     let (port, versions, cert_der) = self_signed_server().await;
     let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert_der).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
     let t = HttpTransport::builder("http://mcp.invalid:8080/mcp")
-        .tls_roots(TlsRoots::Config(Arc::new(config)))
+        .tls_roots(trusting(cert_der))
         .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))))
         .build()
         .unwrap();

@@ -29,28 +29,6 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::printable;
-
-    #[test]
-    fn escape_sequences_and_bidi_overrides_are_shown_not_obeyed() {
-        assert_eq!(printable("plain\ttext\nnext"), "plain\ttext\nnext");
-        assert_eq!(
-            printable("\u{1b}]0;pwned\u{7}title"),
-            "\\u001b]0;pwned\\u0007title"
-        );
-        assert_eq!(printable("a\u{9b}2Jb\u{7f}"), "a\\u009b2Jb\\u007f");
-        assert_eq!(printable("evil\u{202e}txt.exe"), "evil\\u202etxt.exe");
-        assert_eq!(printable("\r"), "\\u000d");
-        let json = serde_json::json!({"text": "x\u{9b}y"}).to_string();
-        assert_eq!(
-            serde_json::from_str::<serde_json::Value>(&printable(&json)).ok(),
-            Some(serde_json::json!({"text": "x\u{9b}y"}))
-        );
-    }
-}
-
 /// A URL as it may be shown: `user:password@` becomes `…@` and every query value `…` (tokens
 /// travel there: `?api_key=…`), the rest as it is. Borrowed when there is nothing to hide.
 pub fn redacted_url(url: &str) -> Cow<'_, str> {
@@ -141,8 +119,25 @@ pub fn redacted_args(args: &[String]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod redaction_tests {
-    use super::{redacted_args, redacted_url};
+mod tests {
+    use super::{printable, redacted_args, redacted_url};
+
+    #[test]
+    fn escape_sequences_and_bidi_overrides_are_shown_not_obeyed() {
+        assert_eq!(printable("plain\ttext\nnext"), "plain\ttext\nnext");
+        assert_eq!(
+            printable("\u{1b}]0;pwned\u{7}title"),
+            "\\u001b]0;pwned\\u0007title"
+        );
+        assert_eq!(printable("a\u{9b}2Jb\u{7f}"), "a\\u009b2Jb\\u007f");
+        assert_eq!(printable("evil\u{202e}txt.exe"), "evil\\u202etxt.exe");
+        assert_eq!(printable("\r"), "\\u000d");
+        let json = serde_json::json!({"text": "x\u{9b}y"}).to_string();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&printable(&json)).ok(),
+            Some(serde_json::json!({"text": "x\u{9b}y"}))
+        );
+    }
 
     #[test]
     fn credentials_and_query_values_in_urls_are_hidden() {
