@@ -3,6 +3,13 @@ own authorization server (the SDK's routes: metadata, dynamic registration, auth
 revoke, protected resource metadata), with an in-memory provider that approves at once.
 
     python py_oauth_server.py PORT TTL   # Streamable HTTP on 127.0.0.1:PORT/mcp
+    python py_oauth_server.py PORT TTL TLS_PORT DIR
+
+With TLS_PORT and DIR the authorization server's issuer is https://127.0.0.1:TLS_PORT: the
+same application is served there over TLS too, with a certificate signed by a throwaway
+certificate authority written to DIR/ca.pem (the client trusts it with SSL_CERT_FILE), while
+the MCP endpoint stays plain http on PORT. That is the set-up in which a proxy must tunnel
+the OAuth requests and may forward the MCP ones.
 
 Registration is strict as the SDK makes it: a client may only be authorized for the scopes it
 registered (`offline_access` included). Access tokens live TTL seconds; refresh tokens rotate.
@@ -25,7 +32,76 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 PORT = int(sys.argv[1])
 TTL = int(sys.argv[2])
+TLS_PORT = int(sys.argv[3]) if len(sys.argv) > 4 else None
+TLS_DIR = sys.argv[4] if len(sys.argv) > 4 else None
 BASE = f"http://127.0.0.1:{PORT}"
+ISSUER = f"https://127.0.0.1:{TLS_PORT}" if TLS_PORT else BASE
+
+
+def certificates(directory):
+    """A certificate authority (DIR/ca.pem) and a certificate it signed for 127.0.0.1
+    (DIR/server.pem, DIR/server.key)."""
+    import datetime
+    import ipaddress
+    import os
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
+
+    def name(common):
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("toolwire interop CA"))
+        .issuer_name(name("toolwire interop CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    os.makedirs(directory, exist_ok=True)
+    pem = serialization.Encoding.PEM
+    with open(os.path.join(directory, "server.key"), "wb") as f:
+        f.write(
+            key.private_bytes(
+                pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+    with open(os.path.join(directory, "server.pem"), "wb") as f:
+        f.write(leaf.public_bytes(pem))
+    # Written last: its presence says the others are there.
+    with open(os.path.join(directory, "ca.pem"), "wb") as f:
+        f.write(ca.public_bytes(pem))
 
 
 class Provider:
@@ -106,7 +182,7 @@ app = MCPServer(
     "py-oauth-peer",
     auth_server_provider=Provider(),
     auth=AuthSettings(
-        issuer_url=BASE,
+        issuer_url=ISSUER,
         resource_server_url=f"{BASE}/mcp",
         client_registration_options=ClientRegistrationOptions(
             enabled=True,
@@ -125,5 +201,34 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
+async def serve_both():
+    """The app on PORT in plain http, and again on TLS_PORT over TLS for the OAuth routes
+    (without the lifespan, which the MCP endpoint's session manager runs once)."""
+    import asyncio
+    import os
+
+    import uvicorn
+
+    certificates(TLS_DIR)
+    starlette_app = app.streamable_http_app(host="127.0.0.1")
+    plain = uvicorn.Server(uvicorn.Config(starlette_app, host="127.0.0.1", port=PORT))
+    tls = uvicorn.Server(
+        uvicorn.Config(
+            starlette_app,
+            host="127.0.0.1",
+            port=TLS_PORT,
+            lifespan="off",
+            ssl_certfile=os.path.join(TLS_DIR, "server.pem"),
+            ssl_keyfile=os.path.join(TLS_DIR, "server.key"),
+        )
+    )
+    await asyncio.gather(plain.serve(), tls.serve())
+
+
 if __name__ == "__main__":
-    app.run(transport="streamable-http", host="127.0.0.1", port=PORT)
+    if TLS_PORT:
+        import anyio
+
+        anyio.run(serve_both)
+    else:
+        app.run(transport="streamable-http", host="127.0.0.1", port=PORT)

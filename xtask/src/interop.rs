@@ -327,6 +327,12 @@ struct Running {
     tinyproxy_dir: PathBuf,
     /// The TypeScript SDK's OAuth-protected example (`localhost`, as its metadata name it).
     ts_oauth: String,
+    /// The Python SDK's OAuth server again, its MCP endpoint plain http, its issuer
+    /// `https://` at `py_tls_issuer` with a certificate signed by `py_tls_ca`.
+    py_tls: String,
+    py_tls_issuer: String,
+    py_tls_ca: PathBuf,
+    py_tls_log: PathBuf,
 }
 
 fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
@@ -348,7 +354,11 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         oauth_port,
         oauth_as_port,
         py_oauth_port,
+        py_tls_port,
+        py_tls_issuer_port,
     ] = [
+        free_port()?,
+        free_port()?,
         free_port()?,
         free_port()?,
         free_port()?,
@@ -431,6 +441,20 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         .arg(root.join("xtask/interop/py_oauth_server.py"))
         .args([&py_oauth_port.to_string(), "3"]);
     starts.push(("python-oauth", py_oauth_port, py_oauth));
+    // And again with its authorization server at an https issuer (its own throwaway CA),
+    // the MCP endpoint staying plain http: the set-up in which a proxy must tunnel OAuth.
+    let py_tls_dir = peers.cache.join("py-oauth-tls");
+    let _ = std::fs::remove_dir_all(&py_tls_dir);
+    let mut py_tls = Command::new(&peers.python);
+    py_tls
+        .arg(root.join("xtask/interop/py_oauth_server.py"))
+        .args([
+            &py_tls_port.to_string(),
+            "3",
+            &py_tls_issuer_port.to_string(),
+        ])
+        .arg(&py_tls_dir);
+    starts.push(("python-oauth-tls", py_tls_port, py_tls));
 
     for (name, _, command) in &mut starts {
         processes.spawn(command, &logs.join(format!("{name}.log")))?;
@@ -438,6 +462,11 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
     for (name, port, _) in &starts {
         wait_for_port(*port, name, &logs.join(format!("{name}.log")))?;
     }
+    wait_for_port(
+        py_tls_issuer_port,
+        "python-oauth-tls (its https issuer)",
+        &logs.join("python-oauth-tls.log"),
+    )?;
     let url = |port: u16| format!("http://127.0.0.1:{port}/mcp");
     Ok(Running {
         _processes: processes,
@@ -455,6 +484,10 @@ fn start(root: &Path, peers: &Peers) -> Result<Running, String> {
         ts_oauth: format!("http://localhost:{oauth_port}/mcp"),
         py_oauth: url(py_oauth_port),
         py_oauth_log: logs.join("python-oauth.log"),
+        py_tls: url(py_tls_port),
+        py_tls_issuer: format!("127.0.0.1:{py_tls_issuer_port}"),
+        py_tls_ca: py_tls_dir.join("ca.pem"),
+        py_tls_log: logs.join("python-oauth-tls.log"),
     })
 }
 
@@ -1021,16 +1054,33 @@ fn table(rows: &[Row]) -> String {
     t
 }
 
-/// The TypeScript SDK's OAuth example: without credentials the CLI says to log in; `login`
-/// registers, authorizes through a `$BROWSER` that follows the auto-approving redirect into
-/// the loopback listener, and keeps the tokens (0600); a second process lists tools with them,
-/// and so does an `mcpServers` entry naming the server; `auth status` shows the login without
-/// a token; `logout` forgets it.
+/// Past the Python OAuth peer's 3 s access tokens, `add 2 3`: it must answer 5, and the
+/// server's `log` must show a refresh.
+fn call_after_expiry(
+    toolwire: impl Fn(&[&str]) -> (bool, String, String),
+    log: &Path,
+) -> Result<(bool, String), String> {
+    std::thread::sleep(Duration::from_secs(4));
+    let (ok, out, err) = toolwire(&["--json", "tools", "call", "add", "a=2", "b=3"]);
+    let refreshed = std::fs::read_to_string(log)
+        .map(|log| log.lines().filter(|l| l.trim() == "refreshed").count())
+        .unwrap_or(0);
+    serde_json::from_str::<Value>(&out)
+        .map(|v| {
+            let text = v["content"][0]["text"].as_str().unwrap_or("").to_owned();
+            (
+                ok && text == "5" && refreshed >= 1,
+                format!("add = {text}; refreshes the server saw: {refreshed}"),
+            )
+        })
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)))
+}
+
 /// A `$BROWSER` that follows the authorization server's auto-approving redirect into the
-/// CLI's loopback listener.
+/// CLI's loopback listener, straight (not through any proxy the environment names).
 fn browser(peers: &Peers) -> String {
     format!(
-        "{} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=30).read()'",
+        "{} -c 'import sys, urllib.request as u; u.build_opener(u.ProxyHandler({{}})).open(sys.argv[1], timeout=30).read()'",
         peers.python.display()
     )
 }
@@ -1073,21 +1123,7 @@ fn py_oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &P
         "dynamic registration naming every scope asked (offline_access too), PKCE, a refresh token",
         outcome,
     );
-    // Past the access token's 3 s.
-    std::thread::sleep(Duration::from_secs(4));
-    let (ok, out, err) = toolwire(&["--json", "tools", "call", "add", "a=2", "b=3"]);
-    let refreshed = std::fs::read_to_string(&running.py_oauth_log)
-        .map(|log| log.lines().filter(|l| l.trim() == "refreshed").count())
-        .unwrap_or(0);
-    let outcome = serde_json::from_str::<Value>(&out)
-        .map(|v| {
-            let text = v["content"][0]["text"].as_str().unwrap_or("").to_owned();
-            (
-                ok && text == "5" && refreshed >= 1,
-                format!("add = {text}; refreshes the server saw: {refreshed}"),
-            )
-        })
-        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    let outcome = call_after_expiry(toolwire, &running.py_oauth_log);
     push(
         rows,
         peer,
@@ -1097,6 +1133,208 @@ fn py_oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &P
     );
 }
 
+/// Every byte a client sent through a relay.
+type Capture = std::sync::Arc<std::sync::Mutex<Vec<u8>>>;
+
+/// A TCP relay on loopback in front of `to`, keeping every byte the client sent through it:
+/// the capture of what crossed the wire to the proxy.
+fn capturing_relay(to: String) -> Result<(String, Capture), String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let at = listener
+        .local_addr()
+        .map_err(|e| e.to_string())?
+        .to_string();
+    let captured = Capture::default();
+    let keep = captured.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(upstream) = TcpStream::connect(&to) else {
+                continue;
+            };
+            let (Ok(mut client_r), Ok(mut upstream_w)) = (client.try_clone(), upstream.try_clone())
+            else {
+                continue;
+            };
+            let (mut client_w, mut upstream_r) = (client, upstream);
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n @ 1..) = client_r.read(&mut buf) {
+                    if let Ok(mut all) = keep.lock() {
+                        all.extend_from_slice(&buf[..n]);
+                    }
+                    if upstream_w.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = upstream_w.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut upstream_r, &mut client_w);
+                let _ = client_w.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    Ok((at, captured))
+}
+
+/// OAuth through the real proxy: the MCP server is plain `http://`, its authorization server
+/// `https://`, and `HTTP_PROXY`/`HTTPS_PROXY` name tinyproxy (through a relay that captures
+/// what the client sent). Login and a refresh across expiry go through; every request to the
+/// authorization server rides a `CONNECT` tunnel (tinyproxy's log shows the tunnels and no
+/// absolute-form request to the issuer), and neither the capture nor the log holds the
+/// client secret, the refresh token or any token-request field in clear. (The MCP requests
+/// themselves carry the access token in clear: that is what an `http://` MCP URL means.)
+fn proxy_oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
+    let peer = "tinyproxy 1.11 + Python SDK 2.3 OAuth (https issuer)";
+    let dir = peers.cache.join("results/interop");
+    let credentials = dir.join("proxied-credentials.json");
+    let _ = std::fs::remove_file(&credentials);
+    let (relay, captured) = match capturing_relay(running.tinyproxy.clone()) {
+        Ok(relay) => relay,
+        Err(e) => {
+            push(
+                rows,
+                peer,
+                "HTTP_PROXY + HTTPS_PROXY",
+                "the capture relay starts",
+                Err(e),
+            );
+            return;
+        }
+    };
+    let proxy = format!("http://mcp:secret@{relay}");
+    // The browser goes straight to the authorization server (trusting its CA through the
+    // SSL_CERT_FILE it inherits): only what the client sends is under test.
+    let browser = browser(peers);
+    let toolwire = |args: &[&str]| {
+        let mut command = Command::new(bin);
+        for name in ["NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"] {
+            command.env_remove(name);
+        }
+        command
+            .args(["--timeout", "30", "--url", running.py_tls.as_str()])
+            .args(args)
+            .env("HTTP_PROXY", &proxy)
+            .env("HTTPS_PROXY", &proxy)
+            .env("SSL_CERT_FILE", &running.py_tls_ca)
+            .env("TOOLWIRE_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .current_dir(&dir);
+        run_limited(&mut command)
+    };
+    let (ok, out, err) = toolwire(&["--json", "login"]);
+    let outcome = serde_json::from_str::<Value>(&out)
+        .map(|status| {
+            (
+                ok && status["refreshable"] == true
+                    && status["issuer"] == format!("https://{}", running.py_tls_issuer),
+                format!(
+                    "issuer {}, refreshable {}",
+                    status["issuer"], status["refreshable"]
+                ),
+            )
+        })
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    push(
+        rows,
+        peer,
+        "HTTP_PROXY + HTTPS_PROXY",
+        "login through the proxy: metadata, registration and token requests to the https issuer",
+        outcome,
+    );
+    let outcome = call_after_expiry(toolwire, &running.py_tls_log);
+    push(
+        rows,
+        peer,
+        "HTTP_PROXY + HTTPS_PROXY",
+        "a call after expiry refreshes through the proxy and goes through",
+        outcome,
+    );
+
+    // What crossed the proxy.
+    std::thread::sleep(Duration::from_millis(200));
+    let capture = captured
+        .lock()
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .unwrap_or_default();
+    let log = std::fs::read_to_string(running.tinyproxy_dir.join("tinyproxy.log"))
+        .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let stored: Value = std::fs::read_to_string(&credentials)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    let entry = &stored["entries"][0];
+    // What must not cross in clear, by name (the values themselves are never printed).
+    let mut secrets: Vec<(&str, String)> = [
+        ("the client secret", &entry["client"]["client_secret"]),
+        ("the refresh token", &entry["tokens"]["refresh_token"]),
+    ]
+    .into_iter()
+    .filter_map(|(name, v)| v.as_str().map(|v| (name, v.to_owned())))
+    .collect();
+    let found_secrets = secrets.len();
+    // The names of the token request's and registration's fields, and their paths.
+    for field in [
+        "grant_type",
+        "code_verifier",
+        "refresh_token",
+        "client_secret",
+        "redirect_uri",
+        // At a line's start: `Proxy-Authorization: Basic` is the proxy's own.
+        "\r\nAuthorization: Basic",
+        "/token",
+        "/register",
+    ] {
+        secrets.push((field, field.to_owned()));
+    }
+    let tunnel = format!("CONNECT {}", running.py_tls_issuer);
+    let tunnels_captured = capture.matches(&tunnel).count();
+    let tunnels_logged = log.matches(&tunnel).count();
+    let absolute = format!("http://{}", running.py_tls_issuer);
+    // Header names go out in lower case: compare without case.
+    let (capture_lower, log_lower) = (capture.to_lowercase(), log.to_lowercase());
+    let in_clear: Vec<String> = secrets
+        .iter()
+        .filter_map(|(name, s)| {
+            let s = s.to_lowercase();
+            let capture = capture_lower.contains(&s).then_some("capture");
+            let log = log_lower.contains(&s).then_some("proxy log");
+            capture
+                .or(log)
+                .map(|place| format!("{name} in the {place}"))
+        })
+        .collect();
+    let plain_mcp = capture
+        .matches(&format!("POST {} ", running.py_tls))
+        .count();
+    push(
+        rows,
+        peer,
+        "HTTP_PROXY + HTTPS_PROXY",
+        "OAuth requests only in CONNECT tunnels; no secret or token-request field in the capture or proxy log",
+        Ok((
+            found_secrets == 2
+                && tunnels_captured >= 3
+                && tunnels_logged >= 3
+                && plain_mcp > 0
+                && in_clear.is_empty()
+                && !capture.contains(&absolute)
+                && !log.contains(&absolute),
+            format!(
+                "{tunnels_captured} tunnels captured, {tunnels_logged} logged, {plain_mcp} MCP posts forwarded, {} bytes captured; in clear: {in_clear:?}",
+                capture.len(),
+            ),
+        )),
+    );
+}
+
+/// The TypeScript SDK's OAuth example: without credentials the CLI says to log in; `login`
+/// registers, authorizes through a `$BROWSER` that follows the auto-approving redirect into
+/// the loopback listener, and keeps the tokens (0600); a second process lists tools with them,
+/// and so does an `mcpServers` entry naming the server; `auth status` shows the login without
+/// a token; `logout` forgets it.
 fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peers) {
     let peer = "TypeScript SDK 1.32 OAuth example (--oauth-strict)";
     let dir = peers.cache.join("results/interop");
@@ -1377,6 +1615,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     proxy_checks(&mut rows, &bin, &running, cwd);
     oauth_checks(&mut rows, &bin, &running, &peers);
     py_oauth_checks(&mut rows, &bin, &running, &peers);
+    proxy_oauth_checks(&mut rows, &bin, &running, &peers);
     drop(running);
 
     let table = table(&rows);

@@ -479,6 +479,8 @@ fn http_options(
     cli: &Cli,
     mut b: toolwire::HttpTransportBuilder,
 ) -> Result<toolwire::HttpTransportBuilder, Failure> {
+    // A private certificate authority is trusted the way curl and Python are told to.
+    b = b.tls_roots(toolwire::TlsRoots::from_env());
     for h in &cli.headers {
         let (name, value) = h
             .split_once(':')

@@ -199,11 +199,14 @@ impl ServerConfig {
     /// becomes the transport's credentials (`HttpTransportBuilder::authorization`: a bearer
     /// token, or the value as written for another scheme), never shown in `Debug` or logs;
     /// one that fills in empty (`Bearer ${TOKEN:-}` without a token) is left out. An `Sse` entry's settings
-    /// are built with `build_sse` (or connected with `ClientBuilder::connect_sse`).
+    /// are built with `build_sse` (or connected with `ClientBuilder::connect_sse`). TLS
+    /// roots are [`TlsRoots::from_env`](toolwire::TlsRoots::from_env): the bundle that
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR` name, Mozilla's otherwise.
     pub fn http_transport(&self) -> Result<HttpTransportBuilder, ConnectError> {
         match &self.transport {
             ServerTransport::Http { url, headers } | ServerTransport::Sse { url, headers } => {
-                let mut builder = HttpTransport::builder(url.as_str());
+                let mut builder =
+                    HttpTransport::builder(url.as_str()).tls_roots(toolwire::TlsRoots::from_env());
                 for (name, value) in headers {
                     builder = if !name.eq_ignore_ascii_case("authorization") {
                         builder.header(name, value)

@@ -168,6 +168,26 @@ pub enum TlsRoots {
     Config(Arc<rustls::ClientConfig>),
 }
 
+impl TlsRoots {
+    /// The environment's choice, as OpenSSL-based tools (curl, Python, git) make it:
+    /// [`TlsRoots::Native`] when `SSL_CERT_FILE` or `SSL_CERT_DIR` is set (the platform
+    /// loader then reads exactly the bundle or directory named, which is how a private
+    /// certificate authority is trusted), [`TlsRoots::WebPki`] otherwise. The CLI and
+    /// `mcpServers` entries use it, so Toolwire trusts what the stdio children it starts are
+    /// told to trust.
+    pub fn from_env() -> Self {
+        Self::choose(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+    }
+
+    fn choose(set: impl Fn(&str) -> bool) -> Self {
+        if set("SSL_CERT_FILE") || set("SSL_CERT_DIR") {
+            Self::Native
+        } else {
+            Self::WebPki
+        }
+    }
+}
+
 impl fmt::Debug for TlsRoots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -629,6 +649,16 @@ mod tests {
             ]
         );
         assert_eq!(AcceptProfile::Omit.header(), None);
+    }
+
+    #[test]
+    fn a_ca_bundle_named_by_the_environment_selects_the_platform_loader() {
+        let with =
+            |names: &'static [&'static str]| TlsRoots::choose(move |name| names.contains(&name));
+        assert!(matches!(with(&[]), TlsRoots::WebPki));
+        assert!(matches!(with(&["SSL_CERT_FILE"]), TlsRoots::Native));
+        assert!(matches!(with(&["SSL_CERT_DIR"]), TlsRoots::Native));
+        assert!(matches!(with(&["REQUESTS_CA_BUNDLE"]), TlsRoots::WebPki));
     }
 
     #[test]

@@ -28,9 +28,11 @@ pub enum HttpError {
     /// TLS could not be set up.
     #[error("TLS set-up failed")]
     Tls(#[source] rustls::Error),
-    /// [`crate::TlsRoots::Native`] was asked for and the platform store holds no usable root
-    /// certificate.
-    #[error("no usable root certificate in the platform store")]
+    /// [`crate::TlsRoots::Native`] was asked for and the platform store (or the bundle that
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR` names) holds no usable root certificate.
+    #[error(
+        "no usable root certificate in the platform store (or in SSL_CERT_FILE / SSL_CERT_DIR)"
+    )]
     NoNativeRoots,
     /// No connection could be made within the connect timeout.
     #[error("could not connect within {0:?}")]
