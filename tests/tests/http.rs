@@ -30,6 +30,7 @@ async fn modern_over_http_with_sep2243_headers_and_progress() {
         client.ready().await.unwrap().version,
         ProtocolVersion::V2026_07_28
     );
+    assert_eq!(client.mcp_session_id(), None, "the stateless era has none");
     client.list_tools().await.unwrap();
     let result = client
         .call_tool(
@@ -72,6 +73,9 @@ async fn a_legacy_http_server_is_reached_through_the_fallback_with_a_session() {
     let client = client(&peer).await;
     let n = client.ready().await.unwrap();
     assert_eq!(n.version, ProtocolVersion::V2025_11_25);
+    // What a caller once kept the transport for, the client says.
+    assert_eq!(client.mcp_session_id().as_deref(), Some("session-1"));
+    assert!(client.carries_headers());
     client.list_tools().await.unwrap();
     let echo = client
         .call_tool("echo", json!({"text": "over http"}))

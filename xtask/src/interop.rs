@@ -228,9 +228,13 @@ fn debian(program: &str) -> Result<PathBuf, String> {
     debian_package(program, program)
 }
 
-/// `program`, installed from Debian's `package` when it is missing.
+/// `program` (a name looked for in the usual folders, or an absolute path), installed from
+/// Debian's `package` when it is missing.
 pub(crate) fn debian_package(program: &str, package: &str) -> Result<PathBuf, String> {
     let find = || {
+        if Path::new(program).is_absolute() {
+            return Some(PathBuf::from(program)).filter(|p| p.exists());
+        }
         ["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"]
             .iter()
             .map(|dir| Path::new(dir).join(program))

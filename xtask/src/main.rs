@@ -3,8 +3,7 @@
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
-//!   build of the comparison bench, the workspace checked for Windows
-//!   (`x86_64-pc-windows-gnu`), each fuzz target built and
+//!   build of the comparison bench, `windows`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
@@ -12,6 +11,8 @@
 //!   ratchet baseline (see [`conformance`]).
 //! - `bench`: Toolwire against rmcp and the physical floor, side by side in one run; writes
 //!   `docs/benchmarks.md` (`--quick` for a short run). See `crates/toolwire-bench`.
+//! - `windows`: the workspace checked for `x86_64-pc-windows-gnu`, and the stdio transport's
+//!   tests run under Wine.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
 //!
@@ -41,8 +42,9 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::run(&root),
         Some("interop") => interop::run(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
+        Some("windows") => windows_check(&root),
         _ => {
-            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop|bench [--quick]>");
+            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop|windows|bench [--quick]>");
             return ExitCode::from(2);
         }
     };
@@ -365,8 +367,8 @@ fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
 }
 
 /// The Windows build: the workspace checked for `x86_64-pc-windows-gnu` (the target from
-/// rustup, and Debian's mingw-w64 C compiler for `ring`'s build script). Tests do not run
-/// there: nothing here can run Windows programs.
+/// rustup, and Debian's mingw-w64 C compiler for `ring`'s build script); then the stdio
+/// transport's tests (`.cmd` shims, arguments, ending children) run under Debian's Wine.
 fn windows_check(root: &Path) -> Result<(), String> {
     const TARGET: &str = "x86_64-pc-windows-gnu";
     let installed = Command::new("rustup")
@@ -381,12 +383,80 @@ fn windows_check(root: &Path) -> Result<(), String> {
     if !installed {
         run(root, "rustup", &["target", "add", TARGET], &[])?;
     }
-    interop::debian_package("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")?;
+    let gcc = interop::debian_package("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")?;
     run(
         root,
         "cargo",
         &["check", "--workspace", "--locked", "--target", TARGET],
         &[],
+    )?;
+    wine_tests(root, TARGET, &gcc)
+}
+
+/// The Rust standard library's Windows builds take their random numbers from
+/// `bcryptprimitives.dll`'s `ProcessPrng`, which Debian 12's Wine 8.0 lacks: this stand-in
+/// answers from `RtlGenRandom` (advapi32), which Wine has.
+const PROCESS_PRNG: &str = r#"#include <windows.h>
+#define SystemFunction036 NTAPI SystemFunction036
+#include <ntsecapi.h>
+#undef SystemFunction036
+BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+    while (len > 0) {
+        ULONG n = len > 0x7fffffff ? 0x7fffffff : (ULONG)len;
+        if (!RtlGenRandom(data, n)) return FALSE;
+        data += n;
+        len -= n;
+    }
+    return TRUE;
+}
+"#;
+
+/// `toolwire-transport`'s tests for `target`, run under Wine (`wine64` from Debian, its
+/// prefix under `target/`), with [`PROCESS_PRNG`] beside the test programs.
+fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
+    let wine = interop::debian_package("/usr/lib/wine/wine64", "wine64")?;
+    let out = root.join("target").join("wine");
+    let deps = root.join("target").join(target).join("debug").join("deps");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(&deps).map_err(|e| format!("{}: {e}", deps.display()))?;
+    let source = out.join("process_prng.c");
+    let def = out.join("bcryptprimitives.def");
+    std::fs::write(&source, PROCESS_PRNG).map_err(|e| e.to_string())?;
+    std::fs::write(&def, "LIBRARY bcryptprimitives\nEXPORTS\nProcessPrng\n")
+        .map_err(|e| e.to_string())?;
+    let dll = deps.join("bcryptprimitives.dll");
+    let (source, def, dll) = (
+        source.display().to_string(),
+        def.display().to_string(),
+        dll.display().to_string(),
+    );
+    run(
+        root,
+        &gcc.display().to_string(),
+        &["-shared", "-O2", "-o", &dll, &source, &def, "-ladvapi32"],
+        &[],
+    )?;
+    let prefix = out.join("prefix").display().to_string();
+    let runner = wine.display().to_string();
+    run(
+        root,
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "toolwire-transport",
+            "--locked",
+            // Doctests run from a folder of their own, without the stand-in DLL.
+            "--lib",
+            "--tests",
+            "--target",
+            target,
+        ],
+        &[
+            ("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", &runner),
+            ("WINEPREFIX", &prefix),
+            ("WINEDEBUG", "-all"),
+        ],
     )
 }
 

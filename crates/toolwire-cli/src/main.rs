@@ -312,6 +312,26 @@ fn one_line(e: &dyn std::error::Error) -> String {
     toolwire::ErrorChain(e).to_string()
 }
 
+/// A client that cannot be made: settings the transport refuses (a header, a URL) are the
+/// user's to fix; anything else (a command that cannot start) is reported as the server's.
+fn not_connected(e: Error) -> Failure {
+    match &e {
+        Error::Transport(t) if matches!(**t, toolwire::TransportError::Setup(_)) => {
+            Failure::Usage(one_line(&e))
+        }
+        _ => e.into(),
+    }
+}
+
+impl From<toolwire_host::ConnectError> for Failure {
+    fn from(e: toolwire_host::ConnectError) -> Self {
+        match e {
+            toolwire_host::ConnectError::Client { source, .. } => not_connected(source),
+            e => Self::Usage(one_line(&e)),
+        }
+    }
+}
+
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         match login::explain(&e) {
@@ -416,7 +436,6 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
     };
     let builder = client_builder(&cli)?;
-    let mut http = None;
     let client = match (&url, &cli.stdio) {
         (Some(url), _) => {
             let mut b = http_options(&cli, HttpTransport::builder(url.clone()))?;
@@ -424,11 +443,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
             if embedded.is_none() {
                 b = login::stored(url, b, &login::LoginArgs::default())?;
             }
-            let transport = b
-                .build_with_sse_fallback()
-                .map_err(|e| Failure::Usage(one_line(&e)))?;
-            http = Some(transport.http().clone());
-            builder.connect(transport)?
+            // Streamable HTTP with the HTTP+SSE fallback; a reconnect builds a new transport.
+            builder.connect_http(b).map_err(not_connected)?
         }
         (None, Some(command)) => {
             stdio_only(&cli)?;
@@ -441,7 +457,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }
         (None, None) => return Err(Failure::Usage("no server".into())),
     };
-    let outcome = session(&cli, &client, http.as_ref(), None).await;
+    let outcome = session(&cli, &client, None).await;
     client.close().await;
     drop(embedded);
     outcome
@@ -589,12 +605,7 @@ async fn watch(
 
 /// Pre-loads `--known-tools`, then runs the command on one connected client. `tool` replaces
 /// the name of `tools call` (a routed `server__tool`).
-async fn session(
-    cli: &Cli,
-    client: &Client,
-    http: Option<&HttpTransport>,
-    tool: Option<&str>,
-) -> Result<ExitCode, Failure> {
+async fn session(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitCode, Failure> {
     if let Some(path) = &cli.known_tools {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Usage(format!("--known-tools {}: {e}", path.display())))?;
@@ -612,7 +623,7 @@ async fn session(
             ))
         })?;
     }
-    command(cli, client, http, tool).await
+    command(cli, client, tool).await
 }
 
 /// `--config FILE`: one entry (`--server`, or the server of a routed `tools call`), or every
@@ -643,31 +654,23 @@ async fn with_config(
     let Some((server, tool)) = routed else {
         return every_server(cli, &config, builder).await;
     };
-    let entry = config_entry(&config, &server)?;
+    let mut entry = config_entry(&config, &server)?.clone();
     let _ = login::NAMED.set(entry_named(Some(file), &server));
-    let builder = match entry.timeout {
-        Some(t) if cli.timeout.is_none() => builder.timeouts(t, t.min(Duration::from_secs(5))),
-        _ => builder,
-    };
-    let mut http = None;
-    let client = match &entry.transport {
-        ServerTransport::Stdio { .. } => {
-            stdio_only(cli)?;
-            let stdio = entry
-                .stdio_config()
-                .map_err(|e| Failure::Usage(one_line(&e)))?;
-            builder.connect_stdio(stdio.with_stderr(stderr_mode(cli)))?
-        }
-        ServerTransport::Sse { .. } => builder.connect_sse(remote(cli, entry)?)?,
-        _ => {
-            let transport = remote(cli, entry)?
-                .build()
-                .map_err(|e| Failure::Usage(one_line(&e)))?;
-            http = Some(transport.clone());
-            builder.connect(transport)?
-        }
-    };
-    let outcome = session(cli, &client, http.as_ref(), tool.as_deref()).await;
+    if cli.timeout.is_some() {
+        // `--timeout` wins over the entry's.
+        entry.timeout = None;
+    }
+    if entry.url().is_none() {
+        stdio_only(cli)?;
+    }
+    // The same path as `Host` takes: Streamable HTTP falls back to HTTP+SSE, and every
+    // reconnect is made from the entry's settings.
+    let client = entry.connect_with(
+        builder,
+        |http| remote(cli, &entry, http),
+        |stdio| stdio.with_stderr(stderr_mode(cli)),
+    )?;
+    let outcome = session(cli, &client, tool.as_deref()).await;
     client.close().await;
     outcome
 }
@@ -699,10 +702,11 @@ fn config_entry<'a>(config: &'a ServersConfig, server: &str) -> Result<&'a Serve
 /// A remote entry's transport settings with the command line's and, unless it carries
 /// credentials of its own, the stored OAuth login (its `oauth` settings under the
 /// command line's).
-fn remote(cli: &Cli, entry: &ServerConfig) -> Result<toolwire::HttpTransportBuilder, Failure> {
-    let b = entry
-        .http_transport()
-        .map_err(|e| Failure::Usage(one_line(&e)))?;
+fn remote(
+    cli: &Cli,
+    entry: &ServerConfig,
+    b: toolwire::HttpTransportBuilder,
+) -> Result<toolwire::HttpTransportBuilder, Failure> {
     let b = http_options(cli, b)?;
     let url = entry.url().unwrap_or_default().to_owned();
     let args = login::LoginArgs::default().or_entry(entry.oauth.as_ref());
@@ -895,12 +899,7 @@ fn print_json(value: &Value) {
     );
 }
 
-async fn command(
-    cli: &Cli,
-    client: &Client,
-    http: Option<&HttpTransport>,
-    tool: Option<&str>,
-) -> Result<ExitCode, Failure> {
+async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::Serve(_)
         | Command::Trust { .. }
@@ -948,7 +947,7 @@ async fn command(
         }
         Command::Info => {
             let n = client.ready().await?;
-            let session = http.and_then(HttpTransport::session_id);
+            let session = client.mcp_session_id();
             if cli.json {
                 print_json(&json!({
                     "protocolVersion": n.version,
@@ -1039,7 +1038,6 @@ async fn command(
             call(
                 cli,
                 client,
-                http.is_some(),
                 tool.unwrap_or(name),
                 params,
                 args.as_deref(),
@@ -1089,7 +1087,6 @@ fn typed(schema: Option<&Value>, raw: &str) -> Value {
 async fn call(
     cli: &Cli,
     client: &Client,
-    over_http: bool,
     name: &str,
     params: &[String],
     args: Option<&str>,
@@ -1138,7 +1135,7 @@ async fn call(
     if cli.json {
         print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
-        if over_http {
+        if client.carries_headers() {
             for (n, v) in &headers {
                 say!("> {n}: {v}");
             }

@@ -369,6 +369,35 @@ fn config_file(tag: &str) -> ConfigFile {
     }
 }
 
+/// `--config --server` takes the host's path from an entry to a client: an `http` entry whose
+/// server only speaks the 2024-11-05 HTTP+SSE transport is reached through the fallback.
+#[test]
+fn a_config_http_entry_falls_back_to_http_sse_as_the_host_does() {
+    let served = serve(&["--sse"]);
+    let text = serde_json::json!({"mcpServers": {
+        "old": {"type": "http", "url": format!("{}/sse", served.url)},
+    }});
+    let path =
+        std::env::temp_dir().join(format!("toolwire-cli-fallback-{}.json", std::process::id()));
+    std::fs::write(&path, text.to_string()).unwrap();
+    let config = path.to_str().unwrap();
+    let out = toolwire(&[
+        "--config", config, "--server", "old", "--json", "tools", "call", "echo", "text=old",
+    ]);
+    let info = toolwire(&["--config", config, "--server", "old", "--json", "info"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["content"][0]["text"], "old");
+    // A legacy era without an `Mcp-Session-Id`: HTTP+SSE, not Streamable HTTP.
+    let info = json(&info);
+    assert_ne!(info["protocolVersion"], "2026-07-28", "{info}");
+    assert!(info["sessionId"].is_null(), "{info}");
+}
+
 #[test]
 fn a_config_file_drives_one_server_or_every_server() {
     let file = config_file("all");

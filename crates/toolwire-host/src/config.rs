@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use toolwire::auth::{OAuthConfig, StaticClient};
-use toolwire::{HttpTransport, HttpTransportBuilder, StdioConfig};
+use toolwire::{Client, ClientBuilder, HttpTransport, HttpTransportBuilder, StdioConfig};
 
 /// Every server of one configuration file, by name (sorted).
 #[derive(Debug, Clone, PartialEq)]
@@ -165,6 +165,16 @@ pub enum ConnectError {
         /// What was asked for.
         wanted: &'static str,
     },
+    /// The client refused the entry's settings (a header or URL its transport refuses, a
+    /// stdio command that cannot be started).
+    #[error("server `{server}`")]
+    Client {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: toolwire::Error,
+    },
 }
 
 impl ServerConfig {
@@ -228,6 +238,42 @@ impl ServerConfig {
 }
 
 impl ServerConfig {
+    /// Connects the entry with `client`'s settings, the one way from an entry to a client
+    /// (`Host` and the CLI take it): a stdio entry starts its command now (a command that
+    /// cannot start is the error here); an `http` entry speaks Streamable HTTP and falls
+    /// back to the 2024-11-05 HTTP+SSE transport when the server refuses it
+    /// (`ClientBuilder::connect_http`); an `sse` entry speaks HTTP+SSE. The entry's
+    /// `timeout`, when set, replaces `client`'s. Every later connection (after a death, with
+    /// `client`'s reconnect policy, or after `Client::disconnect`) is made from the same
+    /// settings.
+    pub fn connect(&self, client: ClientBuilder) -> Result<Client, ConnectError> {
+        self.connect_with(client, Ok::<_, ConnectError>, |stdio| stdio)
+    }
+
+    /// [`ServerConfig::connect`] with the caller's changes to the transport settings:
+    /// `http` edits a remote entry's (headers, proxy, TLS roots, credentials: the CLI applies
+    /// its flags there), `stdio` a stdio entry's (where the child's stderr goes).
+    pub fn connect_with<E: From<ConnectError>>(
+        &self,
+        mut client: ClientBuilder,
+        http: impl FnOnce(HttpTransportBuilder) -> Result<HttpTransportBuilder, E>,
+        stdio: impl FnOnce(StdioConfig) -> StdioConfig,
+    ) -> Result<Client, E> {
+        if let Some(timeout) = self.timeout {
+            client = client.timeouts(timeout, timeout.min(Duration::from_secs(5)));
+        }
+        let refused = |source| ConnectError::Client {
+            server: self.name.clone(),
+            source,
+        };
+        let connected = match &self.transport {
+            ServerTransport::Stdio { .. } => client.connect_stdio(stdio(self.stdio_config()?)),
+            ServerTransport::Http { .. } => client.connect_http(http(self.http_transport()?)?),
+            ServerTransport::Sse { .. } => client.connect_sse(http(self.http_transport()?)?),
+        };
+        Ok(connected.map_err(refused)?)
+    }
+
     /// The URL of a remote entry.
     pub fn url(&self) -> Option<&str> {
         match &self.transport {

@@ -18,7 +18,7 @@ use toolwire::{
     ReconnectPolicy, Tool,
 };
 
-use crate::{ConnectError, ServerConfig, ServerTransport, ServersConfig};
+use crate::{ConnectError, ServerConfig, ServersConfig};
 
 /// The default separator between a server's name and its tool's: `github__create_issue`.
 pub const DEFAULT_SEPARATOR: &str = "__";
@@ -450,9 +450,13 @@ impl Inner {
 
     /// Starts one server and follows its tool cache until it ends.
     async fn run(self: &Arc<Self>, server: &Arc<Server>, client: ClientBuilder) {
-        let client = match connect(&server.config, client) {
+        let client = match server.config.connect(client) {
             Ok(client) => client,
-            Err(reason) => return fail(server, reason),
+            // The state is the server's already: its name is not repeated.
+            Err(ConnectError::Client { source, .. }) => {
+                return fail(server, toolwire::ErrorChain(&source).to_string());
+            }
+            Err(e) => return fail(server, toolwire::ErrorChain(&e).to_string()),
         };
         let mut changes = client.subscribe_tools();
         let mut connection = client.watch_connection();
@@ -620,26 +624,4 @@ impl Inner {
 /// Failures are the caller's to report: the state carries them, nothing is logged here.
 fn fail(server: &Server, reason: String) {
     server.state.send_replace(ServerState::Failed { reason });
-}
-
-/// Connects one entry with the template's settings and the entry's timeout.
-fn connect(config: &ServerConfig, mut client: ClientBuilder) -> Result<Client, String> {
-    if let Some(timeout) = config.timeout {
-        client = client.timeouts(timeout, timeout.min(Duration::from_secs(5)));
-    }
-    let connected = match &config.transport {
-        ServerTransport::Stdio { .. } => {
-            let stdio = config.stdio_config().map_err(|e| e.to_string())?;
-            client.connect_stdio(stdio)
-        }
-        ServerTransport::Http { .. } => {
-            let http = config.http_transport().map_err(|e| e.to_string())?;
-            client.connect_http(http)
-        }
-        ServerTransport::Sse { .. } => {
-            let http = config.http_transport().map_err(|e| e.to_string())?;
-            client.connect_sse(http)
-        }
-    };
-    connected.map_err(|e| toolwire::ErrorChain(&e).to_string())
 }

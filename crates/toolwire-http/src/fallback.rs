@@ -222,6 +222,14 @@ impl Transport for HttpOrSseTransport {
         self.http.authorization_context()
     }
 
+    fn mcp_session_id(&self) -> Option<String> {
+        // The 2024-11-05 transport has none (its session is in the endpoint's URL).
+        match self.shared.sse.get() {
+            Some(_) => None,
+            None => self.http.session_id(),
+        }
+    }
+
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
             if let Some(sse) = self.shared.sse.get() {

@@ -631,6 +631,10 @@ impl Transport for HttpTransport {
         self.inner.authorizing.load(Ordering::Acquire) > 0
     }
 
+    fn mcp_session_id(&self) -> Option<String> {
+        self.session_id()
+    }
+
     fn cancel(&self, id: &RequestId) {
         if let Some(task) = lock(&self.inner.tasks).remove(id) {
             tracing::debug!(%id, "closing the stream of a cancelled request");

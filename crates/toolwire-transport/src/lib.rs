@@ -126,6 +126,13 @@ pub trait Transport: Send + Sync + 'static {
         None
     }
 
+    /// The `Mcp-Session-Id` the server assigned (legacy Streamable HTTP), for display and
+    /// debugging; `None` (the default) for transports without one. This is the transport's
+    /// session identifier, not the client's MCP session, which every transport has.
+    fn mcp_session_id(&self) -> Option<String> {
+        None
+    }
+
     /// Closes the transport gracefully (bounded in time).
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>>;
 }

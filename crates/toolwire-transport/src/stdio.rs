@@ -298,6 +298,9 @@ pub struct StdioTransport {
     stdout_bytes: Arc<std::sync::atomic::AtomicU64>,
     /// The requests whose bytes the child never read, known once it died.
     unread: StdMutex<Vec<RequestId>>,
+    /// Asks the reaper to kill the child itself: the last resort when ending its group or
+    /// tree did not (a `taskkill` without `/T`, as Wine's is).
+    kill: StdMutex<Option<tokio::sync::oneshot::Sender<()>>>,
 }
 
 /// The child's stdin (`None` once closed) and what was written to it.
@@ -369,12 +372,20 @@ impl StdioTransport {
         // A group (Unix) or tree (Windows) of its own, so that its descendants can be ended
         // with it; the program found as a shell would (`npx` is `npx.cmd` on Windows);
         // kill-on-drop covers a runtime that ends before the reaper.
+        // The child's own PATH: the entry's `env` first, then the inherited one.
         let path = config
-            .inherit_env
+            .env
             .iter()
-            .any(|n| n.eq_ignore_ascii_case("PATH"))
-            .then(|| std::env::var_os("PATH"))
-            .flatten();
+            .find(|(n, _)| n.eq_ignore_ascii_case("PATH"))
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| {
+                config
+                    .inherit_env
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case("PATH"))
+                    .then(|| std::env::var_os("PATH"))
+                    .flatten()
+            });
         let mut command = crate::group::new_command(&config.program, path.as_deref());
         command.args(&config.args).env_clear().kill_on_drop(true);
         for name in &config.inherit_env {
@@ -429,12 +440,14 @@ impl StdioTransport {
         let closing = Arc::new(AtomicBool::new(false));
         let group_ended = Arc::new(AtomicBool::new(false));
         let (exit_tx, exit) = watch::channel(ChildState::Running);
+        let (kill, killed) = tokio::sync::oneshot::channel();
         runtime.spawn(reap(
             child,
             exit_tx,
             group,
             closing.clone(),
             group_ended.clone(),
+            killed,
         ));
         tracing::debug!(program = %config.program, pid, "started MCP server process");
         Ok(Self {
@@ -458,6 +471,7 @@ impl StdioTransport {
             term_wait: config.term_wait,
             stdout_bytes,
             unread: StdMutex::new(Vec::new()),
+            kill: StdMutex::new(Some(kill)),
         })
     }
 
@@ -496,6 +510,28 @@ impl StdioTransport {
             group.end_all(how);
         } else if let (Some(group), ChildState::Running) = (self.group, &*self.exit.borrow()) {
             group.end_leader(how);
+        }
+    }
+
+    /// Kills the child's group (or tree); if the child still runs a second later, the child
+    /// itself, from the task that owns it.
+    async fn force(&self) {
+        self.signal(Ending::Force);
+        if self.exited_within(Duration::from_secs(1)).await {
+            return;
+        }
+        let kill = self
+            .kill
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(kill) = kill {
+            tracing::debug!(
+                pid = self.pid,
+                "the MCP server outlived its group; killing it"
+            );
+            let _ = kill.send(());
+            self.exited_within(Duration::from_secs(1)).await;
         }
     }
 
@@ -558,8 +594,7 @@ impl StdioTransport {
             };
         }
         // Still running without a stdout: it cannot answer any more; stop it and its group.
-        self.signal(Ending::Force);
-        self.exited_within(Duration::from_secs(1)).await;
+        self.force().await;
         self.drain_stderr().await;
         TransportError::StdoutClosed {
             stderr_tail: self.stderr_tail(),
@@ -583,8 +618,7 @@ impl StdioTransport {
                     pid = self.pid,
                     "MCP server ignored SIGTERM; killing its group"
                 );
-                self.signal(Ending::Force);
-                self.exited_within(Duration::from_secs(1)).await;
+                self.force().await;
             }
         }
         self.end_group().await;
@@ -613,8 +647,19 @@ async fn reap(
     group: Option<Group>,
     closing: Arc<AtomicBool>,
     group_ended: Arc<AtomicBool>,
+    killed: tokio::sync::oneshot::Receiver<()>,
 ) {
-    let state = match child.wait().await {
+    let waited = tokio::select! {
+        status = child.wait() => status,
+        // Asked to, or the transport is gone: the child goes (its group was ended first).
+        _ = killed => {
+            if let Err(e) = child.start_kill() {
+                tracing::debug!(error = %e, "could not kill the MCP server process");
+            }
+            child.wait().await
+        }
+    };
+    let state = match waited {
         Ok(status) => ChildState::Exited(status),
         Err(e) => {
             tracing::debug!(error = %e, "could not wait for the MCP server process");

@@ -1,5 +1,7 @@
-//! The stdio transport against real child processes (`sh` scripts).
+//! The stdio transport against real child processes (`sh` scripts; Windows has its own in
+//! `stdio_windows.rs`).
 
+#![cfg(unix)]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use toolwire_transport::*;
 
+mod common;
+use common::recv_text;
+
 /// The kind every test message claims to be (stdio ignores it).
 const NOTE: MessageKind = MessageKind::Notification { method: "test" };
 
@@ -22,13 +27,6 @@ fn sh(script: &str) -> StdioConfig {
     StdioConfig::new("sh", ["-c", script])
         .with_stderr(StderrMode::Discard)
         .with_shutdown_waits(Duration::from_millis(200), Duration::from_millis(200))
-}
-
-async fn recv_text(t: &StdioTransport) -> String {
-    let inbound = tokio::time::timeout(Duration::from_secs(10), t.recv())
-        .await
-        .expect("recv timed out");
-    String::from_utf8(inbound.expect("closed").expect("error").body.to_vec()).unwrap()
 }
 
 async fn recv_error(t: &StdioTransport) -> TransportError {
@@ -453,24 +451,6 @@ async fn a_grandchild_ignoring_sigterm_is_killed_within_bounds() {
     assert!(
         gone(grandchild).await,
         "the grandchild {grandchild} ignoring SIGTERM survived"
-    );
-}
-
-#[test]
-fn the_windows_allow_list_has_what_wrappers_need_there() {
-    for name in [
-        "PATHEXT",
-        "COMSPEC",
-        "SYSTEMROOT",
-        "PROGRAMDATA",
-        "APPDATA",
-        "USERPROFILE",
-    ] {
-        assert!(WINDOWS_INHERITED_ENV.contains(&name), "{name}");
-    }
-    assert_eq!(
-        DEFAULT_INHERITED_ENV, UNIX_INHERITED_ENV,
-        "this is not Windows"
     );
 }
 

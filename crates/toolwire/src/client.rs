@@ -58,6 +58,8 @@ struct Inner {
     changes: broadcast::Sender<Commit>,
     /// Where the connection is, whichever driver runs it.
     state: watch::Sender<ConnectionState>,
+    /// The transport in use, whichever driver runs it.
+    transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Every notification from the server, to each subscriber.
     notices: broadcast::Sender<Arc<Notice>>,
 }
@@ -127,6 +129,7 @@ impl Client {
             legacy_only: Arc::default(),
             changes: broadcast::channel(64).0,
             state: watch::channel(ConnectionState::Idle).0,
+            transport: watch::channel(None).0,
             notices: broadcast::channel(notification_buffer).0,
         });
         if let Some(transport) = connection {
@@ -225,6 +228,28 @@ impl Client {
     /// Where the connection is now.
     pub fn connection_state(&self) -> ConnectionState {
         self.inner.state.borrow().clone()
+    }
+
+    /// The `Mcp-Session-Id` the server assigned to the connection in use (legacy Streamable
+    /// HTTP), for display and debugging: `None` before the first connection, over stdio and
+    /// HTTP+SSE, and in the stateless 2026-07-28 era.
+    pub fn mcp_session_id(&self) -> Option<String> {
+        self.inner
+            .transport
+            .borrow()
+            .as_ref()
+            .and_then(|t| t.mcp_session_id())
+    }
+
+    /// Whether the connection in use carries HTTP headers (Streamable HTTP or HTTP+SSE),
+    /// so that [`Client::call_headers`] are what goes on the wire; `false` before the first
+    /// connection.
+    pub fn carries_headers(&self) -> bool {
+        self.inner
+            .transport
+            .borrow()
+            .as_ref()
+            .is_some_and(|t| t.carries_headers())
     }
 
     /// The connection's state as it changes (connecting, ready, reconnecting with the
@@ -930,10 +955,12 @@ impl Inner {
             reconnect: self.config.reconnect.clone(),
             legacy_only: self.legacy_only.clone(),
             connection: self.state.clone(),
+            transport: self.transport.clone(),
             keep_alive: self.config.keep_alive,
             notices: self.notices.clone(),
         };
         let session = link.session(transport.carries_headers());
+        self.transport.send_replace(Some(transport.clone()));
         let (commands, rx) = mpsc::unbounded_channel();
         let (state, negotiation) = watch::channel(Negotiation::NotStarted);
         let driver = Driver::new(

@@ -216,6 +216,9 @@ pub(crate) struct Link {
     pub(crate) legacy_only: Arc<AtomicBool>,
     /// Where the connection's state is published (shared by every driver of a client).
     pub(crate) connection: watch::Sender<ConnectionState>,
+    /// The transport in use (shared by every driver of a client), for what the client asks
+    /// of it directly ([`crate::Client::mcp_session_id`]).
+    pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Sends `ping` after this long without traffic (legacy era).
     pub(crate) keep_alive: Option<Duration>,
     /// Where the server's notifications go (shared by every driver of a client).
@@ -957,6 +960,7 @@ impl Driver {
                         .collect();
                     self.session = self.link.session(transport.carries_headers());
                     self.identity = transport.authorization_context();
+                    self.link.transport.send_replace(Some(transport.clone()));
                     self.transport = transport;
                     self.ping = None;
                     self.last_transport_error = None;
