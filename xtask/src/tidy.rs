@@ -468,6 +468,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The rules hold on the workspace itself, so `cargo test` fails wherever
+    /// `cargo xtask tidy` would (each problem is printed on stderr).
+    #[test]
+    fn the_workspace_keeps_every_tidy_rule() {
+        let outcome = run(&crate::workspace_root());
+        assert_eq!(outcome, Ok(()));
+    }
+
     type Members<'a> = &'a [(&'a str, &'a [(&'a str, Option<&'a str>)])];
 
     /// Builds `cargo metadata`-shaped JSON: `members` with their declared deps, and resolved
