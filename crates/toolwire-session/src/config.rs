@@ -53,7 +53,8 @@ pub struct SessionConfig {
     pub resource_subscriptions: BTreeSet<String>,
     /// The least severe log message wanted from the server: in the `2026-07-28` era it rides
     /// on every request's `_meta` (`io.modelcontextprotocol/logLevel`; without it the server
-    /// sends none); in the legacy era the facade sends `logging/setLevel` (default: none).
+    /// sends none); in the legacy era the session sends `logging/setLevel` to each new
+    /// session before reporting it ready, and again on [`Session::change_log_level`](crate::Session::change_log_level) (default: none).
     pub log_level: Option<toolwire_types::LoggingLevel>,
     /// What an earlier negotiation with this server settled on ([`Negotiated`] is serde), for
     /// [`ProtocolMode::Auto`]: a `2026-07-28` verdict is adopted at once (no `server/discover`
@@ -71,6 +72,11 @@ pub struct SessionConfig {
     /// stale, with a warning, rather than the failure; an answer the server gave, an error
     /// included, always counts (default off: the spec allows it, callers must want it).
     pub serve_stale_on_error: bool,
+    /// Legacy era: send `ping` when the connection has been quiet this long (default: off).
+    /// The session sends it from [`Session::handle_timeout`](crate::Session::handle_timeout)
+    /// (it is in [`Session::poll_timeout`](crate::Session::poll_timeout)); an unanswered one
+    /// is logged, not fatal.
+    pub keep_alive: Option<Duration>,
 }
 
 /// How a list request uses what was received before (SEP-2549 caching).
@@ -123,6 +129,7 @@ impl SessionConfig {
             prior: None,
             response_cache: true,
             serve_stale_on_error: false,
+            keep_alive: None,
         }
     }
 
@@ -161,6 +168,12 @@ impl SessionConfig {
     /// [`SessionConfig::serve_stale_on_error`]).
     pub fn with_serve_stale_on_error(mut self, on: bool) -> Self {
         self.serve_stale_on_error = on;
+        self
+    }
+
+    /// Sets the keep-alive interval (see [`SessionConfig::keep_alive`]).
+    pub fn with_keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.keep_alive = interval;
         self
     }
 

@@ -1,7 +1,7 @@
 //! The session state machine: [`Session`], its inputs (`handle_*`), outputs (`poll_*`), the
 //! pending table and the request funnel. Each sub-machine lives in a module of its own:
 //! negotiation, the `tools/call` path, the `tools/list` walk and its refreshes, the settle
-//! barrier, the listen stream.
+//! barrier, the listen stream, the legacy upkeep (log level, keep-alive).
 
 mod call;
 mod freshness;
@@ -12,6 +12,7 @@ mod responses;
 mod settle;
 mod subscriptions;
 mod tool_list;
+mod upkeep;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use self::negotiation::Phase;
 use self::refresh::Refresh;
 use self::responses::ResponseCache;
 use self::settle::SettleBarrier;
+use self::upkeep::Upkeep;
 use crate::{
     CacheMode, Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError,
     SettleMode,
@@ -78,6 +80,12 @@ enum PendingKind {
         cursors: HashSet<String>,
         clock: WalkClock,
     },
+    /// A legacy `logging/setLevel`: the caller's (`op`), or one sent to a new session.
+    LogLevel {
+        op: Option<OpId>,
+    },
+    /// The keep-alive `ping` (nobody's operation).
+    KeepAlive,
 }
 
 struct Pending {
@@ -98,8 +106,11 @@ impl Pending {
             | PendingKind::Cached { op, .. }
             | PendingKind::ToolCall { op, .. }
             | PendingKind::ListPage { op, .. } => Some(*op),
-            PendingKind::Subscription { op, .. } => *op,
-            PendingKind::Probe | PendingKind::Initialize | PendingKind::Listen => None,
+            PendingKind::Subscription { op, .. } | PendingKind::LogLevel { op } => *op,
+            PendingKind::Probe
+            | PendingKind::Initialize
+            | PendingKind::Listen
+            | PendingKind::KeepAlive => None,
         }
     }
 }
@@ -162,6 +173,8 @@ pub struct Session {
     tools_fresh: ToolsFreshness,
     /// The other answers kept while fresh.
     responses: ResponseCache,
+    /// The log level and keep-alive of the legacy era.
+    upkeep: Upkeep,
 }
 
 impl std::fmt::Debug for Session {
@@ -210,6 +223,7 @@ impl Session {
             unconfirmed: false,
             tools_fresh: ToolsFreshness::default(),
             responses: ResponseCache::default(),
+            upkeep: Upkeep::default(),
         }
     }
 
@@ -273,6 +287,7 @@ impl Session {
             .chain(held)
             .chain(self.listen.reopen_at)
             .chain(self.listen.next_deadline())
+            .chain(self.keep_alive_at())
             .min()
     }
 
@@ -296,8 +311,8 @@ impl Session {
     }
 
     /// Expires every request whose deadline is at or before `now`, releases results the
-    /// settle barrier held that long, and reopens a dropped listen stream when its backoff
-    /// is over.
+    /// settle barrier held that long, reopens a dropped listen stream when its backoff is
+    /// over, and sends the keep-alive `ping` when it is due.
     pub fn handle_timeout(&mut self, now: Instant) {
         let expired: Vec<RequestId> = self
             .pending
@@ -329,6 +344,14 @@ impl Session {
             self.listen.reopen_at = None;
             self.send_listen(now);
         }
+        self.keep_alive(now);
+    }
+
+    /// What a session made after this one (a reconnect's) keeps of it: the resources
+    /// subscribed to and the log level asked, which it sends to its own server.
+    pub fn carry_into(&self, next: &mut SessionConfig) {
+        next.resource_subscriptions = self.config.resource_subscriptions.clone();
+        next.log_level = self.config.log_level;
     }
 
     fn expire(&mut self, id: &RequestId, p: Pending, now: Instant) {
@@ -362,6 +385,10 @@ impl Session {
             PendingKind::ListPage { op, clock, .. } => {
                 self.walk_failed(op, clock, RequestError::Timeout(p.timeout), now)
             }
+            PendingKind::LogLevel { op } => {
+                self.level_answered(op, Err(RequestError::Timeout(p.timeout)))
+            }
+            PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Timeout(p.timeout))),
         }
     }
 
@@ -462,6 +489,7 @@ impl Session {
         if self.sends_version_header(version) {
             headers.insert(0, protocol_version_header(version));
         }
+        self.upkeep.traffic(now);
         let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));
         if let Some(token) = &progress_token {
             self.progress.insert(token.clone(), id.clone());
@@ -734,6 +762,7 @@ impl Session {
 
     /// Feeds bytes received from the transport (one message or a batch).
     pub fn handle_inbound(&mut self, bytes: &[u8], now: Instant) {
+        self.upkeep.traffic(now);
         match Frame::decode(bytes) {
             Ok(Frame::Single(message)) => self.handle_message(message, now),
             Ok(Frame::Batch(items)) => {
@@ -839,6 +868,10 @@ impl Session {
             PendingKind::ListPage { op, clock, .. } => {
                 self.walk_failed(op, clock, RequestError::Undelivered(failure), now)
             }
+            PendingKind::LogLevel { op } => {
+                self.level_answered(op, Err(RequestError::Undelivered(failure)))
+            }
+            PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Undelivered(failure))),
         }
     }
 
@@ -1064,6 +1097,14 @@ impl Session {
                 cursors,
                 clock,
             } => self.page_answered(op, listing, (pages, cursors, clock), payload, now),
+            PendingKind::LogLevel { op } => {
+                self.level_answered(op, payload.map_err(|error| RequestError::Server { error }))
+            }
+            PendingKind::KeepAlive => self.ping_answered(
+                payload
+                    .map(drop)
+                    .map_err(|error| RequestError::Server { error }),
+            ),
         }
     }
 }

@@ -956,7 +956,6 @@ impl Inner {
             legacy_only: self.legacy_only.clone(),
             connection: self.state.clone(),
             transport: self.transport.clone(),
-            keep_alive: self.config.keep_alive,
             notices: self.notices.clone(),
         };
         let session = link.session(transport.carries_headers());

@@ -38,8 +38,6 @@ pub(crate) struct ClientConfig {
     pub(crate) validate_structured_output: bool,
     /// Reconnect after the connection dies.
     pub(crate) reconnect: Option<ReconnectPolicy>,
-    /// Ping a quiet legacy connection this often.
-    pub(crate) keep_alive: Option<Duration>,
     /// How many notifications a subscriber may fall behind before it loses the oldest.
     pub(crate) notification_buffer: usize,
     /// OAuth for the HTTP transports `connect_http` and `connect_sse` build.
@@ -59,7 +57,6 @@ impl std::fmt::Debug for ClientConfig {
                 &self.validate_structured_output,
             )
             .field("reconnect", &self.reconnect)
-            .field("keep_alive", &self.keep_alive)
             .field("notification_buffer", &self.notification_buffer)
             .finish_non_exhaustive()
     }
@@ -96,7 +93,6 @@ impl ClientBuilder {
                 handler: None,
                 validate_structured_output: true,
                 reconnect: None,
-                keep_alive: None,
                 notification_buffer: 256,
                 oauth: None,
                 tasks: true,
@@ -263,7 +259,7 @@ impl ClientBuilder {
     /// keeps open carries the server's own keep-alives, and a cut HTTP connection is simply
     /// opened again by the next request.
     pub fn keep_alive(mut self, interval: Duration) -> Self {
-        self.config.keep_alive = Some(interval);
+        self.config.session.keep_alive = Some(interval);
         self
     }
 

@@ -219,8 +219,6 @@ pub(crate) struct Link {
     /// The transport in use (shared by every driver of a client), for what the client asks
     /// of it directly ([`crate::Client::mcp_session_id`]).
     pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
-    /// Sends `ping` after this long without traffic (legacy era).
-    pub(crate) keep_alive: Option<Duration>,
     /// Where the server's notifications go (shared by every driver of a client).
     pub(crate) notices: broadcast::Sender<Arc<crate::Notice>>,
 }
@@ -275,13 +273,6 @@ pub(crate) struct Driver {
     listed: bool,
     /// The session is a reconnect's: list the tools once it is ready.
     relist: bool,
-    /// The last time anything was sent or received (for the keep-alive ping).
-    last_traffic: Instant,
-    /// The keep-alive ping in flight.
-    ping: Option<OpId>,
-    /// The legacy `logging/setLevel` a new session sent: commands wait for its answer, so the
-    /// level asked holds from the first call on (over HTTP the two would race).
-    level_set: Option<OpId>,
     /// The transport's authorization context as last seen.
     identity: u64,
 }
@@ -314,9 +305,6 @@ impl Driver {
             link,
             listed: false,
             relist: false,
-            last_traffic: Instant::now(),
-            ping: None,
-            level_set: None,
             identity: transport.authorization_context(),
             transport,
         }
@@ -475,15 +463,13 @@ impl Driver {
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
+            // Kept for later sessions too (`Session::carry_into`).
             Command::SetLogLevel { level, reply } => {
-                // Kept for later sessions too.
-                self.link.session.log_level = Some(level);
-                self.session.set_log_level(Some(level));
-                match self.set_level(level, now) {
-                    Some(Ok(op)) => drop(self.waiters.insert(op, Waiter::Request(reply))),
-                    Some(Err(e)) => drop(reply.send(Err(e.into()))),
+                match self.session.change_log_level(level, now) {
+                    Ok(Some(op)) => drop(self.waiters.insert(op, Waiter::Request(reply))),
                     // Modern: in force from the next request on.
-                    None => drop(reply.send(Ok(empty_result()))),
+                    Ok(None) => drop(reply.send(Ok(empty_result()))),
+                    Err(e) => drop(reply.send(Err(e.into()))),
                 }
             }
             Command::Respond { id, result } => {
@@ -497,25 +483,6 @@ impl Driver {
             }
             Command::Start | Command::Close { .. } => {}
         }
-    }
-
-    /// Legacy: sends `logging/setLevel` (`None` in the modern era, where the level rides on
-    /// each request).
-    fn set_level(
-        &mut self,
-        level: toolwire_types::LoggingLevel,
-        now: Instant,
-    ) -> Option<Result<OpId, toolwire_session::RequestError>> {
-        let modern = self.session.negotiated()?.version.is_modern();
-        (!modern).then(|| {
-            let params = toolwire_types::SetLevelParams {
-                level,
-                meta: None,
-                extra: JsonObject::new(),
-            };
-            self.session
-                .request::<toolwire_types::methods::method::SetLevel>(params, now)
-        })
     }
 
     /// The caller stopped waiting for a call.
@@ -597,30 +564,17 @@ impl Driver {
                         backoff.reset();
                     }
                     tracing::debug!(version = %n.version, "connection ready");
-                    let logs = n.capabilities.logging.is_some();
+                    // Legacy: the session reports ready once the level asked is in force.
                     self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
                     self.link.connection.send_replace(ConnectionState::Ready);
-                    // Legacy: the level asked before goes to this server too, before anything
-                    // queued.
-                    if let (Some(level), true) = (self.link.session.log_level, logs) {
-                        match self.set_level(level, Instant::now()) {
-                            Some(Ok(op)) => self.level_set = Some(op),
-                            Some(Err(e)) => {
-                                tracing::debug!(error = %e, "could not send logging/setLevel")
-                            }
-                            None => {}
-                        }
-                    }
                     if std::mem::take(&mut self.relist) && self.listed {
                         // Nobody waits for it: its `ToolsListed` is announced like any other.
                         if let Err(e) = self.session.list_tools(Instant::now()) {
                             tracing::debug!(error = %e, "listing the tools after a reconnect");
                         }
                     }
-                    if self.level_set.is_none() {
-                        for queued in std::mem::take(&mut self.queued) {
-                            self.issue(queued.command);
-                        }
+                    for queued in std::mem::take(&mut self.queued) {
+                        self.issue(queued.command);
                     }
                 }
                 Event::Failed(e) => {
@@ -637,21 +591,6 @@ impl Driver {
                         reason: error.clone(),
                     });
                     self.fail_all(&error);
-                }
-                Event::Completed { op, result } if self.level_set == Some(op) => {
-                    self.level_set = None;
-                    if let Err(e) = result {
-                        tracing::debug!(error = %e, "logging/setLevel failed");
-                    }
-                    for queued in std::mem::take(&mut self.queued) {
-                        self.issue(queued.command);
-                    }
-                }
-                Event::Completed { op, result } if self.ping == Some(op) => {
-                    self.ping = None;
-                    if let Err(e) = result {
-                        tracing::warn!(error = %e, "the keep-alive ping got no answer");
-                    }
                 }
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
                     Some(Waiter::Call {
@@ -733,7 +672,6 @@ impl Driver {
     /// Sends everything the session queued; `false` if the transport failed.
     async fn flush(&mut self) -> bool {
         while let Some(message) = self.session.poll_transmit() {
-            self.last_traffic = Instant::now();
             if let Err(e) = self.transport.send(message).await {
                 tracing::warn!(error = %e, "sending failed");
                 self.last_transport_error = Some(Arc::new(e));
@@ -741,14 +679,6 @@ impl Driver {
             }
         }
         true
-    }
-
-    /// When the keep-alive ping is due: in the legacy era (the modern one has no `ping`),
-    /// once the connection has been quiet for the interval.
-    fn keep_alive_at(&self) -> Option<Instant> {
-        let interval = self.link.keep_alive?;
-        let version = self.session.negotiated()?.version.clone();
-        (self.ready && !version.is_modern()).then(|| self.last_traffic + interval)
     }
 
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
@@ -776,8 +706,8 @@ impl Driver {
 
     /// Runs one connection until it ends.
     async fn run_connection(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Ended {
-        // One timer for the session's deadlines, the queued commands' and the keep-alive,
-        // moved when the next one changes (not a new timer per turn of the loop).
+        // One timer for the session's deadlines (its keep-alive among them) and the queued
+        // commands', moved when the next one changes (not a new timer per turn of the loop).
         let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
         let mut armed: Option<Instant> = None;
         loop {
@@ -790,14 +720,10 @@ impl Driver {
             let wake = match self.paused_since {
                 // Deadlines wait for the authorization; look again shortly.
                 Some(_) => Some(Instant::now() + AUTHORIZING_POLL),
-                None => [
-                    self.session.poll_timeout(),
-                    self.next_queued_deadline(),
-                    self.keep_alive_at(),
-                ]
-                .into_iter()
-                .flatten()
-                .min(),
+                None => [self.session.poll_timeout(), self.next_queued_deadline()]
+                    .into_iter()
+                    .flatten()
+                    .min(),
             };
             if wake != armed {
                 if let Some(at) = wake {
@@ -817,14 +743,13 @@ impl Driver {
                         }
                     }
                     Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
-                        if !self.ready || self.level_set.is_some() =>
+                        if !self.ready =>
                     {
                         self.queue(command);
                     }
                     Some(command) => self.issue(command),
                 },
                 inbound = self.transport.recv() => {
-                    self.last_traffic = Instant::now();
                     match inbound {
                         Some(Ok(message)) => {
                             self.note_identity();
@@ -851,9 +776,6 @@ impl Driver {
                     }
                     self.session.handle_timeout(now);
                     self.expire_queued(now);
-                    if self.keep_alive_at().is_some_and(|at| at <= now) {
-                        self.ping(now);
-                    }
                 }
             }
         }
@@ -878,21 +800,6 @@ impl Driver {
                 }
             }
             _ => {}
-        }
-    }
-
-    /// The keep-alive `ping`: nobody waits for it; an unanswered one is logged (a server busy
-    /// with long calls may be slow to answer, so it does not end the connection).
-    fn ping(&mut self, now: Instant) {
-        self.last_traffic = now;
-        tracing::trace!("keep-alive ping");
-        let params = toolwire_types::MetaOnlyParams::default();
-        match self
-            .session
-            .request::<toolwire_types::methods::method::Ping>(params, now)
-        {
-            Ok(op) => self.ping = Some(op),
-            Err(e) => tracing::debug!(error = %e, "could not send the keep-alive ping"),
         }
     }
 
@@ -929,7 +836,6 @@ impl Driver {
         let unread = self.transport.unread();
         self.fail_in_flight(self.backoff.is_some(), &unread);
         self.ready = false;
-        self.level_set = None;
         self.state.send_replace(Negotiation::Reconnecting);
         let mut first = fallback;
         loop {
@@ -952,20 +858,14 @@ impl Driver {
             };
             match connector() {
                 Ok(transport) => {
-                    // The new session subscribes to what the old one had.
-                    self.link.session.resource_subscriptions = self
-                        .session
-                        .resource_subscriptions()
-                        .map(str::to_owned)
-                        .collect();
+                    // The new session subscribes to what the old one had, at its log level.
+                    self.session.carry_into(&mut self.link.session);
                     self.session = self.link.session(transport.carries_headers());
                     self.identity = transport.authorization_context();
                     self.link.transport.send_replace(Some(transport.clone()));
                     self.transport = transport;
-                    self.ping = None;
                     self.last_transport_error = None;
                     self.relist = true;
-                    self.last_traffic = Instant::now();
                     self.state.send_replace(Negotiation::Pending);
                     self.link
                         .connection

@@ -276,7 +276,7 @@ impl Session {
             instructions: result.instructions,
         };
         self.phase = Phase::Ready(Box::new(negotiated.clone()));
-        self.events.push_back(Event::Ready(Box::new(negotiated)));
+        self.ready_legacy(negotiated, now);
         self.resubscribe(now);
     }
 }
