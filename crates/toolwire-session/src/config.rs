@@ -77,6 +77,11 @@ pub struct SessionConfig {
     /// (it is in [`Session::poll_timeout`](crate::Session::poll_timeout)); an unanswered one
     /// is logged, not fatal.
     pub keep_alive: Option<Duration>,
+    /// How many server requests (sampling, elicitation, roots) the caller works on at once
+    /// (default 64): past that many unanswered [`Event::ServerRequest`](crate::Event::ServerRequest)s
+    /// the session refuses the next one itself (`-32603`), and with 0 (a caller without a
+    /// handler) it refuses every one (`-32601`).
+    pub max_server_requests: usize,
 }
 
 /// How a list request uses what was received before (SEP-2549 caching).
@@ -130,6 +135,7 @@ impl SessionConfig {
             response_cache: true,
             serve_stale_on_error: false,
             keep_alive: None,
+            max_server_requests: 64,
         }
     }
 

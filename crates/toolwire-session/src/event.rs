@@ -68,8 +68,15 @@ pub enum Event {
     /// A notification from the server that the session does not handle itself (a
     /// `tools/list_changed` is handled, marking the cache stale, and passed up too).
     Notification(toolwire_types::Notification),
-    /// A request from the server that the session does not answer itself.
-    ServerRequest(toolwire_types::Request),
+    /// A request from the server for the caller to answer ([`Session::respond`](crate::Session::respond)
+    /// with `id`), decoded; the session answered the others itself (see
+    /// [`SessionConfig::max_server_requests`](crate::SessionConfig::max_server_requests)).
+    ServerRequest {
+        /// The request's id, for the answer.
+        id: toolwire_types::RequestId,
+        /// The request.
+        request: toolwire_types::ServerRequest,
+    },
     /// Bytes from the server that are not JSON-RPC.
     Malformed(DecodeError),
     /// The session refetched the tool list by itself (after a list change, for the settle

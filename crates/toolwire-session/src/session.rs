@@ -9,6 +9,7 @@ mod listen;
 mod negotiation;
 mod refresh;
 mod responses;
+mod server_requests;
 mod settle;
 mod subscriptions;
 mod tool_list;
@@ -175,6 +176,8 @@ pub struct Session {
     responses: ResponseCache,
     /// The log level and keep-alive of the legacy era.
     upkeep: Upkeep,
+    /// The server's requests handed to the caller and not answered yet.
+    serving: HashSet<RequestId>,
 }
 
 impl std::fmt::Debug for Session {
@@ -224,6 +227,7 @@ impl Session {
             tools_fresh: ToolsFreshness::default(),
             responses: ResponseCache::default(),
             upkeep: Upkeep::default(),
+            serving: HashSet::new(),
         }
     }
 
@@ -736,12 +740,14 @@ impl Session {
     }
 
     /// Answers a request from the server (legacy era): `Ok` with its result, or `Err` with a
-    /// JSON-RPC error.
+    /// JSON-RPC error. One handed up as [`Event::ServerRequest`] stops counting against
+    /// [`SessionConfig::max_server_requests`].
     pub fn respond<R: Serialize>(
         &mut self,
         id: &RequestId,
         result: Result<&R, ErrorObject>,
     ) -> Result<(), RequestError> {
+        self.serving.remove(id);
         let body = match result {
             Ok(r) => encode_result(id, r),
             Err(e) => toolwire_types::encode_error(Some(id), &e),
@@ -928,35 +934,7 @@ impl Session {
                     }
                 }
             }
-            Message::Request(request) if request.method == "ping" => {
-                let empty = toolwire_types::EmptyResult::default();
-                if let Err(e) = self.respond(&request.id, Ok(&empty)) {
-                    tracing::warn!(error = %e, "could not answer ping");
-                }
-            }
-            Message::Request(request) => {
-                let caps = &self.config.capabilities;
-                let undeclared = match request.method.as_str() {
-                    "sampling/createMessage" if caps.sampling.is_none() => Some("sampling"),
-                    "elicitation/create" if caps.elicitation.is_none() => Some("elicitation"),
-                    "roots/list" if caps.roots.is_none() => Some("roots"),
-                    _ => None,
-                };
-                match undeclared {
-                    Some(capability) => {
-                        let error = ErrorObject::new(
-                            toolwire_types::error::code::METHOD_NOT_FOUND,
-                            format!(
-                                "Method not found: this client did not declare the `{capability}` capability"
-                            ),
-                        );
-                        if let Err(e) = self.respond(&request.id, Err::<&(), _>(error)) {
-                            tracing::warn!(error = %e, "could not answer {}", request.method);
-                        }
-                    }
-                    None => self.events.push_back(Event::ServerRequest(request)),
-                }
-            }
+            Message::Request(request) => self.server_request(request),
             Message::Notification(notification)
                 if notification.method == "notifications/progress" =>
             {

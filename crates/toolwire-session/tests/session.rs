@@ -784,12 +784,14 @@ fn server_ping_is_answered_and_list_changed_marks_the_cache_stale() {
     assert!(
         matches!(p.event(), Event::Notification(n) if n.method == "notifications/tools/list_changed")
     );
-    // A method the session has no rule for is handed up (the caller may have a handler).
+    // A method this client does not know is refused there and then (-32601), never handed up.
     p.session.handle_inbound(
         br#"{"jsonrpc":"2.0","id":"s1","method":"vendor/custom","params":{}}"#,
         p.at(7),
     );
-    assert!(matches!(p.event(), Event::ServerRequest(r) if r.method == "vendor/custom"));
+    let (refused, _) = p.sent();
+    assert_eq!(refused["id"], "s1");
+    assert_eq!(refused["error"]["code"], -32601);
     p.session.handle_inbound(b"not json", p.at(8));
     assert!(matches!(p.event(), Event::Malformed(_)));
 }
@@ -915,12 +917,13 @@ fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
     p.sent();
     p.event();
     p.session.handle_inbound(br#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"name?"}}"#, p.at(2));
-    let Event::ServerRequest(request) = p.event() else {
+    let Event::ServerRequest { id, request } = p.event() else {
         panic!()
     };
+    assert!(matches!(request, toolwire_types::ServerRequest::Elicit(e) if e.message == "name?"));
     p.session
         .respond(
-            &request.id,
+            &id,
             Ok(&json!({"action": "accept", "content": {"name": "octocat"}})),
         )
         .unwrap();

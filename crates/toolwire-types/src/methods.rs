@@ -311,6 +311,30 @@ dispatch!(
     }
 );
 
+impl ServerRequest {
+    /// The client capability a server must have seen declared before sending this request
+    /// (`sampling`, `elicitation`, `roots`); `None` for `ping` and methods not known here.
+    pub fn required_capability(&self) -> Option<&'static str> {
+        match self {
+            Self::CreateMessage(_) => Some("sampling"),
+            Self::Elicit(_) => Some("elicitation"),
+            Self::ListRoots(_) => Some("roots"),
+            Self::Ping(_) | Self::Other { .. } => None,
+        }
+    }
+
+    /// Whether `capabilities` declare what this request needs
+    /// ([`ServerRequest::required_capability`]).
+    pub fn declared_by(&self, capabilities: &crate::ClientCapabilities) -> bool {
+        match self {
+            Self::CreateMessage(_) => capabilities.sampling.is_some(),
+            Self::Elicit(_) => capabilities.elicitation.is_some(),
+            Self::ListRoots(_) => capabilities.roots.is_some(),
+            Self::Ping(_) | Self::Other { .. } => true,
+        }
+    }
+}
+
 dispatch!(
     /// A notification from client to server, decoded.
     ClientNotification {

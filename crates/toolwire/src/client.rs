@@ -102,6 +102,12 @@ impl Client {
     ) -> Result<Self, Error> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
         let mut config = config;
+        // The session refuses what no handler could answer, and past the cap what it could.
+        config.session.max_server_requests = if config.handler.is_some() {
+            crate::driver::MAX_SERVER_REQUESTS
+        } else {
+            0
+        };
         if config.tasks {
             // Declared on every request of the 2026-07-28 era (and in `initialize`, where
             // legacy servers ignore what they do not know).

@@ -254,8 +254,6 @@ pub(crate) struct Driver {
     /// The caller's call id → the session's operation (a dropped call future names its call).
     call_ops: FastMap<u64, OpId>,
     handler: Option<ServerRequestHandler>,
-    /// One permit per server request the handler is working on ([`MAX_SERVER_REQUESTS`]).
-    serving: Arc<tokio::sync::Semaphore>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
     queued: Vec<Queued>,
@@ -293,7 +291,6 @@ impl Driver {
             waiters: FastMap::default(),
             call_ops: FastMap::default(),
             handler,
-            serving: Arc::new(tokio::sync::Semaphore::new(MAX_SERVER_REQUESTS)),
             own_commands,
             queued: Vec::new(),
             ready: false,
@@ -498,56 +495,26 @@ impl Driver {
         }
     }
 
-    /// Hands a server request to the handler on a task of its own; its answer comes back as
-    /// a `Respond` command.
-    fn serve(&mut self, request: toolwire_types::Request) {
-        tracing::debug!(method = %request.method, id = %request.id, "request from the server");
-        let refuse = |message: String| {
-            ErrorObject::new(toolwire_types::error::code::METHOD_NOT_FOUND, message)
-        };
+    /// Hands a server request the session let through to the handler, on a task of its own;
+    /// its answer comes back as a `Respond` command. (The session refused the rest itself:
+    /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`], or with no handler.)
+    fn serve(&mut self, id: RequestId, request: ServerRequest) {
         let Some(handler) = self.handler.clone() else {
-            let error = refuse(format!(
-                "Method not found: no handler for {} in this client",
-                request.method
-            ));
-            if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
-                tracing::warn!(error = %e, "could not answer {}", request.method);
-            }
-            return;
-        };
-        let decoded = match ServerRequest::decode(&request.method, request.params.as_deref()) {
-            Ok(ServerRequest::Other { method }) => {
-                Err(refuse(format!("Method not found: {method}")))
-            }
-            Ok(decoded) => Ok(decoded),
-            Err(e) => Err(ErrorObject::new(
-                toolwire_types::error::code::INVALID_PARAMS,
-                e.to_string(),
-            )),
-        };
-        // A server cannot make the client run handlers without bound: past the cap, requests
-        // are refused at once (the server may ask again once earlier ones are answered).
-        let Ok(permit) = self.serving.clone().try_acquire_owned() else {
-            tracing::warn!(method = %request.method, "too many server requests in flight; refused");
             let error = ErrorObject::new(
-                toolwire_types::error::code::INTERNAL_ERROR,
+                toolwire_types::error::code::METHOD_NOT_FOUND,
                 format!(
-                    "too many requests from the server in flight (at most {MAX_SERVER_REQUESTS})"
+                    "Method not found: no handler for {} in this client",
+                    request.method()
                 ),
             );
-            if let Err(e) = self.session.respond(&request.id, Err::<&(), _>(error)) {
-                tracing::warn!(error = %e, "could not answer {}", request.method);
+            if let Err(e) = self.session.respond(&id, Err::<&(), _>(error)) {
+                tracing::warn!(error = %e, "could not answer {}", request.method());
             }
             return;
         };
-        let id = request.id;
         let commands = self.own_commands.clone();
         tokio::spawn(async move {
-            let result = match decoded {
-                Ok(decoded) => handler(decoded).await,
-                Err(error) => Err(error),
-            };
-            drop(permit);
+            let result = handler(request).await;
             if let Some(commands) = commands.upgrade() {
                 let _ = commands.send(Command::Respond { id, result });
             }
@@ -635,7 +602,7 @@ impl Driver {
                         None => {}
                     }
                 }
-                Event::ServerRequest(request) => self.serve(request),
+                Event::ServerRequest { id, request } => self.serve(id, request),
                 Event::Progress { op, params } => {
                     if let Some(Waiter::Call {
                         progress: Some(callback),
@@ -1022,7 +989,8 @@ impl Driver {
 /// How often the driver looks whether an authorization under way has ended.
 const AUTHORIZING_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// How many server requests (elicitation, sampling, roots) the handler may work on at once.
+/// How many server requests (elicitation, sampling, roots) the handler may work on at once
+/// (`SessionConfig::max_server_requests` with a handler; without one, 0).
 pub(crate) const MAX_SERVER_REQUESTS: usize = 64;
 
 #[cfg(test)]
