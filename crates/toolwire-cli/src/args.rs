@@ -1,0 +1,257 @@
+//! The command line: every flag and subcommand (clap).
+
+use super::*;
+
+/// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
+#[derive(Debug, Parser)]
+#[command(name = "toolwire", version)]
+pub(crate) struct Cli {
+    /// The server's Streamable HTTP endpoint.
+    #[arg(long, conflicts_with_all = ["stdio", "config"])]
+    pub(crate) url: Option<String>,
+    /// An `mcpServers` configuration file (the form Claude, Cursor, VS Code, Windsurf and
+    /// Gemini CLI write).
+    #[arg(long, value_name = "FILE", conflicts_with = "stdio")]
+    pub(crate) config: Option<PathBuf>,
+    /// With --config: the entry every command talks to.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) server: Option<String>,
+    /// Start the server as a child process: the command line, split like a POSIX shell.
+    #[arg(long, value_name = "CMD ARGS")]
+    pub(crate) stdio: Option<String>,
+    /// The protocol version, or `auto` (probe 2026-07-28, fall back to initialize).
+    #[arg(long, default_value = "auto")]
+    pub(crate) protocol: String,
+    /// An extra HTTP header, `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub(crate) headers: Vec<String>,
+    /// A bearer token for HTTP.
+    #[arg(long)]
+    pub(crate) bearer: Option<String>,
+    /// The HTTP proxy for --url: `http://[user:password@]host:port`, or `none` to go direct
+    /// (default: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY from the environment).
+    #[arg(long, value_name = "URL|none", requires = "url")]
+    pub(crate) proxy: Option<String>,
+    /// A JSON array of tool definitions to pre-load as known tools.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) known_tools: Option<PathBuf>,
+    /// Request timeout in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub(crate) timeout: Option<f64>,
+    /// Ask the server for log messages at this level and above (debug, info, notice,
+    /// warning, error, critical, alert, emergency); `watch` prints them.
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) log_level: Option<String>,
+    /// Print exactly one JSON document on stdout (anywhere on the command line).
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// Log to stderr (-v: info and warnings, -vv: debug).
+    #[arg(short, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Negotiated version, server info, capabilities, session id.
+    Info,
+    /// Ping the server.
+    Ping,
+    /// With --config: every server of the file, its transport, state, era and tool count.
+    Servers,
+    /// List or call tools.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
+    /// List or read the server's resources.
+    Resources {
+        #[command(subcommand)]
+        command: ResourcesCommand,
+    },
+    /// List or get the server's prompts.
+    Prompts {
+        #[command(subcommand)]
+        command: PromptsCommand,
+    },
+    /// List the server's skills, or load one (its SKILL.md, checked against the manifest and
+    /// the listing).
+    Skills {
+        #[command(subcommand)]
+        command: SkillsCommand,
+    },
+    /// Suggestions for an argument of a prompt or a resource template.
+    Complete {
+        /// The prompt.
+        #[arg(
+            long,
+            conflicts_with = "resource",
+            required_unless_present = "resource"
+        )]
+        prompt: Option<String>,
+        /// The resource template (its URI template).
+        #[arg(long)]
+        resource: Option<String>,
+        /// The argument to complete.
+        argument: String,
+        /// What has been typed so far.
+        #[arg(default_value = "")]
+        typed: String,
+        /// Other arguments already chosen, as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        context: Vec<String>,
+    },
+    /// Print the server's notifications as they come (log messages, list changes, resource
+    /// updates, …), one JSON line each with --json, until the server goes or --for passes.
+    Watch {
+        /// Stop after this many seconds.
+        #[arg(long = "for", value_name = "SECS")]
+        for_secs: Option<f64>,
+        /// Subscribe to updates of this resource first (repeatable).
+        #[arg(long = "resource", value_name = "URI")]
+        resources: Vec<String>,
+    },
+    /// Read one JSON request a line from stdin ({"tool": NAME, "arguments": {...}} or
+    /// {"method": M, "params": {...}}), print one JSON answer a line, over one client.
+    Batch,
+    /// Run the reference server.
+    Serve(ServeArgs),
+    /// Log in to the --url server with OAuth (a browser, a loopback listener), and keep the
+    /// credentials for later commands.
+    Login(login::LoginArgs),
+    /// Forget the --url server's credentials (revoked where the server can).
+    Logout,
+    /// Stored OAuth credentials.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
+    },
+    /// Approve an mcpServers file you did not write (a project's `.mcp.json`): shows the
+    /// commands it starts and the environment variables it reads, and remembers its content
+    /// as approved (a changed file is asked about again).
+    Trust {
+        /// The file.
+        file: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuthCommand {
+    /// Server, issuer, client id, scopes and expiry of each stored login (never a token):
+    /// of the --url server, or of every server.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List the server's tools.
+    List,
+    /// Call a tool: `KEY=VALUE` arguments, typed by the tool's input schema.
+    Call {
+        /// The tool.
+        name: String,
+        /// Arguments as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Arguments as a JSON object (wins over KEY=VALUE).
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Do not list tools first, even when the tool is unknown.
+        #[arg(long)]
+        no_list: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ResourcesCommand {
+    /// List the resources.
+    List,
+    /// List the resource templates.
+    Templates,
+    /// Read one resource.
+    Read {
+        /// Its URI.
+        uri: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillsCommand {
+    /// List the skills (every page); no skill file is read.
+    List,
+    /// Load one skill by the URI of its SKILL.md (or its name) and print it.
+    Get {
+        /// `skill://…/SKILL.md`, or the skill's frontmatter name.
+        skill: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PromptsCommand {
+    /// List the prompts.
+    List,
+    /// Get a prompt with its arguments.
+    Get {
+        /// The prompt.
+        name: String,
+        /// Arguments as KEY=VALUE.
+        #[arg(value_name = "KEY=VALUE")]
+        params: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve Streamable HTTP on this address.
+    #[arg(long, conflicts_with = "stdio", value_name = "ADDR")]
+    pub(crate) http: Option<SocketAddr>,
+    /// Serve on stdin/stdout.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// Which eras: both, modern or legacy.
+    #[arg(long, default_value = "both")]
+    pub(crate) eras: String,
+    /// Answer with one JSON body instead of an SSE stream.
+    #[arg(long = "json-responses")]
+    pub(crate) json_responses: bool,
+    /// Latency added to every HTTP answer, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) latency_ms: u64,
+    /// Delay before unlock_files registers its tools, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) register_delay_ms: u64,
+    /// Answer 406 to POSTs with exactly this Accept header.
+    #[arg(long)]
+    pub(crate) reject_accept: Option<String>,
+    /// Answer the first N POSTs 429 with Retry-After: 1.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) fail_429: u64,
+    /// Answer the next N POSTs 503.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) fail_503: u64,
+    /// Answer every N-th POST 503.
+    #[arg(long)]
+    pub(crate) fail_503_every: Option<u64>,
+    /// Expire a legacy session after N requests.
+    #[arg(long)]
+    pub(crate) session_expiry: Option<u64>,
+    /// Cut every N-th legacy SSE answer before its answer event.
+    #[arg(long)]
+    pub(crate) cut_sse_every: Option<u64>,
+    /// Leave Nagle's algorithm on.
+    #[arg(long)]
+    pub(crate) nagle: bool,
+    /// Append two broken tool definitions to tools/list (a client should reject both).
+    #[arg(long)]
+    pub(crate) broken_tools: bool,
+    /// With --stdio: exit after answering N tools/call requests (a server that dies).
+    #[arg(long, value_name = "N")]
+    pub(crate) exit_after_calls: Option<u64>,
+    /// With --http: also serve the 2024-11-05 HTTP+SSE transport at /mcp/sse.
+    #[arg(long)]
+    pub(crate) sse: bool,
+    /// Also serve the tools the conformance suite's tasks scenarios call.
+    #[arg(long)]
+    pub(crate) task_fixtures: bool,
+}

@@ -1,0 +1,347 @@
+//! From the command line to a client: the shared settings (`--protocol`, `--timeout`,
+//! `--header`, `--bearer`, `--proxy`), one `--config` entry through
+//! `ServerConfig::connect_with`, every entry through a `Host`, and what `login` is for.
+
+use super::*;
+
+/// The client settings every command shares: `--protocol`, `--timeout`, and the default
+/// reconnect policy (a stdio server that dies is started again; `-v` shows it).
+pub(crate) fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
+    let mut builder = Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION"))
+        .mode(mode(&cli.protocol)?)
+        .reconnect(ReconnectPolicy::default());
+    if let Some(level) = &cli.log_level {
+        let level: LoggingLevel = serde_json::from_value(json!(level)).map_err(|_| {
+            Failure::Usage(format!(
+                "--log-level {level}: expected debug, info, notice, warning, error, critical, alert or emergency"
+            ))
+        })?;
+        builder = builder.log_level(level);
+    }
+    if let Some(secs) = cli.timeout {
+        if !(secs.is_finite() && secs > 0.0) {
+            return Err(Failure::Usage(format!(
+                "--timeout {secs}: must be a positive number"
+            )));
+        }
+        // Past what a Duration holds is "no limit", not a panic.
+        let t = Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX);
+        builder = builder.timeouts(t, t.min(Duration::from_secs(5)));
+    }
+    Ok(builder)
+}
+
+/// `--header` and `--bearer` on an HTTP transport's settings.
+pub(crate) fn http_options(
+    cli: &Cli,
+    mut b: toolwire::HttpTransportBuilder,
+) -> Result<toolwire::HttpTransportBuilder, Failure> {
+    // A private certificate authority is trusted the way curl and Python are told to.
+    b = b.tls_roots(toolwire::TlsRoots::from_env());
+    for h in &cli.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| Failure::Usage(format!("--header {h:?}: expected 'Name: value'")))?;
+        // A refused header is the error of `build`.
+        b = b.header(name.trim(), value.trim());
+    }
+    if let Some(token) = &cli.bearer {
+        // Replaces whatever credentials the settings had (a configured `Authorization`).
+        b = b.authorization(&format!("Bearer {token}"));
+    }
+    match cli.proxy.as_deref() {
+        Some("none") => b = b.proxy(Proxy::Disabled),
+        Some(url) => b = b.proxy(Proxy::Url(url.to_owned())),
+        None => {}
+    }
+    Ok(b)
+}
+
+/// `--header` and `--bearer` given for a stdio server are a usage error.
+pub(crate) fn stdio_only(cli: &Cli) -> Result<(), Failure> {
+    if cli.headers.is_empty() && cli.bearer.is_none() {
+        Ok(())
+    } else {
+        Err(Failure::Usage(
+            "--header and --bearer apply to HTTP servers only".into(),
+        ))
+    }
+}
+
+/// Where a stdio child's stderr goes: the log with -v, nowhere without.
+pub(crate) fn stderr_mode(cli: &Cli) -> StderrMode {
+    if cli.verbose > 0 {
+        StderrMode::Tracing
+    } else {
+        StderrMode::Discard
+    }
+}
+
+/// `--config FILE`: one entry (`--server`, or the server of a routed `tools call`), or every
+/// entry at once (`servers`, `tools list`).
+pub(crate) async fn with_config(
+    cli: &Cli,
+    file: &std::path::Path,
+    builder: toolwire::ClientBuilder,
+) -> Result<ExitCode, Failure> {
+    let config = trust::load_config(file)?;
+    let routed = match (&cli.server, &cli.command) {
+        (Some(server), _) => Some((server.clone(), None)),
+        (
+            None,
+            Command::Tools {
+                command: ToolsCommand::Call { name, .. },
+            },
+        ) => {
+            let (server, tool) = name.split_once(DEFAULT_SEPARATOR).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "tools call {name}: with --config, name the tool as SERVER{DEFAULT_SEPARATOR}TOOL or give --server"
+                ))
+            })?;
+            Some((server.to_owned(), Some(tool.to_owned())))
+        }
+        _ => None,
+    };
+    let Some((server, tool)) = routed else {
+        return every_server(cli, &config, builder).await;
+    };
+    let mut entry = config_entry(&config, &server)?.clone();
+    let _ = login::NAMED.set(entry_named(Some(file), &server));
+    if cli.timeout.is_some() {
+        // `--timeout` wins over the entry's.
+        entry.timeout = None;
+    }
+    if entry.url().is_none() {
+        stdio_only(cli)?;
+    }
+    // The same path as `Host` takes: Streamable HTTP falls back to HTTP+SSE, and every
+    // reconnect is made from the entry's settings.
+    let client = entry.connect_with(
+        builder,
+        |http| remote(cli, &entry, http),
+        |stdio| stdio.with_stderr(stderr_mode(cli)),
+    )?;
+    let outcome = session(cli, &client, tool.as_deref()).await;
+    client.close().await;
+    outcome
+}
+
+/// How a command line names one entry of a configuration file.
+pub(crate) fn entry_named(file: Option<&std::path::Path>, server: &str) -> String {
+    let file = file.map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    format!(
+        "--config {} --server {server}",
+        shlex::try_quote(&file).unwrap_or_default()
+    )
+}
+
+/// The entry named `server`, enabled.
+pub(crate) fn config_entry<'a>(
+    config: &'a ServersConfig,
+    server: &str,
+) -> Result<&'a ServerConfig, Failure> {
+    let file = config
+        .file
+        .as_deref()
+        .map_or_else(String::new, |f| format!(" in {}", f.display()));
+    let entry = config
+        .get(server)
+        .ok_or_else(|| Failure::Usage(format!("no server `{server}`{file}")))?;
+    if entry.disabled {
+        return Err(Failure::Usage(format!("server `{server}` is disabled")));
+    }
+    Ok(entry)
+}
+
+/// A remote entry's transport settings with the command line's and, unless it carries
+/// credentials of its own, the stored OAuth login (its `oauth` settings under the
+/// command line's).
+pub(crate) fn remote(
+    cli: &Cli,
+    entry: &ServerConfig,
+    b: toolwire::HttpTransportBuilder,
+) -> Result<toolwire::HttpTransportBuilder, Failure> {
+    let b = http_options(cli, b)?;
+    let url = entry.url().unwrap_or_default().to_owned();
+    let args = login::LoginArgs::default().or_entry(entry.oauth.as_ref());
+    login::stored(&url, b, &args)
+}
+
+/// The server a `login` or `logout` is for: `--url`, or a remote `--config` entry without an
+/// `Authorization` header; its transport settings and its `oauth` settings.
+pub(crate) fn login_target(
+    cli: &Cli,
+) -> Result<(String, toolwire::HttpTransportBuilder, Option<OAuthEntry>), Failure> {
+    match (&cli.url, &cli.config, &cli.server) {
+        (Some(url), _, _) => Ok((
+            url.clone(),
+            http_options(cli, HttpTransport::builder(url.clone()))?,
+            None,
+        )),
+        (None, Some(file), Some(server)) => {
+            let config = trust::load_config(file)?;
+            let entry = config_entry(&config, server)?;
+            let Some(url) = entry.url() else {
+                return Err(Failure::Usage(format!(
+                    "server `{server}` is a stdio server: it has no login"
+                )));
+            };
+            if entry.has_authorization() {
+                return Err(Failure::Usage(format!(
+                    "server `{server}` has an Authorization header of its own: it does not use OAuth"
+                )));
+            }
+            let http = http_options(
+                cli,
+                entry
+                    .http_transport()
+                    .map_err(|e| Failure::Usage(one_line(&e)))?,
+            )?;
+            Ok((url.to_owned(), http, entry.oauth.clone()))
+        }
+        _ => Err(Failure::Usage(
+            "login and logout need --url URL, or --config FILE --server NAME".into(),
+        )),
+    }
+}
+
+/// `servers` and `tools list` over every entry of the file, side by side.
+pub(crate) async fn every_server(
+    cli: &Cli,
+    config: &ServersConfig,
+    builder: toolwire::ClientBuilder,
+) -> Result<ExitCode, Failure> {
+    if !matches!(
+        cli.command,
+        Command::Servers
+            | Command::Batch
+            | Command::Tools {
+                command: ToolsCommand::List
+            }
+    ) {
+        return Err(Failure::Usage(
+            "with --config, this command needs --server NAME".into(),
+        ));
+    }
+    // Stored logins for the remote entries; no flow runs for many servers at once.
+    let mut host = Host::builder(builder);
+    match login::config(&login::LoginArgs::default(), false) {
+        Ok(oauth) => host = host.oauth(oauth),
+        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+            tracing::warn!(%reason, "OAuth is off for this command");
+        }
+    }
+    let host = host
+        .start(config)
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    host.settled(Duration::from_secs(60)).await;
+    if matches!(cli.command, Command::Batch) {
+        let code = batch::run(batch::Target::Host(&host)).await;
+        host.shutdown().await;
+        return Ok(code);
+    }
+    let servers: Vec<Value> = config
+        .servers
+        .iter()
+        .map(|entry| {
+            let transport = match entry.transport {
+                ServerTransport::Stdio { .. } => "stdio",
+                ServerTransport::Sse { .. } => "sse",
+                _ => "http",
+            };
+            let (state, era, tools, reason) = match host.state(&entry.name) {
+                Some(ServerState::Ready { version, tools }) => {
+                    ("ready", Some(version.to_string()), Some(tools), None)
+                }
+                Some(ServerState::Failed { reason }) => ("failed", None, None, Some(reason)),
+                Some(ServerState::NeedsLogin { reason }) => {
+                    ("needs-login", None, None, Some(reason))
+                }
+                Some(ServerState::Reconnecting { .. }) => ("reconnecting", None, None, None),
+                Some(ServerState::Disabled) => ("disabled", None, None, None),
+                _ => ("starting", None, None, None),
+            };
+            let mut server = json!({"name": entry.name, "transport": transport, "state": state,
+                   "protocolVersion": era, "tools": tools, "reason": reason});
+            if state == "needs-login" {
+                server["login"] = json!(format!(
+                    "toolwire {} login",
+                    entry_named(config.file.as_deref(), &entry.name)
+                ));
+            }
+            server
+        })
+        .collect();
+    let failed: Vec<&Value> = servers
+        .iter()
+        .filter(|s| s["state"] == "failed" || s["state"] == "needs-login")
+        .collect();
+    let reached = servers.iter().any(|s| s["state"] == "ready");
+    let tools = host.tools();
+    if cli.json {
+        let mut document = json!({"servers": servers});
+        if matches!(cli.command, Command::Tools { .. }) {
+            let listed: Vec<Value> = tools
+                .names()
+                .into_iter()
+                .filter_map(|name| {
+                    let t = tools.get(name)?;
+                    Some(json!({"name": name, "server": &*t.server, "tool": &*t.tool}))
+                })
+                .collect();
+            document["tools"] = Value::Array(listed);
+        }
+        print_json(&document);
+    } else {
+        for s in &failed {
+            let name = s["name"].as_str().unwrap_or("");
+            match s["login"].as_str() {
+                Some(login) => say_err!("toolwire: server `{name}` needs a login: run `{login}`"),
+                None => say_err!(
+                    "toolwire: server `{name}` failed: {}",
+                    s["reason"].as_str().unwrap_or("")
+                ),
+            }
+        }
+        if matches!(cli.command, Command::Servers) {
+            for s in &servers {
+                let detail = match (s["protocolVersion"].as_str(), s["tools"].as_u64()) {
+                    (Some(era), Some(n)) => format!("  {era}  {n} tools"),
+                    _ => String::new(),
+                };
+                say!(
+                    "{}  {}  {}{detail}",
+                    s["name"].as_str().unwrap_or(""),
+                    s["transport"].as_str().unwrap_or(""),
+                    s["state"].as_str().unwrap_or("")
+                );
+            }
+        } else {
+            for name in tools.names() {
+                let description = tools
+                    .get(name)
+                    .and_then(|t| t.tool.description.clone())
+                    .unwrap_or_default();
+                say!("{name}  {description}");
+            }
+        }
+    }
+    host.shutdown().await;
+    let enabled = config.servers.iter().any(|s| !s.disabled);
+    if enabled && !reached {
+        return Err(Failure::Remote("no server could be reached".into()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn mode(protocol: &str) -> Result<ProtocolMode, Failure> {
+    if protocol == "auto" {
+        return Ok(ProtocolMode::Auto);
+    }
+    match ProtocolVersion::new(protocol) {
+        Ok(v) if v.is_supported() => Ok(ProtocolMode::Pinned(v)),
+        _ => Err(Failure::Usage(format!(
+            "--protocol {protocol}: expected auto, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05"
+        ))),
+    }
+}

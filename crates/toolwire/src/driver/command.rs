@@ -1,0 +1,155 @@
+//! What reaches the driver (`Command`), who waits for what (`Waiter`), and what the
+//! client watches (`Negotiation`).
+
+use super::*;
+
+#[derive(Debug, Clone)]
+pub(crate) enum Negotiation {
+    NotStarted,
+    Pending,
+    /// The connection died; a new one is on its way.
+    Reconnecting,
+    Ready(Arc<Negotiated>),
+    Failed(Error),
+    Closed {
+        error: Option<Arc<TransportError>>,
+    },
+}
+
+/// Issues one request on the session (the driver calls it when the session is ready).
+pub(crate) type IssueRequest =
+    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
+
+pub(crate) enum Command {
+    Start,
+    Call {
+        call: u64,
+        progress: Option<ProgressCallback>,
+        name: String,
+        /// Shared with the caller, which keeps them for an `input_required` round.
+        arguments: Option<Arc<JsonObject>>,
+        /// Boxed: it may hold a whole tool definition.
+        options: Box<CallOptions>,
+        /// The answers of an `input_required` round, for the rounds after the first (boxed:
+        /// the first round, the common one, carries none).
+        input: Option<Box<InputResponses>>,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+    },
+    ListTools {
+        mode: CacheMode,
+        reply: oneshot::Sender<Result<ListOutcome, Error>>,
+    },
+    /// Any other request: issued on the session by the closure.
+    Request {
+        issue: IssueRequest,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+    /// A call's future was dropped before its answer.
+    Cancel {
+        call: u64,
+    },
+    /// The log level changed (answered once it is in force).
+    SetLogLevel {
+        level: toolwire_types::LoggingLevel,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+    },
+    /// A handler finished answering a server request.
+    Respond {
+        id: RequestId,
+        result: Result<Value, ErrorObject>,
+    },
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Start => "Start",
+            Self::Call { .. } => "Call",
+            Self::ListTools { .. } => "ListTools",
+            Self::Request { .. } => "Request",
+            Self::Close { .. } => "Close",
+            Self::Cancel { .. } => "Cancel",
+            Self::Respond { .. } => "Respond",
+            Self::SetLogLevel { .. } => "SetLogLevel",
+        })
+    }
+}
+
+/// `{}`: what a request that needs no answer from the server answers.
+pub(super) fn empty_result() -> Box<RawValue> {
+    serde_json::value::to_raw_value(&serde_json::Map::new())
+        .unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// Sets [`TOOLS_STALE_META`] on a raw `tools/call` result.
+pub(super) fn mark_tools_stale(raw: Box<RawValue>) -> Box<RawValue> {
+    let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
+        return raw;
+    };
+    if let Some(object) = value.as_object_mut() {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(TOOLS_STALE_META.to_owned(), Value::Bool(true));
+        }
+    }
+    serde_json::value::to_raw_value(&value).unwrap_or(raw)
+}
+
+/// Sends a commit to subscribers when it changed something.
+pub(crate) fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
+    if !commit.diff.is_empty() {
+        // No subscriber is not an error.
+        let _ = changes.send(commit.clone());
+    }
+}
+
+/// Who waits for an operation of the session, and how to answer them.
+pub(super) enum Waiter {
+    /// A `tools/call` of the caller's call `call`.
+    Call {
+        call: u64,
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        progress: Option<ProgressCallback>,
+        /// The settle barrier released the result on its timeout: mark it stale.
+        stale: bool,
+        /// Kept while the client reconnects: what to send again after a reconnect.
+        replay: Option<Box<Replay>>,
+    },
+    /// A `tools/list` walk.
+    List(oneshot::Sender<Result<ListOutcome, Error>>),
+    /// Any other request.
+    Request(oneshot::Sender<Result<Box<RawValue>, Error>>),
+}
+
+impl Waiter {
+    /// Tells the waiter the operation failed.
+    pub(super) fn fail(self, error: Error) {
+        match self {
+            Self::Call { reply, .. } | Self::Request(reply) => drop(reply.send(Err(error))),
+            Self::List(reply) => drop(reply.send(Err(error))),
+        }
+    }
+}
+
+/// The driver's maps, looked up several times per call: `foldhash` with a random seed per map
+/// (SipHash, the std default, cost more than the lookups themselves). Their keys are ids the
+/// client chose.
+pub(super) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// Fails one command that never reached a session.
+pub(super) fn fail_command(command: Command, error: Error) {
+    match command {
+        Command::Call { reply, .. } | Command::Request { reply, .. } => {
+            drop(reply.send(Err(error)));
+        }
+        Command::ListTools { reply, .. } => drop(reply.send(Err(error))),
+        Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
+        Command::Close { reply } => drop(reply.send(())),
+        Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
+    }
+}

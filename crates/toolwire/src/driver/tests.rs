@@ -1,0 +1,147 @@
+//! The driver against the in-memory peer, on a paused clock.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+
+use crate::Client;
+use crate::test_peer::{Peer, methods};
+
+/// SEP-2549: an answer the server did not mark `cacheScope: public` is kept within one
+/// authorization context. When the transport's identity changes (a new bearer token),
+/// private answers are asked again and public ones still serve.
+#[tokio::test(start_paused = true)]
+async fn a_new_identity_asks_again_for_private_answers_and_keeps_public_ones() {
+    let (peer, seen) = Peer::new(|method, params| match (method, params["uri"].as_str()) {
+        ("resources/read", Some(uri)) => {
+            let scope = uri.trim_start_matches("file:///");
+            let mut result = json!({"resultType": "complete", "ttlMs": 60_000,
+                "contents": [{"uri": uri, "text": scope}]});
+            if scope != "unmarked" {
+                result["cacheScope"] = json!(scope);
+            }
+            result
+        }
+        _ => json!({"resultType": "complete"}),
+    });
+    let identity = peer.identity();
+    let client = Client::builder("cache-test", "0").connect(peer).unwrap();
+    let uris = ["file:///public", "file:///private", "file:///unmarked"];
+    let reads = async |client: &Client| {
+        for uri in uris {
+            let read = client.read_resource(uri).await.unwrap();
+            assert_eq!(read.contents[0].uri(), uri);
+        }
+    };
+    reads(&client).await;
+    assert_eq!(methods(&seen).len(), 3);
+    // One identity: each answer is fresh, nothing is asked.
+    reads(&client).await;
+    assert_eq!(methods(&seen).len(), 3, "answered from the cache");
+
+    identity.fetch_add(1, Ordering::SeqCst);
+    reads(&client).await;
+    let asked: Vec<String> = seen.lock().unwrap()[3..]
+        .iter()
+        .map(|(_, _, params)| params["uri"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        asked,
+        ["file:///private", "file:///unmarked"],
+        "a missing scope is private"
+    );
+    client.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn server_requests_past_the_cap_are_refused_at_once_and_the_rest_answered() {
+    let (peer, _) = Peer::new(|_, _| json!({"resultType": "complete"}));
+    let inject = peer.injector();
+    let answers = peer.answers();
+    let release = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = release.clone();
+    let capabilities: toolwire_types::ClientCapabilities =
+        serde_json::from_value(json!({"elicitation": {}})).unwrap();
+    let client = Client::builder("cap-test", "0")
+        .handler(capabilities, move |_| {
+            let gate = gate.clone();
+            Box::pin(async move {
+                let _ = gate.acquire().await.map(|p| p.forget());
+                Ok(json!({"action": "decline"}))
+            })
+        })
+        .connect(peer)
+        .unwrap();
+    client.ready().await.unwrap();
+    let total = super::MAX_SERVER_REQUESTS + 16;
+    for i in 0..total {
+        let request = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "elicitation/create",
+            "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
+        inject
+            .send(toolwire_transport::Inbound::new(
+                serde_json::to_vec(&request).unwrap(),
+            ))
+            .unwrap();
+    }
+    let wait_for = async |n: usize| {
+        while answers.lock().unwrap().len() < n {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    wait_for(16).await;
+    {
+        let refused = answers.lock().unwrap().clone();
+        assert_eq!(
+            refused.len(),
+            16,
+            "only the excess is answered while the handler works"
+        );
+        for (k, answer) in refused.iter().enumerate() {
+            assert_eq!(answer["id"], 1000 + super::MAX_SERVER_REQUESTS + k);
+            assert_eq!(answer["error"]["code"], -32603);
+        }
+    }
+    release.add_permits(total);
+    wait_for(total).await;
+    let all = answers.lock().unwrap().clone();
+    let declined = all
+        .iter()
+        .filter(|a| a["result"]["action"] == "decline")
+        .count();
+    assert_eq!(
+        declined,
+        super::MAX_SERVER_REQUESTS,
+        "those within the cap were served"
+    );
+    client.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_listing_whose_cursor_repeats_ends_instead_of_looping() {
+    let (peer, seen) = Peer::new(|method, _| match method {
+        "resources/list" => json!({"resultType": "complete",
+            "resources": [{"uri": "file:///a", "name": "a"}], "nextCursor": "again"}),
+        "prompts/list" => json!({"resultType": "complete",
+            "prompts": [{"name": "p"}], "nextCursor": "again"}),
+        _ => json!({"resultType": "complete"}),
+    });
+    let client = Client::builder("walk-test", "0").connect(peer).unwrap();
+    let resources = client.list_all_resources().await.unwrap();
+    assert_eq!(
+        resources.len(),
+        2,
+        "the first page and the one that repeated its cursor"
+    );
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(
+        methods(&seen),
+        [
+            "resources/list",
+            "resources/list",
+            "prompts/list",
+            "prompts/list"
+        ]
+    );
+    client.close().await;
+}
