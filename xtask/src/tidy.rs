@@ -326,7 +326,6 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// Runs every check on the workspace at `root`.
 /// The test names `doc` cites (backticked snake_case names with three or more underscores, as
 /// test names are) that no `fn` in `defined` has: a renamed test leaves its row pointing at
 /// nothing.
@@ -376,6 +375,23 @@ fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String>
     names
 }
 
+/// The longest a Rust file may be, outside `toolwire-types` (its method tables and wire
+/// shapes are long by nature) and `xtask` (one file per command): a file past it holds more
+/// than one job.
+pub(crate) const MAX_FILE_LINES: usize = 800;
+
+/// The files of `files` (path, line count) past [`MAX_FILE_LINES`].
+pub(crate) fn check_file_lengths(files: &[(String, usize)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(_, lines)| *lines > MAX_FILE_LINES)
+        .map(|(path, lines)| {
+            format!("{path} has {lines} lines (at most {MAX_FILE_LINES}): split it by job")
+        })
+        .collect()
+}
+
+/// Runs every check on the workspace at `root`.
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let out = Command::new("cargo")
         .args(["metadata", "--format-version", "1", "--locked"])
@@ -413,6 +429,23 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         }
         if name != "xtask" && !architecture.contains(&format!("`{name}`")) {
             problems.push(format!("ARCHITECTURE.md does not name crate `{name}`"));
+        }
+        if name != "xtask" && name != "toolwire-types" {
+            let mut files = Vec::new();
+            rust_files(&dir, &mut files);
+            let lengths: Vec<(String, usize)> = files
+                .iter()
+                .map(|file| {
+                    let shown = file
+                        .strip_prefix(root)
+                        .unwrap_or(file)
+                        .display()
+                        .to_string();
+                    let lines = std::fs::read_to_string(file).map_or(0, |t| t.lines().count());
+                    (shown, lines)
+                })
+                .collect();
+            problems.extend(check_file_lengths(&lengths));
         }
         let sans_io = SANS_IO.contains(&name.as_str());
         let no_conversion = NO_HEADER_CONVERSION.contains(&name.as_str());
@@ -467,6 +500,17 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_file_past_the_line_limit_is_named_and_one_at_it_is_not() {
+        let files = [
+            ("crates/a/src/lib.rs".to_owned(), MAX_FILE_LINES),
+            ("crates/a/src/big.rs".to_owned(), MAX_FILE_LINES + 1),
+        ];
+        let problems = check_file_lengths(&files);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("crates/a/src/big.rs has 801 lines"));
+    }
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever
     /// `cargo xtask tidy` would (each problem is printed on stderr).

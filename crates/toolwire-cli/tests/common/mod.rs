@@ -1,0 +1,104 @@
+//! What the test files here share.
+
+#![allow(dead_code, unused_imports, reason = "each test file uses its own part")]
+
+pub(crate) use std::io::{BufRead, BufReader};
+pub(crate) use std::process::{Child, Command, Output, Stdio};
+
+pub(crate) use serde_json::Value;
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// Runs the CLI. The configuration files these tests write stand for the user's own, so
+/// they are trusted for the run (`TOOLWIRE_TRUST=1`); trust itself is tested on its own.
+pub(crate) fn toolwire(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("TOOLWIRE_TRUST", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+}
+
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub(crate) fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", stdout(o)))
+}
+
+/// `toolwire serve --http 127.0.0.1:0 ...` as a child; its URL from the first stderr line.
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) fn serve(extra: &[&str]) -> Served {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().expect("the URL").to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    Served { child, url }
+}
+
+/// The names in a `--json tools list` document.
+pub(crate) fn tool_names(list: &Value) -> Vec<&str> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+pub(crate) fn stdio_server(extra: &str) -> String {
+    format!("'{BIN}' serve --stdio {extra}")
+}
+
+/// A configuration file naming the binary's own server over stdio and over HTTP, one that
+/// cannot start and one disabled; removed when dropped.
+pub(crate) struct ConfigFile {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) _served: Served,
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+pub(crate) fn config_file(tag: &str) -> ConfigFile {
+    let served = serve(&[]);
+    let text = serde_json::json!({"mcpServers": {
+        "local": {"command": BIN, "args": ["serve", "--stdio"]},
+        "remote": {"type": "http", "url": served.url, "excludeTools": ["fail", "protocol_*"]},
+        "broken": {"command": "/nonexistent/toolwire-cli-test"},
+        "off": {"command": BIN, "args": ["serve", "--stdio"], "disabled": true},
+    }});
+    let path = std::env::temp_dir().join(format!("toolwire-cli-{tag}-{}.json", std::process::id()));
+    std::fs::write(&path, text.to_string()).unwrap();
+    ConfigFile {
+        path,
+        _served: served,
+    }
+}

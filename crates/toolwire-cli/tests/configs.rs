@@ -1,0 +1,221 @@
+//! mcpServers files through the CLI (one entry, every entry, a routed call, the HTTP+SSE fallback), exit codes of unreachable servers and bad files, and the environment's proxy.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+mod common;
+
+#[allow(unused_imports, reason = "the imports the files of these tests share")]
+use common::*;
+
+/// `--config --server` takes the host's path from an entry to a client: an `http` entry whose
+/// server only speaks the 2024-11-05 HTTP+SSE transport is reached through the fallback.
+#[test]
+fn a_config_http_entry_falls_back_to_http_sse_as_the_host_does() {
+    let served = serve(&["--sse"]);
+    let text = serde_json::json!({"mcpServers": {
+        "old": {"type": "http", "url": format!("{}/sse", served.url)},
+    }});
+    let path =
+        std::env::temp_dir().join(format!("toolwire-cli-fallback-{}.json", std::process::id()));
+    std::fs::write(&path, text.to_string()).unwrap();
+    let config = path.to_str().unwrap();
+    let out = toolwire(&[
+        "--config", config, "--server", "old", "--json", "tools", "call", "echo", "text=old",
+    ]);
+    let info = toolwire(&["--config", config, "--server", "old", "--json", "info"]);
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["content"][0]["text"], "old");
+    // A legacy era without an `Mcp-Session-Id`: HTTP+SSE, not Streamable HTTP.
+    let info = json(&info);
+    assert_ne!(info["protocolVersion"], "2026-07-28", "{info}");
+    assert!(info["sessionId"].is_null(), "{info}");
+}
+
+#[test]
+fn a_config_file_drives_one_server_or_every_server() {
+    let file = config_file("all");
+    let config = file.path.to_str().unwrap();
+
+    // --server: every command as with --stdio.
+    let out = toolwire(&[
+        "--config", config, "--server", "local", "tools", "call", "echo", "text=hi",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("hi"), "{}", stdout(&out));
+
+    // Routed by qualified name, without --server.
+    let out = toolwire(&[
+        "--config",
+        config,
+        "--json",
+        "tools",
+        "call",
+        "remote__echo",
+        "text=routed",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["content"][0]["text"], "routed");
+
+    // Every server: merged names, filters applied, the failed one named on stderr, exit 0.
+    let out = toolwire(&["--config", config, "tools", "list"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = stdout(&out);
+    assert!(
+        listed.contains("local__echo") && listed.contains("remote__echo"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("remote__fail") && !listed.contains("off__"),
+        "{listed}"
+    );
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(errors.contains("server `broken` failed"), "{errors}");
+
+    let out = toolwire(&["--config", config, "--json", "servers"]);
+    assert!(out.status.success());
+    let doc = json(&out);
+    let state = |name: &str| {
+        doc["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(state("local")["state"], "ready");
+    assert_eq!(state("local")["transport"], "stdio");
+    assert_eq!(state("remote")["transport"], "http");
+    assert_eq!(state("broken")["state"], "failed");
+    assert_eq!(state("off")["state"], "disabled");
+    assert!(state("remote")["tools"].as_u64().unwrap() > 3);
+
+    // Usage errors: an unknown server, a bare tool name, a command that needs one server.
+    for args in [
+        &["--server", "nowhere", "tools", "list"][..],
+        &["tools", "call", "echo"][..],
+        &["info"][..],
+    ] {
+        let mut all = vec!["--config", config];
+        all.extend_from_slice(args);
+        assert_eq!(toolwire(&all).status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn no_reachable_server_is_exit_3_and_a_bad_file_is_exit_2() {
+    let path = std::env::temp_dir().join(format!("toolwire-cli-none-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"mcpServers": {"broken": {"command": "/nonexistent/toolwire-cli-test"}}}"#,
+    )
+    .unwrap();
+    let out = toolwire(&["--config", path.to_str().unwrap(), "tools", "list"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&path, r#"{"mcpServers": {"a": {"type": "ws"}}}"#).unwrap();
+    let out = toolwire(&["--config", path.to_str().unwrap(), "servers"]);
+    assert_eq!(out.status.code(), Some(2));
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert!(errors.contains("server `a`, key `type`"), "{errors}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// `toolwire --url URL tools list` with `env` set (and the proxy variables of this process
+/// removed); whether it succeeded.
+fn list_with_env(url: &str, extra: &[&str], env: &[(&str, &str)]) -> bool {
+    let mut command = Command::new(BIN);
+    for name in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .args(["--url", url])
+        .args(extra)
+        .args(["tools", "list"])
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the binary runs")
+        .status
+        .success()
+}
+
+#[test]
+fn the_environment_proxy_is_honoured_no_proxy_bypasses_it_and_proxy_overrides_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime.block_on(toolwire_test_support::forward::ForwardProxy::start(None));
+    let served = serve(&[]);
+    let through = proxy.url(None);
+
+    assert!(list_with_env(&served.url, &[], &[("HTTP_PROXY", &through)]));
+    let after_env = proxy.asked().len();
+    assert!(after_env > 0, "HTTP_PROXY was not used");
+    assert!(
+        proxy.asked()[0].line.starts_with("POST http://127.0.0.1:"),
+        "{:?}",
+        proxy.asked()
+    );
+
+    assert!(list_with_env(
+        &served.url,
+        &[],
+        &[("http_proxy", &through), ("NO_PROXY", "127.0.0.1")]
+    ));
+    assert!(list_with_env(
+        &served.url,
+        &["--proxy", "none"],
+        &[("HTTP_PROXY", &through)]
+    ));
+    assert_eq!(
+        proxy.asked().len(),
+        after_env,
+        "NO_PROXY or --proxy none went through it"
+    );
+
+    assert!(list_with_env(
+        &served.url,
+        &["--proxy", &proxy.url(Some("u:p"))],
+        &[]
+    ));
+    let asked = proxy.asked();
+    assert!(asked.len() > after_env, "--proxy was not used");
+    assert_eq!(
+        asked.last().unwrap().authorization.as_deref(),
+        Some("Basic dTpw")
+    );
+}
