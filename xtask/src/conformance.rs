@@ -272,10 +272,13 @@ fn read_checks(out: &Path) -> (usize, usize, BTreeSet<String>) {
         }
     }
     for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        let Ok(Value::Array(checks)) = serde_json::from_str::<Value>(&text) else {
+        // A file the suite wrote but that says nothing readable is a failure, not nothing.
+        let checks = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        let Some(Value::Array(checks)) = checks else {
+            total += 1;
+            failures.insert(format!("{} (not a JSON array of checks)", file.display()));
             continue;
         };
         for check in checks {
@@ -289,7 +292,13 @@ fn read_checks(out: &Path) -> (usize, usize, BTreeSet<String>) {
                     total += 1;
                     failures.insert(id);
                 }
-                _ => {}
+                // Neither passed nor failed, by the suite's own account.
+                Some("INFO" | "SKIPPED") => {}
+                // A status this gate does not know (or none) is not a pass it can vouch for.
+                other => {
+                    total += 1;
+                    failures.insert(format!("{id} (status {})", other.unwrap_or("missing")));
+                }
             }
         }
     }
@@ -542,5 +551,37 @@ mod tests {
         assert_eq!((passed, total), (2, 5));
         assert_eq!(failures.into_iter().collect::<Vec<_>>(), ["b", "c", "g"]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unknown_status_a_missing_one_and_an_unreadable_file_are_failures() {
+        let dir = std::env::temp_dir().join(format!("xtask-conf-odd-{}", std::process::id()));
+        let (run, broken) = (dir.join("tools-call"), dir.join("broken"));
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::create_dir_all(&broken).unwrap();
+        std::fs::write(
+            run.join("checks.json"),
+            r#"[{"id":"a","status":"SUCCESS"},{"id":"b","status":"ERROR"},{"id":"c"}]"#,
+        )
+        .unwrap();
+        std::fs::write(broken.join("checks.json"), "{not json").unwrap();
+        let (passed, total, failures) = read_checks(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((passed, total), (1, 4));
+        let failures: Vec<String> = failures.into_iter().collect();
+        assert!(
+            failures.contains(&"b (status ERROR)".to_owned()),
+            "{failures:?}"
+        );
+        assert!(
+            failures.contains(&"c (status missing)".to_owned()),
+            "{failures:?}"
+        );
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.contains("broken") && f.contains("not a JSON array")),
+            "{failures:?}"
+        );
     }
 }
