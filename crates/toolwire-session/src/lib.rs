@@ -3,7 +3,8 @@
 //! A [`Session`] never touches a socket, a process or the clock: the caller feeds it bytes
 //! ([`Session::handle_inbound`]) and the time ([`Session::handle_timeout`]), and drains what it
 //! wants sent ([`Session::poll_transmit`]) and what happened ([`Session::poll_event`]), in the
-//! style of `quinn-proto`. The async facade only shuttles bytes and wakes timers.
+//! style of `quinn-proto`. The async facade shuttles bytes, wakes timers and keeps what
+//! outlives one session; what to send and when is decided here.
 //!
 //! What it does:
 //! - era negotiation ([`ProtocolMode`]): `server/discover` first (modern, `2026-07-28`); a
