@@ -7,6 +7,8 @@
 mod call;
 mod freshness;
 mod inbound;
+#[cfg(test)]
+mod legacy_peer;
 mod listen;
 mod negotiation;
 mod refresh;

@@ -90,42 +90,31 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Instant;
 
     use serde_json::{Value, json};
-    use toolwire_cache::ToolCache;
-    use toolwire_types::{ClientCapabilities, Implementation, ProtocolVersion};
+    use toolwire_types::ClientCapabilities;
 
+    use super::super::legacy_peer::{legacy, negotiate};
     use super::*;
-    use crate::{ProtocolMode, SessionConfig};
 
     /// A legacy session, ready, that declared `capabilities` and takes `max` server requests
     /// at once.
     fn ready(capabilities: Value, max: usize) -> Session {
         let capabilities: ClientCapabilities =
             serde_json::from_value(capabilities).unwrap_or_default();
-        let mut config = SessionConfig::new(Implementation::new("t", "0"))
-            .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
-            .with_capabilities(capabilities);
-        config.max_server_requests = max;
-        let mut s = Session::new(config, Arc::new(ToolCache::default()), false);
-        let now = Instant::now();
-        s.start(now);
-        let init = sent(&mut s);
-        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "serverInfo": {"name": "s", "version": "1"}});
-        let body = json!({"jsonrpc": "2.0", "id": init["id"], "result": result});
-        s.handle_inbound(body.to_string().as_bytes(), now);
-        sent(&mut s);
+        let mut s = legacy(|mut config| {
+            config.max_server_requests = max;
+            config.with_capabilities(capabilities)
+        });
+        negotiate(&mut s, json!({}), Instant::now());
         while s.poll_event().is_some() {}
         s
     }
 
+    /// The next message sent, as JSON (null if none).
     fn sent(s: &mut Session) -> Value {
-        s.poll_transmit()
-            .map(|m| serde_json::from_slice(&m.body).unwrap_or(Value::Null))
-            .unwrap_or(Value::Null)
+        super::super::legacy_peer::sent(s).unwrap_or_default()
     }
 
     fn ask(s: &mut Session, id: u64, method: &str, params: Value) {

@@ -142,50 +142,14 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use serde_json::{Value, json};
-    use toolwire_cache::ToolCache;
     use toolwire_types::Implementation;
 
+    use super::super::legacy_peer::{answer, legacy, negotiate, sent};
     use super::*;
-    use crate::{ProtocolMode, SessionConfig};
-
-    fn legacy(config: impl FnOnce(SessionConfig) -> SessionConfig) -> Session {
-        let base = SessionConfig::new(Implementation::new("t", "0")).with_mode(
-            ProtocolMode::Pinned(toolwire_types::ProtocolVersion::V2025_11_25),
-        );
-        Session::new(config(base), Arc::new(ToolCache::default()), false)
-    }
-
-    /// The next message sent, as JSON.
-    fn sent(s: &mut Session) -> Option<Value> {
-        s.poll_transmit()
-            .map(|m| serde_json::from_slice(&m.body).unwrap_or(Value::Null))
-    }
-
-    fn answer(s: &mut Session, id: &Value, result: Value, now: Instant) {
-        let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
-        s.handle_inbound(body.as_bytes(), now);
-    }
-
-    /// Starts `s` and answers its `initialize` with `capabilities`.
-    fn negotiate(s: &mut Session, capabilities: Value, now: Instant) {
-        s.start(now);
-        let init = sent(s).unwrap_or_default();
-        assert_eq!(init["method"], "initialize");
-        let result = json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": capabilities,
-            "serverInfo": {"name": "s", "version": "1"},
-        });
-        answer(s, &init["id"], result, now);
-        assert_eq!(
-            sent(s).unwrap_or_default()["method"],
-            "notifications/initialized"
-        );
-    }
+    use crate::SessionConfig;
 
     fn ready(s: &mut Session) -> bool {
         std::iter::from_fn(|| s.poll_event()).any(|e| matches!(e, Event::Ready(_)))
