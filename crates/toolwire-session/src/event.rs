@@ -23,6 +23,11 @@ pub struct Negotiated {
     pub instructions: Option<String>,
 }
 
+/// The `_meta` key set to `true` on a `tools/call` result that the settle barrier released
+/// on its timeout, or that a connection's end released: the tool list may not show the changes
+/// the result announced yet.
+pub const TOOLS_STALE_META: &str = "dev.toolwire/toolsStale";
+
 /// Identifies one operation the caller started (a request, or a whole `tools/list` walk).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OpId(pub(crate) u64);
@@ -82,12 +87,6 @@ pub enum Event {
     /// The session refetched the tool list by itself (after a list change, for the settle
     /// barrier, or to recover from a header mismatch), and what the cache did with it.
     ToolsRefreshed(Result<ListOutcome, RequestError>),
-    /// The settle barrier gave up waiting for operation `op`: its result follows as
-    /// [`Event::Completed`], although the tool list may not show the announced changes yet.
-    SettleTimedOut {
-        /// The operation.
-        op: OpId,
-    },
     /// The session stopped waiting for request `id` on its own (a listen stream replaced by
     /// one with other subscriptions): a transport that holds a stream for it closes it
     /// (`Transport::cancel`). Any `notifications/cancelled` it needs is already queued.

@@ -60,8 +60,8 @@ mod session;
 
 pub use config::{CacheMode, CallOptions, InputResponses, ProtocolMode, SessionConfig, SettleMode};
 pub use error::{RequestError, SessionError};
-pub use event::{Event, Negotiated, OpId};
-pub use session::{Session, tool_call_headers};
+pub use event::{Event, Negotiated, OpId, TOOLS_STALE_META};
+pub use session::{CallRequest, Interrupted, Session, tool_call_headers};
 
 pub use toolwire_cache::ToolCache;
 

@@ -7,6 +7,7 @@
 mod call;
 mod freshness;
 mod inbound;
+mod interrupt;
 #[cfg(test)]
 mod legacy_peer;
 mod listen;
@@ -37,9 +38,9 @@ use toolwire_types::{
 };
 use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass};
 
-pub use call::tool_call_headers;
+pub use call::{CallRequest, tool_call_headers};
+pub use interrupt::Interrupted;
 
-use self::call::CallRetry;
 use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
 use self::negotiation::Phase;
@@ -63,11 +64,14 @@ enum PendingKind {
         op: OpId,
         cache: Box<responses::Pending>,
     },
-    /// A `tools/call`, with what it takes to reissue it once after a header mismatch.
+    /// A `tools/call` as asked, kept to reissue it once after a header mismatch (`reissue`)
+    /// or on the next connection ([`Session::interrupt`]; `retry_safe`).
     ToolCall {
         op: OpId,
-        retry: Option<Box<CallRetry>>,
+        call: Box<CallRequest>,
+        reissue: bool,
         settle: bool,
+        retry_safe: bool,
     },
     /// The `subscriptions/listen` stream (never times out).
     Listen,
@@ -341,10 +345,9 @@ impl Session {
                 "the tool list may be stale: the changes this tool call announced did not show \
                  up within the settle timeout; handing the result over anyway"
             );
-            self.events.push_back(Event::SettleTimedOut { op: h.op });
             self.events.push_back(Event::Completed {
                 op: h.op,
-                result: Ok(h.result),
+                result: Ok(toolwire_types::flag_meta(h.result, crate::TOOLS_STALE_META)),
             });
         }
         self.expire_waiting(now);

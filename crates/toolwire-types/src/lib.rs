@@ -89,7 +89,7 @@ pub use jsonrpc::{
     encode_notification, encode_request, encode_result,
 };
 pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};
-pub use meta::{HasMeta, Meta, is_reserved_key, key as meta_key};
+pub use meta::{HasMeta, Meta, flag_meta, is_reserved_key, key as meta_key};
 pub use methods::{
     ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
     ServerNotification, ServerRequest,

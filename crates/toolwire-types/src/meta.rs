@@ -37,6 +37,26 @@ pub fn is_reserved_key(key: &str) -> bool {
     })
 }
 
+/// `raw` (a JSON-RPC result object) with `_meta.<key>` set to `true`, the rest as it was; `raw`
+/// unchanged if it is not an object. For a client's own marks on a result it hands over (the
+/// key is the client's, never a reserved one).
+pub fn flag_meta(raw: Box<serde_json::value::RawValue>, key: &str) -> Box<serde_json::value::RawValue> {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+        return raw;
+    };
+    let Some(object) = value.as_object_mut() else {
+        return raw;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return raw;
+    };
+    meta.insert(key.to_owned(), serde_json::Value::Bool(true));
+    serde_json::value::to_raw_value(&value).unwrap_or(raw)
+}
+
 /// A `_meta` object: the reserved keys typed, everything else kept in `extra`
 /// (W3C trace context, vendor keys).
 ///
@@ -165,3 +185,28 @@ has_meta!(
     crate::CancelledParams,
     crate::ProgressParams,
 );
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn flag_meta_adds_the_key_beside_what_meta_held_and_leaves_non_objects_alone() {
+        let flagged = super::flag_meta(raw(r#"{"content":[],"_meta":{"a":1}}"#), "x/y");
+        let value: serde_json::Value = serde_json::from_str(flagged.get()).unwrap();
+        assert_eq!(value["_meta"]["a"], 1);
+        assert_eq!(value["_meta"]["x/y"], true);
+        assert_eq!(value["content"], serde_json::json!([]));
+        let bare = super::flag_meta(raw(r#"{"content":[]}"#), "x/y");
+        assert!(bare.get().contains(r#""_meta":{"x/y":true}"#));
+        assert_eq!(super::flag_meta(raw("[1]"), "x/y").get(), "[1]");
+        assert_eq!(
+            super::flag_meta(raw(r#"{"_meta":3}"#), "x/y").get(),
+            r#"{"_meta":3}"#
+        );
+    }
+}

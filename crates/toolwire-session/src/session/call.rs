@@ -1,6 +1,6 @@
 //! The `tools/call` path: headers from the cached tool's plan (or a per-call definition or
-//! map), the shared `_meta` envelope, the retry class, progress tokens, and what a call keeps
-//! to be reissued once after a header mismatch.
+//! map), the shared `_meta` envelope, the retry class, progress tokens, and the call as asked
+//! ([`CallRequest`]), kept to reissue it after a header mismatch or on the next connection.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,14 +15,36 @@ use toolwire_types::{
 use super::{PendingKind, Sent, Session};
 use crate::{CallOptions, InputResponses, OpId, RequestError, SettleMode};
 
-/// A `tools/call` as sent, kept to reissue it after a header mismatch.
-pub(super) struct CallRetry {
-    pub(super) name: String,
-    /// Shared with the caller, which may need them for an `input_required` round.
-    pub(super) arguments: Option<Arc<JsonObject>>,
-    pub(super) options: CallOptions,
-    /// The MRTR answers and `requestState` the call carried.
-    pub(super) input: Option<InputResponses>,
+/// A `tools/call` as the caller asked it: what it takes to send it, and to send it again (once
+/// after a header mismatch, or on the next connection when [`Session::interrupt`] says so).
+/// The session keeps it while the call is pending; nothing is copied to keep it.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, shared with the caller, which may need them for an `input_required`
+    /// round.
+    pub arguments: Option<Arc<JsonObject>>,
+    /// How to call it.
+    pub options: CallOptions,
+    /// The MRTR answers and `requestState` of a round after the first.
+    pub input: Option<InputResponses>,
+}
+
+impl CallRequest {
+    /// A first-round call of `name`.
+    pub fn new(
+        name: impl Into<String>,
+        arguments: Option<Arc<JsonObject>>,
+        options: CallOptions,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            options,
+            input: None,
+        }
+    }
 }
 
 /// The SEP-2243 headers of a `tools/call` of `name` at a version and over a transport that
@@ -84,8 +106,14 @@ impl Session {
         options: CallOptions,
         now: Instant,
     ) -> Result<OpId, RequestError> {
+        self.call(Box::new(CallRequest::new(name, arguments, options)), now)
+    }
+
+    /// Sends a call as asked ([`CallRequest`]): a first round, a later MRTR round (with its
+    /// `input`), or one [`Session::interrupt`] handed back to be sent on a new connection.
+    pub fn call(&mut self, call: Box<CallRequest>, now: Instant) -> Result<OpId, RequestError> {
         let op = self.allocate_op();
-        self.issue_call(op, name, arguments, options, None, true, now)?;
+        self.issue_call(op, call, true, now)?;
         Ok(op)
     }
 
@@ -100,25 +128,27 @@ impl Session {
         input: InputResponses,
         now: Instant,
     ) -> Result<OpId, RequestError> {
-        let op = self.allocate_op();
-        self.issue_call(op, name, arguments, options, Some(input), true, now)?;
-        Ok(op)
+        let mut call = CallRequest::new(name, arguments, options);
+        call.input = Some(input);
+        self.call(Box::new(call), now)
     }
 
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the one funnel of every tools/call and its reissue"
-    )]
+    /// The one funnel of every `tools/call` and its reissue (`may_reissue`: once more after a
+    /// header mismatch).
     pub(super) fn issue_call(
         &mut self,
         op: OpId,
-        name: &str,
-        arguments: Option<Arc<JsonObject>>,
-        options: CallOptions,
-        input: Option<InputResponses>,
-        may_retry: bool,
+        call: Box<CallRequest>,
+        may_reissue: bool,
         now: Instant,
     ) -> Result<(), RequestError> {
+        let CallRequest {
+            name,
+            arguments,
+            options,
+            input,
+        } = &*call;
+        let name = name.as_str();
         let version = self.version_for(method::CallTool::CAPABILITY)?;
         let snapshot = self.cache.load();
         let cached = snapshot.get(name);
@@ -198,22 +228,20 @@ impl Session {
         let settle = options
             .settle
             .unwrap_or(self.config.settle != SettleMode::Off);
-        let reissuable = may_retry && options.tool.is_none() && options.header_map.is_none();
-        // Kept, not copied: the arguments are shared, the options were going to be dropped
-        // after encoding.
-        let retry = reissuable.then(|| {
-            Box::new(CallRetry {
-                name: name.to_owned(),
-                arguments,
-                options,
-                input,
-            })
-        });
+        // A re-list cannot change headers that came with the call.
+        let reissue = may_reissue && options.tool.is_none() && options.header_map.is_none();
         let sent = Sent {
             method: "tools/call",
             headers,
             retry_safe,
-            kind: PendingKind::ToolCall { op, retry, settle },
+            // Kept, not copied: the caller's box moves in.
+            kind: PendingKind::ToolCall {
+                op,
+                call,
+                reissue,
+                settle,
+                retry_safe,
+            },
             timeout,
             progress_token: token,
         };

@@ -310,17 +310,22 @@ impl Session {
                     result: payload.map_err(|error| RequestError::Server { error }),
                 })
             }
-            PendingKind::ToolCall { op, retry, settle } => match payload {
+            PendingKind::ToolCall {
+                op,
+                call,
+                reissue,
+                settle,
+                ..
+            } => match payload {
                 Err(error)
-                    if matches!(
-                        error.code,
-                        toolwire_types::error::code::HEADER_MISMATCH
-                            | toolwire_types::error::code::HEADER_MISMATCH_PRE_RENAME
-                    ) && retry.is_some() =>
+                    if reissue
+                        && matches!(
+                            error.code,
+                            toolwire_types::error::code::HEADER_MISMATCH
+                                | toolwire_types::error::code::HEADER_MISMATCH_PRE_RENAME
+                        ) =>
                 {
-                    if let Some(retry) = retry {
-                        self.relist_and_retry(op, retry, error, now);
-                    }
+                    self.relist_and_retry(op, call, error, now);
                 }
                 Err(error) => self.events.push_back(Event::Completed {
                     op,

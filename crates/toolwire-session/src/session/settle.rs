@@ -9,7 +9,7 @@ use toolwire_cache::ToolSnapshot;
 use toolwire_types::{ErrorObject, ProtocolVersion};
 
 use super::Session;
-use super::call::CallRetry;
+use super::call::CallRequest;
 use super::refresh::Refresh;
 use crate::{Event, OpId, RequestError, SettleMode};
 
@@ -67,7 +67,7 @@ impl Expect {
 /// A call answered with a header mismatch, waiting for refresh number `seq` to reissue it.
 pub(super) struct Relist {
     pub(super) op: OpId,
-    pub(super) retry: Box<CallRetry>,
+    pub(super) call: Box<CallRequest>,
     pub(super) error: ErrorObject,
     pub(super) seq: u64,
 }
@@ -99,6 +99,14 @@ impl SettleBarrier {
         self.held.retain(|h| h.op != op);
         self.relists.retain(|r| r.op != op);
         self.held.len() + self.relists.len() < before
+    }
+
+    /// Takes everything: the held results and the parked calls (the connection ended).
+    pub(super) fn take_all(&mut self) -> (Vec<Held>, Vec<Relist>) {
+        (
+            std::mem::take(&mut self.held),
+            std::mem::take(&mut self.relists),
+        )
     }
 
     /// The earliest deadline of a held result.
@@ -151,12 +159,12 @@ impl Session {
     pub(super) fn relist_and_retry(
         &mut self,
         op: OpId,
-        retry: Box<CallRetry>,
+        call: Box<CallRequest>,
         error: ErrorObject,
         now: Instant,
     ) {
         tracing::warn!(
-            tool = %retry.name,
+            tool = %call.name,
             code = error.code,
             "the server says the Mcp-Param-* headers do not match the arguments; re-listing the \
              tools and retrying once"
@@ -165,7 +173,7 @@ impl Session {
         match self.request_refresh(now) {
             Some(seq) => self.barrier.wait_for_relist(Relist {
                 op,
-                retry,
+                call,
                 error,
                 seq,
             }),
@@ -199,14 +207,8 @@ impl Session {
                 });
                 continue;
             }
-            let CallRetry {
-                name,
-                arguments,
-                options,
-                input,
-            } = *r.retry;
-            tracing::info!(tool = %name, "retrying the call with headers from the fresh tool list");
-            if let Err(e) = self.issue_call(r.op, &name, arguments, options, input, false, now) {
+            tracing::info!(tool = %r.call.name, "retrying the call with headers from the fresh tool list");
+            if let Err(e) = self.issue_call(r.op, r.call, false, now) {
                 self.events.push_back(Event::Completed {
                     op: r.op,
                     result: Err(e),

@@ -219,14 +219,12 @@ impl Client {
         let (commands, rx) = self.start()?;
         let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        let options = Box::new(options);
+        let mut request = Box::new(CallRequest::new(name, arguments, options));
+        request.input = input.map(|input| *input);
         let command = Command::Call {
             call,
             progress,
-            name: name.to_owned(),
-            arguments,
-            options,
-            input,
+            request,
             reply,
         };
         commands.send(command).map_err(|_| unsent(&rx))?;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache, ToolSnapshot};
-use toolwire_session::{CacheMode, Negotiated, Session};
+use toolwire_session::{CallRequest, CacheMode, Negotiated, Session};
 use toolwire_transport::Transport;
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
@@ -69,9 +69,7 @@ struct Inner {
     notices: broadcast::Sender<Arc<Notice>>,
 }
 
-/// The `_meta` key set to `true` on a `tools/call` result that the settle barrier released
-/// on its timeout: the tool list may not show the changes the result announced yet.
-pub const TOOLS_STALE_META: &str = "dev.toolwire/toolsStale";
+pub use toolwire_session::TOOLS_STALE_META;
 
 /// Whether the settle barrier released `result` on its timeout (see [`TOOLS_STALE_META`]).
 pub fn tools_may_be_stale(result: &CallToolResult) -> bool {

@@ -25,14 +25,9 @@ pub(crate) enum Command {
     Call {
         call: u64,
         progress: Option<ProgressCallback>,
-        name: String,
-        /// Shared with the caller, which keeps them for an `input_required` round.
-        arguments: Option<Arc<JsonObject>>,
-        /// Boxed: it may hold a whole tool definition.
-        options: Box<CallOptions>,
-        /// The answers of an `input_required` round, for the rounds after the first (boxed:
-        /// the first round, the common one, carries none).
-        input: Option<Box<InputResponses>>,
+        /// The call as asked (its arguments shared with the caller, which keeps them for an
+        /// `input_required` round); boxed, it moves into the session as it is.
+        request: Box<CallRequest>,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
     },
     ListTools {
@@ -84,22 +79,6 @@ pub(super) fn empty_result() -> Box<RawValue> {
         .unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
 
-/// Sets [`TOOLS_STALE_META`] on a raw `tools/call` result.
-pub(super) fn mark_tools_stale(raw: Box<RawValue>) -> Box<RawValue> {
-    let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
-        return raw;
-    };
-    if let Some(object) = value.as_object_mut() {
-        let meta = object
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(TOOLS_STALE_META.to_owned(), Value::Bool(true));
-        }
-    }
-    serde_json::value::to_raw_value(&value).unwrap_or(raw)
-}
-
 /// Sends a commit to subscribers when it changed something.
 pub(crate) fn announce(changes: &broadcast::Sender<Commit>, commit: &Commit) {
     if !commit.diff.is_empty() {
@@ -115,10 +94,6 @@ pub(super) enum Waiter {
         call: u64,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
         progress: Option<ProgressCallback>,
-        /// The settle barrier released the result on its timeout: mark it stale.
-        stale: bool,
-        /// Kept while the client reconnects: what to send again after a reconnect.
-        replay: Option<Box<Replay>>,
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),

@@ -23,13 +23,12 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CacheMode, CallOptions, Event, InputResponses, Negotiated, OpId, ProtocolMode, Session,
-    SessionConfig, SessionError,
+    CacheMode, CallOptions, CallRequest, Event, Interrupted, Negotiated, OpId, ProtocolMode,
+    Session, SessionConfig, SessionError,
 };
 use toolwire_transport::{Transport, TransportError};
-use toolwire_types::{ErrorObject, JsonObject, ProtocolVersion, RequestId, ServerRequest, Tool};
+use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest};
 
-use crate::client::TOOLS_STALE_META;
 use crate::reconnect::{Backoff, ConnectionState, ReconnectPolicy};
 use crate::{Connector, Error, ProgressCallback, ServerRequestHandler};
 
@@ -40,9 +39,8 @@ mod recover;
 mod tests;
 
 pub(crate) use command::{Command, Negotiation, announce};
-use command::{FastMap, Waiter, empty_result, fail_command, mark_tools_stale};
+use command::{FastMap, Waiter, empty_result, fail_command};
 use queue::Queued;
-use recover::Replay;
 
 /// How a driver makes its sessions and, with a connector, new transports.
 #[derive(Clone)]
@@ -185,47 +183,20 @@ impl Driver {
             Command::Call {
                 call,
                 progress,
-                name,
-                arguments,
-                options,
-                input,
+                request,
                 reply,
-            } => {
-                // Kept when the client reconnects: sent again after a reconnect when it is safe
-                // to repeat, or when the dead server never read it.
-                let replay = self.backoff.is_some().then(|| {
-                    Box::new(Replay {
-                        safe: self.safe_to_repeat(&name, &options),
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        options: options.clone(),
-                        input: input.clone(),
-                        deadline: toolwire_session::later(now, self.patience(Some(&options))),
-                    })
-                });
-                let issued = match input {
-                    None => self
-                        .session
-                        .call_tool_shared(&name, arguments, *options, now),
-                    Some(input) => self
-                        .session
-                        .call_tool_with_input(&name, arguments, *options, *input, now),
-                };
-                match issued {
-                    Ok(op) => {
-                        self.call_ops.insert(call, op);
-                        let waiter = Waiter::Call {
-                            call,
-                            reply,
-                            progress,
-                            stale: false,
-                            replay,
-                        };
-                        self.waiters.insert(op, waiter);
-                    }
-                    Err(e) => drop(reply.send(Err(e.into()))),
+            } => match self.session.call(request, now) {
+                Ok(op) => {
+                    self.call_ops.insert(call, op);
+                    let waiter = Waiter::Call {
+                        call,
+                        reply,
+                        progress,
+                    };
+                    self.waiters.insert(op, waiter);
                 }
-            }
+                Err(e) => drop(reply.send(Err(e.into()))),
+            },
             Command::ListTools { mode, reply } => match self.session.list_tools_with(mode, now) {
                 Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
                 Err(e) => drop(reply.send(Err(e.into()))),
@@ -335,14 +306,8 @@ impl Driver {
                     self.fail_all(&error);
                 }
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
-                    Some(Waiter::Call {
-                        call, reply, stale, ..
-                    }) => {
+                    Some(Waiter::Call { call, reply, .. }) => {
                         self.call_ops.remove(&call);
-                        let result = match result {
-                            Ok(raw) if stale => Ok(mark_tools_stale(raw)),
-                            other => other,
-                        };
                         let _ = reply.send(result.map_err(Error::from));
                     }
                     Some(Waiter::Request(reply)) => drop(reply.send(result.map_err(Error::from))),
@@ -350,11 +315,6 @@ impl Driver {
                     Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
                     None => {}
                 },
-                Event::SettleTimedOut { op } => {
-                    if let Some(Waiter::Call { stale, .. }) = self.waiters.get_mut(&op) {
-                        *stale = true;
-                    }
-                }
                 Event::ToolsRefreshed(result) => match result {
                     Ok(outcome) => {
                         tracing::debug!(

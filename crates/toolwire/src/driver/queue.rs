@@ -19,7 +19,7 @@ impl Driver {
     /// The options of a command that has them (a call).
     pub(super) fn options_of(command: &Command) -> Option<&CallOptions> {
         match command {
-            Command::Call { options, .. } => Some(options),
+            Command::Call { request, .. } => Some(&request.options),
             _ => None,
         }
     }

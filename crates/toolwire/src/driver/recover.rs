@@ -4,34 +4,7 @@
 
 use super::*;
 
-/// What it takes to send a call again on a new connection (kept only for calls that are
-/// safe to repeat, and only when the client reconnects).
-pub(super) struct Replay {
-    /// Safe to repeat (`retry_safe`, or read-only or idempotent hints).
-    pub(super) safe: bool,
-    pub(super) name: String,
-    pub(super) arguments: Option<Arc<JsonObject>>,
-    pub(super) options: Box<CallOptions>,
-    pub(super) input: Option<Box<InputResponses>>,
-    /// When the caller stops waiting, whichever connection it is on.
-    pub(super) deadline: Instant,
-}
-
 impl Driver {
-    /// Whether a call may be sent again on a new connection: the caller said so, or the tool
-    /// (the call's own definition, else the cached one) is read-only or idempotent.
-    pub(super) fn safe_to_repeat(&self, name: &str, options: &CallOptions) -> bool {
-        options.retry_safe.unwrap_or_else(|| match &options.tool {
-            Some(tool) => tool.is_safe_to_retry(),
-            None => self
-                .link
-                .cache
-                .load()
-                .get(name)
-                .is_some_and(|cached| Tool::is_safe_to_retry(cached.tool())),
-        })
-    }
-
     /// The transport died: what was in flight is sent again or failed, then a new connection
     /// is made (at once for the legacy fallback, else after the policy's backoff); the error
     /// that ends the driver instead.
@@ -57,13 +30,12 @@ impl Driver {
                 "the server ended during the server/discover probe; starting it again with initialize"
             );
         } else if self.backoff.is_none() || self.link.connector.is_none() {
-            self.fail_in_flight(false, &[]);
+            self.interrupt(false);
             return Err(self.give_up());
         } else {
             tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
-        let unread = self.transport.unread();
-        self.fail_in_flight(self.backoff.is_some(), &unread);
+        self.interrupt(self.backoff.is_some());
         self.ready = false;
         self.state.send_replace(Negotiation::Reconnecting);
         let mut first = fallback;
@@ -144,59 +116,63 @@ impl Driver {
         error
     }
 
-    /// The calls in flight on a dead connection: with `replay`, tool listings, calls safe to
-    /// repeat and calls the dead server never read (`unread`: they never reached it) wait for
-    /// the next connection; every other one fails saying it may have run.
-    pub(super) fn fail_in_flight(
-        &mut self,
-        replay: bool,
-        unread: &[toolwire_transport::RequestId],
-    ) {
+    /// The operations under way on a dead connection, as the session decides
+    /// ([`Session::interrupt`]): when `reconnecting`, calls it replays and tool listings wait
+    /// for the next connection; every other one fails, saying whether it may have run.
+    pub(super) fn interrupt(&mut self, reconnecting: bool) {
         self.call_ops.clear();
-        let error = self.lost(true);
-        let waiters: Vec<(OpId, Waiter)> = self.waiters.drain().collect();
-        for (op, waiter) in waiters {
-            let never_read = !unread.is_empty()
-                && self
-                    .session
-                    .request_of(op)
-                    .is_some_and(|id| unread.contains(&id));
-            match waiter {
-                Waiter::Call {
-                    call,
-                    reply,
-                    progress,
-                    replay: Some(again),
-                    ..
-                } if replay && (again.safe || never_read) => {
-                    tracing::debug!(call, tool = %again.name, never_read, "sending the call again after the reconnect");
-                    let Replay {
-                        safe: _,
-                        name,
-                        arguments,
-                        options,
-                        input,
+        let unread = self.transport.unread();
+        let interrupted = self.session.interrupt(&unread, Instant::now());
+        // Results the barrier held, handed over marked stale.
+        self.handle_events();
+        for item in interrupted {
+            let Some(waiter) = self.waiters.remove(&item.op()) else {
+                continue;
+            };
+            match (item, waiter) {
+                (
+                    Interrupted::Replay {
+                        call: request,
                         deadline,
-                    } = *again;
+                        ..
+                    },
+                    Waiter::Call {
+                        call,
+                        reply,
+                        progress,
+                    },
+                ) if reconnecting => {
+                    tracing::debug!(call, tool = %request.name, "sending the call again after the reconnect");
                     self.queued.push(Queued {
                         deadline,
                         command: Command::Call {
                             call,
                             progress,
-                            name,
-                            arguments,
-                            options,
-                            input,
+                            request,
                             reply,
                         },
                     });
                 }
-                Waiter::List(reply) if replay => self.queue(Command::ListTools {
-                    mode: CacheMode::Refresh,
-                    reply,
-                }),
-                other => other.fail(error.clone()),
+                (Interrupted::Relist { deadline, .. }, Waiter::List(reply)) if reconnecting => {
+                    self.queued.push(Queued {
+                        deadline,
+                        command: Command::ListTools {
+                            mode: CacheMode::Refresh,
+                            reply,
+                        },
+                    });
+                }
+                (
+                    Interrupted::Replay { may_have_run, .. } | Interrupted::Lost { may_have_run, .. },
+                    waiter,
+                ) => waiter.fail(self.lost(may_have_run)),
+                (Interrupted::Relist { .. }, waiter) => waiter.fail(self.lost(false)),
             }
+        }
+        // Waiters the session no longer knows of (a request of the dead session's own).
+        let error = self.lost(true);
+        for (_, waiter) in self.waiters.drain() {
+            waiter.fail(error.clone());
         }
     }
 

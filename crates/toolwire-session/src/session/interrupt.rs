@@ -1,0 +1,126 @@
+//! The connection under a session died: what becomes of each operation still under way.
+//! Which calls may be sent again is decided here, by the rule the HTTP transport's resend
+//! follows (the call's [`RetryClass`](toolwire_wire::RetryClass)): a call safe to repeat, or
+//! one the dead server never read, goes again on the next connection; any other may have run
+//! and fails.
+
+use std::time::Instant;
+
+use toolwire_wire::RequestId;
+
+use super::call::CallRequest;
+use super::{PendingKind, Session};
+use crate::{Event, OpId};
+
+/// What becomes of one operation when its connection dies ([`Session::interrupt`]).
+#[derive(Debug)]
+pub enum Interrupted {
+    /// A call to send again on the next connection ([`Session::call`]): safe to repeat, or
+    /// never read by the dead server. `deadline` is when its caller stops waiting.
+    Replay {
+        /// The operation on the dead session.
+        op: OpId,
+        /// The call as asked.
+        call: Box<CallRequest>,
+        /// Whether the dead server may have acted on it (it read it): what to tell the caller
+        /// if there is no next connection.
+        may_have_run: bool,
+        /// When the caller stops waiting.
+        deadline: Instant,
+    },
+    /// A `tools/list` walk: list again on the next connection.
+    Relist {
+        /// The operation on the dead session.
+        op: OpId,
+        /// When the caller stops waiting.
+        deadline: Instant,
+    },
+    /// Over: the server may have acted on it (`may_have_run`), or it cannot be sent again
+    /// (a request the session does not keep). Its caller gets an error.
+    Lost {
+        /// The operation on the dead session.
+        op: OpId,
+        /// Whether the dead server read it.
+        may_have_run: bool,
+    },
+}
+
+impl Interrupted {
+    /// The operation on the dead session.
+    pub fn op(&self) -> OpId {
+        match self {
+            Self::Replay { op, .. } | Self::Relist { op, .. } | Self::Lost { op, .. } => *op,
+        }
+    }
+}
+
+impl Session {
+    /// The connection under this session died (`unread`: the requests the transport knows the
+    /// server never read, such as lines a dead child never took from its stdin). Ends every
+    /// operation: a result the settle barrier held completes now, marked
+    /// [`TOOLS_STALE_META`](crate::TOOLS_STALE_META) (the server answered; the changes it
+    /// announced will be listed on the next connection, if any); everything else is returned,
+    /// to be sent again on the next connection or failed. The session is spent afterwards:
+    /// the next connection gets a new one, carrying what [`Session::carry_into`] keeps.
+    pub fn interrupt(&mut self, unread: &[RequestId], now: Instant) -> Vec<Interrupted> {
+        let mut out = Vec::new();
+        let (held, relists) = self.barrier.take_all();
+        for h in held {
+            self.events.push_back(Event::Completed {
+                op: h.op,
+                result: Ok(toolwire_types::flag_meta(h.result, crate::TOOLS_STALE_META)),
+            });
+        }
+        // Answered with a header mismatch: the server did not run them.
+        for r in relists {
+            let timeout = r.call.options.timeout.unwrap_or(self.config.request_timeout);
+            out.push(Interrupted::Replay {
+                op: r.op,
+                call: r.call,
+                may_have_run: false,
+                deadline: crate::later(now, timeout),
+            });
+        }
+        let mut pending: Vec<_> = self.pending.drain().collect();
+        // In the order they were sent: ids grow.
+        pending.sort_by_key(|(id, _)| match id {
+            RequestId::Number(n) => *n,
+            RequestId::String(_) => i64::MAX,
+        });
+        self.progress.clear();
+        self.serving.clear();
+        for (id, p) in pending {
+            let read = !unread.contains(&id);
+            let op = p.op();
+            let item = match (p.kind, op) {
+                (
+                    PendingKind::ToolCall {
+                        call, retry_safe, ..
+                    },
+                    Some(op),
+                ) if retry_safe || !read => Interrupted::Replay {
+                    op,
+                    call,
+                    may_have_run: read,
+                    deadline: p.deadline,
+                },
+                // The session's own refresh: the next connection lists again anyway.
+                (PendingKind::ListPage { .. }, Some(op)) if self.refresh.is_current(op) => {
+                    continue;
+                }
+                (PendingKind::ListPage { .. }, Some(op)) => Interrupted::Relist {
+                    op,
+                    deadline: p.deadline,
+                },
+                (_, Some(op)) => Interrupted::Lost {
+                    op,
+                    may_have_run: read,
+                },
+                // The session's own (negotiation, listen stream, keep-alive): gone with it.
+                (_, None) => continue,
+            };
+            out.push(item);
+        }
+        out
+    }
+}

@@ -1,0 +1,152 @@
+//! A connection that dies under a session: which operations go again on the next connection
+//! (`Session::interrupt`), on a fake clock.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers fail the test by panicking"
+)]
+
+mod common;
+use common::*;
+
+/// A modern session over stdio with `read` (read-only) and `write` (no hints) listed.
+fn listed() -> Peer {
+    let mut p = Peer::ready_modern(false);
+    p.session.list_tools(p.at(1)).unwrap();
+    p.answer_list(
+        json!([
+            {"name": "read", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}},
+            {"name": "write", "inputSchema": {"type": "object"}}
+        ]),
+        2,
+    );
+    p.events();
+    p
+}
+
+fn id_of(request: &Value) -> toolwire_types::RequestId {
+    serde_json::from_value(request["id"].clone()).unwrap()
+}
+
+#[test]
+fn safe_and_unread_calls_are_replayed_and_the_rest_lost_in_the_order_sent() {
+    let mut p = listed();
+    let patience = CallOptions::default().with_timeout(Duration::from_secs(7));
+    let read = start_call(&mut p, "read", json!({"path": "a"}), patience.clone());
+    p.sent();
+    let write = start_call(&mut p, "write", json!({"n": 1}), CallOptions::default());
+    p.sent();
+    let unread_write = start_call(&mut p, "write", json!({"n": 2}), CallOptions::default());
+    let (never_read, _) = p.sent();
+    let opted_in = CallOptions::default().with_retry_safe(true);
+    let opted = start_call(&mut p, "write", json!({"n": 3}), opted_in);
+    p.sent();
+    let prompts = p
+        .session
+        .request::<toolwire_types::methods::method::ListPrompts>(Default::default(), p.at(6))
+        .unwrap();
+    p.sent();
+    let walk = p.session.list_tools(p.at(7)).unwrap();
+    p.sent();
+
+    let interrupted = p.session.interrupt(&[id_of(&never_read)], p.at(20));
+    let ops: Vec<OpId> = interrupted.iter().map(Interrupted::op).collect();
+    assert_eq!(ops, [read, write, unread_write, opted, prompts, walk]);
+    match &interrupted[0] {
+        Interrupted::Replay {
+            call,
+            may_have_run,
+            deadline,
+            ..
+        } => {
+            assert_eq!(call.name, "read");
+            assert!(*may_have_run);
+            assert_eq!(*deadline, p.at(5) + Duration::from_secs(7));
+        }
+        other => panic!("a read-only call is replayed: {other:?}"),
+    }
+    assert!(matches!(
+        interrupted[1],
+        Interrupted::Lost {
+            may_have_run: true,
+            ..
+        }
+    ));
+    assert!(matches!(
+        &interrupted[2],
+        Interrupted::Replay { call, may_have_run: false, .. } if call.arguments.as_ref().unwrap()["n"] == 2
+    ));
+    assert!(matches!(&interrupted[3], Interrupted::Replay { call, .. } if call.options.retry_safe == Some(true)));
+    assert!(matches!(
+        interrupted[4],
+        Interrupted::Lost {
+            may_have_run: true,
+            ..
+        }
+    ));
+    assert!(matches!(interrupted[5], Interrupted::Relist { .. }));
+    // Nothing of the dead connection is left to time out or to answer.
+    assert_eq!(p.session.poll_timeout(), None);
+    p.session.handle_timeout(p.at(60_000));
+    assert!(p.events().is_empty());
+}
+
+#[test]
+fn a_replayed_call_goes_out_on_the_next_session_as_it_was_asked() {
+    let mut p = listed();
+    let op = start_call(&mut p, "read", json!({"path": "a"}), CallOptions::default());
+    let (first, _) = p.sent();
+    let Some(Interrupted::Replay { call, .. }) = p.session.interrupt(&[], p.at(10)).pop() else {
+        panic!("a read-only call is replayed");
+    };
+    let mut next = Peer::ready_modern(false);
+    let again = next.session.call(call, next.at(5)).unwrap();
+    let (sent, _) = next.sent();
+    assert_eq!(sent["params"]["name"], first["params"]["name"]);
+    assert_eq!(sent["params"]["arguments"], first["params"]["arguments"]);
+    next.reply(&sent, json!({"content": []}), 6);
+    assert!(next.completed(again).unwrap().is_ok());
+    assert_eq!(p.completed(op), None, "the dead session completes nothing itself");
+}
+
+#[test]
+fn a_result_held_for_announced_changes_is_handed_over_marked_stale() {
+    let (mut p, _listen) = Peer::ready_dynamic();
+    let op = start_call(&mut p, "unlock_files", json!({}), CallOptions::default());
+    let (request, _) = p.sent();
+    p.reply(
+        &request,
+        json!({"content": [], "registers": ["read_file"]}),
+        10,
+    );
+    assert_eq!(p.completed(op), None, "held until the changes are listed");
+    assert!(p.session.interrupt(&[], p.at(11)).is_empty());
+    let result = p.completed(op).expect("handed over").unwrap();
+    let value: Value = serde_json::from_str(&result).unwrap();
+    assert_eq!(value["_meta"][TOOLS_STALE_META], true);
+}
+
+#[test]
+fn a_call_parked_for_a_relist_after_a_header_mismatch_is_replayed_as_never_run() {
+    let mut p = Peer::ready_modern(true);
+    p.session.list_tools(p.at(1)).unwrap();
+    p.answer_list(json!([region_tool("query")]), 2);
+    p.events();
+    let op = start_call(
+        &mut p,
+        "query",
+        json!({"region": "eu", "query": "q"}),
+        CallOptions::default(),
+    );
+    let (call, _) = p.sent();
+    p.reply_error(&call, -32020, json!(null), 6);
+    let (relist, _) = p.sent();
+    assert_eq!(relist["method"], "tools/list");
+    let interrupted = p.session.interrupt(&[], p.at(7));
+    assert!(
+        matches!(&interrupted[..], [Interrupted::Replay { op: o, may_have_run: false, call, .. }] if *o == op && call.name == "query"),
+        "{interrupted:?}"
+    );
+}
