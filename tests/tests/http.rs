@@ -525,3 +525,107 @@ async fn a_login_slower_than_the_probe_still_ends_in_the_modern_era_and_the_call
     assert_eq!(state.lock().unwrap().authorizations, 1);
     client.close().await;
 }
+
+/// A legacy server whose sessions (`s1`, `s2`, …) expire when the test moves the counter (a
+/// request naming another session gets a 404), declaring tools, logging and resource
+/// subscriptions; every request is answered with an empty result (`echo` with its text).
+async fn expiring_legacy(session: Arc<std::sync::atomic::AtomicUsize>) -> HttpPeer {
+    use std::sync::atomic::Ordering;
+    let handler = move |req: &toolwire_test_support::http::Recorded| {
+        let method = req.rpc_method().unwrap_or_default();
+        let answer = |result: serde_json::Value| {
+            let id = req.rpc_id().unwrap_or_default();
+            Reply::json(
+                200,
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+            )
+        };
+        match (req.method.as_str(), method.as_str()) {
+            ("GET", _) => Reply::status(405),
+            ("DELETE", _) => Reply::status(200),
+            (_, "initialize") => {
+                let n = session.fetch_add(1, Ordering::SeqCst) + 1;
+                answer(json!({"protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}, "logging": {}, "resources": {"subscribe": true}},
+                    "serverInfo": {"name": "expiring", "version": "1"}}))
+                .header("mcp-session-id", &format!("s{n}"))
+            }
+            _ if req.header("mcp-session-id")
+                != format!("s{}", session.load(Ordering::SeqCst)) =>
+            {
+                Reply::status(404)
+            }
+            (_, "tools/list") => answer(json!({"tools": [
+                {"name": "write", "inputSchema": {"type": "object"}}]})),
+            (_, "tools/call") => answer(json!({"content": [{"type": "text", "text": "done"}]})),
+            _ if req.rpc_id().is_some() => answer(json!({})),
+            _ => Reply::status(202),
+        }
+    };
+    HttpPeer::start(handler).await
+}
+
+/// The session owns the MCP session: when the server forgets it (404), the client opens a new
+/// one over the same transport, gives it the log level and the subscriptions still held (not
+/// the one dropped), lists the tools again and sends the call that found the session gone,
+/// which the server never processed, although it is not safe to repeat.
+#[tokio::test]
+async fn a_lost_legacy_session_is_opened_again_with_its_log_level_and_subscriptions() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let session = Arc::new(AtomicUsize::new(0));
+    let peer = expiring_legacy(session.clone()).await;
+    let transport = HttpTransport::new(peer.url()).unwrap();
+    let client = Client::builder("e2e", "0")
+        .connect(transport.clone())
+        .unwrap();
+    client.list_tools().await.unwrap();
+    client
+        .set_log_level(toolwire::LoggingLevel::Debug)
+        .await
+        .unwrap();
+    client
+        .set_log_level(toolwire::LoggingLevel::Error)
+        .await
+        .unwrap();
+    client.subscribe_resource("file:///a").await.unwrap();
+    client.subscribe_resource("file:///b").await.unwrap();
+    client.unsubscribe_resource("file:///a").await.unwrap();
+    let before = peer.requests().len();
+    session.store(5, Ordering::SeqCst);
+    let result = client.call_tool("write", json!({"n": 1})).await.unwrap();
+    assert_eq!(result.content[0].as_text(), Some("done"));
+    assert_eq!(transport.session_id().as_deref(), Some("s6"));
+
+    let after: Vec<(String, String, serde_json::Value)> = peer.requests()[before..]
+        .iter()
+        .filter(|r| r.method == http::Method::POST)
+        .map(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            (
+                r.rpc_method().unwrap_or_default(),
+                r.header("mcp-session-id").to_owned(),
+                body["params"].clone(),
+            )
+        })
+        .collect();
+    let methods: Vec<(&str, &str)> = after
+        .iter()
+        .map(|(m, s, _)| (m.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            ("tools/call", "s1"),
+            ("initialize", ""),
+            ("notifications/initialized", "s6"),
+            ("logging/setLevel", "s6"),
+            ("resources/subscribe", "s6"),
+            ("tools/list", "s6"),
+            ("tools/call", "s6"),
+        ]
+    );
+    assert_eq!(after[3].2["level"], "error");
+    assert_eq!(after[4].2["uri"], "file:///b");
+    assert_eq!(after[6].2["arguments"], json!({"n": 1}));
+    client.close().await;
+}

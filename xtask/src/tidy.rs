@@ -9,6 +9,9 @@
 //! 5. `ARCHITECTURE.md` names every crate.
 //! 6. MCP headers are built once, by `toolwire-headers`, in their final form: the session and
 //!    the facade never convert a header name or value ([`NO_HEADER_CONVERSION`]).
+//! 7. The transports name no MCP method ([`METHOD_BLIND`]): what a message does to a legacy
+//!    session comes from the session (`Outbound::session`), so MCP session state has one
+//!    owner.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -124,6 +127,29 @@ const FORBIDDEN_IN_SANS_IO: &[&str] = &[
 /// Crates that hand headers on and must not build or convert one: `toolwire-headers` builds
 /// every MCP header in the form it travels in, and the session moves it into the message.
 pub(crate) const NO_HEADER_CONVERSION: &[&str] = &["toolwire-session", "toolwire"];
+
+/// Crates that move messages without knowing what they mean: no MCP method name appears in
+/// their code (rule 7).
+pub(crate) const METHOD_BLIND: &[&str] = &["toolwire-http", "toolwire-transport", "toolwire-wire"];
+
+/// The MCP method names (whole, or by the prefix of their family) as string literals.
+const METHOD_LITERALS: &[&str] = &[
+    "\"initialize\"",
+    "\"ping\"",
+    "\"server/discover\"",
+    "\"notifications/",
+    "\"tools/",
+    "\"resources/",
+    "\"prompts/",
+    "\"logging/",
+    "\"completion/",
+    "\"subscriptions/",
+    "\"sampling/",
+    "\"elicitation/",
+    "\"roots/",
+    "\"tasks/",
+    "\"skills/",
+];
 
 /// Source patterns that build or convert an `http` header name or value.
 const HEADER_CONVERSION: &[&str] = &[
@@ -312,6 +338,15 @@ pub(crate) fn check_header_conversion(path: &str, text: &str) -> Vec<String> {
     })
 }
 
+/// Checks rule 7 on one source file's text (tests at its end may name methods).
+pub(crate) fn check_method_blind(path: &str, text: &str) -> Vec<String> {
+    find_patterns(path, text, METHOD_LITERALS, |pat| {
+        format!(
+            "{pat}…: a transport names no MCP method; the session marks what it needs on `Outbound`"
+        )
+    })
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -449,7 +484,8 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         }
         let sans_io = SANS_IO.contains(&name.as_str());
         let no_conversion = NO_HEADER_CONVERSION.contains(&name.as_str());
-        if sans_io || no_conversion {
+        let blind = METHOD_BLIND.contains(&name.as_str());
+        if sans_io || no_conversion || blind {
             let mut files = Vec::new();
             rust_files(&dir.join("src"), &mut files);
             for file in files {
@@ -464,6 +500,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
                 }
                 if no_conversion {
                     problems.extend(check_header_conversion(&shown, &text));
+                }
+                if blind {
+                    problems.extend(check_method_blind(&shown, &text));
                 }
             }
         }
@@ -510,6 +549,14 @@ mod tests {
         let problems = check_file_lengths(&files);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("crates/a/src/big.rs has 801 lines"));
+    }
+
+    #[test]
+    fn a_method_name_in_transport_code_is_named_but_not_in_comments_or_tests() {
+        let text = "// sends \"initialize\" first\nlet m = \"tools/call\";\nlet ok = \"tools\";\n#[cfg(test)]\nmod tests {\n    const M: &str = \"ping\";\n}\n";
+        let problems = check_method_blind("crates/t/src/lib.rs", text);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("crates/t/src/lib.rs:2: \"tools/"));
     }
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever

@@ -620,7 +620,6 @@ impl HttpTransportBuilder {
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),
-            handshake: tokio::sync::Mutex::new(()),
             identity: std::sync::atomic::AtomicU64::new(0),
         });
         Ok(inner)

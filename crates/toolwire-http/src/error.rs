@@ -90,10 +90,11 @@ pub enum HttpError {
         /// How many resumptions were tried.
         resumes: u32,
     },
-    /// The legacy session expired (404) and re-initialising did not bring it back; the source
-    /// is why the new handshake failed.
-    #[error("the session expired and could not be re-established")]
-    SessionLost(#[source] Box<HttpError>),
+    /// The server no longer knows the legacy session (a 404 to a request that named it), or a
+    /// new identity ended it: the request was not processed (one held back after that was not
+    /// sent). The session above opens a new one and sends it again.
+    #[error("the server no longer knows the MCP session (it expired or the identity changed)")]
+    SessionExpired,
     /// The server redirected to another origin (scheme, host or port), which is never
     /// followed: the bearer token and session id must not reach it. Only the origins are
     /// shown; the URLs' paths and queries may hold secrets.

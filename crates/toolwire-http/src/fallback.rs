@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 use toolwire_transport::{
-    BoxFuture, Inbound, MessageKind, Outbound, RequestFailure, RequestId, Transport, TransportError,
+    BoxFuture, Inbound, MessageKind, Outbound, RequestFailure, RequestId, SessionStep, Transport,
+    TransportError,
 };
 
 use crate::{HttpTransport, HttpTransportBuilder, SseTransport, lock};
@@ -169,13 +170,7 @@ impl Transport for HttpOrSseTransport {
             if let Some(sse) = self.shared.sse.get() {
                 return sse.send(message).await;
             }
-            if matches!(
-                message.kind,
-                MessageKind::Request {
-                    method: "initialize",
-                    ..
-                }
-            ) {
+            if message.session == SessionStep::Opens {
                 *lock(&self.shared.initialize) = Some(message.clone());
             }
             self.http.send(message).await

@@ -1,79 +1,39 @@
-//! The legacy session (2025-03-26 … 2025-11-25): the handshake kept for replay after a 404,
-//! the GET stream for server messages, and `DELETE` on close.
+//! The legacy session (2025-03-26 … 2025-11-25): its id, the GET stream for server messages,
+//! its end (a 404 that names it; the session above opens a new one), and `DELETE` on close.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::ACCEPT;
-use http::{HeaderName, HeaderValue, Method, Response, StatusCode};
+use http::{HeaderValue, Method, Response, StatusCode};
 use hyper::body::Incoming;
-use toolwire_transport::{BoxFuture, MessageKind, Outbound, RequestId};
+use toolwire_transport::Outbound;
 
 use crate::{
     Cursor, DEFAULT_SSE_RETRY, HttpError, Inner, LAST_EVENT_ID, MAX_LISTEN_FAILURES,
-    PROTOCOL_VERSION, SESSION_ID, content_type, lock, payload_session_id, sse_answer,
+    PROTOCOL_VERSION, State, content_type, lock,
 };
 
-/// A message as sent, to replay the legacy handshake.
-#[derive(Clone)]
-pub(crate) struct Replay {
-    pub(crate) body: Bytes,
-    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
-}
-
-/// What a legacy session holds on the server besides the handshake: the log level and the
-/// resource subscriptions, each as last sent. A new session starts without them, so they
-/// are replayed after the handshake, before the request that found the session gone.
-#[derive(Default)]
-pub(crate) struct SessionState {
-    log_level: Option<Replay>,
-    /// Each subscribed URI with its `resources/subscribe`, in the order they were made.
-    subscriptions: Vec<(String, Replay)>,
-}
-
-impl SessionState {
-    /// Records `out` (answered with a success status) if it sets session state.
-    pub(crate) fn record(&mut self, out: &Outbound) {
-        let method = out.kind.method();
-        let replay = || Replay {
-            body: out.body.clone(),
-            headers: out.headers.clone(),
-        };
-        match method {
-            Some("logging/setLevel") => self.log_level = Some(replay()),
-            Some(m @ ("resources/subscribe" | "resources/unsubscribe")) => {
-                #[derive(serde::Deserialize)]
-                struct Params {
-                    uri: String,
-                }
-                #[derive(serde::Deserialize)]
-                struct Body {
-                    params: Params,
-                }
-                let Ok(body) = serde_json::from_slice::<Body>(&out.body) else {
-                    return;
-                };
-                let uri = body.params.uri;
-                self.subscriptions.retain(|(u, _)| *u != uri);
-                if m == "resources/subscribe" {
-                    self.subscriptions.push((uri, replay()));
-                }
-            }
-            _ => {}
+impl State {
+    /// The server no longer knows the session (or the identity presented changed): the id is
+    /// dropped with its GET stream, and every request until a new session opens fails as
+    /// [`HttpError::SessionExpired`] without being sent.
+    pub(crate) fn end_session(&mut self) {
+        self.session_id = None;
+        self.session_ended = true;
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
         }
     }
 
-    /// What to send again on a new session, in order.
-    fn replays(&self) -> Vec<(&'static str, Replay)> {
-        let level = self
-            .log_level
-            .iter()
-            .map(|r| ("logging/setLevel", r.clone()));
-        let subscriptions = self
-            .subscriptions
-            .iter()
-            .map(|(_, r)| ("resources/subscribe", r.clone()));
-        level.chain(subscriptions).collect()
+    /// A request that opens a session is on its way: it goes without an id, and the one its
+    /// answer carries is the new session's.
+    pub(crate) fn open_session(&mut self) {
+        self.session_id = None;
+        self.session_ended = false;
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
     }
 }
 
@@ -83,96 +43,6 @@ pub(crate) fn valid_session_id(value: &HeaderValue) -> bool {
 }
 
 impl Inner {
-    /// Replays the legacy handshake if the session expired or the token changed.
-    /// Boxed: it calls [`Inner::post`], which calls it.
-    pub(crate) fn ensure_session(&self) -> BoxFuture<'_, Result<(), HttpError>> {
-        Box::pin(self.replay_handshake())
-    }
-
-    pub(crate) async fn replay_handshake(&self) -> Result<(), HttpError> {
-        if !lock(&self.state).stale {
-            return Ok(());
-        }
-        let _one = self.handshake.lock().await;
-        let (initialize, initialized) = {
-            let mut state = lock(&self.state);
-            if !state.stale {
-                return Ok(());
-            }
-            if let Some(listener) = state.listener.take() {
-                listener.abort();
-            }
-            state.session_id = None;
-            (state.initialize.clone(), state.initialized.clone())
-        };
-        let Some(initialize) = initialize else {
-            lock(&self.state).stale = false;
-            return Ok(());
-        };
-        tracing::info!("replaying the initialize handshake for a new session");
-        let mut out = Outbound::new(
-            initialize.body.clone(),
-            MessageKind::Request {
-                id: RequestId::Number(0),
-                method: "initialize",
-            },
-        );
-        out.headers = initialize.headers;
-        let lost = |why: HttpError| HttpError::SessionLost(Box::new(why));
-        let resp = self.post(&out, true).await.map_err(|f| lost(f.error))?;
-        let session = resp.headers().get(SESSION_ID).cloned();
-        let mut body = resp.into_body();
-        let answer = self
-            .read_body(&mut body, self.config.max_message_size)
-            .await
-            .map_err(lost)?;
-        let session = session
-            .filter(valid_session_id)
-            .or_else(|| payload_session_id(sse_answer(&answer).unwrap_or(&answer)));
-        {
-            let mut state = lock(&self.state);
-            state.session_id = session;
-            state.stale = false;
-            state.relisten = initialized.is_some();
-        }
-        if let Some(initialized) = initialized {
-            let mut out = Outbound::new(
-                initialized.body,
-                MessageKind::Notification {
-                    method: "notifications/initialized",
-                },
-            );
-            out.headers = initialized.headers;
-            self.post(&out, true).await.map_err(|f| lost(f.error))?;
-        }
-        // The log level and subscriptions the old session had; their answers are not the
-        // caller's (it had them already), and a failure costs only that piece of state.
-        let replays = lock(&self.state).session_state.replays();
-        for (method, replay) in replays {
-            let mut out = Outbound::new(
-                replay.body,
-                MessageKind::Request {
-                    id: RequestId::Number(0),
-                    method,
-                },
-            );
-            out.headers = replay.headers;
-            let sent = match self.post(&out, true).await {
-                Ok(resp) => {
-                    let mut body = resp.into_body();
-                    self.read_body(&mut body, self.config.max_message_size)
-                        .await
-                        .map(drop)
-                }
-                Err(f) => Err(f.error),
-            };
-            if let Err(e) = sent {
-                tracing::warn!(method, error = %e, "could not restore session state on the new session");
-            }
-        }
-        Ok(())
-    }
-
     /// A GET for the event stream (`Last-Event-ID` to resume).
     pub(crate) async fn get(
         &self,
@@ -215,7 +85,7 @@ impl Inner {
                     let mut state = lock(&self.state);
                     if state.session_id.is_some() {
                         tracing::debug!("GET stream: the session is gone (404)");
-                        state.stale = true;
+                        state.end_session();
                     } else {
                         tracing::debug!("the server offers no GET stream (404, no session)");
                     }
@@ -257,20 +127,8 @@ impl Inner {
         }
     }
 
-    /// Reopens the GET stream after a replayed handshake.
-    pub(crate) fn relisten(self: &Arc<Self>) {
-        let mut state = lock(&self.state);
-        if std::mem::take(&mut state.relisten) && self.config.get_stream && !state.closed {
-            let listener = tokio::spawn(self.clone().listen(None));
-            if let Some(old) = state.listener.replace(listener.abort_handle()) {
-                old.abort();
-            }
-        }
-    }
-
-    /// The legacy handshake is finishing (`initialized` is about to be sent): remember it for
-    /// replays, open the GET stream; the receiver fires once the server answered the GET (or
-    /// it failed).
+    /// The legacy handshake is finishing (`initialized` is about to be sent): open the GET
+    /// stream; the receiver fires once the server answered the GET (or it failed).
     pub(crate) fn handshake_done(
         self: &Arc<Self>,
         initialized: &Outbound,
@@ -282,12 +140,9 @@ impl Inner {
             .map(|(_, v)| v.clone());
         let mut state = lock(&self.state);
         state.version = version;
-        state.initialized = Some(Replay {
-            body: initialized.body.clone(),
-            headers: initialized.headers.clone(),
-        });
-        // The GET stream belongs to a legacy session: only after an `initialize` went through.
-        if !self.config.get_stream || state.closed || state.initialize.is_none() {
+        // The GET stream belongs to a legacy session: only after an opening request went
+        // through.
+        if !self.config.get_stream || state.closed || !state.legacy {
             return None;
         }
         if let Some(old) = state.listener.take() {

@@ -9,13 +9,18 @@
 //!
 //! What it does for you:
 //! - **Legacy era** (`initialize`; 2025-03-26 … 2025-11-25): captures `Mcp-Session-Id` from the
-//!   `initialize` answer (header, or `result.sessionId` in the payload) and sends it on every
+//!   answer to the request that opens a session (header, or `result.sessionId` in the payload) and sends it on every
 //!   later request; opens the GET stream for server messages once `initialize` is answered and
 //!   before `initialized` is sent, so nothing the server announces on `initialized` is lost (405:
 //!   none; opt out with [`HttpTransportBuilder::get_stream`]); resumes a broken SSE stream with
 //!   `Last-Event-ID` after the server's `retry:` delay; on a 404 to a request that carried the
-//!   session id, replays the handshake once and resends (the server never processed it); sends
-//!   `DELETE` on close, bounded in time, 405 ignored.
+//!   session id, fails it as [`HttpError::SessionExpired`] with
+//!   [`RequestFailure::session_gone`](toolwire_transport::RequestFailure::session_gone) set, and
+//!   holds back every later request the same way until one opens a new session (the session
+//!   above re-initialises, restores what it knows and resends: the server never processed
+//!   them); sends `DELETE` on close, bounded in time, 405 ignored. Which message opens a
+//!   session and which ends the handshake it learns from [`SessionStep`], never from a
+//!   method name.
 //! - **Modern era** (2026-07-28): no session, no GET, no DELETE, no resumption. Cancelling a
 //!   request ([`Transport::cancel`]) closes its stream, which is how cancellation is spelled
 //!   over HTTP; a stream that breaks fails its request with [`HttpError::StreamEnded`] so the
@@ -41,7 +46,7 @@
 //!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`](toolwire_transport::RetryClass) is `Safe`. Each
 //!   retry is a `tracing` event with its reason.
 //! - **Bearer auth**: set at build time or later ([`HttpTransport::set_bearer_token`]; a new
-//!   token re-initialises a legacy session); 401/403 call the auth-failed hook with the parsed
+//!   token ends a legacy session, as a 404 would); 401/403 call the auth-failed hook with the parsed
 //!   `WWW-Authenticate` challenges. The token never appears in `Debug`, logs or errors.
 //! - **Hooks** (on-sending, on-received with a bounded body snippet, auth-failed), a
 //!   configurable `User-Agent`, and a `tracing` span per request.
@@ -94,7 +99,9 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use tokio::task::AbortHandle;
-use toolwire_transport::{Inbound, MessageKind, Outbound, RequestId, Transport, TransportError};
+use toolwire_transport::{
+    Inbound, MessageKind, Outbound, RequestId, SessionStep, Transport, TransportError,
+};
 use tracing::Instrument;
 
 mod auth;
@@ -127,9 +134,9 @@ pub use toolwire_transport::BoxFuture;
 use builder::{AuthHook, ReceivedHook, SendingHook};
 pub use error::HttpError;
 pub use fallback::HttpOrSseTransport;
-use legacy::{Replay, valid_session_id};
+use legacy::valid_session_id;
 use post::{Failure, snippet};
-use response::{Cursor, content_type, payload_session_id, sse_answer};
+use response::{Cursor, content_type};
 pub use sse::{MAX_SSE_RETRY, SseError, SseEvent, SseParser};
 pub use sse_transport::SseTransport;
 
@@ -182,17 +189,13 @@ struct State {
     session_id: Option<HeaderValue>,
     /// The negotiated `MCP-Protocol-Version` header, for the GET stream and DELETE.
     version: Option<HeaderValue>,
-    /// The legacy handshake as sent (set once `initialize` succeeded: this is legacy HTTP).
-    initialize: Option<Replay>,
-    initialized: Option<Replay>,
-    /// The log level and resource subscriptions, replayed after the handshake.
-    session_state: legacy::SessionState,
-    /// Replay the handshake before the next request (the session expired, or the token
-    /// changed).
-    stale: bool,
+    /// A request that opens a session was answered: this is legacy HTTP (the GET stream,
+    /// resumption, DELETE).
+    legacy: bool,
+    /// The server no longer knows the session, or the identity changed: requests fail as
+    /// [`HttpError::SessionExpired`] until one opens a new session.
+    session_ended: bool,
     listener: Option<AbortHandle>,
-    /// A replayed handshake wants the GET stream reopened.
-    relisten: bool,
     /// Where a 308 moved the endpoint (same origin); every request goes there from then on.
     moved: Option<Uri>,
     closed: bool,
@@ -217,8 +220,6 @@ struct Inner {
     tasks: Mutex<HashMap<RequestId, RequestHandle, foldhash::fast::RandomState>>,
     /// The futures of the requests in flight, polled by `recv`.
     inflight: Mutex<InFlight>,
-    /// One handshake replay at a time.
-    handshake: tokio::sync::Mutex<()>,
     /// Bumped by each `set_bearer_token`: the identity presented changed.
     identity: AtomicU64,
 }
@@ -343,15 +344,16 @@ impl HttpTransport {
         Self::builder(url).build()
     }
 
-    /// Sets or clears the bearer token: a new identity. A legacy session is invalidated (the
-    /// next request first replays the handshake with the new credentials), and the client
-    /// drops the answers it kept that the server did not mark `cacheScope: public`
-    /// ([`Transport::authorization_context`] changes).
+    /// Sets or clears the bearer token: a new identity. A legacy session ends with the old
+    /// one (servers bind sessions to who opened them): the next request fails as
+    /// [`HttpError::SessionExpired`], unsent, and the session above opens a new one with the
+    /// new credentials. The client also drops the answers it kept that the server did not
+    /// mark `cacheScope: public` ([`Transport::authorization_context`] changes).
     pub fn set_bearer_token(&self, token: Option<BearerToken>) {
         let mut state = lock(&self.inner.state);
         state.token = token;
-        if state.initialize.is_some() {
-            state.stale = true;
+        if state.session_id.is_some() {
+            state.end_session();
         }
         self.inner.identity.fetch_add(1, Ordering::Release);
     }
@@ -463,22 +465,17 @@ impl Inner {
 
     /// Runs one request to its end, reporting a failure through `recv`.
     async fn run_request(self: Arc<Self>, out: Outbound, id: RequestId, method: &'static str) {
-        let outcome = match self.post(&out, false).await {
+        let opens = out.session == SessionStep::Opens;
+        if opens {
+            lock(&self.state).open_session();
+        }
+        let outcome = match self.post(&out).await {
             Ok(resp) => {
-                self.relisten();
-                if method == "initialize" {
+                if opens {
                     // Before the answer is delivered: from then on this is legacy HTTP.
-                    lock(&self.state).initialize = Some(Replay {
-                        body: out.body.clone(),
-                        headers: out.headers.clone(),
-                    });
-                } else if matches!(
-                    method,
-                    "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe"
-                ) {
-                    lock(&self.state).session_state.record(&out);
+                    lock(&self.state).legacy = true;
                 }
-                self.deliver(resp, &id, method).await
+                self.deliver(resp, &id, method, opens).await
             }
             Err(f) => Err(f),
         };
@@ -497,7 +494,7 @@ impl Inner {
     /// Sends a notification or response and waits for its acknowledgement.
     async fn notify(self: &Arc<Self>, out: Outbound) {
         let method = out.kind.method();
-        if method == Some("notifications/initialized")
+        if out.session == SessionStep::Opened
             && let Some(opened) = self.handshake_done(&out)
         {
             // The GET stream opens before the server hears `initialized`, and this waits
@@ -507,7 +504,7 @@ impl Inner {
             // call there.
             let _ = tokio::time::timeout(Duration::from_secs(2), opened).await;
         }
-        match self.post(&out, false).await {
+        match self.post(&out).await {
             Ok(resp) => {
                 let status = resp.status();
                 let mut body = resp.into_body();

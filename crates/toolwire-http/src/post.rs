@@ -10,7 +10,7 @@ use http::header::{
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass};
+use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass, SessionStep};
 
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
@@ -32,6 +32,7 @@ impl Failure {
             id,
             status: self.status.map(|s| s.as_u16()),
             body: self.body,
+            session_gone: matches!(self.error, HttpError::SessionExpired),
             cause: std::sync::Arc::new(self.error),
         }
     }
@@ -290,33 +291,32 @@ impl Inner {
         }
     }
 
-    /// POSTs `out` until it has a final response: steps the Accept profile down on 406,
-    /// replays a lost legacy session once, resends retry-safe messages on transient failures,
+    /// POSTs `out` until it has a final response: steps the Accept profile down on 406, ends
+    /// a legacy session the server no longer knows (404), resends retry-safe messages on transient failures,
     /// and any message when no connection could be made (nothing was sent). Returns 2xx responses; everything else is a failure.
     pub(crate) async fn post(
         &self,
         out: &Outbound,
-        handshake: bool,
     ) -> Result<Response<Incoming>, Failure> {
         let method = out.kind.method();
-        let is_initialize = method == Some("initialize");
+        let opens = out.session == SessionStep::Opens;
         let safe = out.retry == RetryClass::Safe;
         let policy = &self.config.retry;
         let mut delays = policy.delays();
         let mut retries = 0;
         let mut auth_resends = 0;
-        let mut replayed = false;
         // Where a 307 sent this message, and how many redirects it followed.
         let mut redirected: Option<Uri> = None;
         let mut redirects = 0;
         loop {
-            if !is_initialize && !handshake {
-                self.ensure_session().await?;
+            if !opens && lock(&self.state).session_ended {
+                tracing::debug!("the session ended: held back until a new one opens");
+                return Err(HttpError::SessionExpired.into());
             }
             let (mut req, sent_session, accept) = self.request(
                 Method::POST,
                 out.body.clone(),
-                !is_initialize,
+                !opens,
                 redirected.as_ref(),
             );
             let headers = req.headers_mut();
@@ -402,18 +402,24 @@ impl Inner {
                         None => return Err(HttpError::NotAcceptable.into()),
                     }
                 }
-                404 if sent_session.is_some() && !replayed && !handshake => {
-                    replayed = true;
+                404 if sent_session.is_some() => {
                     {
                         let mut state = lock(&self.state);
                         if state.session_id == sent_session {
-                            state.stale = true;
+                            state.end_session();
                         }
                     }
                     tracing::warn!(
-                        "the server no longer knows the session (404); re-initialising and resending"
+                        "the server no longer knows the session (404); a new one is to be opened"
                     );
-                    continue;
+                    let mut body = resp.into_body();
+                    let body = self.read_error_body(&mut body).await;
+                    self.received(method, status, &body);
+                    return Err(Failure {
+                        status: Some(status),
+                        body,
+                        error: HttpError::SessionExpired,
+                    });
                 }
                 401 | 403 if uri.is_some() => {
                     let uri = uri.as_ref().unwrap_or(&self.uri);

@@ -65,20 +65,10 @@ pub(crate) struct Cursor {
     pub(crate) last_id: Option<String>,
     pub(crate) retry: Option<Duration>,
     pub(crate) answer: Option<Bytes>,
-    /// Reading an `initialize` answer: capture the session id when it comes.
-    pub(crate) initialize: bool,
+    /// Reading the answer to a request that opens a session: capture the session id when it
+    /// comes.
+    pub(crate) opens: bool,
     pub(crate) header_session: Option<HeaderValue>,
-}
-
-/// The first JSON-RPC message of an SSE body that was read whole (handshake replays).
-pub(crate) fn sse_answer(body: &[u8]) -> Option<&[u8]> {
-    let start = body.windows(5).position(|w| w == b"data:")?;
-    let rest = &body[start + 5..];
-    let end = rest
-        .iter()
-        .position(|&b| b == b'\n' || b == b'\r')
-        .unwrap_or(rest.len());
-    Some(rest[..end].trim_ascii())
 }
 
 impl Inner {
@@ -126,12 +116,13 @@ impl Inner {
         resp: Response<Incoming>,
         id: &RequestId,
         method: &str,
+        opens: bool,
     ) -> Result<(), Failure> {
         let status = resp.status();
         let content_type = content_type(resp.headers());
         let header_session = resp.headers().get(SESSION_ID).cloned();
-        let legacy = lock(&self.state).initialize.is_some() || method == "initialize";
-        if method == "initialize"
+        let legacy = lock(&self.state).legacy;
+        if opens
             && let Some(h) = header_session.as_ref().filter(|h| valid_session_id(h))
         {
             // At once, not after the answer: resuming a cut answer stream needs the session.
@@ -147,7 +138,7 @@ impl Inner {
                 if data.iter().all(u8::is_ascii_whitespace) {
                     return Err(HttpError::NoAnswer(status).into());
                 }
-                if method == "initialize" {
+                if opens {
                     self.capture_session(header_session, &data);
                 }
                 self.push(Ok(Inbound::new(data)));
@@ -155,7 +146,7 @@ impl Inner {
             }
             "text/event-stream" => {
                 self.received(Some(method), status, b"");
-                self.read_stream(body, id, method, legacy, header_session)
+                self.read_stream(body, id, opens, legacy, header_session)
                     .await
                     .map_err(Failure::from)
             }
@@ -190,12 +181,12 @@ impl Inner {
         self: &Arc<Self>,
         mut body: Incoming,
         id: &RequestId,
-        method: &str,
+        opens: bool,
         legacy: bool,
         header_session: Option<HeaderValue>,
     ) -> Result<(), HttpError> {
         let mut cursor = Cursor {
-            initialize: method == "initialize",
+            opens,
             header_session,
             ..Cursor::default()
         };
@@ -275,7 +266,7 @@ impl Inner {
                 {
                     cursor.answer = Some(event.data.clone());
                     drain_until = Some(tokio::time::Instant::now() + DRAIN);
-                    if cursor.initialize {
+                    if cursor.opens {
                         // Before the answer is handed on: the next request needs the session.
                         self.capture_session(cursor.header_session.take(), &event.data);
                     }

@@ -20,7 +20,7 @@ use toolwire_http::{
 };
 use toolwire_test_support::http::{HttpPeer, Reply};
 use toolwire_transport::{
-    Inbound, MessageKind, Outbound, RequestId, RetryClass, Transport, TransportError,
+    Inbound, MessageKind, Outbound, RequestId, RetryClass, SessionStep, Transport, TransportError,
 };
 
 /// Hands out `Bearer t<generation>` plus a per-request proof number, and on a refusal moves
@@ -98,6 +98,9 @@ fn request(id: i64, method: &'static str) -> Outbound {
         },
     );
     out.retry = RetryClass::Never;
+    if method == "initialize" {
+        out.session = SessionStep::Opens;
+    }
     out
 }
 
@@ -149,14 +152,14 @@ async fn a_refused_request_is_resent_with_repaired_credentials_and_the_session_i
         .unwrap();
     t.send(request(1, "initialize")).await.unwrap();
     next(&t).await.unwrap();
-    t.send(Outbound::new(
+    let mut initialized = Outbound::new(
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
         MessageKind::Notification {
             method: "notifications/initialized",
         },
-    ))
-    .await
-    .unwrap();
+    );
+    initialized.session = SessionStep::Opened;
+    t.send(initialized).await.unwrap();
     t.send(request(2, "tools/list")).await.unwrap();
     next(&t).await.unwrap();
     t.close().await.unwrap();

@@ -1,4 +1,4 @@
-//! The legacy session over HTTP against a scripted peer: the handshake replayed after a 404 with the log level and subscriptions, resumption with Last-Event-ID, stray session ids.
+//! The legacy session over HTTP against a scripted peer: a lost session reported as gone (the session above opens the next), resumption with Last-Event-ID, stray session ids.
 
 #![allow(
     clippy::unwrap_used,
@@ -36,77 +36,8 @@ async fn expiring_legacy_peer() -> (HttpPeer, Arc<AtomicUsize>) {
     (peer, session)
 }
 
-/// A request with `params`.
-fn request_with(id: i64, method: &'static str, params: Value) -> Outbound {
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    Outbound::new(
-        body.to_string(),
-        MessageKind::Request {
-            id: RequestId::Number(id),
-            method,
-        },
-    )
-}
-
-/// A new legacy session starts without the old one's log level and subscriptions: after the
-/// replayed handshake the last `logging/setLevel` and every subscription still held (not one
-/// unsubscribed) go again, before the request that found the session gone.
-#[tokio::test]
-async fn a_replayed_legacy_session_gets_the_log_level_and_subscriptions_back() {
-    let (peer, session) = expiring_legacy_peer().await;
-    let t = HttpTransport::new(peer.url()).unwrap();
-    t.send(request(1, "initialize", RetryClass::Never))
-        .await
-        .unwrap();
-    next(&t).await.unwrap();
-    t.send(notification("notifications/initialized"))
-        .await
-        .unwrap();
-    let state = [
-        request_with(2, "logging/setLevel", json!({"level": "debug"})),
-        request_with(3, "logging/setLevel", json!({"level": "error"})),
-        request_with(4, "resources/subscribe", json!({"uri": "file:///a"})),
-        request_with(5, "resources/subscribe", json!({"uri": "file:///b"})),
-        request_with(6, "resources/unsubscribe", json!({"uri": "file:///a"})),
-    ];
-    for out in state {
-        t.send(out).await.unwrap();
-        next(&t).await.unwrap();
-    }
-    session.store(5, Ordering::SeqCst);
-    t.send(request(7, "tools/call", RetryClass::Never))
-        .await
-        .unwrap();
-    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
-    assert_eq!(got["id"], 7);
-    let after: Vec<(String, Value)> = peer
-        .requests()
-        .iter()
-        .filter(|r| r.method == http::Method::POST)
-        // The first session's: the handshake, the five, the call that got the 404.
-        .skip(8)
-        .map(|r| {
-            let body: Value = serde_json::from_slice(&r.body).unwrap();
-            (r.rpc_method().unwrap_or_default(), body["params"].clone())
-        })
-        .collect();
-    let methods: Vec<&str> = after.iter().map(|(m, _)| m.as_str()).collect();
-    assert_eq!(
-        methods,
-        [
-            "initialize",
-            "notifications/initialized",
-            "logging/setLevel",
-            "resources/subscribe",
-            "tools/call"
-        ]
-    );
-    assert_eq!(after[2].1, json!({"level": "error"}));
-    assert_eq!(after[3].1, json!({"uri": "file:///b"}));
-}
-
-#[tokio::test]
-async fn legacy_session_is_captured_sent_and_replayed_after_404() {
+/// A transport with session `s1` open on an [`expiring_legacy_peer`].
+async fn opened() -> (HttpPeer, Arc<AtomicUsize>, HttpTransport) {
     let (peer, session) = expiring_legacy_peer().await;
     let t = HttpTransport::new(peer.url()).unwrap();
     t.send(request(1, "initialize", RetryClass::Never))
@@ -114,6 +45,24 @@ async fn legacy_session_is_captured_sent_and_replayed_after_404() {
         .unwrap();
     next(&t).await.unwrap();
     assert_eq!(t.session_id().as_deref(), Some("s1"));
+    (peer, session, t)
+}
+
+/// The failure of the next item, whole.
+async fn gone(t: &HttpTransport) -> toolwire_transport::RequestFailure {
+    match next(t).await {
+        Err(TransportError::Request(f)) => f,
+        other => panic!("expected a request failure, got {other:?}"),
+    }
+}
+
+/// The transport keeps the session id and nothing else of the session: a 404 to a request
+/// that named it fails that request as `session_gone` (the server never processed it), every
+/// later request is held back the same way without being sent, and the next request that
+/// opens a session goes without an id and brings the new one.
+#[tokio::test]
+async fn a_lost_legacy_session_fails_its_requests_as_gone_until_a_new_one_opens() {
+    let (peer, session, t) = opened().await;
     let mut initialized = notification("notifications/initialized");
     initialized.headers.push((
         http::HeaderName::from_static("mcp-protocol-version"),
@@ -125,14 +74,38 @@ async fn legacy_session_is_captured_sent_and_replayed_after_404() {
         .unwrap();
     next(&t).await.unwrap();
 
-    // The server forgets the session: the next call replays the handshake and is resent.
+    // The server forgets the session.
     session.store(5, Ordering::SeqCst);
     t.send(request(3, "tools/call", RetryClass::Never))
         .await
         .unwrap();
-    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
-    assert_eq!(got["id"], 3);
+    let failure = gone(&t).await;
+    assert_eq!(failure.id, RequestId::Number(3));
+    assert_eq!(failure.status, Some(404));
+    assert!(failure.session_gone);
+    assert!(matches!(
+        failure.cause.downcast_ref::<HttpError>(),
+        Some(HttpError::SessionExpired)
+    ));
+    assert_eq!(t.session_id(), None);
+    // Held back, unsent, until a new session opens.
+    let posts_before = peer.requests().len();
+    t.send(request(4, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    let held = gone(&t).await;
+    assert!(held.session_gone && held.status.is_none(), "{held:?}");
+    assert_eq!(peer.requests().len(), posts_before, "nothing was sent");
+    t.send(request(5, "initialize", RetryClass::Never))
+        .await
+        .unwrap();
+    next(&t).await.unwrap();
     assert_eq!(t.session_id().as_deref(), Some("s6"));
+    t.send(request(6, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 6);
 
     let posts: Vec<(String, String)> = peer
         .requests()
@@ -151,7 +124,6 @@ async fn legacy_session_is_captured_sent_and_replayed_after_404() {
         ("tools/list", "s1"),
         ("tools/call", "s1"),
         ("initialize", ""),
-        ("notifications/initialized", "s6"),
         ("tools/call", "s6"),
     ];
     let expect: Vec<(String, String)> = expect
@@ -159,13 +131,13 @@ async fn legacy_session_is_captured_sent_and_replayed_after_404() {
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
         .collect();
     assert_eq!(posts, expect);
-    // The GET stream was tried once per handshake (405: none) with the session and version.
+    // The GET stream was tried once (405: none) with the session and version.
     let gets: Vec<Recorded> = peer
         .requests()
         .into_iter()
         .filter(|r| r.method == http::Method::GET)
         .collect();
-    assert!(!gets.is_empty() && gets.len() <= 2, "{} GETs", gets.len());
+    assert_eq!(gets.len(), 1);
     assert_eq!(gets[0].header("accept"), "text/event-stream");
     assert_eq!(gets[0].header("mcp-session-id"), "s1");
     assert_eq!(gets[0].header("mcp-protocol-version"), "2025-11-25");
@@ -183,6 +155,23 @@ async fn legacy_session_is_captured_sent_and_replayed_after_404() {
         t.send(request(9, "ping", RetryClass::Safe)).await,
         Err(TransportError::Closed)
     ));
+}
+
+/// A new bearer token is a new identity, and servers bind sessions to who opened them: the
+/// session ends as if the server had forgotten it, before anything goes with the new token.
+#[tokio::test]
+async fn a_new_bearer_token_ends_the_legacy_session_before_the_next_request() {
+    let (peer, _session, t) = opened().await;
+    let before = t.authorization_context();
+    t.set_bearer_token(Some(toolwire_http::BearerToken::new("second")));
+    assert_ne!(t.authorization_context(), before, "a new identity");
+    assert_eq!(t.session_id(), None);
+    let sent = peer.requests().len();
+    t.send(request(2, "tools/list", RetryClass::Safe))
+        .await
+        .unwrap();
+    assert!(gone(&t).await.session_gone);
+    assert_eq!(peer.requests().len(), sent, "held back, not sent with the old session");
 }
 
 #[tokio::test]

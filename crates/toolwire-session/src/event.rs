@@ -91,6 +91,13 @@ pub enum Event {
     /// one with other subscriptions): a transport that holds a stream for it closes it
     /// (`Transport::cancel`). Any `notifications/cancelled` it needs is already queued.
     CloseStream(toolwire_types::RequestId),
+    /// The server no longer knows the legacy session (over HTTP, a 404 to a request that
+    /// named its `Mcp-Session-Id`; see [`RequestFailure::session_gone`](toolwire_wire::RequestFailure::session_gone)).
+    /// The session is spent: open a new one over the same transport
+    /// ([`Session::successor`](crate::Session::successor)), after ending this one with
+    /// [`Session::interrupt`](crate::Session::interrupt), whose requests that found the session
+    /// gone count as never read.
+    SessionGone,
     /// The `2026-07-28` version adopted from [`SessionConfig::prior`](crate::SessionConfig::prior)
     /// was refused (`-32022`, or the HTTP statuses of a legacy server): the session probes
     /// again, and [`Event::Ready`] (or [`Event::Failed`]) follows. Until then requests are

@@ -43,9 +43,16 @@
 //! (bytes, final HTTP headers, retry class, kind) and takes a transport's
 //! [`RequestFailure`](toolwire_wire::RequestFailure) as it is: nothing converts between them.
 //!
-//! It does not: do I/O, read the clock, validate structured output (the facade does, where the
-//! caller decodes the result), or re-initialise after a lost HTTP session (the HTTP transport
-//! replays the handshake below it).
+//! - the end of a connection or of a legacy session ([`Session::interrupt`]): each operation
+//!   under way is sent again on the next session (a call safe to repeat by the rule the HTTP
+//!   resend follows, or one the server never read; any request whose method is safe to
+//!   repeat), listed again, or lost; a request that found the legacy session gone
+//!   ([`RequestFailure::session_gone`](toolwire_wire::RequestFailure::session_gone)) counts as
+//!   never read and says [`Event::SessionGone`]; the next session ([`Session::successor`])
+//!   carries the subscriptions and the log level, and its ids go on from this one's.
+//!
+//! It does not: do I/O, read the clock, or validate structured output (the facade does, where
+//! the caller decodes the result).
 //!
 //! # Dependencies
 //! - `toolwire-wire`, `bytes`: the message types shared with the transports.

@@ -36,7 +36,7 @@ use toolwire_types::{
     JsonObject, Message, Meta, ProtocolVersion, Rendered, RequestId, RequestMethod,
     encode_notification, encode_request, encode_result,
 };
-use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass};
+use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass, SessionStep};
 
 pub use call::{CallRequest, tool_call_headers};
 pub use interrupt::Interrupted;
@@ -65,13 +65,12 @@ enum PendingKind {
         cache: Box<responses::Pending>,
     },
     /// A `tools/call` as asked, kept to reissue it once after a header mismatch (`reissue`)
-    /// or on the next connection ([`Session::interrupt`]; `retry_safe`).
+    /// or on the next connection ([`Session::interrupt`]).
     ToolCall {
         op: OpId,
         call: Box<CallRequest>,
         reissue: bool,
         settle: bool,
-        retry_safe: bool,
     },
     /// The `subscriptions/listen` stream (never times out).
     Listen,
@@ -105,6 +104,8 @@ struct Pending {
     hard_deadline: Instant,
     /// The progress token the request carries, if it asked for progress.
     progress_token: Option<RequestId>,
+    /// Whether sending it again can do no harm (its [`RetryClass`]).
+    retry_safe: bool,
 }
 
 impl Pending {
@@ -148,6 +149,7 @@ fn outbound(body: Vec<u8>, headers: Vec<Header>, retry: RetryClass, kind: Messag
         headers: headers.into_iter().map(Header::into_http).collect(),
         retry,
         kind,
+        session: SessionStep::Within,
     }
 }
 
@@ -186,6 +188,8 @@ pub struct Session {
     upkeep: Upkeep,
     /// The server's requests handed to the caller and not answered yet.
     serving: HashSet<RequestId>,
+    /// Requests that found the legacy session gone (never read by the server).
+    gone: Vec<RequestId>,
 }
 
 impl std::fmt::Debug for Session {
@@ -236,6 +240,7 @@ impl Session {
             responses: ResponseCache::default(),
             upkeep: Upkeep::default(),
             serving: HashSet::new(),
+            gone: Vec::new(),
         }
     }
 
@@ -365,6 +370,20 @@ impl Session {
         next.log_level = self.config.log_level;
     }
 
+    /// The session that follows this one (after [`Session::interrupt`]): made from `config`
+    /// with what [`Session::carry_into`] keeps (the new server learns the subscriptions and the
+    /// log level during its handshake), over a transport that does or does not carry headers.
+    /// Request and operation ids go on from this session's, so an answer or failure still
+    /// arriving for a request of this one (the same transport, after a lost legacy session)
+    /// can never be taken for one of the next.
+    pub fn successor(&self, mut config: SessionConfig, carries_headers: bool) -> Session {
+        self.carry_into(&mut config);
+        let mut next = Session::new(config, self.cache.clone(), carries_headers);
+        next.next_id = self.next_id;
+        next.next_op = self.next_op;
+        next
+    }
+
     fn fail(&mut self, error: SessionError) {
         self.phase = Phase::Failed;
         self.events.push_back(Event::Failed(error));
@@ -467,20 +486,28 @@ impl Session {
         if let Some(token) = &progress_token {
             self.progress.insert(token.clone(), id.clone());
         }
+        let step = if matches!(kind, PendingKind::Initialize) {
+            SessionStep::Opens
+        } else {
+            SessionStep::Within
+        };
         let pending = Pending {
             kind,
             deadline: crate::later(now, timeout),
             timeout,
             hard_deadline,
             progress_token,
+            retry_safe,
         };
         self.pending.insert(id.clone(), pending);
-        self.transmits.push_back(outbound(
+        let mut out = outbound(
             body,
             headers,
             RetryClass::from_safe(retry_safe),
             MessageKind::Request { id, method },
-        ));
+        );
+        out.session = step;
+        self.transmits.push_back(out);
     }
 
     /// The version, once ready, after checking that a legacy server declared `needed` (the

@@ -426,6 +426,7 @@ impl Peer {
                 status: None,
                 body: Default::default(),
                 cause: Arc::new(std::io::Error::other("connection reset")),
+                session_gone: false,
             },
             self.at(ms),
         );

@@ -31,7 +31,7 @@ fn id_of(request: &Value) -> toolwire_types::RequestId {
 }
 
 #[test]
-fn safe_and_unread_calls_are_replayed_and_the_rest_lost_in_the_order_sent() {
+fn safe_and_unread_requests_go_again_and_the_rest_are_lost_in_the_order_sent() {
     let mut p = listed();
     let patience = CallOptions::default().with_timeout(Duration::from_secs(7));
     let read = start_call(&mut p, "read", json!({"path": "a"}), patience.clone());
@@ -50,10 +50,23 @@ fn safe_and_unread_calls_are_replayed_and_the_rest_lost_in_the_order_sent() {
     p.sent();
     let walk = p.session.list_tools(p.at(7)).unwrap();
     p.sent();
+    let complete = p
+        .session
+        .request::<toolwire_types::methods::method::Complete>(
+            serde_json::from_value(json!({"ref": {"type": "ref/prompt", "name": "p"},
+                "argument": {"name": "a", "value": "b"}}))
+            .unwrap(),
+            p.at(8),
+        )
+        .unwrap();
+    p.sent();
 
     let interrupted = p.session.interrupt(&[id_of(&never_read)], p.at(20));
     let ops: Vec<OpId> = interrupted.iter().map(Interrupted::op).collect();
-    assert_eq!(ops, [read, write, unread_write, opted, prompts, walk]);
+    assert_eq!(
+        ops,
+        [read, write, unread_write, opted, prompts, walk, complete]
+    );
     match &interrupted[0] {
         Interrupted::Replay {
             call,
@@ -79,14 +92,22 @@ fn safe_and_unread_calls_are_replayed_and_the_rest_lost_in_the_order_sent() {
         Interrupted::Replay { call, may_have_run: false, .. } if call.arguments.as_ref().unwrap()["n"] == 2
     ));
     assert!(matches!(&interrupted[3], Interrupted::Replay { call, .. } if call.options.retry_safe == Some(true)));
+    // A list is safe to ask again; a completion is not (its method says so).
     assert!(matches!(
         interrupted[4],
-        Interrupted::Lost {
+        Interrupted::Reissue {
             may_have_run: true,
             ..
         }
     ));
     assert!(matches!(interrupted[5], Interrupted::Relist { .. }));
+    assert!(matches!(
+        interrupted[6],
+        Interrupted::Lost {
+            may_have_run: true,
+            ..
+        }
+    ));
     // Nothing of the dead connection is left to time out or to answer.
     assert_eq!(p.session.poll_timeout(), None);
     p.session.handle_timeout(p.at(60_000));
@@ -148,5 +169,68 @@ fn a_call_parked_for_a_relist_after_a_header_mismatch_is_replayed_as_never_run()
     assert!(
         matches!(&interrupted[..], [Interrupted::Replay { op: o, may_have_run: false, call, .. }] if *o == op && call.name == "query"),
         "{interrupted:?}"
+    );
+}
+
+fn gone(request: &Value) -> RequestFailure {
+    RequestFailure {
+        id: id_of(request),
+        status: Some(404),
+        body: Default::default(),
+        cause: Arc::new(std::io::Error::other("session gone")),
+        session_gone: true,
+    }
+}
+
+#[test]
+fn a_lost_legacy_session_is_said_once_and_its_calls_go_again_on_the_next_as_never_run() {
+    let mut p = Peer::ready_legacy(true);
+    let first = start_call(&mut p, "write", json!({"n": 1}), CallOptions::default());
+    let (one, _) = p.sent();
+    let second = start_call(&mut p, "write", json!({"n": 2}), CallOptions::default());
+    let (two, _) = p.sent();
+    p.session.handle_undelivered(gone(&one), p.at(6));
+    p.session.handle_undelivered(gone(&two), p.at(6));
+    let events = p.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(matches!(events[0], Event::SessionGone));
+    // Still pending (nothing failed), until the caller ends the session.
+    assert_eq!(p.completed(first), None);
+    let interrupted = p.session.interrupt(&[], p.at(7));
+    let replayed: Vec<(OpId, bool)> = interrupted
+        .iter()
+        .map(|i| match i {
+            Interrupted::Replay {
+                op, may_have_run, ..
+            } => (*op, *may_have_run),
+            other => panic!("a call that found the session gone goes again: {other:?}"),
+        })
+        .collect();
+    assert_eq!(replayed, [(first, false), (second, false)]);
+
+    // The next session opens a new one; its ids go on from the old one's, so a late answer
+    // for request 2 of the old session is nobody's.
+    let mut next = Peer {
+        session: p.session.successor(
+            config().with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25)),
+            true,
+        ),
+        t0: p.t0,
+    };
+    next.session.start(next.at(8));
+    let opening = next.session.poll_transmit().unwrap();
+    assert_eq!(opening.session, toolwire_wire::SessionStep::Opens);
+    let init: Value = serde_json::from_slice(&opening.body).unwrap();
+    assert_eq!(init["method"], "initialize");
+    assert!(init["id"].as_i64().unwrap() > two["id"].as_i64().unwrap());
+    next.reply(&init, init_result("2025-11-25"), 9);
+    let done = next.session.poll_transmit().unwrap();
+    assert_eq!(done.session, toolwire_wire::SessionStep::Opened);
+    next.reply(&two, json!({"content": []}), 10);
+    assert!(
+        next.events()
+            .iter()
+            .all(|e| !matches!(e, Event::Completed { .. })),
+        "a late answer of the old session completes nothing"
     );
 }

@@ -478,6 +478,7 @@ fn the_listen_stream_reopens_with_backoff_and_refreshes_after_a_gap() {
             status: None,
             body: Default::default(),
             cause: Arc::new(std::io::Error::other("stream ended")),
+            session_gone: false,
         },
         p.at(100),
     );

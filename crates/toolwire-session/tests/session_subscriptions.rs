@@ -375,6 +375,7 @@ fn a_refused_modern_prior_fails_that_request_and_probes_again() {
                     status: Some(404),
                     body: Default::default(),
                     cause: Arc::new(std::io::Error::other("not found")),
+                    session_gone: false,
                 },
                 p.at(2),
             );

@@ -61,7 +61,9 @@ pub use stdio::{
     DEFAULT_INHERITED_ENV, NETWORK_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport,
     UNIX_INHERITED_ENV, WINDOWS_INHERITED_ENV,
 };
-pub use toolwire_wire::{Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass};
+pub use toolwire_wire::{
+    Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass, SessionStep,
+};
 
 /// A boxed future, so that [`Transport`] can be used as `dyn Transport`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

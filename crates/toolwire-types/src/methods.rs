@@ -14,8 +14,8 @@ use crate::mrtr::{Outcome, decode_outcome, decode_result};
 pub trait Method {
     /// The method name on the wire.
     const NAME: &'static str;
-    /// The params type.
-    type Params: Serialize + DeserializeOwned;
+    /// The params type (`Clone`: a request may be sent again on a new session).
+    type Params: Serialize + DeserializeOwned + Clone;
 }
 
 /// A request method: also has a result type.

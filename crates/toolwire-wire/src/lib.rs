@@ -37,6 +37,22 @@ impl RetryClass {
     }
 }
 
+/// What a message does to a legacy HTTP session (`Mcp-Session-Id`), as the session knows it:
+/// a transport that keeps such a session follows this, never the message's method. Others
+/// ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionStep {
+    /// Nothing: it goes within the session as it stands.
+    #[default]
+    Within,
+    /// It opens a new session (`initialize`): it goes without a session id, and the id its
+    /// answer carries is the session's from then on.
+    Opens,
+    /// The handshake is over (`notifications/initialized`): the server's own stream (HTTP:
+    /// the GET) belongs to the session from now on.
+    Opened,
+}
+
 /// One message to send: the JSON-RPC bytes, serialised once, and what travels with them.
 #[derive(Debug, Clone)]
 pub struct Outbound {
@@ -50,6 +66,8 @@ pub struct Outbound {
     /// Request (with its id and method), notification or response, so that a transport routes
     /// it without decoding it.
     pub kind: MessageKind,
+    /// What it does to a legacy session.
+    pub session: SessionStep,
 }
 
 impl Outbound {
@@ -60,6 +78,7 @@ impl Outbound {
             headers: Vec::new(),
             retry: RetryClass::Never,
             kind,
+            session: SessionStep::Within,
         }
     }
 }
@@ -93,6 +112,11 @@ pub struct RequestFailure {
     /// What went wrong, as the transport saw it (for HTTP, a `toolwire_http::HttpError`).
     #[source]
     pub cause: Arc<dyn std::error::Error + Send + Sync>,
+    /// The server no longer knows the legacy session the request named (HTTP: a 404 to a
+    /// request that carried `Mcp-Session-Id`, or a request held back because such a 404, or a
+    /// new identity, already ended it). The server never processed the request: the session
+    /// opens a new one and sends it again.
+    pub session_gone: bool,
 }
 
 #[cfg(test)]
@@ -106,6 +130,7 @@ mod tests {
             status: Some(503),
             body: Bytes::new(),
             cause: Arc::new(std::io::Error::other("connection reset")),
+            session_gone: false,
         };
         assert_eq!(failure.to_string(), "request 7 got no answer (HTTP 503)");
         let source = std::error::Error::source(&failure).map(ToString::to_string);

@@ -247,6 +247,7 @@ mod tests {
             status: None,
             body: Default::default(),
             cause: Arc::new(toolwire_http::HttpError::Connect(Box::new(io))),
+            session_gone: false,
         });
         assert_eq!(
             ErrorChain(&e).to_string(),

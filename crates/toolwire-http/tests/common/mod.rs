@@ -12,7 +12,8 @@ pub(crate) use toolwire_http::{AcceptProfile, HttpError, HttpTransport, Proxy, R
 pub(crate) use toolwire_test_support::forward::ForwardProxy;
 pub(crate) use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply, sse_event};
 pub(crate) use toolwire_transport::{
-    Inbound, MessageKind, Outbound, RequestId, RetryClass, Transport, TransportError,
+    Inbound, MessageKind, Outbound, RequestId, RetryClass, SessionStep, Transport,
+    TransportError,
 };
 
 pub(crate) fn request(id: i64, method: &'static str, retry: RetryClass) -> Outbound {
@@ -25,14 +26,22 @@ pub(crate) fn request(id: i64, method: &'static str, retry: RetryClass) -> Outbo
         },
     );
     out.retry = retry;
+    // What the session marks on the handshake's requests (the transport reads only that).
+    if method == "initialize" {
+        out.session = SessionStep::Opens;
+    }
     out
 }
 
 pub(crate) fn notification(method: &'static str) -> Outbound {
-    Outbound::new(
+    let mut out = Outbound::new(
         json!({"jsonrpc": "2.0", "method": method}).to_string(),
         MessageKind::Notification { method },
-    )
+    );
+    if method == "notifications/initialized" {
+        out.session = SessionStep::Opened;
+    }
+    out
 }
 
 pub(crate) fn answer(id: &Value) -> String {

@@ -240,7 +240,6 @@ impl Session {
                 call,
                 reissue,
                 settle,
-                retry_safe,
             },
             timeout,
             progress_token: token,

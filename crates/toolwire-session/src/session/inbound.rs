@@ -73,6 +73,7 @@ impl Session {
                         status: None,
                         body: Bytes::new(),
                         cause: Arc::new(error),
+                        session_gone: false,
                     },
                     now,
                 );
@@ -89,8 +90,21 @@ impl Session {
     /// failure of a negotiation request fails negotiation (401, 403, 5xx and broken connections
     /// say nothing about the era). A failed operation completes with
     /// [`RequestError::Undelivered`]. An unknown id is ignored.
+    ///
+    /// A request that found the legacy session gone ([`RequestFailure::session_gone`]) stays
+    /// pending, as never read: the session says [`Event::SessionGone`] (once), and the caller
+    /// opens a new one ([`Session::successor`]) and sends again what [`Session::interrupt`]
+    /// hands back.
     pub fn handle_undelivered(&mut self, failure: RequestFailure, now: Instant) {
         let id = &failure.id;
+        if failure.session_gone && self.pending.contains_key(id) {
+            tracing::debug!(%id, "the server no longer knows the session");
+            self.gone.push(id.clone());
+            if self.gone.len() == 1 {
+                self.events.push_back(Event::SessionGone);
+            }
+            return;
+        }
         let Some(pending) = self.pending.remove(id) else {
             tracing::debug!(%id, "transport failure for no pending request; ignored");
             return;

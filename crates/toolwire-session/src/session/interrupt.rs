@@ -1,8 +1,8 @@
 //! The connection under a session died: what becomes of each operation still under way.
 //! Which calls may be sent again is decided here, by the rule the HTTP transport's resend
 //! follows (the call's [`RetryClass`](toolwire_wire::RetryClass)): a call safe to repeat, or
-//! one the dead server never read, goes again on the next connection; any other may have run
-//! and fails.
+//! one the dead server never read, goes again on the next connection (so does any other
+//! request whose method is safe to repeat); any other may have run and fails.
 
 use std::time::Instant;
 
@@ -28,6 +28,17 @@ pub enum Interrupted {
         /// When the caller stops waiting.
         deadline: Instant,
     },
+    /// Any other request of the caller's that may be sent again (its method is safe to
+    /// repeat, or the dead server never read it): the caller issues it again on the next
+    /// connection, as it issued it on this one (the session keeps no copy of its params).
+    Reissue {
+        /// The operation on the dead session.
+        op: OpId,
+        /// Whether the dead server may have acted on it.
+        may_have_run: bool,
+        /// When the caller stops waiting.
+        deadline: Instant,
+    },
     /// A `tools/list` walk: list again on the next connection.
     Relist {
         /// The operation on the dead session.
@@ -49,14 +60,19 @@ impl Interrupted {
     /// The operation on the dead session.
     pub fn op(&self) -> OpId {
         match self {
-            Self::Replay { op, .. } | Self::Relist { op, .. } | Self::Lost { op, .. } => *op,
+            Self::Replay { op, .. }
+            | Self::Reissue { op, .. }
+            | Self::Relist { op, .. }
+            | Self::Lost { op, .. } => *op,
         }
     }
 }
 
 impl Session {
-    /// The connection under this session died (`unread`: the requests the transport knows the
-    /// server never read, such as lines a dead child never took from its stdin). Ends every
+    /// The connection under this session died, or its legacy session is gone
+    /// ([`Event::SessionGone`]) (`unread`: the requests the transport knows the server never
+    /// read, such as lines a dead child never took from its stdin; those that found the
+    /// session gone count too). Ends every
     /// operation: a result the settle barrier held completes now, marked
     /// [`TOOLS_STALE_META`](crate::TOOLS_STALE_META) (the server answered; the changes it
     /// announced will be listed on the next connection, if any); everything else is returned,
@@ -89,16 +105,13 @@ impl Session {
         });
         self.progress.clear();
         self.serving.clear();
+        let gone = std::mem::take(&mut self.gone);
         for (id, p) in pending {
-            let read = !unread.contains(&id);
+            let read = !unread.contains(&id) && !gone.contains(&id);
             let op = p.op();
+            let again = p.retry_safe || !read;
             let item = match (p.kind, op) {
-                (
-                    PendingKind::ToolCall {
-                        call, retry_safe, ..
-                    },
-                    Some(op),
-                ) if retry_safe || !read => Interrupted::Replay {
+                (PendingKind::ToolCall { call, .. }, Some(op)) if again => Interrupted::Replay {
                     op,
                     call,
                     may_have_run: read,
@@ -112,6 +125,18 @@ impl Session {
                     op,
                     deadline: p.deadline,
                 },
+                (
+                    PendingKind::Request { .. }
+                    | PendingKind::Cached { .. }
+                    | PendingKind::Subscription { .. },
+                    Some(op),
+                ) if again => {
+                    Interrupted::Reissue {
+                        op,
+                        may_have_run: read,
+                        deadline: p.deadline,
+                    }
+                }
                 (_, Some(op)) => Interrupted::Lost {
                     op,
                     may_have_run: read,

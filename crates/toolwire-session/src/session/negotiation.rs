@@ -9,7 +9,7 @@ use toolwire_types::{
     DecodeError, DiscoverResult, ErrorObject, InitializeParams, InitializeResult, JsonObject,
     MetaOnlyParams, Outcome, ProtocolVersion, RequestMethod, encode_notification,
 };
-use toolwire_wire::{MessageKind, RetryClass};
+use toolwire_wire::{MessageKind, RetryClass, SessionStep};
 
 use super::{PendingKind, Session, outbound};
 use crate::{Event, Negotiated, ProtocolMode, SessionError};
@@ -254,14 +254,18 @@ impl Session {
         // Through the one predicate: over a transport without headers, none.
         let headers = self.version_headers(&version);
         match encode_notification("notifications/initialized", None::<&()>) {
-            Ok(body) => self.transmits.push_back(outbound(
-                body,
-                headers,
-                RetryClass::Never,
-                MessageKind::Notification {
-                    method: "notifications/initialized",
-                },
-            )),
+            Ok(body) => {
+                let mut out = outbound(
+                    body,
+                    headers,
+                    RetryClass::Never,
+                    MessageKind::Notification {
+                        method: "notifications/initialized",
+                    },
+                );
+                out.session = SessionStep::Opened;
+                self.transmits.push_back(out);
+            }
             Err(cause) => {
                 return self.fail(SessionError::Encode {
                     method: "notifications/initialized",

@@ -517,6 +517,7 @@ impl Transport for StdioTransport {
                         status: None,
                         body: Bytes::new(),
                         cause: Arc::new(TransportError::MessageTooLarge { limit: self.limit }),
+                        session_gone: false,
                     })))
                 }
                 Some(ReaderEvent::ReadError(e)) => {

@@ -24,7 +24,7 @@ impl Client {
     pub async fn request_with_input<M>(&self, mut params: M::Params) -> Result<M::Result, Error>
     where
         M: RequestMethod,
-        M::Params: HasMeta + RetryWithInput + Clone + Send + 'static,
+        M::Params: HasMeta + RetryWithInput + Send + 'static,
     {
         let mut rounds = 0;
         loop {
@@ -80,7 +80,7 @@ impl Client {
         // The method says whether it is safe to resend (reads and lists are) and the session
         // whether a fresh kept answer may serve.
         let issue = Box::new(move |session: &mut Session, now| {
-            session.request_cached::<M>(params, mode, now)
+            session.request_cached::<M>(params.clone(), mode, now)
         });
         commands
             .send(Command::Request { issue, reply })

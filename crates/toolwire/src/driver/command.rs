@@ -16,9 +16,10 @@ pub(crate) enum Negotiation {
     },
 }
 
-/// Issues one request on the session (the driver calls it when the session is ready).
+/// Issues one request on the session (the driver calls it when the session is ready, and
+/// again on the next session when the session says the request may go again).
 pub(crate) type IssueRequest =
-    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
+    Box<dyn Fn(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
 
 pub(crate) enum Command {
     Start,
@@ -97,15 +98,21 @@ pub(super) enum Waiter {
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
-    /// Any other request.
-    Request(oneshot::Sender<Result<Box<RawValue>, Error>>),
+    /// Any other request, with how to issue it again (none for a log level change, which the
+    /// next session makes during its handshake).
+    Request {
+        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        issue: Option<IssueRequest>,
+    },
 }
 
 impl Waiter {
     /// Tells the waiter the operation failed.
     pub(super) fn fail(self, error: Error) {
         match self {
-            Self::Call { reply, .. } | Self::Request(reply) => drop(reply.send(Err(error))),
+            Self::Call { reply, .. } | Self::Request { reply, .. } => {
+                drop(reply.send(Err(error)));
+            }
             Self::List(reply) => drop(reply.send(Err(error))),
         }
     }

@@ -11,7 +11,9 @@
 //! after the policy's backoff: calls in flight are sent again when they are safe to repeat and
 //! fail with [`Error::ConnectionLost`] otherwise, queued ones wait (each up to its deadline),
 //! and the tools are listed again. A death during the `server/discover` probe restarts at once
-//! in the legacy era, policy or not.
+//! in the legacy era, policy or not. A legacy session the server no longer knows
+//! ([`Event::SessionGone`]) is followed by a new session over the same transport, on the same
+//! terms.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,13 +65,19 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A session for a new transport.
-    pub(crate) fn session(&self, carries_headers: bool) -> Session {
-        let mut config = self.session.clone();
+    /// The configuration of a new session (pinned to the legacy era once a server died
+    /// during the probe).
+    fn config(&self) -> SessionConfig {
+        let config = self.session.clone();
         if self.legacy_only.load(Ordering::SeqCst) {
-            config = config.with_mode(ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY));
+            return config.with_mode(ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY));
         }
-        Session::new(config, self.cache.clone(), carries_headers)
+        config
+    }
+
+    /// The first session over a transport.
+    pub(crate) fn session(&self, carries_headers: bool) -> Session {
+        Session::new(self.config(), self.cache.clone(), carries_headers)
     }
 }
 
@@ -112,6 +120,8 @@ pub(crate) struct Driver {
     relist: bool,
     /// The transport's authorization context as last seen.
     identity: u64,
+    /// The server no longer knows the legacy session: open a new one over the transport.
+    renew: bool,
 }
 
 impl Driver {
@@ -143,6 +153,7 @@ impl Driver {
             relist: false,
             identity: transport.authorization_context(),
             transport,
+            renew: false,
         }
     }
 
@@ -202,14 +213,23 @@ impl Driver {
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Request { issue, reply } => match issue(&mut self.session, now) {
-                Ok(op) => drop(self.waiters.insert(op, Waiter::Request(reply))),
+                Ok(op) => {
+                    let waiter = Waiter::Request {
+                        reply,
+                        issue: Some(issue),
+                    };
+                    self.waiters.insert(op, waiter);
+                }
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
             // Kept for later sessions too (`Session::carry_into`).
             Command::SetLogLevel { level, reply } => {
                 match self.session.change_log_level(level, now) {
-                    Ok(Some(op)) => drop(self.waiters.insert(op, Waiter::Request(reply))),
+                    Ok(Some(op)) => {
+                        let waiter = Waiter::Request { reply, issue: None };
+                        self.waiters.insert(op, waiter);
+                    }
                     // Modern: in force from the next request on.
                     Ok(None) => drop(reply.send(Ok(empty_result()))),
                     Err(e) => drop(reply.send(Err(e.into()))),
@@ -310,7 +330,9 @@ impl Driver {
                         self.call_ops.remove(&call);
                         let _ = reply.send(result.map_err(Error::from));
                     }
-                    Some(Waiter::Request(reply)) => drop(reply.send(result.map_err(Error::from))),
+                    Some(Waiter::Request { reply, .. }) => {
+                        drop(reply.send(result.map_err(Error::from)));
+                    }
                     // Walks end as `ToolsListed`, never as `Completed`.
                     Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
                     None => {}
@@ -358,6 +380,7 @@ impl Driver {
                     tracing::warn!(error = %e, "malformed message from the server")
                 }
                 Event::CloseStream(id) => self.transport.cancel(&id),
+                Event::SessionGone => self.renew = true,
                 Event::Renegotiating => {
                     // Commands wait again until the probe's `Ready`.
                     self.ready = false;
@@ -414,6 +437,9 @@ impl Driver {
         let mut armed: Option<Instant> = None;
         loop {
             self.handle_events();
+            if std::mem::take(&mut self.renew) {
+                self.renew_session();
+            }
             if !self.flush().await {
                 return Ended::Died;
             }

@@ -59,19 +59,11 @@ impl Driver {
             };
             match connector() {
                 Ok(transport) => {
-                    // The new session subscribes to what the old one had, at its log level.
-                    self.session.carry_into(&mut self.link.session);
-                    self.session = self.link.session(transport.carries_headers());
                     self.identity = transport.authorization_context();
                     self.link.transport.send_replace(Some(transport.clone()));
                     self.transport = transport;
                     self.last_transport_error = None;
-                    self.relist = true;
-                    self.state.send_replace(Negotiation::Pending);
-                    self.link
-                        .connection
-                        .send_replace(ConnectionState::Connecting);
-                    self.session.start(Instant::now());
+                    self.next_session(self.link.config());
                     return Ok(());
                 }
                 Err(e) => {
@@ -80,6 +72,35 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The server no longer knows the legacy session: what was under way is sent again or
+    /// failed as the session decides (the requests that found the session gone were never
+    /// processed), and a new session opens over the same transport, at the version the old
+    /// one spoke.
+    pub(super) fn renew_session(&mut self) {
+        tracing::warn!("the MCP server no longer knows the session; opening a new one");
+        self.interrupt(true);
+        let mut config = self.link.config();
+        if let Some(version) = self.session.version().filter(|v| !v.is_modern()) {
+            config = config.with_mode(ProtocolMode::Pinned(version.clone()));
+        }
+        self.next_session(config);
+    }
+
+    /// Starts the session that follows the current one over `self.transport`: it subscribes
+    /// to what the old one had, at its log level, and lists the tools once ready.
+    fn next_session(&mut self, config: SessionConfig) {
+        self.session = self
+            .session
+            .successor(config, self.transport.carries_headers());
+        self.ready = false;
+        self.relist = true;
+        self.state.send_replace(Negotiation::Pending);
+        self.link
+            .connection
+            .send_replace(ConnectionState::Connecting);
+        self.session.start(Instant::now());
     }
 
     /// Reads what a dead transport still holds (briefly): answers that arrived before the
@@ -153,6 +174,18 @@ impl Driver {
                         },
                     });
                 }
+                (
+                    Interrupted::Reissue { deadline, .. },
+                    Waiter::Request {
+                        reply,
+                        issue: Some(issue),
+                    },
+                ) if reconnecting => {
+                    self.queued.push(Queued {
+                        deadline,
+                        command: Command::Request { issue, reply },
+                    });
+                }
                 (Interrupted::Relist { deadline, .. }, Waiter::List(reply)) if reconnecting => {
                     self.queued.push(Queued {
                         deadline,
@@ -163,7 +196,9 @@ impl Driver {
                     });
                 }
                 (
-                    Interrupted::Replay { may_have_run, .. } | Interrupted::Lost { may_have_run, .. },
+                    Interrupted::Replay { may_have_run, .. }
+                    | Interrupted::Reissue { may_have_run, .. }
+                    | Interrupted::Lost { may_have_run, .. },
                     waiter,
                 ) => waiter.fail(self.lost(may_have_run)),
                 (Interrupted::Relist { .. }, waiter) => waiter.fail(self.lost(false)),
