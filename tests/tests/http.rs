@@ -550,9 +550,7 @@ async fn expiring_legacy(session: Arc<std::sync::atomic::AtomicUsize>) -> HttpPe
                     "serverInfo": {"name": "expiring", "version": "1"}}))
                 .header("mcp-session-id", &format!("s{n}"))
             }
-            _ if req.header("mcp-session-id")
-                != format!("s{}", session.load(Ordering::SeqCst)) =>
-            {
+            _ if req.header("mcp-session-id") != format!("s{}", session.load(Ordering::SeqCst)) => {
                 Reply::status(404)
             }
             (_, "tools/list") => answer(json!({"tools": [

@@ -294,10 +294,7 @@ impl Inner {
     /// POSTs `out` until it has a final response: steps the Accept profile down on 406, ends
     /// a legacy session the server no longer knows (404), resends retry-safe messages on transient failures,
     /// and any message when no connection could be made (nothing was sent). Returns 2xx responses; everything else is a failure.
-    pub(crate) async fn post(
-        &self,
-        out: &Outbound,
-    ) -> Result<Response<Incoming>, Failure> {
+    pub(crate) async fn post(&self, out: &Outbound) -> Result<Response<Incoming>, Failure> {
         let method = out.kind.method();
         let opens = out.session == SessionStep::Opens;
         let safe = out.retry == RetryClass::Safe;
@@ -313,12 +310,8 @@ impl Inner {
                 tracing::debug!("the session ended: held back until a new one opens");
                 return Err(HttpError::SessionExpired.into());
             }
-            let (mut req, sent_session, accept) = self.request(
-                Method::POST,
-                out.body.clone(),
-                !opens,
-                redirected.as_ref(),
-            );
+            let (mut req, sent_session, accept) =
+                self.request(Method::POST, out.body.clone(), !opens, redirected.as_ref());
             let headers = req.headers_mut();
             // Room for the message's own headers and the two below: one allocation, no rehash.
             headers.reserve(out.headers.len() + 2);

@@ -122,9 +122,7 @@ impl Inner {
         let content_type = content_type(resp.headers());
         let header_session = resp.headers().get(SESSION_ID).cloned();
         let legacy = lock(&self.state).legacy;
-        if opens
-            && let Some(h) = header_session.as_ref().filter(|h| valid_session_id(h))
-        {
+        if opens && let Some(h) = header_session.as_ref().filter(|h| valid_session_id(h)) {
             // At once, not after the answer: resuming a cut answer stream needs the session.
             lock(&self.state).session_id = Some(h.clone());
         }

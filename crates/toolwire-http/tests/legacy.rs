@@ -171,7 +171,11 @@ async fn a_new_bearer_token_ends_the_legacy_session_before_the_next_request() {
         .await
         .unwrap();
     assert!(gone(&t).await.session_gone);
-    assert_eq!(peer.requests().len(), sent, "held back, not sent with the old session");
+    assert_eq!(
+        peer.requests().len(),
+        sent,
+        "held back, not sent with the old session"
+    );
 }
 
 #[tokio::test]

@@ -91,7 +91,9 @@ fn safe_and_unread_requests_go_again_and_the_rest_are_lost_in_the_order_sent() {
         &interrupted[2],
         Interrupted::Replay { call, may_have_run: false, .. } if call.arguments.as_ref().unwrap()["n"] == 2
     ));
-    assert!(matches!(&interrupted[3], Interrupted::Replay { call, .. } if call.options.retry_safe == Some(true)));
+    assert!(
+        matches!(&interrupted[3], Interrupted::Replay { call, .. } if call.options.retry_safe == Some(true))
+    );
     // A list is safe to ask again; a completion is not (its method says so).
     assert!(matches!(
         interrupted[4],
@@ -129,7 +131,11 @@ fn a_replayed_call_goes_out_on_the_next_session_as_it_was_asked() {
     assert_eq!(sent["params"]["arguments"], first["params"]["arguments"]);
     next.reply(&sent, json!({"content": []}), 6);
     assert!(next.completed(again).unwrap().is_ok());
-    assert_eq!(p.completed(op), None, "the dead session completes nothing itself");
+    assert_eq!(
+        p.completed(op),
+        None,
+        "the dead session completes nothing itself"
+    );
 }
 
 #[test]

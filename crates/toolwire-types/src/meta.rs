@@ -40,7 +40,10 @@ pub fn is_reserved_key(key: &str) -> bool {
 /// `raw` (a JSON-RPC result object) with `_meta.<key>` set to `true`, the rest as it was; `raw`
 /// unchanged if it is not an object. For a client's own marks on a result it hands over (the
 /// key is the client's, never a reserved one).
-pub fn flag_meta(raw: Box<serde_json::value::RawValue>, key: &str) -> Box<serde_json::value::RawValue> {
+pub fn flag_meta(
+    raw: Box<serde_json::value::RawValue>,
+    key: &str,
+) -> Box<serde_json::value::RawValue> {
     let Ok(mut value) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
         return raw;
     };

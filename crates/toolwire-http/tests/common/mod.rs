@@ -12,8 +12,7 @@ pub(crate) use toolwire_http::{AcceptProfile, HttpError, HttpTransport, Proxy, R
 pub(crate) use toolwire_test_support::forward::ForwardProxy;
 pub(crate) use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply, sse_event};
 pub(crate) use toolwire_transport::{
-    Inbound, MessageKind, Outbound, RequestId, RetryClass, SessionStep, Transport,
-    TransportError,
+    Inbound, MessageKind, Outbound, RequestId, RetryClass, SessionStep, Transport, TransportError,
 };
 
 pub(crate) fn request(id: i64, method: &'static str, retry: RetryClass) -> Outbound {

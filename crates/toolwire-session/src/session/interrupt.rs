@@ -89,7 +89,11 @@ impl Session {
         }
         // Answered with a header mismatch: the server did not run them.
         for r in relists {
-            let timeout = r.call.options.timeout.unwrap_or(self.config.request_timeout);
+            let timeout = r
+                .call
+                .options
+                .timeout
+                .unwrap_or(self.config.request_timeout);
             out.push(Interrupted::Replay {
                 op: r.op,
                 call: r.call,
@@ -130,13 +134,11 @@ impl Session {
                     | PendingKind::Cached { .. }
                     | PendingKind::Subscription { .. },
                     Some(op),
-                ) if again => {
-                    Interrupted::Reissue {
-                        op,
-                        may_have_run: read,
-                        deadline: p.deadline,
-                    }
-                }
+                ) if again => Interrupted::Reissue {
+                    op,
+                    may_have_run: read,
+                    deadline: p.deadline,
+                },
                 (_, Some(op)) => Interrupted::Lost {
                     op,
                     may_have_run: read,

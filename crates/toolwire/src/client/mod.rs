@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache, ToolSnapshot};
-use toolwire_session::{CallRequest, CacheMode, Negotiated, Session};
+use toolwire_session::{CacheMode, CallRequest, Negotiated, Session};
 use toolwire_transport::Transport;
 use toolwire_types::methods::method::{self, CallTool};
 use toolwire_types::{
