@@ -6,7 +6,6 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use backon::BackoffBuilder;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -144,13 +143,16 @@ impl RetryPolicy {
         self
     }
 
-    pub(crate) fn delays(&self) -> backon::ExponentialBackoff {
-        backon::ExponentialBuilder::default()
-            .with_min_delay(self.min_delay)
-            .with_max_delay(self.max_delay)
-            .with_max_times(self.max_retries as usize)
-            .with_jitter()
-            .build()
+    /// The delays between resends: the shared [`Backoff`](toolwire_transport::Backoff), with
+    /// jitter.
+    pub(crate) fn delays(&self) -> toolwire_transport::Delays {
+        toolwire_transport::Backoff {
+            min: self.min_delay,
+            max: self.max_delay,
+            attempts: Some(self.max_retries),
+            jitter: true,
+        }
+        .delays()
     }
 }
 

@@ -70,7 +70,8 @@
 //!   `Transport` instead).
 //! - `hyper-rustls`, `rustls` (ring provider: builds with `cc` alone), `webpki-roots`,
 //!   `rustls-native-certs`: TLS, with the roots the caller chooses.
-//! - `backon`: the exponential backoff with jitter between retries.
+//! - The backoff between retries and GET reconnects is the shared `toolwire_wire::Backoff`
+//!   (on `backon`).
 //! - `httpdate`: `Retry-After` given as an HTTP date.
 //! - `hyper-util`'s `client-proxy` feature: the environment's proxy rules (curl's `NO_PROXY`
 //!   matching) and the `CONNECT` tunnel, rather than our own.

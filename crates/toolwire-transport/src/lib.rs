@@ -62,7 +62,8 @@ pub use stdio::{
     UNIX_INHERITED_ENV, WINDOWS_INHERITED_ENV,
 };
 pub use toolwire_wire::{
-    Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass, SessionStep,
+    Backoff, Delays, Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass,
+    SessionStep,
 };
 
 /// A boxed future, so that [`Transport`] can be used as `dyn Transport`.

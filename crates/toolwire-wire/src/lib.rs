@@ -1,6 +1,7 @@
 //! The types that cross the line between the sans-IO session and the transports, one type per
 //! thing: [`Outbound`] (a message to send), [`Inbound`] (a message received) and
-//! [`RequestFailure`] (a request that got no answer). The session emits [`Outbound`] exactly as
+//! [`RequestFailure`] (a request that got no answer); and [`Backoff`], the one retry schedule
+//! the session, the transports and the facade share. The session emits [`Outbound`] exactly as
 //! a transport sends it, and takes a [`RequestFailure`] exactly as a transport reports it:
 //! nothing converts between them, in the facade or anywhere else.
 //!
@@ -11,9 +12,13 @@
 //! - `bytes`: a message body is serialised once and shared, never copied.
 //! - `http`: header names and values in the form hyper takes them (plain data).
 //! - `thiserror`: [`RequestFailure`]'s `Display` and `source`.
+//! - `backon` (no runtime features): the exponential schedule with jitter behind [`Backoff`],
+//!   the one every retry loop of Toolwire follows.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use backon::BackoffBuilder;
 use bytes::Bytes;
 
 pub use toolwire_types::{MessageKind, RequestId};
@@ -119,6 +124,69 @@ pub struct RequestFailure {
     pub session_gone: bool,
 }
 
+/// How a retry loop waits between attempts: from `min` doubling up to `max`, with jitter (a
+/// random part up to the delay itself, so that many clients do not retry in step) or without
+/// (the same delays every time, as a sans-IO machine on a fake clock needs), for at most
+/// `attempts` attempts (`None`: no limit). The one schedule of HTTP resends, the legacy GET
+/// stream, reconnects and the listen stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first delay.
+    pub min: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    /// How many delays there are at most.
+    pub attempts: Option<u32>,
+    /// Whether a random part is added.
+    pub jitter: bool,
+}
+
+impl Backoff {
+    /// The delays of one run of attempts, from the first.
+    pub fn delays(&self) -> Delays {
+        let builder = backon::ExponentialBuilder::default()
+            .with_min_delay(self.min)
+            .with_max_delay(self.max);
+        let builder = match self.attempts {
+            Some(n) => builder.with_max_times(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => builder.without_max_times(),
+        };
+        let builder = if self.jitter {
+            builder.with_jitter()
+        } else {
+            builder
+        };
+        Delays {
+            inner: builder.build(),
+            attempt: 0,
+        }
+    }
+}
+
+/// One run of [`Backoff`] delays, counted: `None` once its attempts ran out.
+#[derive(Debug)]
+pub struct Delays {
+    inner: backon::ExponentialBackoff,
+    attempt: u32,
+}
+
+impl Delays {
+    /// How many delays were handed out (the attempt the last one waited for).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+}
+
+impl Iterator for Delays {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let delay = self.inner.next()?;
+        self.attempt += 1;
+        Some(delay)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +208,32 @@ mod tests {
             ..failure
         };
         assert_eq!(no_status.to_string(), "request 7 got no answer");
+    }
+
+    #[test]
+    fn a_backoff_doubles_from_min_to_max_and_ends_after_its_attempts() {
+        let plain = Backoff {
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(30),
+            attempts: Some(7),
+            jitter: false,
+        };
+        let delays: Vec<u64> = plain.delays().map(|d| d.as_secs()).collect();
+        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+        let mut endless = Backoff {
+            attempts: None,
+            ..plain
+        }
+        .delays();
+        assert_eq!(endless.nth(99), Some(Duration::from_secs(30)));
+        assert_eq!(endless.attempt(), 100);
+        let jittered = Backoff {
+            jitter: true,
+            ..plain
+        };
+        for (delay, base) in jittered.delays().zip(plain.delays()) {
+            assert!(delay >= base && delay <= base * 2, "{delay:?} for {base:?}");
+        }
     }
 
     #[test]

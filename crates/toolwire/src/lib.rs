@@ -42,8 +42,6 @@
 //!   forbids a client to do automatically, and build aws-lc.
 //! - `foldhash` (already under the tool cache): the driver's per-call maps, where SipHash cost
 //!   more than the lookups.
-//! - `backon` (already under the HTTP transport): the reconnect policy's exponential backoff
-//!   with jitter.
 //! - `ring` (already under rustls and OAuth): SHA-256 of skill files against their manifest.
 //! - `yaml-rust2` (no default features: no encoding detection): a `SKILL.md`'s YAML
 //!   frontmatter, compared field by field with the listing's; a maintained, pure-Rust YAML 1.2

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use backon::BackoffBuilder;
-
 use crate::Error;
 
 /// When a connection dies (the child process exited, the transport failed, the server closed
@@ -88,49 +86,40 @@ impl ConnectionState {
     }
 }
 
-/// The delays between attempts: exponential from the policy's minimum to its maximum, with
-/// jitter, counted so that the policy's limit ends them. Reset by a connection that gets
-/// ready.
+/// The delays between attempts: the shared [`Backoff`](toolwire_transport::Backoff) from the
+/// policy's minimum to its maximum, with jitter, as many as the policy allows. Reset by a
+/// connection that gets ready.
 #[derive(Debug)]
-pub(crate) struct Backoff {
+pub(crate) struct Reconnects {
     policy: ReconnectPolicy,
-    delays: backon::ExponentialBackoff,
-    attempt: u32,
+    delays: toolwire_transport::Delays,
 }
 
-impl Backoff {
+impl Reconnects {
     pub(crate) fn new(policy: ReconnectPolicy) -> Self {
         let delays = Self::delays(&policy);
-        Self {
-            policy,
-            delays,
-            attempt: 0,
-        }
+        Self { policy, delays }
     }
 
-    fn delays(policy: &ReconnectPolicy) -> backon::ExponentialBackoff {
-        backon::ExponentialBuilder::default()
-            .with_min_delay(policy.min_delay)
-            .with_max_delay(policy.max_delay)
-            .without_max_times()
-            .with_jitter()
-            .build()
+    fn delays(policy: &ReconnectPolicy) -> toolwire_transport::Delays {
+        toolwire_transport::Backoff {
+            min: policy.min_delay,
+            max: policy.max_delay,
+            attempts: Some(policy.max_attempts),
+            jitter: true,
+        }
+        .delays()
     }
 
     /// The next attempt's number and the delay before it; `None` once the policy's attempts
     /// ran out.
     pub(crate) fn next(&mut self) -> Option<(u32, Duration)> {
-        if self.attempt >= self.policy.max_attempts {
-            return None;
-        }
-        self.attempt += 1;
-        let delay = self.delays.next().unwrap_or(self.policy.max_delay);
-        Some((self.attempt, delay))
+        let delay = self.delays.next()?;
+        Some((self.delays.attempt(), delay))
     }
 
     /// A connection got ready: the next death starts from the first delay again.
     pub(crate) fn reset(&mut self) {
-        self.attempt = 0;
         self.delays = Self::delays(&self.policy);
     }
 }
@@ -149,7 +138,7 @@ mod tests {
 
     #[test]
     fn delays_grow_within_the_policy_bounds_and_attempts_run_out() {
-        let mut backoff = Backoff::new(policy(6));
+        let mut backoff = Reconnects::new(policy(6));
         let mut seen = Vec::new();
         while let Some((attempt, delay)) = backoff.next() {
             seen.push((attempt, delay));
@@ -170,7 +159,7 @@ mod tests {
 
     #[test]
     fn a_ready_connection_resets_the_count_and_the_delay() {
-        let mut backoff = Backoff::new(policy(3));
+        let mut backoff = Reconnects::new(policy(3));
         for _ in 0..3 {
             assert!(backoff.next().is_some());
         }

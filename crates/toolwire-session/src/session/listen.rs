@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 use toolwire_types::{ErrorObject, JsonObject, Meta, RequestId, SubscriptionFilter};
+use toolwire_wire::{Backoff, Delays};
 
 use super::{PendingKind, Session};
 use crate::{Event, OpId, RequestError};
@@ -22,6 +23,15 @@ pub(super) enum Change {
 }
 
 /// The `subscriptions/listen` stream.
+/// How a dropped listen stream is reopened: 1 s, doubling, at most 30 s, without jitter (one
+/// stream per session; the delays stay exact on a fake clock).
+const LISTEN_BACKOFF: Backoff = Backoff {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(30),
+    attempts: None,
+    jitter: false,
+};
+
 #[derive(Default)]
 pub(super) struct Listen {
     /// The request that carries the stream, while it is open.
@@ -36,8 +46,9 @@ pub(super) struct Listen {
     /// Subscription changes the current (or next) stream's acknowledgement answers, each
     /// with its deadline.
     waiting: Vec<(OpId, Change, Instant)>,
-    /// Drops in a row (the backoff grows with them; an acknowledgement resets them).
-    failures: u32,
+    /// The delays since the last acknowledgement ([`LISTEN_BACKOFF`]), once the stream
+    /// dropped; an acknowledgement ends them.
+    drops: Option<Delays>,
     /// When to reopen it after a drop.
     pub(super) reopen_at: Option<Instant>,
     /// The server has no `subscriptions/listen`: never reopened.
@@ -259,9 +270,12 @@ impl Session {
             self.close_previous();
             return;
         }
-        let exponent = self.listen.failures.min(5);
-        self.listen.failures += 1;
-        let delay = Duration::from_secs(1 << exponent).min(Duration::from_secs(30));
+        let delay = self
+            .listen
+            .drops
+            .get_or_insert_with(|| LISTEN_BACKOFF.delays())
+            .next()
+            .unwrap_or(LISTEN_BACKOFF.max);
         tracing::debug!(?delay, "the listen stream ended; reopening it later");
         self.listen.reopen_at = Some(crate::later(now, delay));
     }
@@ -310,7 +324,7 @@ impl Session {
         let resources = agreed.resource_subscriptions.unwrap_or_default();
         self.answer_waiting_with(None, Some(&resources));
         self.close_previous();
-        if std::mem::take(&mut self.listen.failures) > 0 {
+        if self.listen.drops.take().is_some() {
             self.list_changed(now);
         }
     }

@@ -31,7 +31,7 @@ use toolwire_session::{
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest};
 
-use crate::reconnect::{Backoff, ConnectionState, ReconnectPolicy};
+use crate::reconnect::{ConnectionState, ReconnectPolicy, Reconnects};
 use crate::{Connector, Error, ProgressCallback, ServerRequestHandler};
 
 mod command;
@@ -113,7 +113,7 @@ pub(crate) struct Driver {
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
     link: Link,
-    backoff: Option<Backoff>,
+    backoff: Option<Reconnects>,
     /// Tools were listed on some connection: list them again after a reconnect.
     listed: bool,
     /// The session is a reconnect's: list the tools once it is ready.
@@ -122,6 +122,9 @@ pub(crate) struct Driver {
     identity: u64,
     /// The server no longer knows the legacy session: open a new one over the transport.
     renew: bool,
+    /// Negotiation failed on this connection: what every command that needs a ready session
+    /// gets at once (rather than waiting out its deadline for a `Ready` that will not come).
+    refused: Option<Error>,
 }
 
 impl Driver {
@@ -147,13 +150,14 @@ impl Driver {
             paused_since: None,
             last_transport_error: None,
             changes,
-            backoff: link.reconnect.clone().map(Backoff::new),
+            backoff: link.reconnect.clone().map(Reconnects::new),
             link,
             listed: false,
             relist: false,
             identity: transport.authorization_context(),
             transport,
             renew: false,
+            refused: None,
         }
     }
 
@@ -292,6 +296,7 @@ impl Driver {
             match event {
                 Event::Ready(n) => {
                     self.ready = true;
+                    self.refused = None;
                     self.ever_ready = true;
                     if let Some(backoff) = &mut self.backoff {
                         backoff.reset();
@@ -319,6 +324,7 @@ impl Driver {
                         }
                         _ => Error::negotiation(Arc::new(e)),
                     };
+                    self.refused = Some(error.clone());
                     self.state.send_replace(Negotiation::Failed(error.clone()));
                     self.link.connection.send_replace(ConnectionState::Failed {
                         reason: error.clone(),
@@ -473,7 +479,10 @@ impl Driver {
                     Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
                         if !self.ready =>
                     {
-                        self.queue(command);
+                        match &self.refused {
+                            Some(error) => fail_command(command, error.clone()),
+                            None => self.queue(command),
+                        }
                     }
                     Some(command) => self.issue(command),
                 },

@@ -41,7 +41,8 @@ impl Driver {
         let mut first = fallback;
         loop {
             if !first {
-                let Some((attempt, delay)) = self.backoff.as_mut().and_then(Backoff::next) else {
+                let Some((attempt, delay)) = self.backoff.as_mut().and_then(Reconnects::next)
+                else {
                     tracing::warn!(cause, "giving up reconnecting to the MCP server");
                     return Err(self.give_up());
                 };
@@ -91,6 +92,7 @@ impl Driver {
     /// Starts the session that follows the current one over `self.transport`: it subscribes
     /// to what the old one had, at its log level, and lists the tools once ready.
     fn next_session(&mut self, config: SessionConfig) {
+        self.refused = None;
         self.session = self
             .session
             .successor(config, self.transport.carries_headers());

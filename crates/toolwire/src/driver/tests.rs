@@ -145,3 +145,32 @@ async fn a_listing_whose_cursor_repeats_ends_instead_of_looping() {
     );
     client.close().await;
 }
+
+/// A command that reaches the driver after negotiation failed gets that failure at once: it
+/// used to be queued for a `Ready` that would never come, and waited out its whole deadline
+/// (a CLI run against a server that refused it hung for 60 s when the refusal came back
+/// before the command arrived).
+#[tokio::test(start_paused = true)]
+async fn a_command_after_negotiation_failed_gets_the_failure_at_once() {
+    let (peer, _) = Peer::new(|method, _| match method {
+        "initialize" => json!({"protocolVersion": "1999-01-01", "capabilities": {},
+            "serverInfo": {"name": "old", "version": "1"}}),
+        _ => json!({}),
+    });
+    let client = Client::builder("refused", "0")
+        .mode(toolwire_session::ProtocolMode::Pinned(
+            toolwire_types::ProtocolVersion::V2025_11_25,
+        ))
+        .connect(peer)
+        .unwrap();
+    let refused = client.ready().await.unwrap_err();
+    let started = tokio::time::Instant::now();
+    let again = client.list_tools().await.unwrap_err();
+    assert_eq!(
+        started.elapsed(),
+        std::time::Duration::ZERO,
+        "no deadline waited out"
+    );
+    assert_eq!(again.to_string(), refused.to_string());
+    client.close().await;
+}
