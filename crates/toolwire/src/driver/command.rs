@@ -1,5 +1,5 @@
-//! What reaches the driver (`Command`), who waits for what (`Waiter`), and what the
-//! client watches (`Negotiation`).
+//! What reaches the driver (`Command`) and how each is issued on the session, who waits for
+//! what (`Waiter`), and what the client watches (`Negotiation`).
 
 use super::*;
 
@@ -133,5 +133,81 @@ pub(super) fn fail_command(command: Command, error: Error) {
         Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
         Command::Close { reply } => drop(reply.send(())),
         Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
+    }
+}
+
+impl Driver {
+    pub(super) fn issue(&mut self, command: Command) {
+        self.note_identity();
+        let now = Instant::now();
+        match command {
+            Command::Call {
+                call,
+                progress,
+                request,
+                reply,
+            } => match self.session.call(request, now) {
+                Ok(op) => {
+                    self.call_ops.insert(call, op);
+                    let waiter = Waiter::Call {
+                        call,
+                        reply,
+                        progress,
+                    };
+                    self.waiters.insert(op, waiter);
+                }
+                Err(e) => drop(reply.send(Err(e.into()))),
+            },
+            Command::ListTools { mode, reply } => match self.session.list_tools_with(mode, now) {
+                Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
+                Err(e) => drop(reply.send(Err(e.into()))),
+            },
+            Command::Request { issue, reply } => match issue(&mut self.session, now) {
+                Ok(op) => {
+                    let waiter = Waiter::Request {
+                        reply,
+                        issue: Some(issue),
+                    };
+                    self.waiters.insert(op, waiter);
+                }
+                Err(e) => drop(reply.send(Err(e.into()))),
+            },
+            Command::Cancel { call } => self.cancel(call),
+            // Kept for later sessions too (`Session::carry_into`).
+            Command::SetLogLevel { level, reply } => {
+                match self.session.change_log_level(level, now) {
+                    Ok(Some(op)) => {
+                        let waiter = Waiter::Request { reply, issue: None };
+                        self.waiters.insert(op, waiter);
+                    }
+                    // Modern: in force from the next request on.
+                    Ok(None) => drop(reply.send(Ok(empty_result()))),
+                    Err(e) => drop(reply.send(Err(e.into()))),
+                }
+            }
+            Command::Respond { id, result } => {
+                let answered = match &result {
+                    Ok(value) => self.session.respond(&id, Ok(value)),
+                    Err(error) => self.session.respond(&id, Err::<&Value, _>(error.clone())),
+                };
+                if let Err(e) = answered {
+                    tracing::warn!(error = %e, %id, "could not answer the server's request");
+                }
+            }
+            Command::Start | Command::Close { .. } => {}
+        }
+    }
+
+    /// The caller stopped waiting for a call.
+    pub(super) fn cancel(&mut self, call: u64) {
+        // Still queued before negotiation finished: it was never sent.
+        self.queued
+            .retain(|q| !matches!(q.command, Command::Call { call: queued, .. } if queued == call));
+        if let Some(op) = self.call_ops.remove(&call) {
+            // The Completed(Cancelled) event that follows finds no one waiting.
+            if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {
+                self.transport.cancel(&id);
+            }
+        }
     }
 }

@@ -1,0 +1,142 @@
+//! What the session says, dispatched: each finished operation to its waiter, server requests
+//! to the handler on a task of their own, notifications to subscribers, progress to its
+//! callback, the negotiation's state to whoever watches it.
+
+use super::*;
+
+impl Driver {
+    /// Hands a server request the session let through to the handler, on a task of its own;
+    /// its answer comes back as a `Respond` command. (The session refused the rest itself:
+    /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`], or with no handler.)
+    pub(super) fn serve(&mut self, id: RequestId, request: ServerRequest) {
+        let Some(handler) = self.handler.clone() else {
+            let error = ErrorObject::new(
+                toolwire_types::error::code::METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: no handler for {} in this client",
+                    request.method()
+                ),
+            );
+            if let Err(e) = self.session.respond(&id, Err::<&(), _>(error)) {
+                tracing::warn!(error = %e, "could not answer {}", request.method());
+            }
+            return;
+        };
+        let commands = self.own_commands.clone();
+        tokio::spawn(async move {
+            let result = handler(request).await;
+            if let Some(commands) = commands.upgrade() {
+                let _ = commands.send(Command::Respond { id, result });
+            }
+        });
+    }
+
+    pub(super) fn handle_events(&mut self) {
+        while let Some(event) = self.session.poll_event() {
+            match event {
+                Event::Ready(n) => {
+                    self.ready = true;
+                    self.refused = None;
+                    self.ever_ready = true;
+                    if let Some(backoff) = &mut self.backoff {
+                        backoff.reset();
+                    }
+                    tracing::debug!(version = %n.version, "connection ready");
+                    // Legacy: the session reports ready once the level asked is in force.
+                    self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
+                    self.link.connection.send_replace(ConnectionState::Ready);
+                    if std::mem::take(&mut self.relist) && self.listed {
+                        // Nobody waits for it: its `ToolsListed` is announced like any other.
+                        if let Err(e) = self.session.list_tools(Instant::now()) {
+                            tracing::debug!(error = %e, "listing the tools after a reconnect");
+                        }
+                    }
+                    for queued in std::mem::take(&mut self.queued) {
+                        self.issue(queued.command);
+                    }
+                }
+                Event::Failed(e) => {
+                    // A server that never answered: say what the transport saw of it (a
+                    // child still running, silent on stdout, its last stderr lines).
+                    let error = match (&e, self.transport.peer_state()) {
+                        (SessionError::Timeout { method }, Some(peer)) => {
+                            Error::Unanswered { method, peer }
+                        }
+                        _ => Error::negotiation(Arc::new(e)),
+                    };
+                    self.refused = Some(error.clone());
+                    self.state.send_replace(Negotiation::Failed(error.clone()));
+                    self.link.connection.send_replace(ConnectionState::Failed {
+                        reason: error.clone(),
+                    });
+                    self.fail_all(&error);
+                }
+                Event::Completed { op, result } => match self.waiters.remove(&op) {
+                    Some(Waiter::Call { call, reply, .. }) => {
+                        self.call_ops.remove(&call);
+                        let _ = reply.send(result.map_err(Error::from));
+                    }
+                    Some(Waiter::Request { reply, .. }) => {
+                        drop(reply.send(result.map_err(Error::from)));
+                    }
+                    // Walks end as `ToolsListed`, never as `Completed`.
+                    Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
+                    None => {}
+                },
+                Event::ToolsRefreshed(result) => match result {
+                    Ok(outcome) => {
+                        tracing::debug!(
+                            generation = outcome.commit.generation,
+                            "tool list refreshed"
+                        );
+                        announce(&self.changes, &outcome.commit);
+                    }
+                    Err(e) => tracing::debug!(error = %e, "tool list refresh failed"),
+                },
+                Event::ToolsListed { op, result } => {
+                    if let Ok(outcome) = &result {
+                        self.listed = true;
+                        announce(&self.changes, &outcome.commit);
+                    }
+                    match self.waiters.remove(&op) {
+                        Some(Waiter::List(reply)) => drop(reply.send(result.map_err(Error::from))),
+                        // Only walks end as `ToolsListed`.
+                        Some(other) => drop(self.waiters.insert(op, other)),
+                        None => {}
+                    }
+                }
+                Event::ServerRequest { id, request } => self.serve(id, request),
+                Event::Progress { op, params } => {
+                    if let Some(Waiter::Call {
+                        progress: Some(callback),
+                        ..
+                    }) = self.waiters.get(&op)
+                    {
+                        callback(&params);
+                    }
+                }
+                Event::Notification(n) => {
+                    tracing::debug!(method = %n.method, "notification");
+                    // Decoded only for someone who listens.
+                    if self.link.notices.receiver_count() > 0 {
+                        let _ = self.link.notices.send(Arc::new(crate::Notice::new(n)));
+                    }
+                }
+                Event::Malformed(e) => {
+                    tracing::warn!(error = %e, "malformed message from the server")
+                }
+                Event::CloseStream(id) => self.transport.cancel(&id),
+                Event::SessionGone => self.renew = true,
+                Event::Renegotiating => {
+                    // Commands wait again until the probe's `Ready`.
+                    self.ready = false;
+                    self.state.send_replace(Negotiation::Pending);
+                    self.link
+                        .connection
+                        .send_replace(ConnectionState::Connecting);
+                }
+                _ => {}
+            }
+        }
+    }
+}
