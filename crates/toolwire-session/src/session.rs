@@ -558,7 +558,7 @@ impl Session {
             return self.request::<M>(params, now);
         }
         self.check_request::<M>(&mut params)?;
-        match self.responses.lookup(M::NAME, &params, mode, now) {
+        match self.responses.lookup::<M>(&params, mode, now) {
             Ok(raw) => {
                 let op = self.allocate_op();
                 self.events.push_back(Event::Completed {

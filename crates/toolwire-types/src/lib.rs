@@ -91,7 +91,7 @@ pub use jsonrpc::{
 pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};
 pub use meta::{HasMeta, Meta, flag_meta, is_reserved_key, key as meta_key};
 pub use methods::{
-    ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
+    CachePolicy, ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
     ServerNotification, ServerRequest,
 };
 pub use mrtr::{

@@ -18,6 +18,62 @@ pub trait Method {
     type Params: Serialize + DeserializeOwned + Clone;
 }
 
+/// How a client may keep a method's answers (SEP-2549: while their `ttlMs` says, within their
+/// `cacheScope`) and which notification makes every kept answer of the method stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// The notification that evicts every kept answer of the method (a list change).
+    pub evicted_by: Option<&'static str>,
+    /// Kept per resource: `notifications/resources/updated` naming the answer's `uri` evicts
+    /// it, and one that names no URI the client can read evicts every answer of the method.
+    pub by_uri: bool,
+}
+
+impl CachePolicy {
+    /// Kept until `notification` says the list changed.
+    pub const fn until(notification: &'static str) -> Self {
+        Self {
+            evicted_by: Some(notification),
+            by_uri: false,
+        }
+    }
+
+    /// Kept until the resource it reads is updated.
+    pub const BY_URI: Self = Self {
+        evicted_by: None,
+        by_uri: true,
+    };
+
+    /// Kept for its `ttlMs` alone (and a change of identity, unless public).
+    pub const TTL_ONLY: Self = Self {
+        evicted_by: None,
+        by_uri: false,
+    };
+
+    /// Every method's policy, for the questions asked of all of them at once.
+    pub const ALL: [Option<Self>; 7] = {
+        use method::*;
+        [
+            ListPrompts::CACHE,
+            ListResources::CACHE,
+            ListResourceTemplates::CACHE,
+            ReadResource::CACHE,
+            ListSkills::CACHE,
+            GetSkill::CACHE,
+            ReadDirectory::CACHE,
+        ]
+    };
+
+    /// Whether `notification` makes some method's kept answers stale (an answer to a request
+    /// asked before it must not be kept either).
+    pub fn evicts(notification: &str) -> bool {
+        Self::ALL
+            .iter()
+            .flatten()
+            .any(|p| p.evicted_by == Some(notification))
+    }
+}
+
 /// A request method: also has a result type.
 pub trait RequestMethod: Method {
     /// The result type.
@@ -30,6 +86,10 @@ pub trait RequestMethod: Method {
     /// Whether resending it can do no harm (`ping`, lists, reads): a transport may retry it.
     /// `false` for `tools/call`, whose safety depends on the tool (the session decides).
     const RETRY_SAFE: bool;
+    /// Whether a client may keep its answers by their SEP-2549 hints, and what makes them
+    /// stale (`None`: never kept; `tools/list` and `server/discover` are kept in their own
+    /// ways).
+    const CACHE: Option<CachePolicy> = None;
 
     /// The params member that `Mcp-Name` mirrors (SEP-2243): the tool or prompt name, the
     /// resource URI; `None` for methods without one.
@@ -59,7 +119,8 @@ pub mod method {
 
     macro_rules! request {
         ($(#[$doc:meta])* $name:ident = $wire:literal, $params:ty => $result:ty, mrtr = $mrtr:literal,
-         cap = $cap:expr, retry = $retry:literal $(, mcp_name = $field:ident)? $(, decode = $decode:path)?) => {
+         cap = $cap:expr, retry = $retry:literal $(, mcp_name = $field:ident)? $(, decode = $decode:path)?
+         $(, cache = $cache:expr)?) => {
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub enum $name {}
@@ -72,6 +133,7 @@ pub mod method {
                 const MAY_REQUIRE_INPUT: bool = $mrtr;
                 const CAPABILITY: Option<crate::Capability> = $cap;
                 const RETRY_SAFE: bool = $retry;
+                $(const CACHE: Option<super::CachePolicy> = Some($cache);)?
                 $(
                     fn mcp_name(params: &$params) -> Option<&str> {
                         Some(&params.$field)
@@ -121,13 +183,15 @@ pub mod method {
         decode = crate::tools::decode_call_tool);
     request!(/// `resources/list`.
         ListResources = "resources/list", ListParams => ListResourcesResult, mrtr = false,
-        cap = Some(Resources), retry = true);
+        cap = Some(Resources), retry = true,
+        cache = super::CachePolicy::until("notifications/resources/list_changed"));
     request!(/// `resources/templates/list`.
         ListResourceTemplates = "resources/templates/list", ListParams => ListResourceTemplatesResult, mrtr = false,
-        cap = Some(Resources), retry = true);
+        cap = Some(Resources), retry = true,
+        cache = super::CachePolicy::until("notifications/resources/list_changed"));
     request!(/// `resources/read`.
         ReadResource = "resources/read", ReadResourceParams => ReadResourceResult, mrtr = true,
-        cap = Some(Resources), retry = true, mcp_name = uri);
+        cap = Some(Resources), retry = true, mcp_name = uri, cache = super::CachePolicy::BY_URI);
     request!(/// `resources/subscribe` (legacy).
         Subscribe = "resources/subscribe", ResourceUriParams => EmptyResult, mrtr = false,
         cap = Some(ResourceSubscribe), retry = false);
@@ -136,7 +200,8 @@ pub mod method {
         cap = Some(ResourceSubscribe), retry = false);
     request!(/// `prompts/list`.
         ListPrompts = "prompts/list", ListParams => ListPromptsResult, mrtr = false,
-        cap = Some(Prompts), retry = true);
+        cap = Some(Prompts), retry = true,
+        cache = super::CachePolicy::until("notifications/prompts/list_changed"));
     request!(/// `prompts/get`.
         GetPrompt = "prompts/get", GetPromptParams => GetPromptResult, mrtr = true,
         cap = Some(Prompts), retry = false, mcp_name = name);
@@ -145,14 +210,17 @@ pub mod method {
         cap = Some(Completions), retry = false);
     request!(/// `skills/list` (the skills extension).
         ListSkills = "skills/list", ListParams => ListSkillsResult, mrtr = false,
-        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true);
+        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true,
+        cache = super::CachePolicy::TTL_ONLY);
     request!(/// `skills/get` (the skills extension).
         GetSkill = "skills/get", GetSkillParams => GetSkillResult, mrtr = false,
-        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true);
+        cap = Some(crate::Capability::Extension(crate::SKILLS_EXTENSION)), retry = true,
+        cache = super::CachePolicy::TTL_ONLY);
     request!(/// `resources/directory/read` (the skills extension, where the server declares
         /// `directoryRead`).
         ReadDirectory = "resources/directory/read", ReadDirectoryParams => ReadDirectoryResult,
-        mrtr = false, cap = Some(crate::Capability::SkillsDirectoryRead), retry = true);
+        mrtr = false, cap = Some(crate::Capability::SkillsDirectoryRead), retry = true,
+        cache = super::CachePolicy::until("notifications/resources/list_changed"));
     request!(/// `tasks/get` (the tasks extension): the task, with its result once completed.
         GetTask = "tasks/get", TaskParams => Task, mrtr = false,
         cap = Some(crate::Capability::Extension(crate::TASKS_EXTENSION)), retry = true,
@@ -374,3 +442,18 @@ dispatch!(
         TaskStatusChanged,
     }
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_changes_evict_their_lists_and_other_notifications_evict_nothing() {
+        assert!(CachePolicy::evicts("notifications/prompts/list_changed"));
+        assert!(CachePolicy::evicts("notifications/resources/list_changed"));
+        assert!(!CachePolicy::evicts("notifications/message"));
+        assert!(!CachePolicy::evicts("notifications/tools/list_changed"));
+        assert_eq!(method::ReadResource::CACHE, Some(CachePolicy::BY_URI));
+        assert_eq!(method::CallTool::CACHE, None, "a tool call is never kept");
+    }
+}

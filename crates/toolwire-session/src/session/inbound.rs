@@ -240,27 +240,17 @@ impl Session {
                 }
                 match notification.method.as_str() {
                     "notifications/tools/list_changed" => self.list_changed(now),
-                    "notifications/prompts/list_changed" => {
-                        self.responses.evict_methods(&["prompts/list"])
-                    }
-                    "notifications/resources/list_changed" => self.responses.evict_methods(&[
-                        "resources/list",
-                        "resources/templates/list",
-                        "resources/directory/read",
-                    ]),
                     "notifications/resources/updated" => {
                         let updated: Result<toolwire_types::ResourceUriParams, _> =
                             notification.params();
-                        match updated {
-                            Ok(p) => self.responses.evict_uri(&p.uri),
-                            // Which resource is unknown: none of the kept reads can be trusted.
-                            Err(_) => self.responses.evict_methods(&["resources/read"]),
-                        }
+                        let uri = updated.as_ref().ok().map(|p| p.uri.as_str());
+                        self.responses.notified(&notification.method, Some(uri));
                     }
                     "notifications/subscriptions/acknowledged" => {
                         self.acknowledged(&notification, now)
                     }
-                    _ => {}
+                    // A list change evicts the answers its methods' cache policies name.
+                    method => self.responses.notified(method, None),
                 }
                 self.events.push_back(Event::Notification(notification));
             }

@@ -13,26 +13,16 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
+use toolwire_types::{CachePolicy, RequestMethod};
 
 use crate::CacheMode;
-
-/// The methods whose results carry caching hints (besides `tools/list` and
-/// `server/discover`, which the session keeps in their own ways).
-const CACHEABLE: &[&str] = &[
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "skills/list",
-    "skills/get",
-    "resources/directory/read",
-];
 
 /// What a cached request needs to store its answer.
 #[derive(Debug)]
 pub(super) struct Pending {
     pub(super) key: String,
     method: &'static str,
+    policy: CachePolicy,
     uri: Option<String>,
     epoch: u64,
     store: bool,
@@ -42,6 +32,7 @@ pub(super) struct Pending {
 
 struct Entry {
     method: &'static str,
+    policy: CachePolicy,
     /// `cacheScope: public`: it survives a change of identity.
     public: bool,
     uri: Option<String>,
@@ -83,19 +74,19 @@ fn key_of<P: Serialize>(method: &str, params: &P) -> Option<(String, Option<Stri
 }
 
 impl ResponseCache {
-    /// For a request of `method` with `params` in `mode`: the kept answer if it may serve
+    /// For a request of method `M` with `params` in `mode`: the kept answer if it may serve
     /// (`Ok`), else what the request needs to store its answer (`Err`, `None` if it must not
-    /// be cached).
-    pub(super) fn lookup<P: Serialize>(
+    /// be cached: the method's [`RequestMethod::CACHE`] says whether it may be).
+    pub(super) fn lookup<M: RequestMethod>(
         &self,
-        method: &'static str,
-        params: &P,
+        params: &M::Params,
         mode: CacheMode,
         now: Instant,
     ) -> Result<Box<RawValue>, Option<Pending>> {
-        if !CACHEABLE.contains(&method) {
+        let Some(policy) = M::CACHE else {
             return Err(None);
-        }
+        };
+        let method = M::NAME;
         let Some((key, uri)) = key_of(method, params) else {
             return Err(None);
         };
@@ -108,6 +99,7 @@ impl ResponseCache {
         Err(Some(Pending {
             key,
             method,
+            policy,
             uri,
             epoch: self.epoch,
             store: mode != CacheMode::Bypass,
@@ -141,6 +133,7 @@ impl ResponseCache {
             pending.key,
             Entry {
                 method: pending.method,
+                policy: pending.policy,
                 public: hints.cache_scope == Some(toolwire_types::CacheScope::Public),
                 uri: pending.uri,
                 until: crate::later(now, Duration::from_millis(ttl)),
@@ -162,24 +155,33 @@ impl ResponseCache {
         self.entries.retain(|_, e| e.public);
     }
 
-    /// Evicts every kept answer of these methods.
-    pub(super) fn evict_methods(&mut self, methods: &[&str]) {
-        self.epoch += 1;
-        self.entries.retain(|_, e| !methods.contains(&e.method));
+    /// A notification arrived: the kept answers it makes stale go (each method's
+    /// [`CachePolicy`]). `updated` is the URI of a `notifications/resources/updated`, parsed by
+    /// the caller: `Some(None)` for one that names none it can read.
+    pub(super) fn notified(&mut self, method: &str, updated: Option<Option<&str>>) {
+        match updated {
+            Some(Some(uri)) => self.evict(|e| e.uri.as_deref() == Some(uri)),
+            // Which resource is unknown: none of the answers kept by URI can be trusted.
+            Some(None) => self.evict(|e| e.policy.by_uri),
+            None if CachePolicy::evicts(method) => {
+                self.evict(|e| e.policy.evicted_by == Some(method));
+            }
+            None => {}
+        }
     }
 
-    /// Evicts the kept answers about resource `uri` (`resources/read`; `skills/get` of a
-    /// skill whose `SKILL.md` it is).
-    pub(super) fn evict_uri(&mut self, uri: &str) {
+    /// Evicts the kept answers `stale` picks; no answer to a request asked before now is kept.
+    fn evict(&mut self, stale: impl Fn(&Entry) -> bool) {
         self.epoch += 1;
-        self.entries.retain(|_, e| e.uri.as_deref() != Some(uri));
+        self.entries.retain(|_, e| !stale(e));
     }
 
     /// A request of `pending` was refused with `-32602`: if it followed a cursor, every page
     /// of that list goes (the caching spec: drop all pages and start over).
     pub(super) fn cursor_refused(&mut self, pending: &Pending) {
         if pending.key.contains("\"cursor\"") {
-            self.evict_methods(&[pending.method]);
+            let method = pending.method;
+            self.evict(|e| e.method == method);
         }
     }
 }
