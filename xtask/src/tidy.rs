@@ -12,6 +12,9 @@
 //! 7. The transports name no MCP method ([`METHOD_BLIND`]): what a message does to a legacy
 //!    session comes from the session (`Outbound::session`), so MCP session state has one
 //!    owner.
+//! 8. Only `toolwire-types` knows the JSON shape of MCP: the crates that carry MCP messages
+//!    ([`NO_MCP_SHAPES`]) derive no `Deserialize` (a type of their own that is not an MCP
+//!    shape says so on the line before its derive: `// tidy: not an MCP shape`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -131,6 +134,20 @@ pub(crate) const NO_HEADER_CONVERSION: &[&str] = &["toolwire-session", "toolwire
 /// Crates that move messages without knowing what they mean: no MCP method name appears in
 /// their code (rule 7).
 pub(crate) const METHOD_BLIND: &[&str] = &["toolwire-http", "toolwire-transport", "toolwire-wire"];
+
+/// Crates that carry MCP messages and read them only through `toolwire-types` (rule 8).
+pub(crate) const NO_MCP_SHAPES: &[&str] = &[
+    "toolwire",
+    "toolwire-session",
+    "toolwire-http",
+    "toolwire-transport",
+    "toolwire-wire",
+    "toolwire-headers",
+    "toolwire-cache",
+];
+
+/// What marks a derive of a type that is not an MCP shape (rule 8).
+const NOT_AN_MCP_SHAPE: &str = "// tidy: not an MCP shape";
 
 /// The MCP method names (whole, or by the prefix of their family) as string literals.
 const METHOD_LITERALS: &[&str] = &[
@@ -347,6 +364,27 @@ pub(crate) fn check_method_blind(path: &str, text: &str) -> Vec<String> {
     })
 }
 
+/// Checks rule 8 on one source file's text: a `Deserialize` derive, unless the line before
+/// says the type is not an MCP shape (tests at the file's end may derive what they like).
+pub(crate) fn check_mcp_shapes(path: &str, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut before = "";
+    for (i, line) in text.lines().enumerate() {
+        if line.trim() == "#[cfg(test)]" {
+            break;
+        }
+        let derive = line.trim_start().starts_with("#[derive(") && line.contains("Deserialize");
+        if derive && before.trim() != NOT_AN_MCP_SHAPE {
+            problems.push(format!(
+                "{path}:{}: `Deserialize` outside toolwire-types: read MCP through its types (or mark a type of this crate's own `{NOT_AN_MCP_SHAPE}`)",
+                i + 1
+            ));
+        }
+        before = line;
+    }
+    problems
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -485,7 +523,8 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         let sans_io = SANS_IO.contains(&name.as_str());
         let no_conversion = NO_HEADER_CONVERSION.contains(&name.as_str());
         let blind = METHOD_BLIND.contains(&name.as_str());
-        if sans_io || no_conversion || blind {
+        let shapeless = NO_MCP_SHAPES.contains(&name.as_str());
+        if sans_io || no_conversion || blind || shapeless {
             let mut files = Vec::new();
             rust_files(&dir.join("src"), &mut files);
             for file in files {
@@ -503,6 +542,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
                 }
                 if blind {
                     problems.extend(check_method_blind(&shown, &text));
+                }
+                if shapeless {
+                    problems.extend(check_mcp_shapes(&shown, &text));
                 }
             }
         }
@@ -549,6 +591,14 @@ mod tests {
         let problems = check_file_lengths(&files);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("crates/a/src/big.rs has 801 lines"));
+    }
+
+    #[test]
+    fn a_deserialize_derive_is_named_unless_marked_as_no_mcp_shape() {
+        let text = "#[derive(Debug, serde::Deserialize)]\nstruct Peek;\n// tidy: not an MCP shape\n#[derive(Deserialize)]\nstruct Saved;\n#[derive(Debug, Clone)]\nstruct Plain;\n";
+        let problems = check_mcp_shapes("crates/s/src/x.rs", text);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("crates/s/src/x.rs:1: "));
     }
 
     #[test]

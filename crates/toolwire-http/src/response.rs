@@ -26,36 +26,15 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Whether `data` is a JSON-RPC response to `id`.
+/// Whether `data` is a JSON-RPC response to `id` (its envelope, read by `toolwire-types`).
 pub(crate) fn answers(data: &[u8], id: &RequestId) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        #[serde(default)]
-        id: Option<RequestId>,
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-    }
-    match serde_json::from_slice::<Envelope>(data) {
-        Ok(e) => e.method.is_none() && e.id.as_ref() == Some(id),
-        Err(_) => false,
-    }
+    toolwire_types::Message::answered_id(data).as_ref() == Some(id)
 }
 
-/// `result.sessionId` of an initialize answer, for servers that put it in the payload.
+/// `result.sessionId` of the answer that opened a session, for servers that put it in the
+/// payload (a visible-ASCII value only).
 pub(crate) fn payload_session_id(data: &[u8]) -> Option<HeaderValue> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        result: Option<WithSession>,
-    }
-    #[derive(serde::Deserialize)]
-    struct WithSession {
-        #[serde(rename = "sessionId")]
-        session_id: Option<String>,
-    }
-    let id = serde_json::from_slice::<Answer>(data)
-        .ok()?
-        .result?
-        .session_id?;
+    let id = toolwire_types::Message::result_session_id(data)?;
     HeaderValue::try_from(id).ok().filter(valid_session_id)
 }
 

@@ -8,6 +8,7 @@ use crate::{RequestError, SessionError};
 
 /// What negotiation settled on. It can be saved (serde) and given to a later session as its
 /// [`SessionConfig::prior`](crate::SessionConfig::prior), which then skips the probe.
+// tidy: not an MCP shape
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Negotiated {

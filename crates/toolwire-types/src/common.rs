@@ -156,6 +156,38 @@ pub trait Cacheable {
     }
 }
 
+/// The SEP-2549 hints of any result, read without decoding the rest of it (the response
+/// cache keeps answers of many methods by these alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CacheHints {
+    /// `ttlMs`.
+    #[serde(rename = "ttlMs", default)]
+    pub ttl_ms: Option<i64>,
+    /// `resultType` (an `input_required` round is never kept).
+    #[serde(rename = "resultType", default)]
+    pub result_type: Option<ResultType>,
+    /// `cacheScope`.
+    #[serde(rename = "cacheScope", default)]
+    pub cache_scope: Option<CacheScope>,
+}
+
+impl CacheHints {
+    /// The hints of a raw result; `None` if it is not an object with readable hints.
+    pub fn of(raw: &serde_json::value::RawValue) -> Option<Self> {
+        serde_json::from_str(raw.get()).ok()
+    }
+}
+
+impl Cacheable for CacheHints {
+    fn raw_ttl_ms(&self) -> Option<i64> {
+        self.ttl_ms
+    }
+
+    fn raw_cache_scope(&self) -> Option<CacheScope> {
+        self.cache_scope
+    }
+}
+
 /// A result with no payload (`ping`, `logging/setLevel`, `resources/subscribe`, …).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

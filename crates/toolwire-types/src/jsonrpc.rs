@@ -132,6 +132,21 @@ impl Notification {
     pub fn params<T: DeserializeOwned>(&self) -> Result<T, DecodeError> {
         decode_params(&self.method, self.params.as_deref())
     }
+
+    /// The `io.modelcontextprotocol/subscriptionId` in its params' `_meta`: which listen
+    /// stream (`2026-07-28`) it belongs to, if it says.
+    pub fn subscription_id(&self) -> Option<RequestId> {
+        #[derive(Deserialize)]
+        struct WithMeta {
+            #[serde(rename = "_meta", default)]
+            meta: Option<crate::Meta>,
+        }
+        let params = self.params.as_deref()?;
+        serde_json::from_str::<WithMeta>(params.get())
+            .ok()?
+            .meta?
+            .subscription_id
+    }
 }
 
 fn raw_present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
@@ -186,10 +201,10 @@ fn parse_id(raw: &RawValue) -> Result<Option<RequestId>, DecodeError> {
 }
 
 impl Message {
-    /// The id of an answer that does not decode as it is (invalid UTF-8 inside a string, say)
-    /// but whose envelope can still be read: the request it answers can fail at once instead
-    /// of waiting out its deadline. `None` for requests and notifications (they have a
-    /// method) and for bytes with no readable envelope.
+    /// The id of an answer, from its envelope alone: which request an SSE event answers, and
+    /// for an answer that does not decode as it is (invalid UTF-8 inside a string, say), the
+    /// request that can fail at once instead of waiting out its deadline. `None` for requests
+    /// and notifications (they have a method) and for bytes with no readable envelope.
     pub fn answered_id(bytes: &[u8]) -> Option<RequestId> {
         let text = String::from_utf8_lossy(bytes);
         let env: Envelope<'_> = serde_json::from_str(&text).ok()?;
@@ -197,6 +212,24 @@ impl Message {
             return None;
         }
         parse_id(env.id?).ok().flatten()
+    }
+
+    /// The `result.sessionId` of an answer, which some legacy servers send in the payload of
+    /// the answer that opens a session instead of (or besides) the `Mcp-Session-Id` header.
+    pub fn result_session_id(bytes: &[u8]) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Answer {
+            result: Option<WithSession>,
+        }
+        #[derive(Deserialize)]
+        struct WithSession {
+            #[serde(rename = "sessionId")]
+            session_id: Option<String>,
+        }
+        serde_json::from_slice::<Answer>(bytes)
+            .ok()?
+            .result?
+            .session_id
     }
 
     /// The id at the head of a message too large to read whole: the `"id"` member found in

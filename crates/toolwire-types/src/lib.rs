@@ -72,7 +72,7 @@ pub use client_features::{
     ElicitationCompleteParams, ListRootsResult, ModelPreferences, Root, SamplingMessage,
 };
 pub use common::{
-    Annotations, CacheScope, Cacheable, EmptyResult, Icon, Implementation, JsonObject,
+    Annotations, CacheHints, CacheScope, Cacheable, EmptyResult, Icon, Implementation, JsonObject,
     LoggingLevel, MetaOnlyParams, OneOrMany, ResultType, Role,
 };
 pub use content::{
@@ -119,6 +119,6 @@ pub use skills::{
 pub use tasks::{TASKS_EXTENSION, Task, TaskParams, TaskStatus, UpdateTaskParams};
 pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,
-    MalformedTool, Tool, ToolAnnotations, ToolExecution,
+    MalformedTool, Tool, ToolAnnotations, ToolChanges, ToolExecution,
 };
 pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

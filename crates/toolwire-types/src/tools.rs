@@ -705,3 +705,35 @@ mod tests {
         }
     }
 }
+
+/// The tool changes a `tools/call` result announces (a tool that registers, removes or changes
+/// tools says which with its result), read without decoding the rest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ToolChanges {
+    /// Tools it added.
+    #[serde(default)]
+    pub registers: Option<Vec<String>>,
+    /// Tools it removed.
+    #[serde(default)]
+    pub unregisters: Option<Vec<String>>,
+    /// Tools whose definition it changed.
+    #[serde(default)]
+    pub updates: Option<Vec<String>>,
+}
+
+impl ToolChanges {
+    /// What `raw` announces; none for a result that announces nothing or does not decode.
+    /// Most results announce nothing: the members' names are looked for before any parse (a
+    /// false positive costs only the parse).
+    pub fn announced_in(raw: &serde_json::value::RawValue) -> Self {
+        let text = raw.get();
+        let may_announce = ["\"registers\"", "\"unregisters\"", "\"updates\""]
+            .iter()
+            .any(|key| text.contains(key));
+        if may_announce {
+            serde_json::from_str(text).unwrap_or_default()
+        } else {
+            Self::default()
+        }
+    }
+}

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use toolwire_types::{ErrorObject, JsonObject, Meta, RequestId, SubscriptionFilter};
+use toolwire_types::{ErrorObject, JsonObject, RequestId, SubscriptionFilter};
 use toolwire_wire::{Backoff, Delays};
 
 use super::{PendingKind, Session};
@@ -283,7 +283,7 @@ impl Session {
     /// Whether a notification names a subscription that is not one of this session's listen
     /// streams (stdio carries every stream on one pipe).
     pub(super) fn foreign_subscription(&self, notification: &toolwire_types::Notification) -> bool {
-        match subscription_of(notification) {
+        match notification.subscription_id() {
             Some(theirs) => !self.listen.is_ours(&theirs),
             None => false,
         }
@@ -299,7 +299,10 @@ impl Session {
     ) {
         // The acknowledgement of the stream being replaced (or of someone else's) changes
         // nothing.
-        if subscription_of(notification).is_some_and(|s| self.listen.id.as_ref() != Some(&s)) {
+        if notification
+            .subscription_id()
+            .is_some_and(|s| self.listen.id.as_ref() != Some(&s))
+        {
             return;
         }
         if self.listen.id.is_none() {
@@ -328,19 +331,4 @@ impl Session {
             self.list_changed(now);
         }
     }
-}
-
-/// The `io.modelcontextprotocol/subscriptionId` a notification carries, if any.
-fn subscription_of(notification: &toolwire_types::Notification) -> Option<RequestId> {
-    #[derive(serde::Deserialize)]
-    struct WithMeta {
-        #[serde(rename = "_meta", default)]
-        meta: Option<Meta>,
-    }
-    notification
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<WithMeta>(p.get()).ok())
-        .and_then(|p| p.meta)
-        .and_then(|m| m.subscription_id)
 }

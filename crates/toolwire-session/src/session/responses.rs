@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use toolwire_types::{CachePolicy, RequestMethod};
+use toolwire_types::{CacheHints, CachePolicy, Cacheable, RequestMethod, ResultType};
 
 use crate::CacheMode;
 
@@ -46,17 +46,6 @@ pub(super) struct ResponseCache {
     entries: HashMap<String, Entry>,
     /// Evictions so far: an answer to a request asked before one is not kept.
     epoch: u64,
-}
-
-/// The caching hints of a raw result.
-#[derive(serde::Deserialize)]
-struct Hints {
-    #[serde(rename = "ttlMs", default)]
-    ttl_ms: Option<i64>,
-    #[serde(rename = "resultType", default)]
-    result_type: Option<String>,
-    #[serde(rename = "cacheScope", default)]
-    cache_scope: Option<toolwire_types::CacheScope>,
 }
 
 /// A request's key (method and params without `_meta`), the URI it names, and whether it
@@ -114,16 +103,13 @@ impl ResponseCache {
         if !pending.store || pending.epoch != self.epoch {
             return;
         }
-        let Ok(hints) = serde_json::from_str::<Hints>(raw.get()) else {
+        let Some(hints) = CacheHints::of(raw) else {
             return;
         };
-        if hints.result_type.as_deref() == Some("input_required") {
+        if hints.result_type == Some(ResultType::InputRequired) {
             return;
         }
-        let ttl = hints
-            .ttl_ms
-            .and_then(|t| u64::try_from(t).ok())
-            .unwrap_or(0);
+        let ttl = hints.ttl_ms();
         if ttl == 0 {
             // Stale at once: whatever was kept under this key is older still.
             self.entries.remove(&pending.key);
@@ -134,7 +120,7 @@ impl ResponseCache {
             Entry {
                 method: pending.method,
                 policy: pending.policy,
-                public: hints.cache_scope == Some(toolwire_types::CacheScope::Public),
+                public: hints.is_public(),
                 uri: pending.uri,
                 until: crate::later(now, Duration::from_millis(ttl)),
                 raw: raw.to_owned(),

@@ -142,18 +142,6 @@ impl SettleBarrier {
     }
 }
 
-/// The tool-change fields of a `CallToolResult` (what a tool that registers, removes or
-/// changes tools announces with its result).
-#[derive(serde::Deserialize, Default)]
-struct Announced {
-    #[serde(default)]
-    registers: Option<Vec<String>>,
-    #[serde(default)]
-    unregisters: Option<Vec<String>>,
-    #[serde(default)]
-    updates: Option<Vec<String>>,
-}
-
 impl Session {
     /// A call was answered with a header mismatch: re-list, then reissue it once.
     pub(super) fn relist_and_retry(
@@ -220,17 +208,7 @@ impl Session {
     /// The settle barrier: hands `raw` over now, or holds it until the changes it announces
     /// are in the cache.
     pub(super) fn settle(&mut self, op: OpId, raw: Box<RawValue>, now: Instant) {
-        // Most results announce nothing: look before parsing (the members' names are
-        // distinctive; a false positive only costs the parse).
-        let text = raw.get();
-        let may_announce = ["\"registers\"", "\"unregisters\"", "\"updates\""]
-            .iter()
-            .any(|key| text.contains(key));
-        let announced: Announced = if may_announce {
-            serde_json::from_str(text).unwrap_or_default()
-        } else {
-            Announced::default()
-        };
+        let announced = toolwire_types::ToolChanges::announced_in(&raw);
         let registers = announced.registers.unwrap_or_default();
         let unregisters = announced.unregisters.unwrap_or_default();
         let updates = announced.updates.unwrap_or_default();
