@@ -1,7 +1,8 @@
 //! Toolwire's project automation, run as `cargo xtask <command>`.
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
-//!   the MSRV, `cargo fmt --check`, clippy with `-D warnings`, the tests (nextest, then
+//!   the MSRV, `cargo fmt --check`, clippy with `-D warnings` (and the facade again without
+//!   its `oauth` feature), the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
 //!   build of the comparison bench, `windows`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
@@ -200,6 +201,23 @@ fn ci(root: &Path) -> Result<(), String> {
         &[
             "clippy",
             "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[],
+    )?;
+    // The facade without OAuth (the `oauth` feature is on by default).
+    run(
+        root,
+        "cargo",
+        &[
+            "clippy",
+            "-p",
+            "toolwire",
+            "--no-default-features",
             "--all-targets",
             "--locked",
             "--",

@@ -41,6 +41,7 @@ pub(crate) struct ClientConfig {
     /// How many notifications a subscriber may fall behind before it loses the oldest.
     pub(crate) notification_buffer: usize,
     /// OAuth for the HTTP transports `connect_http` and `connect_sse` build.
+    #[cfg(feature = "oauth")]
     pub(crate) oauth: Option<toolwire_auth::OAuthConfig>,
     /// Declare the tasks extension and follow the tasks `tools/call` is answered with.
     pub(crate) tasks: bool,
@@ -94,6 +95,7 @@ impl ClientBuilder {
                 validate_structured_output: true,
                 reconnect: None,
                 notification_buffer: 256,
+                #[cfg(feature = "oauth")]
                 oauth: None,
                 tasks: true,
             },
@@ -247,6 +249,7 @@ impl ClientBuilder {
     /// ([`HttpTransportBuilder::has_credentials`]: a bearer token, an authorizer) keeps them.
     /// To log in before the first request, or to share one [`toolwire_auth::OAuth`] among
     /// transports, give it to [`HttpTransportBuilder::authorizer`] yourself.
+    #[cfg(feature = "oauth")]
     pub fn oauth(mut self, config: toolwire_auth::OAuthConfig) -> Self {
         self.config.oauth = Some(config);
         self
@@ -333,14 +336,20 @@ impl ClientBuilder {
 
     /// Builds the first transport from `http` now (its refusal is the error here) and the
     /// others, one per connection, with the same `build`.
+    #[cfg_attr(
+        not(feature = "oauth"),
+        allow(unused_mut, reason = "only OAuth takes from the configuration")
+    )]
     fn connect_built<T: Transport>(
         mut self,
         http: HttpTransportBuilder,
         build: fn(HttpTransportBuilder) -> Result<T, toolwire_http::HttpError>,
     ) -> Result<Client, Error> {
         let setup = |e: toolwire_http::HttpError| TransportError::Setup(Box::new(e));
+        #[cfg(feature = "oauth")]
         let mut http = http;
         // A transport given credentials of its own keeps them: those were chosen for it.
+        #[cfg(feature = "oauth")]
         if let Some(oauth) = self.config.oauth.take()
             && !http.has_credentials()
         {

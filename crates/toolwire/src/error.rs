@@ -117,6 +117,7 @@ pub enum Error {
     /// source says which, with the authorization server's `error` and `error_description`
     /// when it sent them.
     #[error("authorization failed")]
+    #[cfg(feature = "oauth")]
     Authorization(#[source] Arc<toolwire_auth::AuthError>),
     /// A task a `tools/call` became ended without a result: cancelled, or failed without a
     /// JSON-RPC error (a failure with one is [`Error::Server`]).
@@ -150,7 +151,7 @@ impl From<RequestError> for Error {
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
             RequestError::NotAcknowledged { uri } => Self::SubscriptionRefused { uri },
             RequestError::Undelivered(failure) => match authorization(&failure) {
-                Some(e) => Self::Authorization(Arc::new(e)),
+                Some(e) => e,
                 None => Self::Undelivered(failure),
             },
             e @ (RequestError::InvalidTool(_)
@@ -167,21 +168,28 @@ impl Error {
     /// A failed negotiation, or the authorization failure that caused it.
     pub(crate) fn negotiation(e: Arc<SessionError>) -> Self {
         match authorization(&*e) {
-            Some(auth) => Self::Authorization(Arc::new(auth)),
+            Some(auth) => auth,
             None => Self::Negotiation(e),
         }
     }
 }
 
-/// The OAuth error somewhere in `e`'s chain of causes.
-fn authorization(e: &(dyn std::error::Error + 'static)) -> Option<toolwire_auth::AuthError> {
+/// [`Error::Authorization`] for the OAuth error somewhere in `e`'s chain of causes.
+#[cfg(feature = "oauth")]
+fn authorization(e: &(dyn std::error::Error + 'static)) -> Option<Error> {
     let mut next = Some(e);
     while let Some(e) = next {
         if let Some(auth) = e.downcast_ref::<toolwire_auth::AuthError>() {
-            return Some(auth.clone());
+            return Some(Error::Authorization(Arc::new(auth.clone())));
         }
         next = e.source();
     }
+    None
+}
+
+/// Without OAuth no failure is an authorization's.
+#[cfg(not(feature = "oauth"))]
+fn authorization(_: &(dyn std::error::Error + 'static)) -> Option<Error> {
     None
 }
 

@@ -37,11 +37,19 @@
 //! the `server/discover` probe,
 //! structured-output validation, shutdown and reuse, and a [`blocking`] client.
 //!
+//! # Cargo features
+//! - `oauth` (on by default): OAuth 2.1 for HTTP servers through `toolwire-auth`
+//!   (`ClientBuilder::oauth`, `Error::Authorization`, the `auth` module). Without it the
+//!   client still sends credentials given whole (a bearer token, any `Authorization` value,
+//!   or an `Authorizer` of your own) and builds without the OAuth crate.
+//!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
 //!   forbids a client to do automatically, and build aws-lc.
 //! - `foldhash` (already under the tool cache): the driver's per-call maps, where SipHash cost
 //!   more than the lookups.
+//! - `toolwire-auth` (feature `oauth`): the OAuth client, as an `Authorizer` of the HTTP
+//!   transport.
 //! - `ring` (already under rustls and OAuth): SHA-256 of skill files against their manifest.
 //! - `yaml-rust2` (no default features: no encoding detection): a `SKILL.md`'s YAML
 //!   frontmatter, compared field by field with the listing's; a maintained, pure-Rust YAML 1.2
@@ -77,8 +85,9 @@ pub use reconnect::{ConnectionState, ReconnectPolicy};
 pub use skills::LoadedSkill;
 pub use tasks::TaskHandle;
 
-/// OAuth 2.1 (the `toolwire-auth` crate): [`ClientBuilder::oauth`] takes its
-/// [`auth::OAuthConfig`].
+/// OAuth 2.1 (the `toolwire-auth` crate, the `oauth` feature, on by default):
+/// [`ClientBuilder::oauth`] takes its [`auth::OAuthConfig`].
+#[cfg(feature = "oauth")]
 pub use toolwire_auth as auth;
 pub use toolwire_cache::{
     CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,
