@@ -30,9 +30,12 @@ pub struct AuthorizationRequest<'a> {
 
 /// The URL the user agent is sent to; parameters already in the endpoint's query are kept.
 pub fn authorization_url(request: &AuthorizationRequest<'_>) -> Result<String, AuthError> {
-    let mut url = Url::parse(request.endpoint).map_err(|e| AuthError::Discovery {
-        url: request.endpoint.to_owned(),
-        reason: e.to_string(),
+    let mut url = Url::parse(request.endpoint).map_err(|e| {
+        AuthError::discovery(
+            request.endpoint.to_owned(),
+            "not a valid URL",
+            Some(Box::new(e)),
+        )
     })?;
     {
         let mut q = url.query_pairs_mut();

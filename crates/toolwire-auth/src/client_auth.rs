@@ -194,10 +194,9 @@ impl Form {
         }
         let mut request = Request::new(Bytes::from(body.finish()));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = endpoint.parse().map_err(|_| AuthError::Discovery {
-            url: endpoint.to_owned(),
-            reason: "not a valid URL".into(),
-        })?;
+        *request.uri_mut() = endpoint
+            .parse()
+            .map_err(|_| AuthError::discovery(endpoint.to_owned(), "not a valid URL", None))?;
         let headers = request.headers_mut();
         headers.insert(
             CONTENT_TYPE,

@@ -57,15 +57,14 @@ pub(crate) fn legacy_issuer(server: &str) -> Result<String, AuthError> {
 }
 
 fn parse(url: &str) -> Result<Url, AuthError> {
-    let parsed = Url::parse(url).map_err(|e| AuthError::Discovery {
-        url: url.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let parsed = Url::parse(url)
+        .map_err(|e| AuthError::discovery(url.to_owned(), "not a valid URL", Some(Box::new(e))))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-        return Err(AuthError::Discovery {
-            url: url.to_owned(),
-            reason: "not an http(s) URL".into(),
-        });
+        return Err(AuthError::discovery(
+            url.to_owned(),
+            "not an http(s) URL",
+            None,
+        ));
     }
     Ok(parsed)
 }

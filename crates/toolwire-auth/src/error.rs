@@ -1,8 +1,16 @@
 //! What can go wrong while authorizing.
 
+use std::sync::Arc;
+
+/// The error below an [`AuthError`] (an HTTP failure, a file's, a document that does not
+/// decode), shared so that the error stays cheap to clone.
+pub type Cause = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Why authorization failed. Never holds a token, secret, code or verifier: only what the
-/// servers said (`error`, `error_description`) and the URLs and issuers involved.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+/// servers said (`error`, `error_description`), the URLs and issuers involved, and the error
+/// below as its `source` (each level says only its own part, so an error chain shows every
+/// level once).
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
     /// Metadata could not be fetched or read.
@@ -10,8 +18,11 @@ pub enum AuthError {
     Discovery {
         /// The URL asked.
         url: String,
-        /// Why.
+        /// Why, in words.
         reason: String,
+        /// The error below, if there was one (a URL or a document that does not parse).
+        #[source]
+        cause: Option<Cause>,
     },
     /// The protected resource metadata names a resource that is not this server (RFC 9728
     /// §3.3): nothing was sent to its authorization server.
@@ -44,9 +55,7 @@ pub enum AuthError {
     },
     /// No client identity for this authorization server: it offers no registration and no
     /// client is configured for it.
-    #[error(
-        "no client identity for {issuer}: it offers no registration; configure a client id (--client-id)"
-    )]
+    #[error("no client identity for {issuer}: it offers no registration; configure a client id")]
     NoClient {
         /// The issuer.
         issuer: String,
@@ -91,20 +100,70 @@ pub enum AuthError {
         server: String,
     },
     /// The user agent step failed (the browser, the loopback listener, a paste).
-    #[error("the authorization step failed: {0}")]
-    Handler(String),
+    #[error("the authorization step failed: {what}")]
+    Handler {
+        /// What failed.
+        what: String,
+        /// The error below, if there was one.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// The credential store failed.
-    #[error("the credential store failed: {0}")]
-    Store(String),
+    #[error("the credential store failed: {what}")]
+    Store {
+        /// What it was doing (a path, no content).
+        what: String,
+        /// The error below, if there was one.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// An exchange with the authorization server failed at the HTTP level.
-    #[error("request to {url} failed: {reason}")]
+    #[error("request to {url} failed")]
     Http {
         /// The URL asked (no query).
         url: String,
-        /// Why.
-        reason: String,
+        /// The transport's error.
+        #[source]
+        cause: Cause,
     },
     /// The configuration cannot work (a bad key, a bad URL).
     #[error("invalid OAuth configuration: {0}")]
     Config(String),
+}
+
+impl AuthError {
+    /// [`AuthError::Handler`] for `what`, with the error below if any.
+    pub fn handler(
+        what: impl Into<String>,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Handler {
+            what: what.into(),
+            cause: cause.map(Arc::from),
+        }
+    }
+
+    /// [`AuthError::Store`] for `what`, with the error below if any.
+    pub fn store(
+        what: impl Into<String>,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Store {
+            what: what.into(),
+            cause: cause.map(Arc::from),
+        }
+    }
+
+    /// [`AuthError::Discovery`] at `url` for `reason`, with the error below if any.
+    pub(crate) fn discovery(
+        url: impl Into<String>,
+        reason: impl Into<String>,
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Discovery {
+            url: url.into(),
+            reason: reason.into(),
+            cause: cause.map(Arc::from),
+        }
+    }
 }

@@ -2,6 +2,8 @@
 //! straight line of requests through the transport's own HTTP client. Every decision is a
 //! pure function of another module; this file only fetches and hands over.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, Request};
@@ -57,7 +59,7 @@ async fn fetch_json(http: &HttpExecutor, url: &str) -> Result<Option<Value>, Aut
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
     let response = http.get(url, headers).await.map_err(|e| AuthError::Http {
         url: without_query(url),
-        reason: toolwire_http_error(&e),
+        cause: Arc::new(e),
     })?;
     if !response.status().is_success() {
         tracing::debug!(url = %without_query(url), status = %response.status(), "no metadata here");
@@ -65,22 +67,12 @@ async fn fetch_json(http: &HttpExecutor, url: &str) -> Result<Option<Value>, Aut
     }
     match serde_json::from_slice::<Value>(response.body()) {
         Ok(v @ Value::Object(_)) => Ok(Some(v)),
-        _ => Err(AuthError::Discovery {
-            url: without_query(url),
-            reason: "the answer is not a JSON object".into(),
-        }),
+        _ => Err(AuthError::discovery(
+            without_query(url),
+            "the answer is not a JSON object",
+            None,
+        )),
     }
-}
-
-fn toolwire_http_error(e: &toolwire_http::HttpError) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// Refuses a URL a peer named whose host is, or resolves to, a link-local or cloud metadata
@@ -91,9 +83,12 @@ async fn peer_named(url: &str) -> Result<(), AuthError> {
         return Ok(());
     };
     let port = parsed.port_or_known_default().unwrap_or(443);
-    let refused = || AuthError::Discovery {
-        url: without_query(url),
-        reason: "refused: a link-local or cloud metadata address".into(),
+    let refused = || {
+        AuthError::discovery(
+            without_query(url),
+            "refused: a link-local or cloud metadata address",
+            None,
+        )
     };
     match parsed.host() {
         Some(url::Host::Ipv4(ip)) if metadata::forbidden_address(ip.into()) => Err(refused()),
@@ -130,12 +125,11 @@ impl Flow<'_> {
             // The server names this URL: cleartext only on its own origin or loopback, and
             // never a link-local or cloud metadata address.
             if !metadata::secure_endpoint(url) && !metadata::same_origin(url, self.server) {
-                return Err(AuthError::Discovery {
-                    url: without_query(url),
-                    reason:
-                        "resource_metadata is neither https, loopback nor the server's own origin"
-                            .into(),
-                });
+                return Err(AuthError::discovery(
+                    without_query(url),
+                    "resource_metadata is neither https, loopback nor the server's own origin",
+                    None,
+                ));
             }
             peer_named(url).await?;
         }
@@ -143,11 +137,13 @@ impl Flow<'_> {
             discovery::resource_metadata_urls(self.server, challenge.resource_metadata.as_deref())?
         {
             if let Some(value) = fetch_json(self.http, &url).await? {
-                let parsed: ResourceMetadata =
-                    serde_json::from_value(value).map_err(|e| AuthError::Discovery {
-                        url: url.clone(),
-                        reason: e.to_string(),
-                    })?;
+                let parsed: ResourceMetadata = serde_json::from_value(value).map_err(|e| {
+                    AuthError::discovery(
+                        url.clone(),
+                        "the metadata does not decode",
+                        Some(Box::new(e)),
+                    )
+                })?;
                 prm = Some(parsed);
                 break;
             }
@@ -160,14 +156,13 @@ impl Flow<'_> {
             .resource
             .clone()
             .unwrap_or_else(|| self.server.to_owned());
-        let issuer =
-            prm.authorization_servers
-                .first()
-                .cloned()
-                .ok_or_else(|| AuthError::Discovery {
-                    url: self.server.to_owned(),
-                    reason: "the protected resource metadata name no authorization server".into(),
-                })?;
+        let issuer = prm.authorization_servers.first().cloned().ok_or_else(|| {
+            AuthError::discovery(
+                self.server.to_owned(),
+                "the protected resource metadata name no authorization server",
+                None,
+            )
+        })?;
         // An issuer reached in clear could have its metadata rewritten on the way (endpoints
         // that redeem the code and verifier elsewhere).
         if !metadata::secure_endpoint(&issuer) {
@@ -177,13 +172,13 @@ impl Flow<'_> {
             });
         }
         peer_named(&issuer).await?;
-        let meta =
-            self.server_metadata(&issuer, true)
-                .await?
-                .ok_or_else(|| AuthError::Discovery {
-                    url: issuer.clone(),
-                    reason: "the authorization server publishes no metadata".into(),
-                })?;
+        let meta = self.server_metadata(&issuer, true).await?.ok_or_else(|| {
+            AuthError::discovery(
+                issuer.clone(),
+                "the authorization server publishes no metadata",
+                None,
+            )
+        })?;
         Ok(Discovered {
             resource,
             issuer,
@@ -223,11 +218,13 @@ impl Flow<'_> {
     ) -> Result<Option<ServerMetadata>, AuthError> {
         for url in discovery::server_metadata_urls(issuer)? {
             if let Some(value) = fetch_json(self.http, &url).await? {
-                let meta: ServerMetadata =
-                    serde_json::from_value(value).map_err(|e| AuthError::Discovery {
-                        url: url.clone(),
-                        reason: e.to_string(),
-                    })?;
+                let meta: ServerMetadata = serde_json::from_value(value).map_err(|e| {
+                    AuthError::discovery(
+                        url.clone(),
+                        "the metadata does not decode",
+                        Some(Box::new(e)),
+                    )
+                })?;
                 if strict && !metadata::issuer_matches(issuer, &meta.issuer) {
                     return Err(AuthError::IssuerMismatch {
                         url,
@@ -388,10 +385,9 @@ impl Flow<'_> {
         }
         let mut request = Request::new(Bytes::from(body.to_string()));
         *request.method_mut() = Method::POST;
-        *request.uri_mut() = endpoint.parse().map_err(|_| AuthError::Discovery {
-            url: endpoint.to_owned(),
-            reason: "not a valid URL".into(),
-        })?;
+        *request.uri_mut() = endpoint
+            .parse()
+            .map_err(|_| AuthError::discovery(endpoint.to_owned(), "not a valid URL", None))?;
         request
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -438,7 +434,7 @@ impl Flow<'_> {
             .await
             .map_err(|e| AuthError::Http {
                 url: without_query(url),
-                reason: toolwire_http_error(&e),
+                cause: Arc::new(e),
             })
     }
 

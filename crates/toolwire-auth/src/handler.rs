@@ -65,19 +65,25 @@ impl AuthorizationHandler for FetchRedirect {
     ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
         Box::pin(async move {
             let response = http.get(url, http::HeaderMap::new()).await.map_err(|e| {
-                AuthError::Handler(format!("the authorization URL could not be fetched: {e}"))
+                AuthError::handler(
+                    "the authorization URL could not be fetched",
+                    Some(Box::new(e)),
+                )
             })?;
             if !response.status().is_redirection() {
-                return Err(AuthError::Handler(format!(
-                    "the authorization server answered HTTP {} instead of redirecting (it needs a person: use a browser)",
-                    response.status()
-                )));
+                return Err(AuthError::handler(
+                    format!(
+                        "the authorization server answered HTTP {} instead of redirecting (it needs a person: use a browser)",
+                        response.status()
+                    ),
+                    None,
+                ));
             }
             let location = response
                 .headers()
                 .get(LOCATION)
                 .and_then(|l| l.to_str().ok())
-                .ok_or_else(|| AuthError::Handler("the redirect has no Location".into()))?;
+                .ok_or_else(|| AuthError::handler("the redirect has no Location", None))?;
             CallbackParams::from_url(location)
         })
     }
@@ -94,9 +100,9 @@ impl AuthorizationHandler for NoInteraction {
         previous: Option<&'a str>,
     ) -> BoxFuture<'a, Result<String, AuthError>> {
         let uri = previous.map(str::to_owned);
-        Box::pin(async move {
-            uri.ok_or_else(|| AuthError::Handler("no interactive login here".into()))
-        })
+        Box::pin(
+            async move { uri.ok_or_else(|| AuthError::handler("no interactive login here", None)) },
+        )
     }
 
     fn authorize<'a>(
@@ -104,7 +110,7 @@ impl AuthorizationHandler for NoInteraction {
         _: &'a str,
         _: &'a HttpExecutor,
     ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
-        Box::pin(async { Err(AuthError::Handler("no interactive login here".into())) })
+        Box::pin(async { Err(AuthError::handler("no interactive login here", None)) })
     }
 
     fn interactive(&self) -> bool {

@@ -38,6 +38,11 @@
 //!   refresh first adopts what another process stored meanwhile, spending only the newest
 //!   refresh token, so processes sharing a store never spend a rotated one.
 //!
+//! - **The browser step on this machine**: [`LoopbackBrowser`], an [`AuthorizationHandler`]
+//!   with a loopback listener for the callback (the registration's port kept, a fixed
+//!   [`LoopbackRedirect`] bound exactly, `localhost` on both loopback families), the URL shown
+//!   by the application's [`Presenter`] ([`open_browser`] opens one).
+//!
 //! Secrets ([`Secret`]: tokens, client secrets, codes, verifiers) never appear in `Debug`,
 //! errors or logs; the headers carrying them are marked sensitive.
 //!
@@ -56,6 +61,9 @@
 //!   (locks, the blocking file store): as everywhere in the workspace.
 //! - `nix` (`fs`): `flock` on the credentials file while refreshing (`File::lock` needs a
 //!   newer Rust than the workspace's minimum).
+//! - `hyper` (`server`, `http1`), `hyper-util`, `http-body-util` (already under the HTTP
+//!   transport): the loopback listener's HTTP, rather than a hand-written request reader.
+//! - `shlex`: `$BROWSER` is a command line.
 //! - `tempfile`: each save writes a uniquely named file opened exclusively (`O_EXCL`: no
 //!   predictable name, no symlink followed, 0600 from the start) and renames it over the
 //!   credentials file; hand-rolling unique names is what let two saves share one file.
@@ -69,6 +77,7 @@ mod error;
 mod flow;
 mod handler;
 mod jwt;
+mod loopback;
 mod metadata;
 mod oauth;
 mod pkce;
@@ -82,9 +91,10 @@ pub use challenge::{AuthChallenge, Scheme};
 pub use client_auth::TokenAuthMethod;
 pub use config::{Assertion, Grant, OAuthConfig, StaticClient};
 pub use discovery::{resource_metadata_urls, server_metadata_urls};
-pub use error::AuthError;
+pub use error::{AuthError, Cause};
 pub use handler::{AuthorizationHandler, FetchRedirect, NoInteraction};
 pub use jwt::{DpopKey, SigningKey};
+pub use loopback::{APPROVAL_WAIT, LoopbackBrowser, LoopbackRedirect, Presenter, open_browser};
 pub use metadata::{ResourceMetadata, ServerMetadata, check_resource, issuer_matches};
 pub use oauth::{AuthStatus, OAuth};
 pub use secret::Secret;

@@ -414,7 +414,7 @@ impl OAuth {
             .entry
             .as_ref()
             .map(AuthStatus::of)
-            .ok_or_else(|| AuthError::Store("no entry after login".into()))
+            .ok_or_else(|| AuthError::store("no entry after login", None))
     }
 
     /// Forgets this server's credentials (every issuer), revoking the refresh token where

@@ -220,7 +220,10 @@ impl FileStore {
             return Ok(Self::new(p));
         }
         let dir = Self::state_dir().ok_or_else(|| {
-            AuthError::Store("no HOME to keep credentials in; set TOOLWIRE_CREDENTIALS".into())
+            AuthError::store(
+                "no HOME to keep credentials in; set TOOLWIRE_CREDENTIALS",
+                None,
+            )
         })?;
         Ok(Self::new(dir.join("credentials.json")))
     }
@@ -246,11 +249,14 @@ impl FileStore {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(store_error(path, &e)),
+            Err(e) => return Err(store_error(path, e)),
         };
         private(path)?;
         let file: FileFormat = serde_json::from_str(&text).map_err(|e| {
-            AuthError::Store(format!("{} is not a credentials file: {e}", path.display()))
+            AuthError::store(
+                format!("{} is not a credentials file", path.display()),
+                Some(Box::new(e)),
+            )
         })?;
         Ok(file.entries)
     }
@@ -262,7 +268,7 @@ impl FileStore {
             version: 1,
             entries,
         })
-        .map_err(|e| AuthError::Store(e.to_string()))?;
+        .map_err(|e| AuthError::store("the credentials could not be written", Some(Box::new(e))))?;
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -279,7 +285,7 @@ impl FileStore {
             temp.persist(path).map_err(|e| e.error)?;
             Ok::<_, std::io::Error>(())
         })();
-        written.map_err(|e| store_error(path, &e))
+        written.map_err(|e| store_error(path, e))
     }
 
     /// Reads, changes and writes the entries, one such change at a time in this process
@@ -307,12 +313,14 @@ impl FileStore {
         let path = self.path.clone();
         tokio::task::spawn_blocking(move || f(&path))
             .await
-            .map_err(|e| AuthError::Store(e.to_string()))?
+            .map_err(|e| {
+                AuthError::store("the credentials could not be written", Some(Box::new(e)))
+            })?
     }
 }
 
-fn store_error(path: &Path, e: &std::io::Error) -> AuthError {
-    AuthError::Store(format!("{}: {e}", path.display()))
+fn store_error(path: &Path, e: std::io::Error) -> AuthError {
+    AuthError::store(path.display().to_string(), Some(Box::new(e)))
 }
 
 /// Creates the directory 0700; one that exists and others may enter is reported (its owner
@@ -336,13 +344,13 @@ fn create_private_dir(dir: &Path) -> Result<(), AuthError> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| store_error(dir, &e)),
+            .map_err(|e| store_error(dir, e)),
     }
 }
 
 #[cfg(not(unix))]
 fn create_private_dir(dir: &Path) -> Result<(), AuthError> {
-    std::fs::create_dir_all(dir).map_err(|e| store_error(dir, &e))
+    std::fs::create_dir_all(dir).map_err(|e| store_error(dir, e))
 }
 
 /// Opens (creating it 0600) the lock file, never through a symlink and never truncating it.
@@ -363,7 +371,7 @@ fn open_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
 fn private(path: &Path) -> Result<(), AuthError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path)
-        .map_err(|e| store_error(path, &e))?
+        .map_err(|e| store_error(path, e))?
         .permissions()
         .mode();
     if mode & 0o077 != 0 {
@@ -373,7 +381,7 @@ fn private(path: &Path) -> Result<(), AuthError> {
             "the credentials file was readable by others; made it 0600 (its tokens may have been seen: log in again to be sure)"
         );
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| store_error(path, &e))?;
+            .map_err(|e| store_error(path, e))?;
     }
     Ok(())
 }
@@ -429,9 +437,10 @@ impl CredentialStore for FileStore {
             let mut name = path.as_os_str().to_owned();
             name.push(".lock");
             let lock_path = PathBuf::from(name);
-            let file = open_lock_file(&lock_path).map_err(|e| store_error(&lock_path, &e))?;
-            let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-                .map_err(|(_, e)| AuthError::Store(format!("{}: {e}", lock_path.display())))?;
+            let file = open_lock_file(&lock_path).map_err(|e| store_error(&lock_path, e))?;
+            let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(
+                |(_, e)| AuthError::store(lock_path.display().to_string(), Some(Box::new(e))),
+            )?;
             Ok(StoreLock(Some(Box::new(held))))
         }))
     }
@@ -527,7 +536,10 @@ mod tests {
         reopened.remove(&key).await.expect("remove");
         assert_eq!(reopened.list().await.expect("list").len(), 1);
         std::fs::write(&path, "not json").expect("write");
-        assert!(matches!(reopened.list().await, Err(AuthError::Store(_))));
+        assert!(matches!(
+            reopened.list().await,
+            Err(AuthError::Store { .. })
+        ));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -605,7 +617,7 @@ mod tests {
         std::os::unix::fs::symlink(&victim, dir.join("credentials.json.lock")).expect("symlink");
         let store = FileStore::new(&path);
         assert!(
-            matches!(store.lock().await, Err(AuthError::Store(_))),
+            matches!(store.lock().await, Err(AuthError::Store { .. })),
             "the lock file is not opened through a symlink"
         );
         store.save(&entry("s", "as", "t")).await.expect("save");
