@@ -209,23 +209,54 @@ impl HttpExecutor {
     }
 }
 
-/// A fixed `Authorization` value of any scheme
-/// ([`HttpTransportBuilder::authorization`](crate::HttpTransportBuilder::authorization)): sent
-/// with every request; a refusal is reported as it is (nothing can repair it).
-pub(crate) struct StaticAuthorization(HeaderMap);
+/// The transport's own credentials, given whole: a bearer token
+/// ([`HttpTransportBuilder::bearer_token`](crate::HttpTransportBuilder::bearer_token),
+/// [`HttpTransport::set_bearer_token`](crate::HttpTransport::set_bearer_token)) or an
+/// `Authorization` value of any scheme
+/// ([`HttpTransportBuilder::authorization`](crate::HttpTransportBuilder::authorization)), or
+/// none. The authorizer of a transport given no other: sent with every request; a refusal is
+/// reported as it is (nothing can repair it). Each change is a new identity.
+pub(crate) struct StaticAuthorization {
+    headers: std::sync::Mutex<HeaderMap>,
+    identity: std::sync::atomic::AtomicU64,
+}
 
 impl StaticAuthorization {
-    pub(crate) fn new(mut value: HeaderValue) -> Self {
-        value.set_sensitive(true);
-        let mut headers = HeaderMap::with_capacity(1);
-        headers.insert(AUTHORIZATION, value);
-        Self(headers)
+    /// Credentials of `value` (none: no `Authorization` header).
+    pub(crate) fn new(value: Option<HeaderValue>) -> Self {
+        let this = Self {
+            headers: std::sync::Mutex::new(HeaderMap::new()),
+            identity: std::sync::atomic::AtomicU64::new(0),
+        };
+        this.replace(value);
+        this
+    }
+
+    /// Replaces the credentials (marked sensitive): a new identity.
+    pub(crate) fn set(&self, value: Option<HeaderValue>) {
+        self.replace(value);
+        self.identity
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    fn replace(&self, value: Option<HeaderValue>) {
+        let mut headers = crate::lock(&self.headers);
+        headers.clear();
+        if let Some(mut value) = value {
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
     }
 }
 
 impl fmt::Debug for StaticAuthorization {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("StaticAuthorization(<redacted>)")
+        let set = !crate::lock(&self.headers).is_empty();
+        f.write_str(if set {
+            "StaticAuthorization(<redacted>)"
+        } else {
+            "StaticAuthorization(none)"
+        })
     }
 }
 
@@ -234,11 +265,19 @@ impl Authorizer for StaticAuthorization {
         &'a self,
         _: &'a AuthRequest<'a>,
     ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>> {
-        Box::pin(std::future::ready(Ok(Credentials::new(self.0.clone(), 0))))
+        let headers = crate::lock(&self.headers).clone();
+        let generation = self.identity();
+        Box::pin(std::future::ready(Ok(Credentials::new(
+            headers, generation,
+        ))))
     }
 
     fn refused<'a>(&'a self, _: &'a Refusal<'a>) -> BoxFuture<'a, Result<Resend, AuthorizerError>> {
         Box::pin(std::future::ready(Ok(Resend::No)))
+    }
+
+    fn identity(&self) -> u64 {
+        self.identity.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

@@ -236,7 +236,8 @@ pub(crate) type AuthHook = Arc<dyn Fn(&AuthFailure<'_>) + Send + Sync>;
 #[derive(Clone)]
 pub struct HttpTransportBuilder {
     url: String,
-    bearer: Option<BearerToken>,
+    /// The transport's own credentials, when given.
+    bearer: Option<Credential>,
     accept: AcceptProfile,
     tls: TlsRoots,
     proxy: Proxy,
@@ -257,6 +258,25 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("proxy", &self.proxy)
             .field("authorizer", &self.config.authorizer)
             .finish_non_exhaustive()
+    }
+}
+
+/// Credentials given whole, kept until `build` makes them the transport's own
+/// `StaticAuthorization`.
+#[derive(Clone)]
+enum Credential {
+    Bearer(BearerToken),
+    /// An `Authorization` value of another scheme.
+    Header(HeaderValue),
+}
+
+impl fmt::Debug for Credential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // `BearerToken`'s own `Debug` is redacted.
+            Self::Bearer(token) => token.fmt(f),
+            Self::Header(_) => f.write_str("Authorization(<redacted>)"),
+        }
     }
 }
 
@@ -352,13 +372,13 @@ impl HttpTransportBuilder {
 
     /// The bearer token sent as `Authorization: Bearer …`.
     pub fn bearer_token(mut self, token: impl Into<BearerToken>) -> Self {
-        self.bearer = Some(token.into());
+        self.bearer = Some(Credential::Bearer(token.into()));
         self
     }
 
     /// Asks `authorizer` for credentials before every request and on every 401/403 (see
-    /// [`Authorizer`]); its headers replace the bearer token's. OAuth is one:
-    /// `toolwire_auth::OAuth`.
+    /// [`Authorizer`]) instead of the transport's own (a bearer token, [`Self::authorization`]).
+    /// OAuth is one: `toolwire_auth::OAuth`.
     pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
         self.config.authorizer = Some(authorizer);
         self
@@ -386,8 +406,8 @@ impl HttpTransportBuilder {
             self.config.authorizer = None;
             return self.bearer_token(token.trim());
         }
-        self.bearer = None;
-        self.config.authorizer = Some(Arc::new(StaticAuthorization::new(header)));
+        self.config.authorizer = None;
+        self.bearer = Some(Credential::Header(header));
         self
     }
 
@@ -606,9 +626,13 @@ impl HttpTransportBuilder {
         };
         let state = State {
             accept: self.accept,
-            token: self.bearer,
             ..State::default()
         };
+        let own = Arc::new(StaticAuthorization::new(match self.bearer {
+            Some(Credential::Bearer(token)) => token.header_value(),
+            Some(Credential::Header(value)) => Some(value),
+            None => None,
+        }));
         let read_ahead = toolwire_transport::ReadAhead::new(self.config.max_message_size);
         let inner = Arc::new(Inner {
             uri,
@@ -622,7 +646,7 @@ impl HttpTransportBuilder {
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),
-            identity: std::sync::atomic::AtomicU64::new(0),
+            own,
         });
         Ok(inner)
     }

@@ -45,9 +45,13 @@
 //!   exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP date) up to
 //!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`](toolwire_transport::RetryClass) is `Safe`. Each
 //!   retry is a `tracing` event with its reason.
-//! - **Bearer auth**: set at build time or later ([`HttpTransport::set_bearer_token`]; a new
-//!   token ends a legacy session, as a 404 would); 401/403 call the auth-failed hook with the parsed
-//!   `WWW-Authenticate` challenges. The token never appears in `Debug`, logs or errors.
+//! - **Credentials through one seam**: every request asks an [`Authorizer`] for its
+//!   headers. A transport given none has its own: a bearer token set at build time or later
+//!   ([`HttpTransport::set_bearer_token`]: a new identity, which ends a legacy session as a
+//!   404 would) or an `Authorization` value of any scheme
+//!   ([`HttpTransportBuilder::authorization`]). A 401/403 that becomes a failure calls the
+//!   auth-failed hook with the parsed `WWW-Authenticate` challenges. Credentials never appear
+//!   in `Debug`, logs or errors.
 //! - **Hooks** (on-sending, on-received with a bounded body snippet, auth-failed), a
 //!   configurable `User-Agent`, and a `tracing` span per request.
 //! - **Limits**: message size (JSON body or SSE event), SSE line length, connect and read
@@ -186,7 +190,6 @@ struct Config {
 #[derive(Default)]
 struct State {
     accept: AcceptProfile,
-    token: Option<BearerToken>,
     session_id: Option<HeaderValue>,
     /// The negotiated `MCP-Protocol-Version` header, for the GET stream and DELETE.
     version: Option<HeaderValue>,
@@ -221,8 +224,9 @@ struct Inner {
     tasks: Mutex<HashMap<RequestId, RequestHandle, foldhash::fast::RandomState>>,
     /// The futures of the requests in flight, polled by `recv`.
     inflight: Mutex<InFlight>,
-    /// Bumped by each `set_bearer_token`: the identity presented changed.
-    identity: AtomicU64,
+    /// The transport's own credentials (a bearer token, an `Authorization` value, or none):
+    /// the authorizer when the builder was given no other.
+    own: Arc<authorizer::StaticAuthorization>,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical
@@ -329,7 +333,7 @@ impl fmt::Debug for HttpTransport {
             )
             .field("session_id", &state.session_id)
             .field("accept", &state.accept)
-            .field("bearer", &state.token)
+            .field("credentials", &self.inner.own)
             .finish_non_exhaustive()
     }
 }
@@ -352,11 +356,12 @@ impl HttpTransport {
     /// mark `cacheScope: public` ([`Transport::authorization_context`] changes).
     pub fn set_bearer_token(&self, token: Option<BearerToken>) {
         let mut state = lock(&self.inner.state);
-        state.token = token;
+        self.inner
+            .own
+            .set(token.as_ref().and_then(BearerToken::header_value));
         if state.session_id.is_some() {
             state.end_session();
         }
-        self.inner.identity.fetch_add(1, Ordering::Release);
     }
 
     /// The legacy session id, if the server assigned one.
@@ -386,13 +391,19 @@ impl HttpTransport {
 }
 
 impl Inner {
-    /// The identity presented: bearer tokens set by hand plus the authorizer's own count
+    /// The identity presented: the transport's own credentials' count plus the authorizer's
     /// (both only grow, so the sum changes whenever either does).
     fn authorization_context(&self) -> u64 {
         let authorizer = self.config.authorizer.as_ref().map_or(0, |a| a.identity());
-        self.identity
-            .load(Ordering::Acquire)
-            .wrapping_add(authorizer)
+        self.own.identity().wrapping_add(authorizer)
+    }
+
+    /// Who is asked for credentials: the builder's authorizer, else the transport's own.
+    fn authorizer(&self) -> &dyn Authorizer {
+        match &self.config.authorizer {
+            Some(authorizer) => &**authorizer,
+            None => &*self.own,
+        }
     }
 }
 

@@ -4,9 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use http::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
-};
+use http::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -14,8 +12,8 @@ use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass, Sessio
 
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
-    AcceptProfile, AuthFailure, AuthRequest, BearerToken, ERROR_BODY_LIMIT, HttpError, Inner,
-    MAX_AUTH_RESENDS, Refusal, Resend, SESSION_ID, SNIPPET, State, lock, parse_challenges,
+    AcceptProfile, AuthFailure, AuthRequest, ERROR_BODY_LIMIT, HttpError, Inner, MAX_AUTH_RESENDS,
+    Refusal, Resend, SESSION_ID, SNIPPET, State, lock, parse_challenges,
 };
 
 /// What a failed exchange reports.
@@ -98,9 +96,6 @@ impl Inner {
         if let Some(value) = &self.config.proxy_auth {
             headers.insert(http::header::PROXY_AUTHORIZATION, value.clone());
         }
-        if let Some(value) = state.token.as_ref().and_then(BearerToken::header_value) {
-            headers.insert(AUTHORIZATION, value);
-        }
         let session = if with_session {
             state.session_id.clone()
         } else {
@@ -179,10 +174,8 @@ impl Inner {
         req: &mut Request<Full<Bytes>>,
         mcp_method: Option<&str>,
     ) -> Result<u64, HttpError> {
-        let Some(authorizer) = &self.config.authorizer else {
-            return Ok(0);
-        };
-        let credentials = authorizer
+        let credentials = self
+            .authorizer()
             .credentials(&AuthRequest {
                 method: req.method(),
                 uri: req.uri(),
@@ -210,9 +203,7 @@ impl Inner {
         generation: u64,
         attempt: u32,
     ) -> Result<bool, HttpError> {
-        let Some(authorizer) = &self.config.authorizer else {
-            return Ok(false);
-        };
+        let authorizer = self.authorizer();
         if attempt >= MAX_AUTH_RESENDS {
             tracing::warn!(
                 attempt,
