@@ -263,7 +263,13 @@ async fn a_silent_child_is_described_when_the_handshake_times_out() {
         .unwrap();
     let err = client.ready().await.unwrap_err();
     let shown = err.to_string();
-    assert!(matches!(err, toolwire::Error::Unanswered { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            toolwire::Error::Connection(toolwire::ConnectionError::Unanswered { .. })
+        ),
+        "{err:?}"
+    );
     for part in [
         "is still running",
         "has written nothing to stdout",

@@ -116,7 +116,7 @@ async fn list_call_and_errors_over_a_legacy_server() {
     );
     assert!(matches!(
         client.call_tool("echo", json!([1])).await,
-        Err(Error::ArgumentsNotAnObject)
+        Err(Error::Usage(toolwire::UsageError::ArgumentsNotAnObject))
     ));
 
     client.close().await;
@@ -141,7 +141,7 @@ async fn known_tools_and_a_pinned_version() {
     .unwrap();
     assert!(matches!(
         client.add_known_tools([bad]),
-        Err(Error::KnownTools(_))
+        Err(Error::Usage(toolwire::UsageError::KnownTools(_)))
     ));
     let result = client
         .call_tool("execute_sql", json!({"region": "eu", "query": "q"}))
@@ -165,10 +165,10 @@ async fn a_server_that_dies_fails_pending_calls_with_the_reason() {
     let client = Client::builder("e2e", "0").connect_stdio(config).unwrap();
     let err = client.call_tool("echo", json!({})).await.unwrap_err();
     // It died reading the handshake: the call was still waiting for it, never sent.
-    let Error::ConnectionLost {
+    let Error::Connection(toolwire::ConnectionError::Lost {
         may_have_run: false,
         cause: Some(e),
-    } = &err
+    }) = &err
     else {
         panic!("{err:?}")
     };
@@ -292,7 +292,7 @@ async fn structured_output_is_validated_against_the_output_schema() {
     assert_eq!(ok.structured_content, Some(json!({"temp": 21})));
 
     let err = client.call_tool("liar", json!({})).await.unwrap_err();
-    let Error::StructuredOutput { tool, message } = &err else {
+    let Error::Protocol(toolwire::ProtocolError::StructuredOutput { tool, message }) = &err else {
         panic!("{err}")
     };
     assert_eq!(tool, "liar");
@@ -469,7 +469,7 @@ async fn input_required_rounds_go_through_the_handler() {
         .unwrap();
     assert!(matches!(
         client.call_tool("login", json!({})).await,
-        Err(Error::InputRequired)
+        Err(Error::Input(toolwire::InputError::NoHandler))
     ));
     client.close().await;
 }
@@ -508,7 +508,10 @@ async fn the_blocking_client_refuses_async_contexts_and_drops_safely() {
     let err =
         toolwire::blocking::Client::connect_stdio(Client::builder("e2e", "0"), server("legacy"))
             .unwrap_err();
-    assert!(matches!(err, Error::BlockingInAsync));
+    assert!(matches!(
+        err,
+        Error::Usage(toolwire::UsageError::BlockingInAsync)
+    ));
     // Made on a plain thread, dropped here inside a runtime: no panic.
     let client = std::thread::spawn(|| {
         toolwire::blocking::Client::connect_stdio(Client::builder("e2e", "0"), server("legacy"))
@@ -516,7 +519,10 @@ async fn the_blocking_client_refuses_async_contexts_and_drops_safely() {
     })
     .join()
     .unwrap();
-    assert!(matches!(client.list_tools(), Err(Error::BlockingInAsync)));
+    assert!(matches!(
+        client.list_tools(),
+        Err(Error::Usage(toolwire::UsageError::BlockingInAsync))
+    ));
     drop(client);
 }
 
@@ -547,7 +553,10 @@ async fn a_server_that_dies_on_the_probe_is_restarted_in_the_legacy_era() {
     // Without a way to start it again, the death is the caller's error.
     let transport = StdioTransport::spawn(server("strict-legacy")).unwrap();
     let client = Client::builder("e2e", "0").connect(transport).unwrap();
-    assert!(matches!(client.ready().await, Err(Error::Transport(_))));
+    assert!(matches!(
+        client.ready().await,
+        Err(Error::Connection(toolwire::ConnectionError::Transport(_)))
+    ));
 }
 
 #[tokio::test]
@@ -580,7 +589,10 @@ async fn the_builder_and_what_was_negotiated() {
         .request::<toolwire_types::methods::method::Complete>(params)
         .await
         .unwrap_err();
-    assert!(matches!(&err, Error::InvalidCall(_)), "{err}");
+    assert!(
+        matches!(&err, Error::Usage(toolwire::UsageError::InvalidCall(_))),
+        "{err}"
+    );
     assert!(
         std::error::Error::source(&err)
             .unwrap()

@@ -177,7 +177,7 @@ async fn http_failures_fail_the_call_not_the_client() {
     let client = client(&peer).await;
     let err = client.call_tool("boom", json!({})).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Undelivered(f) if f.status == Some(500)),
+        matches!(&err, Error::Connection(toolwire::ConnectionError::Undelivered(f)) if f.status == Some(500)),
         "{err}"
     );
     let echo = client
@@ -431,7 +431,13 @@ async fn skills_are_listed_without_reading_and_loaded_with_every_file_verified()
         .read_skill_file(&skills[0], "skill://pdf/secrets.env")
         .await
         .unwrap_err();
-    assert!(matches!(e, Error::SkillVerification { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::Protocol(toolwire::ProtocolError::SkillVerification { .. })
+        ),
+        "{e}"
+    );
     assert_eq!(peer.calls("resources/read").len(), before);
     client.close().await;
 }
@@ -447,7 +453,7 @@ async fn a_file_that_differs_from_its_manifest_is_never_returned() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, Error::SkillVerification { uri, reason } if uri == "skill://pdf/FORMS.md" && reason.contains("digest")),
+        matches!(&e, Error::Protocol(toolwire::ProtocolError::SkillVerification { uri, reason }) if uri == "skill://pdf/FORMS.md" && reason.contains("digest")),
         "{e}"
     );
     client.close().await;
@@ -458,7 +464,10 @@ async fn skills_of_a_server_that_did_not_declare_them_are_refused_locally() {
     let peer = HttpPeer::start(skills_server(false, false)).await;
     let client = legacy_client(&peer).await;
     let e = client.list_skills(None).await.unwrap_err();
-    assert!(matches!(e, Error::InvalidCall(_)), "{e}");
+    assert!(
+        matches!(e, Error::Usage(toolwire::UsageError::InvalidCall(_))),
+        "{e}"
+    );
     assert!(
         toolwire::ErrorChain(&e)
             .to_string()

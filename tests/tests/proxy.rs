@@ -104,7 +104,7 @@ async fn a_response_cut_mid_way_fails_the_call_once_and_the_client_goes_on() {
         .collect();
     assert_eq!(failures.len(), 1, "{a:?} {b:?}");
     assert!(
-        matches!(failures[0], Error::Undelivered(f) if f.status.is_none()),
+        matches!(failures[0], Error::Connection(toolwire::ConnectionError::Undelivered(f)) if f.status.is_none()),
         "{}",
         failures[0]
     );

@@ -150,10 +150,10 @@ async fn a_server_killed_mid_call_is_respawned_and_the_call_in_flight_may_have_r
     signal(first, "-KILL");
 
     let err = in_flight.await.unwrap().unwrap_err();
-    let Error::ConnectionLost {
+    let Error::Connection(toolwire::ConnectionError::Lost {
         may_have_run: true,
         cause: Some(cause),
-    } = &err
+    }) = &err
     else {
         panic!("expected ConnectionLost that may have run, got {err:?}")
     };
@@ -352,10 +352,10 @@ async fn attempts_run_out_then_the_next_call_starts_over() {
     assert!(
         matches!(
             err,
-            Error::ConnectionLost {
+            Error::Connection(toolwire::ConnectionError::Lost {
                 may_have_run: false,
                 ..
-            }
+            })
         ),
         "{err:?}"
     );

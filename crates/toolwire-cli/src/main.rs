@@ -69,7 +69,9 @@ fn one_line(e: &dyn std::error::Error) -> String {
 /// user's to fix; anything else (a command that cannot start) is reported as the server's.
 fn not_connected(e: Error) -> Failure {
     match &e {
-        Error::Transport(t) if matches!(**t, toolwire::TransportError::Setup(_)) => {
+        Error::Connection(toolwire::ConnectionError::Transport(t))
+            if matches!(**t, toolwire::TransportError::Setup(_)) =>
+        {
             Failure::Usage(one_line(&e))
         }
         _ => e.into(),

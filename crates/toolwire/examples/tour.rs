@@ -99,7 +99,7 @@ async fn run() -> Result<(), Error> {
                 println!("{} wants arguments: {}", first.name, e.message)
             }
             Err(Error::Timeout(after)) => println!("no answer within {after:?}"),
-            Err(Error::Undelivered(failure)) => {
+            Err(Error::Connection(toolwire::ConnectionError::Undelivered(failure))) => {
                 println!("not delivered: HTTP {:?}", failure.status)
             }
             Err(e) => return Err(e),
@@ -127,7 +127,7 @@ async fn run() -> Result<(), Error> {
     {
         Ok(page) => println!("{} resource(s)", page.resources.len()),
         // A legacy server that did not declare `resources` is never asked.
-        Err(Error::InvalidCall(e)) => println!("not asked: {e}"),
+        Err(Error::Usage(toolwire::UsageError::InvalidCall(e))) => println!("not asked: {e}"),
         Err(Error::Server(e)) if e.code == code::METHOD_NOT_FOUND => println!("no resources"),
         Err(e) => return Err(e),
     }

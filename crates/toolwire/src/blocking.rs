@@ -2,7 +2,7 @@
 //!
 //! It owns a small tokio runtime (one worker thread, so the connection keeps reading between
 //! calls) and blocks on the async [`crate::Client`]. Calling it from inside an async runtime
-//! is an error ([`Error::BlockingInAsync`]), not a panic. It is set up with the same
+//! is an error ([`UsageError::BlockingInAsync`](crate::UsageError::BlockingInAsync)), not a panic. It is set up with the same
 //! [`ClientBuilder`] as the async client:
 //!
 //! ```no_run
@@ -37,7 +37,7 @@ pub struct Client {
 
 fn not_in_async() -> Result<(), Error> {
     match tokio::runtime::Handle::try_current() {
-        Ok(_) => Err(Error::BlockingInAsync),
+        Ok(_) => Err(Error::Usage(crate::UsageError::BlockingInAsync)),
         Err(_) => Ok(()),
     }
 }
@@ -62,7 +62,11 @@ impl Client {
             .thread_name("toolwire-blocking")
             .enable_all()
             .build()
-            .map_err(|e| Error::Transport(Arc::new(crate::TransportError::Io(e))))?;
+            .map_err(|e| {
+                Error::Connection(crate::ConnectionError::Transport(Arc::new(
+                    crate::TransportError::Io(e),
+                )))
+            })?;
         let inner = runtime.block_on(async { connect() })?;
         Ok(Self {
             runtime: Some(runtime),

@@ -78,7 +78,7 @@ impl std::fmt::Debug for ClientConfig {
 /// # Ok(()) }
 /// ```
 ///
-/// Connecting needs a tokio runtime ([`Error::NoRuntime`] otherwise); the blocking client
+/// Connecting needs a tokio runtime ([`UsageError::NoRuntime`](crate::UsageError::NoRuntime) otherwise); the blocking client
 /// takes the same builder ([`crate::blocking::Client::connect_stdio`]).
 #[derive(Clone, Debug)]
 pub struct ClientBuilder {
@@ -301,7 +301,7 @@ impl ClientBuilder {
     /// over stdio; after [`Client::disconnect`] the next call starts a new one.
     pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
         let first = toolwire_transport::StdioTransport::spawn(stdio.clone())
-            .map_err(|e| Error::Transport(Arc::new(e)))?;
+            .map_err(|e| Error::Connection(crate::ConnectionError::Transport(Arc::new(e))))?;
         let connector: Connector = Arc::new(move || {
             toolwire_transport::StdioTransport::spawn(stdio.clone())
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)
@@ -357,7 +357,9 @@ impl ClientBuilder {
             let authorizer = toolwire_auth::OAuth::new(http.url(), oauth);
             http = http.authorizer(Arc::new(authorizer));
         }
-        let first = build(http.clone()).map_err(|e| Error::Transport(Arc::new(setup(e))))?;
+        let first = build(http.clone()).map_err(|e| {
+            Error::Connection(crate::ConnectionError::Transport(Arc::new(setup(e))))
+        })?;
         let connector: Connector = Arc::new(move || {
             build(http.clone())
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)

@@ -8,9 +8,12 @@ use toolwire_session::{RequestError, SessionError};
 use toolwire_transport::{RequestFailure, TransportError};
 use toolwire_types::{DecodeError, ErrorObject};
 
-/// Everything that can go wrong, with the server's JSON-RPC errors, transport failures,
-/// timeouts and the caller's own mistakes kept apart. A tool that fails is not an error: its
-/// result has `is_error()` set. Cheap to clone (causes are shared).
+/// Everything that can go wrong, grouped by whose fault it is (as rustls groups its errors):
+/// the server's answer ([`Error::Server`]), time ([`Error::Timeout`]), the connection
+/// ([`ConnectionError`]), negotiation, the protocol ([`ProtocolError`]: the server broke it or
+/// an answer failed a check), the caller's own request ([`UsageError`]), an `input_required`
+/// round ([`InputError`]), authorization, a task, a closed client. A tool that fails is not an
+/// error: its result has `is_error()` set. Cheap to clone (causes are shared).
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -20,98 +23,21 @@ pub enum Error {
     /// No answer before the deadline (local; never a server error code).
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    /// The transport failed (the server process ended, a pipe broke).
-    #[error("the transport failed")]
-    Transport(#[source] Arc<TransportError>),
-    /// This request got no answer: the server answered with an HTTP error status (and no
-    /// JSON-RPC error), the connection failed, or the response stream broke. The client goes
-    /// on; a request whose retry class allowed it was already retried. The failure carries the
-    /// HTTP status, if any, and what the transport saw as its `source`.
+    /// The connection failed or ended before the answer.
     #[error(transparent)]
-    Undelivered(RequestFailure),
+    Connection(#[from] ConnectionError),
     /// Protocol negotiation failed.
     #[error("protocol negotiation failed")]
     Negotiation(#[source] Arc<SessionError>),
-    /// The server never answered the negotiation, and the transport can say what it saw of
-    /// it: a child process that still runs, has written nothing to stdout, and what it last
-    /// wrote to stderr (a server stuck installing itself, or waiting on the network).
-    #[error("no answer to {method} in time: {peer}")]
-    Unanswered {
-        /// The negotiation request (`server/discover`, `initialize`), or `the handshake` for
-        /// a call that waited for one.
-        method: &'static str,
-        /// What the transport saw of the server.
-        peer: String,
-    },
-    /// The server's answer could not be decoded.
-    #[error("the server's answer could not be decoded")]
-    Decode(#[source] Arc<DecodeError>),
-    /// The server broke the protocol in a way the session caught (an endless or looping
-    /// `tools/list`).
-    #[error("the server broke the protocol")]
-    Protocol(#[source] Arc<RequestError>),
-    /// The call itself is invalid (a per-call tool definition that breaks the header rules, an
-    /// argument that cannot be sent as its header).
-    #[error("invalid call")]
-    InvalidCall(#[source] Arc<RequestError>),
-    /// The tool's `structuredContent` does not match its `outputSchema`, or the schema cannot
-    /// be used (it does not compile, or one value could cost more evaluations than validation
-    /// safely spends). Switch validation off with `ClientBuilder::validate_structured_output`.
-    #[error("structured output of `{tool}` is invalid: {message}")]
-    StructuredOutput {
-        /// The tool.
-        tool: String,
-        /// The validator's message, with the path into the value.
-        message: String,
-    },
-    /// Tool arguments must be a JSON object (or `null`).
-    #[error("tool arguments must be a JSON object")]
-    ArgumentsNotAnObject,
-    /// The server asked for input (`input_required`) and no handler is configured to answer
-    /// (`ClientBuilder::handler`), or a method other than `tools/call` asked for it.
-    #[error("the server asked for input (input_required) and this client has no handler for it")]
-    InputRequired,
-    /// The handler refused one of the server's input requests; the call was abandoned.
-    #[error("an input request was refused: {}", .0.message)]
-    InputRequestFailed(ErrorObject),
-    /// The server kept asking for input past the limit.
-    #[error("the server asked for input more than {0} times")]
-    TooManyInputRounds(usize),
-    /// Known tools were rejected; nothing was changed.
-    #[error("known tools rejected")]
-    KnownTools(#[source] Arc<toolwire_cache::KnownToolsError>),
-    /// The connection ended before this request's answer. If the request had been sent
-    /// (`may_have_run`), the server may have acted on it: a tool with side effects may have
-    /// run, so it is not sent again unless it is safe to repeat; if not, it never left the
-    /// client. `cause` (also the `source`) is what ended the connection, when known.
-    #[error("the connection ended before the answer ({})", if *may_have_run {
-        "the request had been sent: it may have run"
-    } else {
-        "the request was never sent"
-    })]
-    ConnectionLost {
-        /// Whether the request had reached the transport.
-        may_have_run: bool,
-        /// What ended the connection.
-        #[source]
-        cause: Option<Arc<TransportError>>,
-    },
-    /// A skill's file failed a check against its manifest (size, SHA-256 digest) or its
-    /// `SKILL.md` frontmatter differs from the listing's; the content was not returned.
-    #[error("skill file {uri} failed verification: {reason}")]
-    SkillVerification {
-        /// The file.
-        uri: String,
-        /// What did not match.
-        reason: String,
-    },
-    /// The server's acknowledgement of the `2026-07-28` listen stream left out a resource
-    /// subscription: it will send no updates of that resource (the subscription is dropped).
-    #[error("the server did not accept the subscription to {uri}")]
-    SubscriptionRefused {
-        /// The resource.
-        uri: String,
-    },
+    /// The server broke the protocol, or its answer failed a check the client makes.
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// The request cannot be made as asked (the caller's side).
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// The server asked for input (`input_required`) and it could not be given.
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// Authorization failed: OAuth discovery, registration or a grant went wrong, the
     /// server refused new credentials, or it needs a login this client may not start. The
     /// source says which, with the authorization server's `error` and `error_description`
@@ -133,6 +59,104 @@ pub enum Error {
     /// The client was closed, or its connection ended.
     #[error("the client is closed")]
     Closed,
+}
+
+/// The connection failed or ended: the transport, a request that got no answer through it,
+/// a server that never answered the handshake, or an end that came before the answer.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The transport failed (the server process ended, a pipe broke).
+    #[error("the transport failed")]
+    Transport(#[source] Arc<TransportError>),
+    /// This request got no answer: the server answered with an HTTP error status (and no
+    /// JSON-RPC error), the connection failed, or the response stream broke. The client goes
+    /// on; a request whose retry class allowed it was already retried. The failure carries the
+    /// HTTP status, if any, and what the transport saw as its `source`.
+    #[error(transparent)]
+    Undelivered(RequestFailure),
+    /// The server never answered the negotiation, and the transport can say what it saw of
+    /// it: a child process that still runs, has written nothing to stdout, and what it last
+    /// wrote to stderr (a server stuck installing itself, or waiting on the network).
+    #[error("no answer to {method} in time: {peer}")]
+    Unanswered {
+        /// The negotiation request (`server/discover`, `initialize`), or `the handshake` for
+        /// a call that waited for one.
+        method: &'static str,
+        /// What the transport saw of the server.
+        peer: String,
+    },
+    /// The connection ended before this request's answer. If the request had been sent
+    /// (`may_have_run`), the server may have acted on it: a tool with side effects may have
+    /// run, so it is not sent again unless it is safe to repeat; if not, it never left the
+    /// client. `cause` (also the `source`) is what ended the connection, when known.
+    #[error("the connection ended before the answer ({})", if *may_have_run {
+        "the request had been sent: it may have run"
+    } else {
+        "the request was never sent"
+    })]
+    Lost {
+        /// Whether the request had reached the server.
+        may_have_run: bool,
+        /// What ended the connection.
+        #[source]
+        cause: Option<Arc<TransportError>>,
+    },
+}
+
+/// The server broke the protocol, or its answer failed a check the client makes.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The server's answer could not be decoded.
+    #[error("the server's answer could not be decoded")]
+    Decode(#[source] Arc<DecodeError>),
+    /// The server broke the protocol in a way the session caught (an endless or looping
+    /// `tools/list`).
+    #[error("the server broke the protocol")]
+    Session(#[source] Arc<RequestError>),
+    /// The tool's `structuredContent` does not match its `outputSchema`, or the schema cannot
+    /// be used (it does not compile, or one value could cost more evaluations than validation
+    /// safely spends). Switch validation off with `ClientBuilder::validate_structured_output`.
+    #[error("structured output of `{tool}` is invalid: {message}")]
+    StructuredOutput {
+        /// The tool.
+        tool: String,
+        /// The validator's message, with the path into the value.
+        message: String,
+    },
+    /// A skill's file failed a check against its manifest (size, SHA-256 digest) or its
+    /// `SKILL.md` frontmatter differs from the listing's; the content was not returned.
+    #[error("skill file {uri} failed verification: {reason}")]
+    SkillVerification {
+        /// The file.
+        uri: String,
+        /// What did not match.
+        reason: String,
+    },
+    /// The server's acknowledgement of the `2026-07-28` listen stream left out a resource
+    /// subscription: it will send no updates of that resource (the subscription is dropped).
+    #[error("the server did not accept the subscription to {uri}")]
+    SubscriptionRefused {
+        /// The resource.
+        uri: String,
+    },
+}
+
+/// The request cannot be made as asked: the caller's side, nothing was sent.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum UsageError {
+    /// The call itself is invalid (a per-call tool definition that breaks the header rules, an
+    /// argument that cannot be sent as its header, a capability the server did not declare).
+    #[error("invalid call")]
+    InvalidCall(#[source] Arc<RequestError>),
+    /// Tool arguments must be a JSON object (or `null`).
+    #[error("tool arguments must be a JSON object")]
+    ArgumentsNotAnObject,
+    /// Known tools were rejected; nothing was changed.
+    #[error("known tools rejected")]
+    KnownTools(#[source] Arc<toolwire_cache::KnownToolsError>),
     /// `connect` was called outside a tokio runtime.
     #[error("Toolwire needs a tokio runtime")]
     NoRuntime,
@@ -142,24 +166,42 @@ pub enum Error {
     BlockingInAsync,
 }
 
+/// The server asked for input (`input_required`, MRTR) and the call could not go on.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// No handler is configured to answer (`ClientBuilder::handler`), or a method other than
+    /// `tools/call`, `prompts/get` or `resources/read` asked for it.
+    #[error("the server asked for input (input_required) and this client has no handler for it")]
+    NoHandler,
+    /// The handler refused one of the server's input requests; the call was abandoned.
+    #[error("an input request was refused: {}", .0.message)]
+    Refused(ErrorObject),
+    /// The server kept asking for input past the limit.
+    #[error("the server asked for input more than {0} times")]
+    TooManyRounds(usize),
+}
+
 impl From<RequestError> for Error {
     fn from(e: RequestError) -> Self {
         match e {
             RequestError::Server { error } => Self::Server(error),
             RequestError::Timeout(d) => Self::Timeout(d),
-            RequestError::Decode(e) => Self::Decode(Arc::new(e)),
+            RequestError::Decode(e) => ProtocolError::Decode(Arc::new(e)).into(),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
-            RequestError::NotAcknowledged { uri } => Self::SubscriptionRefused { uri },
+            RequestError::NotAcknowledged { uri } => {
+                ProtocolError::SubscriptionRefused { uri }.into()
+            }
             RequestError::Undelivered(failure) => match authorization(&failure) {
                 Some(e) => e,
-                None => Self::Undelivered(failure),
+                None => ConnectionError::Undelivered(failure).into(),
             },
             e @ (RequestError::InvalidTool(_)
             | RequestError::Argument(_)
             | RequestError::Encode(_)
             | RequestError::NotAdvertised(_)
-            | RequestError::ReservedMeta(_)) => Self::InvalidCall(Arc::new(e)),
-            e => Self::Protocol(Arc::new(e)),
+            | RequestError::ReservedMeta(_)) => UsageError::InvalidCall(Arc::new(e)).into(),
+            e => ProtocolError::Session(Arc::new(e)).into(),
         }
     }
 }
@@ -250,13 +292,13 @@ mod tests {
     #[test]
     fn every_level_of_an_undelivered_call_appears_once() {
         let io = std::io::Error::other("connection refused");
-        let e = Error::Undelivered(RequestFailure {
+        let e = Error::from(ConnectionError::Undelivered(RequestFailure {
             id: toolwire_types::RequestId::Number(3),
             status: None,
             body: Default::default(),
             cause: Arc::new(toolwire_http::HttpError::Connect(Box::new(io))),
             session_gone: false,
-        });
+        }));
         assert_eq!(
             ErrorChain(&e).to_string(),
             "request 3 got no answer: the request could not be sent: connection refused"

@@ -79,7 +79,7 @@ mod test_peer;
 
 pub use client::{Called, Client, TOOLS_STALE_META, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
-pub use error::{Error, ErrorChain};
+pub use error::{ConnectionError, Error, ErrorChain, InputError, ProtocolError, UsageError};
 pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};
 pub use skills::LoadedSkill;

@@ -193,15 +193,17 @@ impl OutputValidators {
         match &*self.compiled(schema) {
             Compiled::Usable(validator) => match validator.validate(structured) {
                 Ok(()) => Ok(()),
-                Err(e) => Err(Error::StructuredOutput {
+                Err(e) => Err(Error::Protocol(crate::ProtocolError::StructuredOutput {
                     tool: tool.to_owned(),
                     message: format!("{e} (at {})", e.instance_path()),
-                }),
+                })),
             },
-            Compiled::Unusable(why) => Err(Error::StructuredOutput {
-                tool: tool.to_owned(),
-                message: format!("the tool's outputSchema cannot be used: {why}"),
-            }),
+            Compiled::Unusable(why) => {
+                Err(Error::Protocol(crate::ProtocolError::StructuredOutput {
+                    tool: tool.to_owned(),
+                    message: format!("the tool's outputSchema cannot be used: {why}"),
+                }))
+            }
         }
     }
 }
@@ -247,7 +249,7 @@ mod tests {
         // Refused without running: at k = 20 a run would take minutes.
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         match err {
-            Error::StructuredOutput { tool, message } => {
+            Error::Protocol(crate::ProtocolError::StructuredOutput { tool, message }) => {
                 assert_eq!(tool, "t");
                 assert!(message.contains("too complex"), "{message}");
             }

@@ -11,7 +11,7 @@ use crate::Error;
 ///
 /// On a new connection the era is negotiated again, the tools are listed again if they were
 /// listed before (known tools stay throughout) and the `2026-07-28` listen stream reopens.
-/// Calls in flight when it died fail with [`Error::ConnectionLost`] saying whether they may
+/// Calls in flight when it died fail with [`ConnectionError::Lost`](crate::ConnectionError::Lost) saying whether they may
 /// have run, except those safe to repeat (see [`crate::CallOptions::retry_safe`]) and tool
 /// listings, which are sent again on the new connection; calls made meanwhile wait for it up
 /// to their deadline.

@@ -28,7 +28,7 @@ pub struct LoadedSkill {
 }
 
 impl Client {
-    /// One page of `skills/list`. Refused locally (`Error::InvalidCall`, not advertised) when
+    /// One page of `skills/list`. Refused locally (`UsageError::InvalidCall`, not advertised) when
     /// the server did not declare the skills extension.
     pub async fn list_skills(&self, cursor: Option<String>) -> Result<ListSkillsResult, Error> {
         self.request::<method::ListSkills>(crate::client::list_params(cursor))
@@ -46,7 +46,7 @@ impl Client {
     }
 
     /// One page of `resources/directory/read`: the direct children of directory `uri` (a
-    /// subdirectory has the MIME type `inode/directory`). Refused locally (`Error::InvalidCall`,
+    /// subdirectory has the MIME type `inode/directory`). Refused locally (`UsageError::InvalidCall`,
     /// not advertised) unless the server declared the skills extension with `directoryRead`.
     pub async fn read_directory_page(
         &self,
@@ -86,9 +86,11 @@ impl Client {
     /// its frontmatter against the listing's. Nothing is read before this is called.
     pub async fn load_skill(&self, skill: &Skill) -> Result<LoadedSkill, Error> {
         let bytes = self.read_skill_file(skill, &skill.uri).await?;
-        let failed = |reason: String| Error::SkillVerification {
-            uri: skill.uri.clone(),
-            reason,
+        let failed = |reason: String| {
+            Error::Protocol(crate::ProtocolError::SkillVerification {
+                uri: skill.uri.clone(),
+                reason,
+            })
         };
         let text = String::from_utf8(bytes).map_err(|_| failed("SKILL.md is not UTF-8".into()))?;
         let found = frontmatter(&text).map_err(failed)?;
@@ -106,9 +108,11 @@ impl Client {
     /// Reads one file of `skill`'s manifest and checks its size and digest; a file the
     /// manifest does not list is refused before anything is read.
     pub async fn read_skill_file(&self, skill: &Skill, uri: &str) -> Result<Vec<u8>, Error> {
-        let failed = |reason: String| Error::SkillVerification {
-            uri: uri.to_owned(),
-            reason,
+        let failed = |reason: String| {
+            Error::Protocol(crate::ProtocolError::SkillVerification {
+                uri: uri.to_owned(),
+                reason,
+            })
         };
         let entry = skill
             .file(uri)

@@ -209,10 +209,12 @@ impl TaskHandle {
                         result,
                     ))
                     .map_err(|source| {
-                        Error::Decode(Arc::new(toolwire_types::DecodeError::InvalidResult {
-                            method: "tasks/get".to_owned(),
-                            source,
-                        }))
+                        Error::Protocol(crate::ProtocolError::Decode(Arc::new(
+                            toolwire_types::DecodeError::InvalidResult {
+                                method: "tasks/get".to_owned(),
+                                source,
+                            },
+                        )))
                     })?;
                     self.client
                         .validate(&self.tool, self.output_schema.as_ref(), &result)?;

@@ -122,7 +122,7 @@ impl Client {
         let arguments = match arguments {
             Value::Object(map) => Some(Arc::new(map)),
             Value::Null => None,
-            _ => return Err(Error::ArgumentsNotAnObject),
+            _ => return Err(Error::Usage(crate::UsageError::ArgumentsNotAnObject)),
         };
         // Which tool definition the result is checked against: the per-call one (its schema
         // copied, as the options move into the call), else the cached one as it is when the
@@ -140,7 +140,7 @@ impl Client {
         // MRTR: each `input_required` answer is met by the handler and the call is retried
         // (new id, the answers, the exact requestState), a bounded number of times. The
         // arguments are shared with every round, never copied. Without a handler an
-        // `input_required` answer ends the call (`Error::InputRequired`), so there is no next
+        // `input_required` answer ends the call (`InputError::NoHandler`), so there is no next
         // round to keep the options for: they move into the call.
         let another_round_possible = self.inner.config.handler.is_some();
         let mut rounds = 0;
@@ -238,15 +238,17 @@ impl Client {
         let raw = raw?;
         if self.inner.config.tasks && crate::tasks::is_task(&raw) {
             let task = serde_json::from_str(raw.get()).map_err(|source| {
-                Error::Decode(Arc::new(toolwire_types::DecodeError::InvalidResult {
-                    method: "tools/call".to_owned(),
-                    source,
-                }))
+                Error::Protocol(crate::ProtocolError::Decode(Arc::new(
+                    toolwire_types::DecodeError::InvalidResult {
+                        method: "tools/call".to_owned(),
+                        source,
+                    },
+                )))
             })?;
             return Ok(Round::Task(Box::new(task)));
         }
         CallTool::decode_result(&raw)
             .map(Round::Outcome)
-            .map_err(|e| Error::Decode(Arc::new(e)))
+            .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
     }
 }

@@ -103,7 +103,8 @@ impl Client {
         connection: Option<Arc<dyn Transport>>,
         connector: Option<Connector>,
     ) -> Result<Self, Error> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| Error::NoRuntime)?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::Usage(crate::UsageError::NoRuntime))?;
         let mut config = config;
         // The session refuses what no handler could answer, and past the cap what it could.
         config.session.max_server_requests = if config.handler.is_some() {
@@ -194,7 +195,9 @@ impl Client {
                 arguments.as_object(),
             )
             .map_err(|e| {
-                Error::InvalidCall(Arc::new(toolwire_session::RequestError::Argument(e)))
+                Error::Usage(crate::UsageError::InvalidCall(Arc::new(
+                    toolwire_session::RequestError::Argument(e),
+                )))
             })?;
             headers.extend(sep2243);
         }
@@ -280,7 +283,8 @@ impl Client {
             || (ended && self.inner.config.reconnect.is_some())
         {
             let connector = self.inner.connector.as_ref().ok_or(Error::Closed)?;
-            let transport = connector().map_err(|e| Error::Transport(Arc::new(e)))?;
+            let transport = connector()
+                .map_err(|e| Error::Connection(crate::ConnectionError::Transport(Arc::new(e))))?;
             *connection = self.inner.start(transport);
         }
         match &*connection {
@@ -302,7 +306,9 @@ impl Client {
             match state {
                 Negotiation::Ready(n) => return Ok(n),
                 Negotiation::Failed(e) => return Err(e),
-                Negotiation::Closed { error: Some(e), .. } => return Err(Error::Transport(e)),
+                Negotiation::Closed { error: Some(e), .. } => {
+                    return Err(Error::Connection(crate::ConnectionError::Transport(e)));
+                }
                 Negotiation::Closed { error: None, .. } => return Err(Error::Closed),
                 Negotiation::NotStarted | Negotiation::Pending | Negotiation::Reconnecting => {}
             }
@@ -321,7 +327,11 @@ impl Client {
                 commands.send(Command::Start).map_err(|_| Error::Closed)?;
             }
             // Ended for good: say why, not only that.
-            Negotiation::Closed { error: Some(e) } => return Err(Error::Transport(e.clone())),
+            Negotiation::Closed { error: Some(e) } => {
+                return Err(Error::Connection(crate::ConnectionError::Transport(
+                    e.clone(),
+                )));
+            }
             _ => {}
         }
         Ok((commands, rx))
@@ -383,20 +393,24 @@ impl Client {
     ) -> Result<(JsonObject, Option<String>), Error> {
         *rounds += 1;
         if *rounds > MAX_INPUT_ROUNDS {
-            return Err(Error::TooManyInputRounds(MAX_INPUT_ROUNDS));
+            return Err(Error::Input(crate::InputError::TooManyRounds(
+                MAX_INPUT_ROUNDS,
+            )));
         }
         let handler = self
             .inner
             .config
             .handler
             .as_ref()
-            .ok_or(Error::InputRequired)?;
+            .ok_or(Error::Input(crate::InputError::NoHandler))?;
         let required = *required;
         let mut responses = JsonObject::new();
         for (key, request) in required.input_requests.into_iter().flatten() {
             let decoded = ServerRequest::decode_value(&request.method, request.params)
-                .map_err(|e| Error::Decode(Arc::new(e)))?;
-            let answer = handler(decoded).await.map_err(Error::InputRequestFailed)?;
+                .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))?;
+            let answer = handler(decoded)
+                .await
+                .map_err(|e| Error::Input(crate::InputError::Refused(e)))?;
             responses.insert(key, answer);
         }
         Ok((responses, required.request_state))
@@ -414,7 +428,7 @@ impl Client {
             .inner
             .cache
             .add_known_tools(tools)
-            .map_err(|e| Error::KnownTools(Arc::new(e)))?;
+            .map_err(|e| Error::Usage(crate::UsageError::KnownTools(Arc::new(e))))?;
         announce(&self.inner.changes, &commit);
         Ok(commit)
     }
@@ -435,7 +449,7 @@ impl Client {
             .inner
             .cache
             .remove_known_tools(names)
-            .map_err(|e| Error::KnownTools(Arc::new(e)))?;
+            .map_err(|e| Error::Usage(crate::UsageError::KnownTools(Arc::new(e))))?;
         announce(&self.inner.changes, &commit);
         Ok(commit)
     }
@@ -480,10 +494,10 @@ impl Client {
 /// A command could not reach the driver: the connection ended just before. Why, if it says.
 fn unsent(negotiation: &watch::Receiver<Negotiation>) -> Error {
     match &*negotiation.borrow() {
-        Negotiation::Closed { error: Some(e) } => Error::ConnectionLost {
+        Negotiation::Closed { error: Some(e) } => Error::Connection(crate::ConnectionError::Lost {
             may_have_run: false,
             cause: Some(e.clone()),
-        },
+        }),
         Negotiation::Failed(e) => e.clone(),
         _ => Error::Closed,
     }

@@ -15,7 +15,7 @@ impl Client {
     {
         match self.request_once::<M>(params).await? {
             Outcome::Complete(result) => Ok(result),
-            Outcome::InputRequired(_) => Err(Error::InputRequired),
+            Outcome::InputRequired(_) => Err(Error::Input(crate::InputError::NoHandler)),
         }
     }
 
@@ -54,7 +54,7 @@ impl Client {
     {
         match self.request_in::<M>(params, mode).await? {
             Outcome::Complete(result) => Ok(result),
-            Outcome::InputRequired(_) => Err(Error::InputRequired),
+            Outcome::InputRequired(_) => Err(Error::Input(crate::InputError::NoHandler)),
         }
     }
 
@@ -86,7 +86,8 @@ impl Client {
             .send(Command::Request { issue, reply })
             .map_err(|_| unsent(&rx))?;
         let raw = answer.await.map_err(|_| Error::Closed)??;
-        M::decode_result(&raw).map_err(|e| Error::Decode(Arc::new(e)))
+        M::decode_result(&raw)
+            .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
     }
 
     /// `ping` (legacy era; a modern server has none and answers `-32601`).
@@ -148,11 +149,11 @@ impl Client {
 
     /// Subscribes to updates of resource `uri`: each change arrives on
     /// [`Client::notifications`] as `notifications/resources/updated` naming it. Legacy:
-    /// `resources/subscribe` (refused here, [`Error::InvalidCall`], when the server did not
+    /// `resources/subscribe` (refused here, [`UsageError::InvalidCall`](crate::UsageError::InvalidCall), when the server did not
     /// declare `resources.subscribe`). `2026-07-28`: the `subscriptions/listen` stream is
     /// replaced by one that names `uri` too (the old one is closed only once the new one is
     /// acknowledged, so nothing is missed); the call returns when the server acknowledges it,
-    /// with [`Error::SubscriptionRefused`] if the acknowledgement leaves `uri` out. The
+    /// with [`ProtocolError::SubscriptionRefused`](crate::ProtocolError::SubscriptionRefused) if the acknowledgement leaves `uri` out. The
     /// subscription outlives reconnects: the client makes it again on every new connection.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), Error> {
         self.change_subscription(uri.to_owned(), true).await

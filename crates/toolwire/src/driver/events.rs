@@ -60,7 +60,7 @@ impl Driver {
                     // child still running, silent on stdout, its last stderr lines).
                     let error = match (&e, self.transport.peer_state()) {
                         (SessionError::Timeout { method }, Some(peer)) => {
-                            Error::Unanswered { method, peer }
+                            Error::Connection(crate::ConnectionError::Unanswered { method, peer })
                         }
                         _ => Error::negotiation(Arc::new(e)),
                     };

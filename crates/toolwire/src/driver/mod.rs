@@ -9,7 +9,7 @@
 //! When the transport dies, the driver either ends (no connector, or no
 //! [`ReconnectPolicy`]) or builds a new session over a new transport from the connector,
 //! after the policy's backoff: calls in flight are sent again when they are safe to repeat and
-//! fail with [`Error::ConnectionLost`] otherwise, queued ones wait (each up to its deadline),
+//! fail with [`ConnectionError::Lost`](crate::ConnectionError::Lost) otherwise, queued ones wait (each up to its deadline),
 //! and the tools are listed again. A death during the `server/discover` probe restarts at once
 //! in the legacy era, policy or not. A legacy session the server no longer knows
 //! ([`Event::SessionGone`]) is followed by a new session over the same transport, on the same
@@ -175,10 +175,10 @@ impl Driver {
 
     /// Why the connection ended, for whoever still waits.
     fn lost(&self, may_have_run: bool) -> Error {
-        Error::ConnectionLost {
+        Error::Connection(crate::ConnectionError::Lost {
             may_have_run,
             cause: self.last_transport_error.clone(),
-        }
+        })
     }
 
     /// Fails everything waiting.

@@ -46,10 +46,10 @@ impl Driver {
         for queued in expired {
             let waited = self.patience(Self::options_of(&queued.command));
             let error = match &peer {
-                Some(peer) => Error::Unanswered {
+                Some(peer) => Error::Connection(crate::ConnectionError::Unanswered {
                     method: "the handshake",
                     peer: peer.clone(),
-                },
+                }),
                 None => Error::Timeout(waited),
             };
             fail_command(queued.command, error);
