@@ -12,6 +12,7 @@ mod interrupt;
 mod legacy_peer;
 mod listen;
 mod negotiation;
+mod pending;
 mod refresh;
 mod responses;
 mod server_requests;
@@ -44,6 +45,7 @@ pub use interrupt::Interrupted;
 use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
 use self::negotiation::Phase;
+use self::pending::{Pending, PendingTable};
 use self::refresh::Refresh;
 use self::responses::ResponseCache;
 use self::settle::SettleBarrier;
@@ -96,35 +98,6 @@ enum PendingKind {
     KeepAlive,
 }
 
-struct Pending {
-    kind: PendingKind,
-    deadline: Instant,
-    timeout: Duration,
-    /// Progress may push `deadline` forward, never past this.
-    hard_deadline: Instant,
-    /// The progress token the request carries, if it asked for progress.
-    progress_token: Option<RequestId>,
-    /// Whether sending it again can do no harm (its [`RetryClass`]).
-    retry_safe: bool,
-}
-
-impl Pending {
-    /// The caller's operation this request belongs to.
-    fn op(&self) -> Option<OpId> {
-        match &self.kind {
-            PendingKind::Request { op }
-            | PendingKind::Cached { op, .. }
-            | PendingKind::ToolCall { op, .. }
-            | PendingKind::ListPage { op, .. } => Some(*op),
-            PendingKind::Subscription { op, .. } | PendingKind::LogLevel { op } => *op,
-            PendingKind::Probe
-            | PendingKind::Initialize
-            | PendingKind::Listen
-            | PendingKind::KeepAlive => None,
-        }
-    }
-}
-
 /// A request on its way into the pending table: what goes with its bytes.
 struct Sent {
     method: &'static str,
@@ -167,9 +140,8 @@ pub struct Session {
     phase: Phase,
     next_id: i64,
     next_op: u64,
-    pending: FastMap<RequestId, Pending>,
-    /// Progress token → the request it belongs to.
-    progress: FastMap<RequestId, RequestId>,
+    /// The requests in flight.
+    pending: PendingTable,
     transmits: VecDeque<Outbound>,
     events: VecDeque<Event>,
     /// Refreshes started, and finished; whether the last one succeeded.
@@ -228,8 +200,7 @@ impl Session {
             phase: Phase::Created,
             next_id: 0,
             next_op: 0,
-            pending: FastMap::default(),
-            progress: FastMap::default(),
+            pending: PendingTable::default(),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             refresh: Refresh::default(),
@@ -298,9 +269,10 @@ impl Session {
 
     /// When [`Session::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let requests = self.pending.values().map(|p| p.deadline);
+        let requests = self.pending.next_deadline();
         let held = self.barrier.next_deadline();
         requests
+            .into_iter()
             .chain(held)
             .chain(self.listen.reopen_at)
             .chain(self.listen.next_deadline())
@@ -310,10 +282,7 @@ impl Session {
 
     /// The id of the request in flight for `op`, if one is.
     pub fn request_of(&self, op: OpId) -> Option<RequestId> {
-        self.pending
-            .iter()
-            .find(|(_, p)| p.op() == Some(op))
-            .map(|(id, _)| id.clone())
+        self.pending.request_of(op)
     }
 
     /// Moves every request's deadline `by` later: time the transport spent on something the
@@ -321,27 +290,15 @@ impl Session {
     /// `401`, does not count against them (a login that takes minutes still ends in the
     /// era the probe would have found, and the calls waiting on it still run).
     pub fn postpone(&mut self, by: Duration) {
-        for pending in self.pending.values_mut() {
-            pending.deadline = crate::later(pending.deadline, by);
-            pending.hard_deadline = crate::later(pending.hard_deadline, by);
-        }
+        self.pending.postpone(by);
     }
 
     /// Expires every request whose deadline is at or before `now`, releases results the
     /// settle barrier held that long, reopens a dropped listen stream when its backoff is
     /// over, and sends the keep-alive `ping` when it is due.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let expired: Vec<RequestId> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in expired {
-            if let Some(p) = self.pending.remove(&id) {
-                self.forget(&p);
-                self.expire(&id, p, now);
-            }
+        for (id, p) in self.pending.expired(now) {
+            self.expire(&id, p, now);
         }
         let late = self.barrier.expired(now);
         for h in late {
@@ -483,9 +440,6 @@ impl Session {
         }
         self.upkeep.traffic(now);
         let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));
-        if let Some(token) = &progress_token {
-            self.progress.insert(token.clone(), id.clone());
-        }
         let step = if matches!(kind, PendingKind::Initialize) {
             SessionStep::Opens
         } else {
@@ -630,13 +584,6 @@ impl Session {
         Ok(op)
     }
 
-    /// Forgets a finished request's progress token.
-    fn forget(&mut self, pending: &Pending) {
-        if let Some(token) = &pending.progress_token {
-            self.progress.remove(token);
-        }
-    }
-
     /// Cancels an operation. Its pending request is forgotten (a late answer is dropped) and
     /// it completes with [`RequestError::Cancelled`]. Where the era and transport call for
     /// it (legacy, or modern over stdio) a `notifications/cancelled` is sent; over modern
@@ -651,13 +598,8 @@ impl Session {
             });
             return None;
         }
-        let id = self
-            .pending
-            .iter()
-            .find(|(_, p)| p.op() == Some(op))
-            .map(|(id, _)| id.clone())?;
+        let id = self.pending.request_of(op)?;
         let pending = self.pending.remove(&id)?;
-        self.forget(&pending);
         let event = match pending.kind {
             PendingKind::ListPage { .. } => Event::ToolsListed {
                 op,

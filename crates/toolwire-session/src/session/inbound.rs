@@ -64,7 +64,7 @@ impl Session {
     /// invalid UTF-8 inside, say), that request fails now with the decode error as its cause
     /// rather than waiting out its deadline; otherwise they are reported as they are.
     fn malformed(&mut self, bytes: &[u8], error: toolwire_types::DecodeError, now: Instant) {
-        match Message::answered_id(bytes).filter(|id| self.pending.contains_key(id)) {
+        match Message::answered_id(bytes).filter(|id| self.pending.contains(id)) {
             Some(id) => {
                 tracing::warn!(%id, %error, "an answer that cannot be decoded: its request fails");
                 self.handle_undelivered(
@@ -97,7 +97,7 @@ impl Session {
     /// hands back.
     pub fn handle_undelivered(&mut self, failure: RequestFailure, now: Instant) {
         let id = &failure.id;
-        if failure.session_gone && self.pending.contains_key(id) {
+        if failure.session_gone && self.pending.contains(id) {
             tracing::debug!(%id, "the server no longer knows the session");
             self.gone.push(id.clone());
             if self.gone.len() == 1 {
@@ -109,7 +109,6 @@ impl Session {
             tracing::debug!(%id, "transport failure for no pending request; ignored");
             return;
         };
-        self.forget(&pending);
         if self.unconfirmed && matches!(failure.status, Some(400 | 404 | 405)) {
             if matches!(pending.kind, PendingKind::Initialize) {
                 // `initialize` at a prior legacy version, refused as a modern server would.
@@ -216,10 +215,7 @@ impl Session {
                     return;
                 };
                 match self.pending.remove(&id) {
-                    Some(pending) => {
-                        self.forget(&pending);
-                        self.complete(id, pending, response.payload, now);
-                    }
+                    Some(pending) => self.complete(id, pending, response.payload, now),
                     None => {
                         tracing::debug!(%id, "response to no pending request (late or unknown); dropped")
                     }
@@ -263,17 +259,9 @@ impl Session {
             Ok(p) => p,
             Err(e) => return self.events.push_back(Event::Malformed(e)),
         };
-        let pending = self
-            .progress
-            .get(&params.progress_token)
-            .and_then(|id| self.pending.get_mut(id));
-        match pending {
-            Some(pending) => {
-                pending.deadline = crate::later(now, pending.timeout).min(pending.hard_deadline);
-                if let Some(op) = pending.op() {
-                    self.events.push_back(Event::Progress { op, params });
-                }
-            }
+        match self.pending.progressed(&params.progress_token, now) {
+            Some(Some(op)) => self.events.push_back(Event::Progress { op, params }),
+            Some(None) => {}
             None => self.events.push_back(Event::Notification(notification)),
         }
     }

@@ -101,13 +101,8 @@ impl Session {
                 deadline: crate::later(now, timeout),
             });
         }
-        let mut pending: Vec<_> = self.pending.drain().collect();
-        // In the order they were sent: ids grow.
-        pending.sort_by_key(|(id, _)| match id {
-            RequestId::Number(n) => *n,
-            RequestId::String(_) => i64::MAX,
-        });
-        self.progress.clear();
+        // In the order they were sent.
+        let pending = self.pending.drain();
         self.serving.clear();
         let gone = std::mem::take(&mut self.gone);
         for (id, p) in pending {
