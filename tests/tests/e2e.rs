@@ -16,7 +16,8 @@ use toolwire_cache::ToolCache;
 use toolwire_session::{
     CallOptions, Event, OpId, ProtocolMode, RequestError, Session, SessionConfig,
 };
-use toolwire_transport::{StderrMode, StdioConfig, StdioTransport, Transport};
+use toolwire_stdio::{StderrMode, StdioConfig, StdioTransport};
+use toolwire_transport::Transport;
 use toolwire_types::methods::method::CallTool;
 use toolwire_types::{Implementation, Outcome, ProtocolVersion, RequestMethod};
 

@@ -429,7 +429,7 @@ BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
 }
 "#;
 
-/// `toolwire-transport`'s tests for `target`, run under Wine (`wine64` from Debian, its
+/// `toolwire-stdio`'s tests for `target`, run under Wine (`wine64` from Debian, its
 /// prefix under `target/`), with [`PROCESS_PRNG`] beside the test programs.
 fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
     let wine = interop::debian_package("/usr/lib/wine/wine64", "wine64")?;
@@ -462,7 +462,7 @@ fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
         &[
             "test",
             "-p",
-            "toolwire-transport",
+            "toolwire-stdio",
             "--locked",
             // Doctests run from a folder of their own, without the stand-in DLL.
             "--lib",

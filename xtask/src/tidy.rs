@@ -39,6 +39,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
         ],
     ),
     ("toolwire-transport", &["toolwire-types", "toolwire-wire"]),
+    ("toolwire-stdio", &["toolwire-transport", "toolwire-types"]),
     ("toolwire-http", &["toolwire-transport", "toolwire-types"]),
     // Its tests drive the HTTP transport directly (a dev-dependency on the transport trait).
     ("toolwire-auth", &["toolwire-http", "toolwire-transport"]),
@@ -50,6 +51,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-cache",
             "toolwire-session",
             "toolwire-transport",
+            "toolwire-stdio",
             "toolwire-http",
             "toolwire-auth",
         ],
@@ -80,6 +82,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-cache",
             "toolwire-session",
             "toolwire-transport",
+            "toolwire-stdio",
             "toolwire-http",
             "toolwire-auth",
             "toolwire",
@@ -133,7 +136,12 @@ pub(crate) const NO_HEADER_CONVERSION: &[&str] = &["toolwire-session", "toolwire
 
 /// Crates that move messages without knowing what they mean: no MCP method name appears in
 /// their code (rule 7).
-pub(crate) const METHOD_BLIND: &[&str] = &["toolwire-http", "toolwire-transport", "toolwire-wire"];
+pub(crate) const METHOD_BLIND: &[&str] = &[
+    "toolwire-http",
+    "toolwire-stdio",
+    "toolwire-transport",
+    "toolwire-wire",
+];
 
 /// Crates that carry MCP messages and read them only through `toolwire-types` (rule 8).
 pub(crate) const NO_MCP_SHAPES: &[&str] = &[
@@ -141,6 +149,7 @@ pub(crate) const NO_MCP_SHAPES: &[&str] = &[
     "toolwire-session",
     "toolwire-http",
     "toolwire-transport",
+    "toolwire-stdio",
     "toolwire-wire",
     "toolwire-headers",
     "toolwire-cache",

@@ -1,5 +1,6 @@
 //! How the Toolwire MCP client moves bytes: the [`Transport`] trait that every transport
-//! implements (yours too), and the stdio child-process transport ([`StdioTransport`]).
+//! implements (yours too), the errors a transport reports ([`TransportError`]), and the
+//! read-ahead budget ([`ReadAhead`]) they share.
 //!
 //! A transport carries whole JSON-RPC messages as bytes. It does not decode them, does not
 //! read the tool cache and makes no protocol decisions: the session above it serialises each
@@ -8,7 +9,8 @@
 //! headers. Both types, and [`RequestFailure`], are `toolwire-wire`'s, re-exported here: the
 //! session emits and takes exactly what a transport sends and reports.
 //!
-//! The Streamable HTTP transport lives in `toolwire-http`.
+//! The transports themselves live in crates of their own: stdio in `toolwire-stdio`,
+//! Streamable HTTP in `toolwire-http`.
 //!
 //! # Writing a transport
 //!
@@ -41,26 +43,18 @@
 //! ```
 //!
 //! # Dependencies
-//! - `tokio` (process, io-util, sync, time): the stdio transport's child process and pipes.
+//! - `tokio` (sync only: a semaphore for [`ReadAhead`]); no runtime, no I/O.
 //! - `toolwire-wire`: the message types shared with the session.
 //! - `bytes`: message bodies are serialised once and shared, never copied.
-//! - `nix` (signal): SIGTERM for graceful shutdown without `unsafe` (tokio only offers SIGKILL).
-//! - `tracing`: the child's stderr, by default.
 
 use std::future::Future;
 use std::pin::Pin;
 
 mod error;
-mod group;
 mod read_ahead;
-mod stdio;
 
 pub use error::{ExitDescription, TransportError};
 pub use read_ahead::ReadAhead;
-pub use stdio::{
-    DEFAULT_INHERITED_ENV, NETWORK_INHERITED_ENV, StderrMode, StdioConfig, StdioTransport,
-    UNIX_INHERITED_ENV, WINDOWS_INHERITED_ENV,
-};
 pub use toolwire_wire::{
     Backoff, Delays, Inbound, MessageKind, Outbound, RequestFailure, RequestId, RetryClass,
     SessionStep,

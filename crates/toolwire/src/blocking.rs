@@ -20,7 +20,7 @@ use serde_json::Value;
 use toolwire_cache::{Commit, ListOutcome, ToolSnapshot};
 use toolwire_http::HttpTransportBuilder;
 use toolwire_session::Negotiated;
-use toolwire_transport::StdioConfig;
+use toolwire_stdio::StdioConfig;
 use toolwire_types::{CallToolResult, Tool};
 
 use std::sync::Arc;

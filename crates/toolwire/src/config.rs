@@ -7,7 +7,8 @@ use serde_json::Value;
 use toolwire_cache::CacheConfig;
 use toolwire_http::HttpTransportBuilder;
 use toolwire_session::{Negotiated, ProtocolMode, SessionConfig, SettleMode};
-use toolwire_transport::{BoxFuture, StdioConfig, Transport, TransportError};
+use toolwire_stdio::StdioConfig;
+use toolwire_transport::{BoxFuture, Transport, TransportError};
 use toolwire_types::{ClientCapabilities, ErrorObject, Implementation, ServerRequest};
 
 use crate::reconnect::ReconnectPolicy;
@@ -300,10 +301,10 @@ impl ClientBuilder {
     /// Starts the server as a child process now (so a bad command fails here) and connects
     /// over stdio; after [`Client::disconnect`] the next call starts a new one.
     pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
-        let first = toolwire_transport::StdioTransport::spawn(stdio.clone())
+        let first = toolwire_stdio::StdioTransport::spawn(stdio.clone())
             .map_err(|e| Error::Connection(crate::ConnectionError::Transport(Arc::new(e))))?;
         let connector: Connector = Arc::new(move || {
-            toolwire_transport::StdioTransport::spawn(stdio.clone())
+            toolwire_stdio::StdioTransport::spawn(stdio.clone())
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)
         });
         Client::new(self.config, Some(Arc::new(first)), Some(connector))

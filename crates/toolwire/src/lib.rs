@@ -24,8 +24,8 @@
 //!
 //! The layers below are separate crates: `toolwire-types` (messages), `toolwire-headers`
 //! (SEP-2243), `toolwire-cache`, `toolwire-session` (the sans-IO protocol),
-//! `toolwire-transport` (the [`Transport`] trait and stdio), `toolwire-http` (Streamable HTTP,
-//! [`HttpTransport`]). This crate drives the session over
+//! `toolwire-transport` (the [`Transport`] trait), `toolwire-stdio` ([`StdioTransport`]),
+//! `toolwire-http` (Streamable HTTP, [`HttpTransport`]). This crate drives the session over
 //! a transport on tokio and re-exports what a user needs, by name.
 //!
 //! Over HTTP: `Client::builder(..).connect_http(HttpTransport::builder("http://127.0.0.1:8080/mcp"))`.
@@ -100,9 +100,9 @@ pub use toolwire_http::{
 pub use toolwire_session::{
     CacheMode, CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,
 };
+pub use toolwire_stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use toolwire_transport::{
-    BoxFuture, Inbound, Outbound, RequestFailure, RetryClass, StderrMode, StdioConfig,
-    StdioTransport, Transport, TransportError,
+    BoxFuture, Inbound, Outbound, RequestFailure, RetryClass, Transport, TransportError,
 };
 pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,

@@ -8,7 +8,7 @@
     reason = "test helpers fail the test by panicking"
 )]
 
-use toolwire_transport::*;
+use toolwire_stdio::*;
 
 #[cfg(windows)]
 mod common;
@@ -38,6 +38,7 @@ mod windows {
     use std::path::PathBuf;
     use std::time::Duration;
 
+    use toolwire_stdio::*;
     use toolwire_transport::*;
 
     use super::common::recv_text;

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use toolwire_transport::{StdioTransport, Transport};
+use toolwire_stdio::StdioTransport;
+use toolwire_transport::Transport;
 
 /// The next message's text, within 20 s.
 pub(crate) async fn recv_text(t: &StdioTransport) -> String {

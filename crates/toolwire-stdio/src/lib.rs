@@ -1,6 +1,18 @@
-//! The stdio transport: the server is a child process; messages are lines of compact JSON on
-//! its stdin and stdout. How it is started is `config.rs`; how its output is read,
-//! `read.rs`; here, the transport and the child's end.
+//! The stdio transport of the Toolwire MCP client ([`StdioTransport`]): the server is a child
+//! process; messages are lines of compact JSON on its stdin and stdout. How it is started is
+//! `config.rs` ([`StdioConfig`], the environment allow-lists); how its output is read,
+//! `read.rs`; the platform's process groups and trees, `group.rs`; here, the transport and
+//! the child's end.
+//!
+//! # Dependencies
+//! - `toolwire-transport`: the [`Transport`] trait it implements, its errors and read-ahead
+//!   budget.
+//! - `tokio` (process, io-util, sync, time): the child process and its pipes.
+//! - `bytes`: message bodies are serialised once and shared, never copied.
+//! - `nix` (signal, Unix): SIGTERM for graceful shutdown without `unsafe` (tokio only offers
+//!   SIGKILL).
+//! - `rustix` (Linux): `FIONREAD` on the stdin pipe: the bytes a dead child never read.
+//! - `tracing`: the child's stderr, by default.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -17,11 +29,14 @@ use tokio::sync::{Mutex, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
+use toolwire_transport::{
+    BoxFuture, Inbound, Outbound, ReadAhead, RequestFailure, RequestId, Transport, TransportError,
+};
+
 use crate::group::{Ending, Group};
-use crate::read_ahead::ReadAhead;
-use crate::{BoxFuture, Inbound, Outbound, RequestFailure, RequestId, Transport, TransportError};
 
 mod config;
+mod group;
 mod read;
 
 pub use config::*;
@@ -482,7 +497,7 @@ impl Transport for StdioTransport {
             let pipe = pipe.as_mut().ok_or(TransportError::Closed)?;
             let len = message.body.len() as u64 + 1;
             let id = match &message.kind {
-                crate::MessageKind::Request { id, .. } => Some(id.clone()),
+                toolwire_transport::MessageKind::Request { id, .. } => Some(id.clone()),
                 _ => None,
             };
             // The message and its newline go out in one `writev`: written apart, a server

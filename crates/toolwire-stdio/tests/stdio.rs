@@ -12,6 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use toolwire_stdio::*;
 use toolwire_transport::*;
 
 mod common;
