@@ -39,7 +39,7 @@ use toolwire_types::{
 };
 use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass, SessionStep};
 
-pub use call::{CallRequest, tool_call_headers};
+pub use call::{CallRequest, call_headers_at, tool_call_headers};
 pub use interrupt::Interrupted;
 
 use self::freshness::{ToolsFreshness, WalkClock};
@@ -649,7 +649,7 @@ impl Session {
     /// over a transport that has headers (stdio "MAY ignore `x-mcp-header` annotations
     /// entirely"; building headers nobody sends would only cost time).
     fn sends_sep2243_headers(&self, version: &ProtocolVersion) -> bool {
-        self.carries_headers && version.uses_sep2243_headers()
+        call::sends_sep2243_headers(self.carries_headers, version)
     }
 
     /// The standard SEP-2243 headers (`Mcp-Method`) of a request without a name, where they
@@ -665,7 +665,7 @@ impl Session {
     /// Whether messages at `version` carry `MCP-Protocol-Version`: where the version sends it
     /// and the transport carries headers.
     fn sends_version_header(&self, version: &ProtocolVersion) -> bool {
-        self.carries_headers && version.sends_version_header()
+        call::sends_version_header(self.carries_headers, version)
     }
 
     /// The version header alone, where it is sent ([`Self::sends_version_header`]).

@@ -589,3 +589,35 @@ fn legacy_calls_carry_no_sep2243_headers_and_no_envelope() {
     let (_, _, _, warnings) = call(&mut p, "unknown", json!({}), CallOptions::default());
     assert!(warnings.is_empty());
 }
+
+#[test]
+fn the_headers_a_call_would_carry_follow_the_version_and_the_transport() {
+    let tool: Tool = serde_json::from_value(region_tool("query")).unwrap();
+    let plan =
+        toolwire_headers::HeaderPlan::from_input_schema("query", &tool.input_schema).unwrap();
+    let args = json!({"region": "eu", "query": "q"});
+    let names = |version: ProtocolVersion, carries: bool| -> Vec<String> {
+        call_headers_at(&version, carries, "query", Some(&plan), args.as_object())
+            .unwrap()
+            .into_iter()
+            .map(|h| h.name.as_str().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(ProtocolVersion::LATEST, true),
+        [
+            "MCP-Protocol-Version",
+            "Mcp-Method",
+            "Mcp-Name",
+            "Mcp-Param-Region"
+        ]
+    );
+    assert_eq!(
+        names(ProtocolVersion::V2025_11_25, true),
+        ["MCP-Protocol-Version"]
+    );
+    assert!(
+        names(ProtocolVersion::LATEST, false).is_empty(),
+        "stdio sends none"
+    );
+}

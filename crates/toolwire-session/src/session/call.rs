@@ -63,6 +63,41 @@ pub fn tool_call_headers(
     }
 }
 
+/// Every header a `tools/call` of `name` with `arguments` carries at `version` over a
+/// transport that does (`carries_headers`) or does not carry headers: `MCP-Protocol-Version`
+/// where the version sends it, then from `2026-07-28` the SEP-2243 ones
+/// ([`tool_call_headers`]); none over a transport without headers. The rule the session's own
+/// calls follow, for showing a call's headers before it is made.
+pub fn call_headers_at(
+    version: &ProtocolVersion,
+    carries_headers: bool,
+    name: &str,
+    plan: Option<&HeaderPlan>,
+    arguments: Option<&JsonObject>,
+) -> Result<Vec<Header>, ArgumentError> {
+    let mut headers = Vec::new();
+    if sends_version_header(carries_headers, version) {
+        headers.push(toolwire_headers::protocol_version_header(version));
+    }
+    if sends_sep2243_headers(carries_headers, version) {
+        headers.extend(tool_call_headers(name, plan, arguments)?);
+    }
+    Ok(headers)
+}
+
+/// Whether requests at `version` carry the SEP-2243 headers: from `2026-07-28`, and only over
+/// a transport that has headers (stdio "MAY ignore `x-mcp-header` annotations entirely";
+/// building headers nobody sends would only cost time).
+pub(super) fn sends_sep2243_headers(carries_headers: bool, version: &ProtocolVersion) -> bool {
+    carries_headers && version.uses_sep2243_headers()
+}
+
+/// Whether messages at `version` carry `MCP-Protocol-Version`: where the version sends it and
+/// the transport carries headers.
+pub(super) fn sends_version_header(carries_headers: bool, version: &ProtocolVersion) -> bool {
+    carries_headers && version.sends_version_header()
+}
+
 impl Session {
     /// The envelope of a modern `tools/call` at `version` as one shared `_meta`, built on first
     /// use (and again only if the version changes).

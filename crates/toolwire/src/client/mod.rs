@@ -171,10 +171,11 @@ impl Client {
         self.negotiated().map(|n| n.version.clone())
     }
 
-    /// The protocol headers a `tools/call` of `name` with `arguments` carries over HTTP at the
-    /// negotiated version (`MCP-Protocol-Version`, and from `2026-07-28` `Mcp-Method`,
-    /// `Mcp-Name` and the `Mcp-Param-*` of the cached tool's plan), as the session computes
-    /// them; empty before negotiation. For display and debugging.
+    /// The protocol headers a `tools/call` of `name` with `arguments` carries at the negotiated
+    /// version over the transport in use (`MCP-Protocol-Version`, and from `2026-07-28`
+    /// `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` of the cached tool's plan; none over
+    /// stdio), by the session's own rule (`toolwire_session::call_headers_at`); empty before
+    /// negotiation. For display and debugging.
     pub fn call_headers(
         &self,
         name: &str,
@@ -183,24 +184,19 @@ impl Client {
         let Some(version) = self.protocol_version() else {
             return Ok(Vec::new());
         };
-        let mut headers = Vec::new();
-        if version.sends_version_header() {
-            headers.push(toolwire_headers::protocol_version_header(&version));
-        }
-        if version.uses_sep2243_headers() {
-            let snapshot = self.inner.cache.snapshot();
-            let sep2243 = toolwire_session::tool_call_headers(
-                name,
-                snapshot.plan(name),
-                arguments.as_object(),
-            )
-            .map_err(|e| {
-                Error::Usage(crate::UsageError::InvalidCall(Arc::new(
-                    toolwire_session::RequestError::Argument(e),
-                )))
-            })?;
-            headers.extend(sep2243);
-        }
+        let snapshot = self.inner.cache.snapshot();
+        let headers = toolwire_session::call_headers_at(
+            &version,
+            self.carries_headers(),
+            name,
+            snapshot.plan(name),
+            arguments.as_object(),
+        )
+        .map_err(|e| {
+            Error::Usage(crate::UsageError::InvalidCall(Arc::new(
+                toolwire_session::RequestError::Argument(e),
+            )))
+        })?;
         Ok(headers
             .into_iter()
             .map(|h| (h.name.as_str().to_owned(), h.value.as_str().to_owned()))
