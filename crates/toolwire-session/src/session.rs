@@ -44,7 +44,7 @@ pub use interrupt::Interrupted;
 
 use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
-use self::negotiation::Phase;
+use self::negotiation::Negotiation;
 use self::pending::{Pending, PendingTable};
 use self::refresh::Refresh;
 use self::responses::ResponseCache;
@@ -137,7 +137,8 @@ pub struct Session {
     call_meta: Option<(ProtocolVersion, Rendered<Meta>)>,
     cache: Arc<ToolCache>,
     carries_headers: bool,
-    phase: Phase,
+    /// Where negotiation is.
+    negotiation: Negotiation,
     next_id: i64,
     next_op: u64,
     /// The requests in flight.
@@ -150,8 +151,6 @@ pub struct Session {
     /// Results held until their announced changes are listed, calls waiting for a re-list.
     barrier: SettleBarrier,
     listen: Listen,
-    /// Negotiation adopted [`SessionConfig::prior`] and no answer has confirmed it yet.
-    unconfirmed: bool,
     /// Whether the last `tools/list` is still fresh (its pages' `ttlMs`).
     tools_fresh: ToolsFreshness,
     /// The other answers kept while fresh.
@@ -197,7 +196,7 @@ impl Session {
             config,
             cache,
             carries_headers,
-            phase: Phase::Created,
+            negotiation: Negotiation::default(),
             next_id: 0,
             next_op: 0,
             pending: PendingTable::default(),
@@ -206,7 +205,6 @@ impl Session {
             refresh: Refresh::default(),
             barrier: SettleBarrier::default(),
             listen: Listen::default(),
-            unconfirmed: false,
             tools_fresh: ToolsFreshness::default(),
             responses: ResponseCache::default(),
             upkeep: Upkeep::default(),
@@ -222,29 +220,23 @@ impl Session {
 
     /// The negotiated version, once ready.
     pub fn version(&self) -> Option<&ProtocolVersion> {
-        match &self.phase {
-            Phase::Ready(n) => Some(&n.version),
-            _ => None,
-        }
+        self.negotiation.negotiated().map(|n| &n.version)
     }
 
     /// Whether the `server/discover` probe is in flight (a transport that dies now is probably
     /// a legacy server that exits on anything before `initialize`).
     pub fn is_probing(&self) -> bool {
-        matches!(self.phase, Phase::Probing { .. })
+        self.negotiation.is_probing()
     }
 
     /// What negotiation settled on, once ready.
     pub fn negotiated(&self) -> Option<&Negotiated> {
-        match &self.phase {
-            Phase::Ready(n) => Some(n),
-            _ => None,
-        }
+        self.negotiation.negotiated()
     }
 
     /// Starts negotiation (once; later calls do nothing).
     pub fn start(&mut self, now: Instant) {
-        if !matches!(self.phase, Phase::Created) {
+        if !self.negotiation.is_created() {
             return;
         }
         match self.config.mode.clone() {
@@ -342,7 +334,7 @@ impl Session {
     }
 
     fn fail(&mut self, error: SessionError) {
-        self.phase = Phase::Failed;
+        self.negotiation.failed();
         self.events.push_back(Event::Failed(error));
     }
 

@@ -109,11 +109,10 @@ impl Session {
             tracing::debug!(%id, "transport failure for no pending request; ignored");
             return;
         };
-        if self.unconfirmed && matches!(failure.status, Some(400 | 404 | 405)) {
+        if self.negotiation.is_unconfirmed() && matches!(failure.status, Some(400 | 404 | 405)) {
             if matches!(pending.kind, PendingKind::Initialize) {
                 // `initialize` at a prior legacy version, refused as a modern server would.
-                self.unconfirmed = false;
-                self.phase = Phase::Created;
+                self.negotiation.restart();
                 return self.send_probe(ProtocolVersion::LATEST, false, now);
             }
             self.prior_refused(now);
@@ -134,7 +133,7 @@ impl Session {
                     status,
                     "server/discover refused over HTTP; falling back to initialize"
                 );
-                self.phase = Phase::Created;
+                self.negotiation.restart();
                 self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
             }
             PendingKind::Probe | PendingKind::Initialize => {
@@ -273,9 +272,9 @@ impl Session {
         payload: Result<Box<RawValue>, ErrorObject>,
         now: Instant,
     ) {
-        if self.unconfirmed {
+        if self.negotiation.is_unconfirmed() {
             match &payload {
-                Ok(_) => self.unconfirmed = false,
+                Ok(_) => self.negotiation.confirmed(),
                 Err(e) if e.code == toolwire_types::error::code::UNSUPPORTED_PROTOCOL_VERSION => {
                     self.prior_refused(now)
                 }

@@ -1,5 +1,7 @@
 //! Negotiation: the `server/discover` probe (modern) and its fallback to the `initialize`
-//! handshake (legacy), as the [`Phase`] the session is in.
+//! handshake (legacy). [`Negotiation`] is the machine (its [`Phase`], and whether a saved
+//! verdict is still unconfirmed); [`after_refusal`] decides what follows a refused probe; the
+//! `Session` methods below send what they decide.
 
 use std::time::Instant;
 
@@ -25,6 +27,148 @@ pub(super) enum Phase {
     Failed,
 }
 
+/// Where negotiation is, and whether a verdict adopted from [`SessionConfig::prior`] still
+/// waits for an answer to confirm it.
+///
+/// [`SessionConfig::prior`]: crate::SessionConfig::prior
+pub(super) struct Negotiation {
+    phase: Phase,
+    unconfirmed: bool,
+}
+
+impl Default for Negotiation {
+    fn default() -> Self {
+        Self {
+            phase: Phase::Created,
+            unconfirmed: false,
+        }
+    }
+}
+
+impl Negotiation {
+    /// What was agreed, once ready.
+    pub(super) fn negotiated(&self) -> Option<&Negotiated> {
+        match &self.phase {
+            Phase::Ready(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// Nothing sent yet (or negotiating again from the start).
+    pub(super) fn is_created(&self) -> bool {
+        matches!(self.phase, Phase::Created)
+    }
+
+    /// The `server/discover` probe is in flight.
+    pub(super) fn is_probing(&self) -> bool {
+        matches!(self.phase, Phase::Probing { .. })
+    }
+
+    /// Ready in the `2026-07-28` era.
+    pub(super) fn is_modern(&self) -> bool {
+        self.negotiated().is_some_and(|n| n.version.is_modern())
+    }
+
+    /// A probe at `version` is in flight (`retried`: after a `-32022` named it).
+    pub(super) fn probing(&mut self, version: ProtocolVersion, retried: bool) {
+        self.phase = Phase::Probing { version, retried };
+    }
+
+    /// `initialize` is in flight.
+    pub(super) fn initializing(&mut self) {
+        self.phase = Phase::Initializing;
+    }
+
+    /// Agreed on `negotiated`.
+    pub(super) fn ready(&mut self, negotiated: Negotiated) {
+        self.phase = Phase::Ready(Box::new(negotiated));
+    }
+
+    /// Failed for good.
+    pub(super) fn failed(&mut self) {
+        self.phase = Phase::Failed;
+    }
+
+    /// Back to the start (a saved verdict that no longer holds): confirmed or not, it is gone.
+    pub(super) fn restart(&mut self) {
+        self.phase = Phase::Created;
+        self.unconfirmed = false;
+    }
+
+    /// A saved verdict is adopted: it holds until an answer says otherwise.
+    pub(super) fn adopted(&mut self) {
+        self.unconfirmed = true;
+    }
+
+    /// Whether the verdict in force is a saved one no answer has confirmed yet.
+    pub(super) fn is_unconfirmed(&self) -> bool {
+        self.unconfirmed
+    }
+
+    /// An answer succeeded: a saved verdict is confirmed.
+    pub(super) fn confirmed(&mut self) {
+        self.unconfirmed = false;
+    }
+
+    /// The probe was answered: what it was (its version, whether it was the retry), and the
+    /// machine back at the start until the answer decides; `None` if no probe was in flight.
+    pub(super) fn probe_answered(&mut self) -> Option<(ProtocolVersion, bool)> {
+        match std::mem::replace(&mut self.phase, Phase::Created) {
+            Phase::Probing { version, retried } => Some((version, retried)),
+            other => {
+                self.phase = other;
+                None
+            }
+        }
+    }
+}
+
+/// What follows a `server/discover` refused with a JSON-RPC error.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum AfterRefusal {
+    /// Probe again at this version (once: the server listed it in `-32022`).
+    Probe(ProtocolVersion),
+    /// Fall back to `initialize` at this version.
+    Initialize(ProtocolVersion),
+    /// Fail: falling back would not help, or the mode forbids it.
+    Fail,
+}
+
+/// The rule after a refused probe: `-32022` names supported versions (probe again once at the
+/// newest modern one, else `initialize` at the newest legacy one in [`ProtocolMode::Auto`]);
+/// another error that only a modern server sends fails (a fallback would not help); any other
+/// error falls back to `initialize` at the newest legacy version, in `Auto` only.
+pub(super) fn after_refusal(error: &ErrorObject, retried: bool, auto: bool) -> AfterRefusal {
+    if error.code == toolwire_types::error::code::UNSUPPORTED_PROTOCOL_VERSION {
+        let supported: Vec<ProtocolVersion> = error
+            .unsupported_version()
+            .map(|d| {
+                d.supported
+                    .into_iter()
+                    .filter_map(|v| ProtocolVersion::new(v).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let newest = |modern: bool| {
+            supported
+                .iter()
+                .filter(|v| v.is_supported() && v.is_modern() == modern)
+                .max()
+                .cloned()
+        };
+        return match (newest(true), newest(false)) {
+            // Once, even with the version just refused: the server listed it.
+            (Some(v), _) if !retried => AfterRefusal::Probe(v),
+            (_, Some(v)) if auto => AfterRefusal::Initialize(v),
+            _ => AfterRefusal::Fail,
+        };
+    }
+    if error.is_modern_era_evidence() || !auto {
+        return AfterRefusal::Fail;
+    }
+    AfterRefusal::Initialize(ProtocolVersion::LATEST_LEGACY)
+}
+
 impl Session {
     /// Adopts what an earlier negotiation settled on ([`SessionConfig::prior`]): a modern
     /// verdict is ready at once, a legacy one goes straight to `initialize` at its version.
@@ -32,10 +176,10 @@ impl Session {
     ///
     /// [`SessionConfig::prior`]: crate::SessionConfig::prior
     pub(super) fn adopt(&mut self, prior: Negotiated, now: Instant) {
-        self.unconfirmed = true;
+        self.negotiation.adopted();
         if prior.version.is_modern() {
             tracing::debug!(version = %prior.version, "adopting the prior negotiation");
-            self.phase = Phase::Ready(Box::new(prior.clone()));
+            self.negotiation.ready(prior.clone());
             self.events.push_back(Event::Ready(Box::new(prior)));
             self.send_listen(now);
         } else {
@@ -46,17 +190,17 @@ impl Session {
     /// The server refused the modern version adopted from a prior negotiation: probe again.
     /// The request that showed it fails with its own error.
     pub(super) fn prior_refused(&mut self, now: Instant) {
-        if !matches!(&self.phase, Phase::Ready(n) if n.version.is_modern()) {
+        if !self.negotiation.is_modern() {
             return;
         }
-        self.unconfirmed = false;
+        self.negotiation.confirmed();
         tracing::info!("the server refused the prior negotiation's version; negotiating again");
         if let Some(listen) = self.listen.id.take() {
             self.pending.remove(&listen);
             self.events.push_back(Event::CloseStream(listen));
         }
         self.listen.reopen_at = None;
-        self.phase = Phase::Created;
+        self.negotiation.restart();
         self.events.push_back(Event::Renegotiating);
         self.send_probe(ProtocolVersion::LATEST, false, now);
     }
@@ -77,7 +221,7 @@ impl Session {
             timeout,
             now,
         ) {
-            Ok(_) => self.phase = Phase::Probing { version, retried },
+            Ok(_) => self.negotiation.probing(version, retried),
             Err(cause) => self.fail(SessionError::Encode {
                 method: "server/discover",
                 cause,
@@ -106,7 +250,7 @@ impl Session {
             now,
         );
         match queued {
-            Ok(_) => self.phase = Phase::Initializing,
+            Ok(_) => self.negotiation.initializing(),
             Err(cause) => self.fail(SessionError::Encode {
                 method: "initialize",
                 cause,
@@ -119,9 +263,7 @@ impl Session {
         payload: Result<Box<RawValue>, ErrorObject>,
         now: Instant,
     ) {
-        let Phase::Probing { version, retried } =
-            std::mem::replace(&mut self.phase, Phase::Created)
-        else {
+        let Some((version, retried)) = self.negotiation.probe_answered() else {
             return;
         };
         let auto = self.config.mode == ProtocolMode::Auto;
@@ -139,52 +281,21 @@ impl Session {
                     cause,
                 }),
             },
-            Err(error)
-                if error.code == toolwire_types::error::code::UNSUPPORTED_PROTOCOL_VERSION =>
-            {
-                let supported: Vec<ProtocolVersion> = error
-                    .unsupported_version()
-                    .map(|d| {
-                        d.supported
-                            .into_iter()
-                            .filter_map(|v| ProtocolVersion::new(v).ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let modern = supported
-                    .iter()
-                    .filter(|v| v.is_supported() && v.is_modern())
-                    .max()
-                    .cloned();
-                let legacy = supported
-                    .iter()
-                    .filter(|v| v.is_supported() && !v.is_modern())
-                    .max()
-                    .cloned();
-                match (modern, legacy) {
-                    // Once, even with the version just refused: the server listed it.
-                    (Some(v), _) if !retried => self.send_probe(v, true, now),
-                    (_, Some(v)) if auto => self.send_initialize(v, now),
-                    _ => self.fail(SessionError::Refused {
-                        method: "server/discover",
-                        error,
-                    }),
+            Err(error) => match after_refusal(&error, retried, auto) {
+                AfterRefusal::Probe(v) => self.send_probe(v, true, now),
+                AfterRefusal::Initialize(v) => {
+                    tracing::debug!(
+                        code = error.code,
+                        %v,
+                        "server/discover refused; falling back to initialize"
+                    );
+                    self.send_initialize(v, now);
                 }
-            }
-            Err(error) if error.is_modern_era_evidence() || !auto => {
-                // A modern server that refuses us: falling back would not help.
-                self.fail(SessionError::Refused {
+                AfterRefusal::Fail => self.fail(SessionError::Refused {
                     method: "server/discover",
                     error,
-                })
-            }
-            Err(error) => {
-                tracing::debug!(
-                    code = error.code,
-                    "server/discover refused; falling back to initialize"
-                );
-                self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
-            }
+                }),
+            },
         }
     }
 
@@ -201,7 +312,7 @@ impl Session {
             capabilities: result.capabilities,
             instructions: result.instructions,
         };
-        self.phase = Phase::Ready(Box::new(negotiated.clone()));
+        self.negotiation.ready(negotiated.clone());
         self.events.push_back(Event::Ready(Box::new(negotiated)));
         // For the list changes the server declares and the resources subscribed to (a
         // session after a reconnect keeps the subscriptions of the one before).
@@ -215,12 +326,12 @@ impl Session {
     ) {
         let result: InitializeResult = match payload {
             // A legacy verdict from a prior negotiation that no longer holds: probe.
-            Err(error) if std::mem::take(&mut self.unconfirmed) => {
+            Err(error) if self.negotiation.is_unconfirmed() => {
                 tracing::info!(
                     code = error.code,
                     "initialize at the prior negotiation's version refused; probing"
                 );
-                self.phase = Phase::Created;
+                self.negotiation.restart();
                 return self.send_probe(ProtocolVersion::LATEST, false, now);
             }
             Err(error) => {
@@ -279,8 +390,81 @@ impl Session {
             capabilities: result.capabilities,
             instructions: result.instructions,
         };
-        self.phase = Phase::Ready(Box::new(negotiated.clone()));
+        self.negotiation.ready(negotiated.clone());
         self.ready_legacy(negotiated, now);
         self.resubscribe(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use toolwire_types::error::code;
+
+    use super::*;
+
+    fn unsupported(supported: &[&str]) -> ErrorObject {
+        let mut error = ErrorObject::new(code::UNSUPPORTED_PROTOCOL_VERSION, "unsupported");
+        error.data = Some(serde_json::json!({"supported": supported, "requested": "2099-01-01"}));
+        error
+    }
+
+    #[test]
+    fn a_refused_probe_tries_the_listed_modern_version_once_then_the_listed_legacy_one() {
+        let listed = unsupported(&["2026-07-28", "2025-06-18", "2024-11-05"]);
+        assert_eq!(
+            after_refusal(&listed, false, true),
+            AfterRefusal::Probe(ProtocolVersion::LATEST)
+        );
+        assert_eq!(
+            after_refusal(&listed, true, true),
+            AfterRefusal::Initialize(ProtocolVersion::V2025_06_18)
+        );
+        assert_eq!(
+            after_refusal(&listed, true, false),
+            AfterRefusal::Fail,
+            "a pinned mode does not fall back"
+        );
+        assert_eq!(
+            after_refusal(&unsupported(&["1999-01-01"]), false, true),
+            AfterRefusal::Fail,
+            "nothing this client speaks"
+        );
+    }
+
+    #[test]
+    fn a_modern_only_error_fails_and_any_other_falls_back_in_auto_mode() {
+        let mismatch = ErrorObject::new(code::HEADER_MISMATCH, "headers");
+        assert_eq!(after_refusal(&mismatch, false, true), AfterRefusal::Fail);
+        let unknown = ErrorObject::new(code::METHOD_NOT_FOUND, "no such method");
+        assert_eq!(
+            after_refusal(&unknown, false, true),
+            AfterRefusal::Initialize(ProtocolVersion::LATEST_LEGACY)
+        );
+        assert_eq!(after_refusal(&unknown, false, false), AfterRefusal::Fail);
+    }
+
+    #[test]
+    fn an_answer_ends_only_a_probe_and_a_restart_forgets_the_saved_verdict() {
+        let mut n = Negotiation::default();
+        assert!(n.is_created());
+        assert_eq!(n.probe_answered(), None);
+        n.probing(ProtocolVersion::LATEST, true);
+        assert!(n.is_probing());
+        assert_eq!(n.probe_answered(), Some((ProtocolVersion::LATEST, true)));
+        assert!(n.is_created());
+
+        let agreed = Negotiated {
+            version: ProtocolVersion::LATEST,
+            server_info: None,
+            capabilities: Default::default(),
+            instructions: None,
+        };
+        n.adopted();
+        n.ready(agreed);
+        assert!(n.is_modern() && n.is_unconfirmed());
+        assert_eq!(n.probe_answered(), None, "no probe: the verdict stays");
+        assert!(n.negotiated().is_some());
+        n.restart();
+        assert!(n.is_created() && !n.is_unconfirmed());
     }
 }
