@@ -22,7 +22,6 @@ pub(super) enum Change {
     Unsubscribe,
 }
 
-/// The `subscriptions/listen` stream.
 /// How a dropped listen stream is reopened: 1 s, doubling, at most 30 s, without jitter (one
 /// stream per session; the delays stay exact on a fake clock).
 const LISTEN_BACKOFF: Backoff = Backoff {
@@ -32,6 +31,8 @@ const LISTEN_BACKOFF: Backoff = Backoff {
     jitter: false,
 };
 
+/// The `subscriptions/listen` stream: which request carries it (and the one it replaces),
+/// whether it was acknowledged, the changes waiting for that, and its reopening after drops.
 #[derive(Default)]
 pub(super) struct Listen {
     /// The request that carries the stream, while it is open.
@@ -71,6 +72,54 @@ impl Listen {
     fn is_ours(&self, id: &RequestId) -> bool {
         self.id.as_ref() == Some(id) || self.previous.as_ref() == Some(id)
     }
+
+    /// Stream `id` ended at `now` (`unknown`: refused because the server has no
+    /// `subscriptions/listen`). The stream being replaced is just forgotten; the current one
+    /// is reopened after the backoff, or never once the server said it has none.
+    fn dropped(&mut self, id: &RequestId, unknown: bool, now: Instant) -> Dropped {
+        if self.previous.as_ref() == Some(id) {
+            self.previous = None;
+            return Dropped::Replaced;
+        }
+        if self.id.as_ref() != Some(id) {
+            return Dropped::NotOurs;
+        }
+        self.id = None;
+        if unknown {
+            self.disabled = true;
+        }
+        if self.disabled {
+            return Dropped::Disabled;
+        }
+        let delay = self
+            .drops
+            .get_or_insert_with(|| LISTEN_BACKOFF.delays())
+            .next()
+            .unwrap_or(LISTEN_BACKOFF.max);
+        let at = crate::later(now, delay);
+        self.reopen_at = Some(at);
+        Dropped::Reopen(at)
+    }
+
+    /// The current stream was acknowledged; whether it follows drops (changes may have been
+    /// missed while it was down). The backoff starts again from its first delay.
+    fn up(&mut self) -> bool {
+        self.acknowledged = true;
+        self.drops.take().is_some()
+    }
+}
+
+/// What a stream's end means ([`Listen::dropped`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Dropped {
+    /// It was the stream being replaced: forgotten.
+    Replaced,
+    /// Not a stream of this session's.
+    NotOurs,
+    /// The server has no `subscriptions/listen`: never reopened.
+    Disabled,
+    /// Reopened at this time.
+    Reopen(Instant),
 }
 
 /// How long the listen stream's request may stay open: for all practical purposes forever.
@@ -251,33 +300,25 @@ impl Session {
         refused: Option<&ErrorObject>,
         now: Instant,
     ) {
-        if self.listen.previous.as_ref() == Some(id) {
-            self.listen.previous = None;
+        let unknown =
+            refused.is_some_and(|e| e.code == toolwire_types::error::code::METHOD_NOT_FOUND);
+        let dropped = self.listen.dropped(id, unknown, now);
+        if matches!(dropped, Dropped::Replaced | Dropped::NotOurs) {
             return;
         }
-        if self.listen.id.as_ref() != Some(id) {
-            return;
-        }
-        self.listen.id = None;
         if let Some(error) = refused {
-            if error.code == toolwire_types::error::code::METHOD_NOT_FOUND {
-                tracing::debug!("the server has no subscriptions/listen; not reopening");
-                self.listen.disabled = true;
-            }
             self.answer_waiting(Some(error));
         }
-        if self.listen.disabled {
-            self.close_previous();
-            return;
+        match dropped {
+            Dropped::Disabled => {
+                tracing::debug!("the server has no subscriptions/listen; not reopening");
+                self.close_previous();
+            }
+            Dropped::Reopen(at) => {
+                tracing::debug!(in_ = ?at.saturating_duration_since(now), "the listen stream ended; reopening it later");
+            }
+            Dropped::Replaced | Dropped::NotOurs => {}
         }
-        let delay = self
-            .listen
-            .drops
-            .get_or_insert_with(|| LISTEN_BACKOFF.delays())
-            .next()
-            .unwrap_or(LISTEN_BACKOFF.max);
-        tracing::debug!(?delay, "the listen stream ended; reopening it later");
-        self.listen.reopen_at = Some(crate::later(now, delay));
     }
 
     /// Whether a notification names a subscription that is not one of this session's listen
@@ -308,7 +349,7 @@ impl Session {
         if self.listen.id.is_none() {
             return;
         }
-        self.listen.acknowledged = true;
+        let after_drops = self.listen.up();
         let params: Result<toolwire_types::SubscriptionsAcknowledgedParams, _> =
             notification.params();
         let agreed = match params {
@@ -327,8 +368,72 @@ impl Session {
         let resources = agreed.resource_subscriptions.unwrap_or_default();
         self.answer_waiting_with(None, Some(&resources));
         self.close_previous();
-        if self.listen.drops.take().is_some() {
+        if after_drops {
             self.list_changed(now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(listen: &mut Listen, id: i64) -> RequestId {
+        let id = RequestId::Number(id);
+        listen.id = Some(id.clone());
+        id
+    }
+
+    #[test]
+    fn drops_reopen_after_a_doubling_delay_that_an_acknowledgement_resets() {
+        let t0 = Instant::now();
+        let mut listen = Listen::default();
+        let secs = |d: Dropped| match d {
+            Dropped::Reopen(at) => at.duration_since(t0).as_secs(),
+            other => panic!("reopened, not {other:?}"),
+        };
+        let mut delays = Vec::new();
+        for n in 1..=7 {
+            let id = open(&mut listen, n);
+            delays.push(secs(listen.dropped(&id, false, t0)));
+        }
+        assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(listen.reopen_at, Some(t0 + Duration::from_secs(30)));
+        open(&mut listen, 8);
+        assert!(
+            listen.up(),
+            "it follows drops: changes may have been missed"
+        );
+        assert!(!listen.up(), "only once");
+        let id = open(&mut listen, 9);
+        assert_eq!(
+            secs(listen.dropped(&id, false, t0)),
+            1,
+            "the backoff starts again"
+        );
+    }
+
+    #[test]
+    fn a_replaced_or_foreign_stream_changes_nothing_and_an_unknown_method_disables_it() {
+        let t0 = Instant::now();
+        let mut listen = Listen::default();
+        let old = open(&mut listen, 1);
+        listen.previous = Some(old.clone());
+        let current = open(&mut listen, 2);
+        assert_eq!(listen.dropped(&old, false, t0), Dropped::Replaced);
+        assert_eq!(listen.previous, None);
+        assert_eq!(
+            listen.dropped(&RequestId::Number(99), false, t0),
+            Dropped::NotOurs
+        );
+        assert_eq!(listen.id.as_ref(), Some(&current));
+        assert_eq!(listen.dropped(&current, true, t0), Dropped::Disabled);
+        assert!(listen.disabled && listen.reopen_at.is_none());
+        let again = open(&mut listen, 3);
+        assert_eq!(
+            listen.dropped(&again, false, t0),
+            Dropped::Disabled,
+            "never reopened"
+        );
     }
 }
