@@ -234,7 +234,12 @@ pub(crate) async fn every_server(
     let host = host
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
-    host.settled(Duration::from_secs(60)).await;
+    // Every server has until `--timeout` (else a minute) to come up.
+    let settle = cli
+        .timeout
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .unwrap_or(Duration::from_secs(60));
+    host.settled(settle).await;
     if matches!(cli.command, Command::Batch) {
         let code = batch::run(batch::Target::Host(&host)).await;
         host.shutdown().await;
