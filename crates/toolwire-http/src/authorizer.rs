@@ -214,8 +214,9 @@ impl HttpExecutor {
 /// [`HttpTransport::set_bearer_token`](crate::HttpTransport::set_bearer_token)) or an
 /// `Authorization` value of any scheme
 /// ([`HttpTransportBuilder::authorization`](crate::HttpTransportBuilder::authorization)), or
-/// none. The authorizer of a transport given no other: sent with every request; a refusal is
-/// reported as it is (nothing can repair it). Each change is a new identity.
+/// none. What a transport given no [`Authorizer`] sends with every request, through the same
+/// step that asks an authorizer (`Inner::authorize`); a refusal is reported as it is (nothing
+/// can repair it). Each change is a new identity.
 pub(crate) struct StaticAuthorization {
     headers: std::sync::Mutex<HeaderMap>,
     identity: std::sync::atomic::AtomicU64,
@@ -232,11 +233,26 @@ impl StaticAuthorization {
         this
     }
 
+    /// The identity count: it turns with every change of the credentials.
+    pub(crate) fn identity(&self) -> u64 {
+        self.identity.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Replaces the credentials (marked sensitive): a new identity.
     pub(crate) fn set(&self, value: Option<HeaderValue>) {
         self.replace(value);
         self.identity
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Puts the credentials on `headers`; their generation (the identity count). What
+    /// [`Authorizer::credentials`] hands out, without a future or a copied map: every request
+    /// of a transport without another authorizer goes through here.
+    pub(crate) fn apply(&self, headers: &mut HeaderMap) -> u64 {
+        if let Some(value) = crate::lock(&self.headers).get(AUTHORIZATION) {
+            headers.insert(AUTHORIZATION, value.clone());
+        }
+        self.identity()
     }
 
     fn replace(&self, value: Option<HeaderValue>) {
@@ -257,27 +273,6 @@ impl fmt::Debug for StaticAuthorization {
         } else {
             "StaticAuthorization(none)"
         })
-    }
-}
-
-impl Authorizer for StaticAuthorization {
-    fn credentials<'a>(
-        &'a self,
-        _: &'a AuthRequest<'a>,
-    ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>> {
-        let headers = crate::lock(&self.headers).clone();
-        let generation = self.identity();
-        Box::pin(std::future::ready(Ok(Credentials::new(
-            headers, generation,
-        ))))
-    }
-
-    fn refused<'a>(&'a self, _: &'a Refusal<'a>) -> BoxFuture<'a, Result<Resend, AuthorizerError>> {
-        Box::pin(std::future::ready(Ok(Resend::No)))
-    }
-
-    fn identity(&self) -> u64 {
-        self.identity.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

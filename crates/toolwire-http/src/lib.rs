@@ -45,8 +45,9 @@
 //!   exponential backoff and jitter, honouring `Retry-After` (seconds or an HTTP date) up to
 //!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`](toolwire_transport::RetryClass) is `Safe`. Each
 //!   retry is a `tracing` event with its reason.
-//! - **Credentials through one seam**: every request asks an [`Authorizer`] for its
-//!   headers. A transport given none has its own: a bearer token set at build time or later
+//! - **Credentials through one step** (`Inner::authorize`, before every POST, GET and
+//!   DELETE): the [`Authorizer`]'s headers, or, for a transport given none, its own
+//!   credentials: a bearer token set at build time or later
 //!   ([`HttpTransport::set_bearer_token`]: a new identity, which ends a legacy session as a
 //!   404 would) or an `Authorization` value of any scheme
 //!   ([`HttpTransportBuilder::authorization`]). A 401/403 that becomes a failure calls the
@@ -396,14 +397,6 @@ impl Inner {
     fn authorization_context(&self) -> u64 {
         let authorizer = self.config.authorizer.as_ref().map_or(0, |a| a.identity());
         self.own.identity().wrapping_add(authorizer)
-    }
-
-    /// Who is asked for credentials: the builder's authorizer, else the transport's own.
-    fn authorizer(&self) -> &dyn Authorizer {
-        match &self.config.authorizer {
-            Some(authorizer) => &**authorizer,
-            None => &*self.own,
-        }
     }
 }
 

@@ -167,15 +167,17 @@ impl Inner {
         buf.freeze()
     }
 
-    /// Adds the authorizer's headers to `req`; the generation of its credentials (0 without
-    /// an authorizer).
+    /// Adds the authorizer's headers to `req`; the generation of its credentials. Without a
+    /// builder authorizer the transport's own credentials go on directly.
     pub(crate) async fn authorize(
         &self,
         req: &mut Request<Full<Bytes>>,
         mcp_method: Option<&str>,
     ) -> Result<u64, HttpError> {
-        let credentials = self
-            .authorizer()
+        let Some(authorizer) = &self.config.authorizer else {
+            return Ok(self.own.apply(req.headers_mut()));
+        };
+        let credentials = authorizer
             .credentials(&AuthRequest {
                 method: req.method(),
                 uri: req.uri(),
@@ -203,7 +205,9 @@ impl Inner {
         generation: u64,
         attempt: u32,
     ) -> Result<bool, HttpError> {
-        let authorizer = self.authorizer();
+        let Some(authorizer) = &self.config.authorizer else {
+            return Ok(false);
+        };
         if attempt >= MAX_AUTH_RESENDS {
             tracing::warn!(
                 attempt,
