@@ -321,6 +321,17 @@ pub(crate) fn check_sans_io(graph: &Graph) -> Vec<String> {
     problems
 }
 
+/// The lines of `text` before its unit-test module (`#[cfg(test)]` then `mod tests`), each
+/// with its index: what the rules read (tests may read the clock, name methods, derive).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+        .unwrap_or(lines.len());
+    lines.into_iter().take(end).enumerate()
+}
+
 /// The lines of `text` (comments and the unit-test module aside: tests may read the clock
 /// to make a time) that contain one of `patterns`, as `path:line: ` followed by what `say`
 /// makes of the pattern.
@@ -331,15 +342,7 @@ fn find_patterns(
     say: impl Fn(&str) -> String,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut lines = text.lines().enumerate().peekable();
-    while let Some((i, line)) = lines.next() {
-        if line.trim() == "#[cfg(test)]"
-            && lines
-                .peek()
-                .is_some_and(|(_, next)| next.trim_start().starts_with("mod tests"))
-        {
-            break;
-        }
+    for (i, line) in code_lines(text) {
         if line.trim_start().starts_with("//") {
             continue;
         }
@@ -374,14 +377,11 @@ pub(crate) fn check_method_blind(path: &str, text: &str) -> Vec<String> {
 }
 
 /// Checks rule 8 on one source file's text: a `Deserialize` derive, unless the line before
-/// says the type is not an MCP shape (tests at the file's end may derive what they like).
+/// says the type is not an MCP shape (the unit-test module may derive what it likes).
 pub(crate) fn check_mcp_shapes(path: &str, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let mut before = "";
-    for (i, line) in text.lines().enumerate() {
-        if line.trim() == "#[cfg(test)]" {
-            break;
-        }
+    for (i, line) in code_lines(text) {
         let derive = line.trim_start().starts_with("#[derive(") && line.contains("Deserialize");
         if derive && before.trim() != NOT_AN_MCP_SHAPE {
             problems.push(format!(
@@ -604,10 +604,14 @@ mod tests {
 
     #[test]
     fn a_deserialize_derive_is_named_unless_marked_as_no_mcp_shape() {
-        let text = "#[derive(Debug, serde::Deserialize)]\nstruct Peek;\n// tidy: not an MCP shape\n#[derive(Deserialize)]\nstruct Saved;\n#[derive(Debug, Clone)]\nstruct Plain;\n";
+        let text = "#[derive(Debug, serde::Deserialize)]\nstruct Peek;\n// tidy: not an MCP shape\n#[derive(Deserialize)]\nstruct Saved;\n#[derive(Debug, Clone)]\nstruct Plain;\n#[cfg(test)]\nfn helper() {}\n#[derive(Deserialize)]\nstruct AfterATestItem;\n#[cfg(test)]\nmod tests {\n    #[derive(Deserialize)]\n    struct InTests;\n}\n";
         let problems = check_mcp_shapes("crates/s/src/x.rs", text);
-        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].starts_with("crates/s/src/x.rs:1: "));
+        assert!(
+            problems[1].starts_with("crates/s/src/x.rs:10: "),
+            "a test item is not the test module: the rule goes on after it"
+        );
     }
 
     #[test]
