@@ -152,7 +152,7 @@ impl Driver {
             let Some(waiter) = self.waiters.remove(&item.op()) else {
                 continue;
             };
-            match (item, waiter) {
+            let (deadline, command) = match (item, waiter) {
                 (
                     Interrupted::Replay {
                         call: request,
@@ -166,15 +166,13 @@ impl Driver {
                     },
                 ) if reconnecting => {
                     tracing::debug!(call, tool = %request.name, "sending the call again after the reconnect");
-                    self.queued.push(Queued {
-                        deadline,
-                        command: Command::Call {
-                            call,
-                            progress,
-                            request,
-                            reply,
-                        },
-                    });
+                    let command = Command::Call {
+                        call,
+                        progress,
+                        request,
+                        reply,
+                    };
+                    (deadline, command)
                 }
                 (
                     Interrupted::Reissue { deadline, .. },
@@ -182,29 +180,29 @@ impl Driver {
                         reply,
                         issue: Some(issue),
                     },
-                ) if reconnecting => {
-                    self.queued.push(Queued {
-                        deadline,
-                        command: Command::Request { issue, reply },
-                    });
-                }
+                ) if reconnecting => (deadline, Command::Request { issue, reply }),
                 (Interrupted::Relist { deadline, .. }, Waiter::List(reply)) if reconnecting => {
-                    self.queued.push(Queued {
-                        deadline,
-                        command: Command::ListTools {
-                            mode: CacheMode::Refresh,
-                            reply,
-                        },
-                    });
+                    let command = Command::ListTools {
+                        mode: CacheMode::Refresh,
+                        reply,
+                    };
+                    (deadline, command)
                 }
                 (
                     Interrupted::Replay { may_have_run, .. }
                     | Interrupted::Reissue { may_have_run, .. }
                     | Interrupted::Lost { may_have_run, .. },
                     waiter,
-                ) => waiter.fail(self.lost(may_have_run)),
-                (Interrupted::Relist { .. }, waiter) => waiter.fail(self.lost(false)),
-            }
+                ) => {
+                    waiter.fail(self.lost(may_have_run));
+                    continue;
+                }
+                (Interrupted::Relist { .. }, waiter) => {
+                    waiter.fail(self.lost(false));
+                    continue;
+                }
+            };
+            self.queued.push(Queued { deadline, command });
         }
         // Waiters the session no longer knows of (a request of the dead session's own).
         let error = self.lost(true);
