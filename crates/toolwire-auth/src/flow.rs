@@ -21,7 +21,7 @@ use crate::scope::{self, Scopes};
 use crate::secret::Secret;
 use crate::store::{ClientKind, ClientRegistration, StoreKey, StoredAuth};
 use crate::token::{self, Tokens};
-use crate::{AuthError, discovery, now};
+use crate::{AuthError, discovery};
 
 /// What discovery found.
 #[derive(Debug, Clone)]
@@ -458,7 +458,7 @@ impl Flow<'_> {
                 Some(Secret::new(key.client_assertion(
                     &client.client_id,
                     audience,
-                    now(),
+                    self.config.clock.now(),
                 )?))
             }
             _ => None,
@@ -487,7 +487,13 @@ impl Flow<'_> {
         loop {
             let mut request = form.to_request(endpoint)?;
             if let Some(key) = self.dpop {
-                let proof = key.proof("POST", endpoint, None, nonce.as_deref(), now())?;
+                let proof = key.proof(
+                    "POST",
+                    endpoint,
+                    None,
+                    nonce.as_deref(),
+                    self.config.clock.now(),
+                )?;
                 request.headers_mut().insert(
                     DPOP,
                     HeaderValue::try_from(proof)
@@ -517,7 +523,7 @@ impl Flow<'_> {
                 response.body(),
                 requested,
                 previous_refresh,
-                now(),
+                self.config.clock.now(),
             );
         }
     }
@@ -688,7 +694,7 @@ impl Flow<'_> {
             }),
             dpop_key: self.dpop.map(|k| k.pkcs8().clone()),
             tokens: Some(tokens),
-            saved_at: now(),
+            saved_at: self.config.clock.now(),
         };
         Ok((entry, client))
     }

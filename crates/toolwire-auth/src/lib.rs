@@ -71,6 +71,7 @@
 mod authorize;
 mod challenge;
 mod client_auth;
+mod clock;
 mod config;
 mod discovery;
 mod error;
@@ -89,6 +90,7 @@ mod token;
 pub use authorize::{AuthorizationRequest, CallbackParams, authorization_url, check_callback};
 pub use challenge::{AuthChallenge, Scheme};
 pub use client_auth::TokenAuthMethod;
+pub use clock::Clock;
 pub use config::{Assertion, Grant, OAuthConfig, StaticClient};
 pub use discovery::{resource_metadata_urls, server_metadata_urls};
 pub use error::{AuthError, Cause};
@@ -103,10 +105,3 @@ pub use store::{
     StoredAuth,
 };
 pub use token::Tokens;
-
-/// Seconds since the Unix epoch.
-pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}

@@ -14,6 +14,7 @@ use toolwire_http::{
     AuthRequest, Authorizer, AuthorizerError, BoxFuture, Credentials, HttpExecutor, Refusal, Resend,
 };
 
+use crate::AuthError;
 use crate::challenge::{AuthChallenge, Scheme};
 use crate::config::OAuthConfig;
 use crate::flow::Flow;
@@ -22,7 +23,6 @@ use crate::jwt::DpopKey;
 use crate::scope;
 use crate::store::{ClientKind, ClientRegistration, StoredAuth};
 use crate::token::Tokens;
-use crate::{AuthError, now};
 
 /// How the current credentials came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -285,7 +285,10 @@ impl OAuth {
             Some(newer) if newer.tokens != entry.tokens => {
                 let client = self.stored_client(&newer).unwrap_or(client);
                 let fresh = newer.tokens.as_ref().is_some_and(|t| {
-                    !t.expires_within(now(), self.shared.config.refresh_skew.as_secs())
+                    !t.expires_within(
+                        self.shared.config.clock.now(),
+                        self.shared.config.refresh_skew.as_secs(),
+                    )
                 });
                 self.make_current(newer.clone(), client.clone(), Origin::Refreshed)?;
                 if fresh {
@@ -309,7 +312,7 @@ impl OAuth {
         tracing::info!(issuer = %entry.issuer, "access token refreshed");
         let entry = StoredAuth {
             tokens: Some(tokens),
-            saved_at: now(),
+            saved_at: self.shared.config.clock.now(),
             ..entry
         };
         self.adopt(entry, client, Origin::Refreshed).await
@@ -497,7 +500,10 @@ impl OAuth {
             let current = self.current();
             let tokens = current.entry.as_ref().and_then(|e| e.tokens.as_ref());
             (
-                tokens.is_some_and(|t| t.refresh_token.is_some() && t.expires_within(now(), skew)),
+                tokens.is_some_and(|t| {
+                    t.refresh_token.is_some()
+                        && t.expires_within(self.shared.config.clock.now(), skew)
+                }),
                 current.generation,
             )
         };
@@ -529,7 +535,7 @@ impl OAuth {
                     &url,
                     Some(tokens.access_token.expose()),
                     current.rs_nonce.as_deref(),
-                    now(),
+                    self.shared.config.clock.now(),
                 )?;
                 let mut value = HeaderValue::try_from(proof)
                     .map_err(|_| AuthError::Config("bad DPoP proof".into()))?;

@@ -9,12 +9,13 @@
 )]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use toolwire_auth::{
-    AuthError, CredentialStore, FetchRedirect, MemoryStore, OAuth, OAuthConfig, StoreKey,
+    AuthError, Clock, CredentialStore, FetchRedirect, MemoryStore, OAuth, OAuthConfig, StoreKey,
 };
 use toolwire_http::{HttpError, HttpTransport};
 use toolwire_test_support::http::HttpPeer;
@@ -28,6 +29,29 @@ fn config(store: &MemoryStore) -> OAuthConfig {
         .store(Arc::new(store.clone()))
         .handler(Arc::new(FetchRedirect::new("http://127.0.0.1:1/callback")))
 }
+
+/// A clock that moves only when the test moves it, from a fixed instant (2026-11-26).
+#[derive(Clone)]
+struct TestClock(Arc<AtomicU64>);
+
+impl TestClock {
+    fn new() -> Self {
+        Self(Arc::new(AtomicU64::new(1_795_651_200)))
+    }
+
+    fn clock(&self) -> Clock {
+        let t = self.0.clone();
+        Clock::from_fn(move || t.load(Ordering::Relaxed))
+    }
+
+    fn advance(&self, secs: u64) {
+        self.0.fetch_add(secs, Ordering::Relaxed);
+    }
+}
+
+/// An hour-long token, as the peer gives with `expires_in = 3600`: refreshed in its last
+/// minute (the default skew).
+const HOUR: u64 = 3600;
 
 fn transport(peer: &HttpPeer, oauth: &OAuth) -> HttpTransport {
     HttpTransport::builder(peer.url())
@@ -131,18 +155,23 @@ fn ready_now<T>(f: toolwire_http::BoxFuture<'_, Result<T, AuthError>>) -> T {
 
 #[tokio::test]
 async fn an_expiring_token_is_refreshed_before_use_with_the_same_resource_and_identity() {
-    // A two-second token: refreshed in its second half.
-    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let (peer, state) = peer(|s| s.expires_in = HOUR).await;
     let store = MemoryStore::new();
-    let oauth = OAuth::new(peer.url(), config(&store));
+    let time = TestClock::new();
+    let oauth = OAuth::new(peer.url(), config(&store).clock(time.clock()));
     let t = transport(&peer, &oauth);
     let before = t.authorization_context();
     t.send(request(1)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
     let authorized = t.authorization_context();
     assert_ne!(authorized, before, "an authorization may be someone else");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Used again at once: still fresh, not refreshed.
     t.send(request(2)).await.unwrap();
+    assert!(matches!(next(&t).await, Ok(Inbound { .. })));
+    assert_eq!(state.lock().unwrap().token_forms.len(), 1);
+    // Within its last minute: refreshed before use.
+    time.advance(HOUR - 30);
+    t.send(request(3)).await.unwrap();
     assert!(matches!(next(&t).await, Ok(Inbound { .. })));
     assert_eq!(
         t.authorization_context(),
@@ -356,13 +385,14 @@ async fn a_stored_token_is_used_by_a_new_client_without_a_flow_and_keyed_by_issu
 async fn no_secret_of_a_flow_reaches_the_logs_or_debug() {
     let (captured, _guard) = toolwire_test_support::logs::capture();
 
-    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let (peer, state) = peer(|s| s.expires_in = HOUR).await;
     let store = MemoryStore::new();
-    let oauth = OAuth::new(peer.url(), config(&store));
+    let time = TestClock::new();
+    let oauth = OAuth::new(peer.url(), config(&store).clock(time.clock()));
     let t = transport(&peer, &oauth);
     t.send(request(1)).await.unwrap();
     next(&t).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    time.advance(HOUR - 30);
     t.send(request(2)).await.unwrap();
     next(&t).await.unwrap();
     {
@@ -438,11 +468,12 @@ async fn a_dpop_challenge_gets_bound_tokens_a_fresh_proof_per_request_and_the_se
 
 #[tokio::test]
 async fn a_configured_clients_tokens_are_refreshed_by_a_process_not_given_the_configuration() {
-    let (peer, state) = peer(|s| s.expires_in = 2).await;
+    let (peer, state) = peer(|s| s.expires_in = HOUR).await;
     let store = MemoryStore::new();
+    let time = TestClock::new();
     let first = OAuth::new(
         peer.url(),
-        config(&store).static_client(
+        config(&store).clock(time.clock()).static_client(
             toolwire_auth::StaticClient::new("configured-id")
                 .secret("configured-secret-x")
                 .persist_secret(true),
@@ -454,10 +485,12 @@ async fn a_configured_clients_tokens_are_refreshed_by_a_process_not_given_the_co
     // Another process: the same store, no client configured, nobody to approve.
     let second = OAuth::new(
         peer.url(),
-        OAuthConfig::new().store(Arc::new(store.clone())),
+        OAuthConfig::new()
+            .store(Arc::new(store.clone()))
+            .clock(time.clock()),
     );
     let t2 = transport(&peer, &second);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    time.advance(HOUR - 30);
     t2.send(request(2)).await.unwrap();
     assert!(next(&t2).await.is_ok(), "refreshed without a flow");
     let s = state.lock().unwrap();
