@@ -231,9 +231,10 @@ async fn a_server_that_exits_after_each_few_calls_is_respawned_and_every_call_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_a_frozen_server_never_read_are_all_sent_again_safe_or_not() {
     let log = Log::new("replay");
+    let (connector, mut calls_sent) = counting(server(&log), "tools/call");
     let client = Client::builder("reconnect", "0")
         .reconnect(fast())
-        .connect_stdio(server(&log))
+        .connect_with(connector)
         .unwrap();
     client.list_tools().await.unwrap();
     let idempotent: Tool = serde_json::from_value(
@@ -256,8 +257,8 @@ async fn calls_a_frozen_server_never_read_are_all_sent_again_safe_or_not() {
     let opted_in = call("echo", CallOptions::default().with_retry_safe(true));
     let annotated = call("execute_sql", CallOptions::default().with_tool(idempotent));
     let plain = call("echo", CallOptions::default());
-    // Let all three reach the frozen server's pipe.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // All three are in the frozen server's pipe.
+    until_sent(&mut calls_sent, 3, "three calls to the frozen server").await;
     signal(first, "-KILL");
 
     assert_eq!(
@@ -426,13 +427,15 @@ async fn known_tools_survive_a_reconnect_and_the_listing_is_redone() {
     client.close().await;
 }
 
-/// Counts the `ping`s a stdio transport carries.
-struct Pings {
+/// A stdio transport that counts the messages of one method it carries, for a test to wait
+/// on; the count goes on across the connections a reconnecting client makes.
+struct Counted {
     inner: toolwire::StdioTransport,
-    sent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    method: &'static str,
+    sent: std::sync::Arc<tokio::sync::watch::Sender<usize>>,
 }
 
-impl toolwire::Transport for Pings {
+impl toolwire::Transport for Counted {
     fn carries_headers(&self) -> bool {
         false
     }
@@ -440,61 +443,82 @@ impl toolwire::Transport for Pings {
         &self,
         message: toolwire::Outbound,
     ) -> toolwire::BoxFuture<'_, Result<(), toolwire::TransportError>> {
-        if message.kind.method() == Some("ping") {
-            self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        self.inner.send(message)
+        let counted = message.kind.method() == Some(self.method);
+        Box::pin(async move {
+            self.inner.send(message).await?;
+            if counted {
+                self.sent.send_modify(|n| *n += 1);
+            }
+            Ok(())
+        })
     }
     fn recv(
         &self,
     ) -> toolwire::BoxFuture<'_, Option<Result<toolwire::Inbound, toolwire::TransportError>>> {
         self.inner.recv()
     }
+    fn cancel(&self, id: &toolwire::RequestId) {
+        self.inner.cancel(id);
+    }
+    fn unread(&self) -> Vec<toolwire::RequestId> {
+        self.inner.unread()
+    }
+    fn peer_state(&self) -> Option<String> {
+        self.inner.peer_state()
+    }
     fn close(&self) -> toolwire::BoxFuture<'_, Result<(), toolwire::TransportError>> {
         self.inner.close()
     }
 }
 
-/// A quiet legacy connection is pinged every interval (and answered); a busy one is not, and
-/// the modern era, which has no `ping`, never is.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quiet_legacy_connection_is_kept_alive_with_pings() {
-    for (eras, expect_pings) in [("legacy", true), ("modern", false)] {
-        let log = Log::new(&format!("keepalive-{eras}"));
-        let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let transport = Pings {
-            inner: toolwire::StdioTransport::spawn(
-                StdioConfig::new(SERVER, [eras])
-                    .with_env(LOG_VAR, log.0.to_string_lossy())
-                    .with_stderr(StderrMode::Discard),
-            )
-            .unwrap(),
+/// Connects to `stdio`'s server, counting the `method` messages written to each one.
+fn counting(
+    stdio: StdioConfig,
+    method: &'static str,
+) -> (toolwire::Connector, tokio::sync::watch::Receiver<usize>) {
+    let (sent, count) = tokio::sync::watch::channel(0);
+    let sent = std::sync::Arc::new(sent);
+    let connector: toolwire::Connector = std::sync::Arc::new(move || {
+        Ok(std::sync::Arc::new(Counted {
+            inner: toolwire::StdioTransport::spawn(stdio.clone())?,
+            method,
             sent: sent.clone(),
-        };
-        let client = Client::builder("reconnect", "0")
-            .keep_alive(Duration::from_millis(200))
-            .connect(transport)
-            .unwrap();
-        client.ready().await.unwrap();
-        // Busy: a call every 20 ms leaves no quiet 200 ms.
-        for i in 0..15 {
-            echo(&client, &format!("busy {i}")).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let while_busy = sent.load(std::sync::atomic::Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        let quiet = sent.load(std::sync::atomic::Ordering::SeqCst) - while_busy;
-        if expect_pings {
-            assert_eq!(while_busy, 0, "pinged a busy connection");
-            // About one per 200 ms: not none, and not a loop.
-            assert!((2..=8).contains(&quiet), "{quiet} pings in a quiet second");
-            // Answered: the connection is as good as before.
-            assert_eq!(echo(&client, "after").await.unwrap(), "after");
-        } else {
-            assert_eq!(while_busy + quiet, 0, "a modern connection was pinged");
-        }
-        client.close().await;
-    }
+        }) as std::sync::Arc<dyn toolwire::Transport>)
+    });
+    (connector, count)
+}
+
+/// Waits up to 10 s for `count` to reach `n`.
+async fn until_sent(count: &mut tokio::sync::watch::Receiver<usize>, n: usize, what: &str) {
+    tokio::time::timeout(Duration::from_secs(10), count.wait_for(|c| *c >= n))
+        .await
+        .unwrap_or_else(|_| panic!("never sent: {what}"))
+        .unwrap();
+}
+
+/// A quiet legacy connection to a real server is pinged again and again, and the server's
+/// answers leave it as good as before. When a ping is due, that it waits for traffic to stop
+/// and that the modern era is never pinged are the session's to decide, and are tested there
+/// on a made-up clock (`upkeep.rs`, `a_quiet_modern_session_is_never_pinged`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_legacy_connection_is_pinged_and_the_answers_keep_it_usable() {
+    let log = Log::new("keepalive-legacy");
+    let (connector, mut pings) = counting(
+        StdioConfig::new(SERVER, ["legacy"])
+            .with_env(LOG_VAR, log.0.to_string_lossy())
+            .with_stderr(StderrMode::Discard),
+        "ping",
+    );
+    let client = Client::builder("reconnect", "0")
+        .keep_alive(Duration::from_millis(100))
+        .connect_with(connector)
+        .unwrap();
+    client.ready().await.unwrap();
+    // A second ping goes only once the first was answered (one at a time).
+    until_sent(&mut pings, 2, "a second keep-alive ping").await;
+    assert_eq!(echo(&client, "after").await.unwrap(), "after");
+    assert_eq!(log.starts().len(), 1, "pings never cost a reconnect");
+    client.close().await;
 }
 
 /// A modern server in Python that reads its stdin one byte at a time (so what it did not

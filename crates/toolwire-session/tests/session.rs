@@ -621,3 +621,29 @@ fn the_headers_a_call_would_carry_follow_the_version_and_the_transport() {
         "stdio sends none"
     );
 }
+
+/// Keep-alive is a legacy habit: a stateless modern connection holds nothing to keep, so a
+/// quiet one gets no `ping` however long it stays quiet (the legacy side is in `upkeep.rs`).
+#[test]
+fn a_quiet_modern_session_is_never_pinged() {
+    let mut p = Peer::ready_modern_with(
+        config().with_keep_alive(Some(Duration::from_millis(200))),
+        true,
+    );
+    assert_eq!(p.session.poll_timeout(), None);
+    p.session.handle_timeout(p.at(600_000));
+    p.nothing_sent();
+    // The same configuration on a legacy session does ping: the test above is about the era.
+    let mut legacy = Peer::with_config(
+        config()
+            .with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25))
+            .with_keep_alive(Some(Duration::from_millis(200))),
+        true,
+    );
+    legacy.session.start(legacy.at(0));
+    let (init, _) = legacy.sent();
+    legacy.reply(&init, init_result("2025-11-25"), 1);
+    let _initialized = legacy.sent();
+    legacy.session.handle_timeout(legacy.at(600_000));
+    assert_eq!(legacy.sent().0["method"], "ping");
+}
