@@ -103,7 +103,8 @@ pub(crate) enum Command {
         context: Vec<String>,
     },
     /// Print the server's notifications as they come (log messages, list changes, resource
-    /// updates, …), one JSON line each with --json, until the server goes or --for passes.
+    /// updates, …), one JSON line each with --json, until the server goes or --for passes;
+    /// says `watching` on stderr once none can be missed.
     Watch {
         /// Stop after this many seconds.
         #[arg(long = "for", value_name = "SECS")]

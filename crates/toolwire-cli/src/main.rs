@@ -244,6 +244,10 @@ async fn watch(
         // On stderr, so stdout stays the notifications alone; a script waits for it.
         say_err!("subscribed to {uri}");
     }
+    // From here on nothing the server announces is missed: a script that waits for this
+    // line may then cause the changes it watches for.
+    client.listening().await?;
+    say_err!("watching");
     // A limit past what the clock holds is no limit.
     let until = limit.and_then(|l| tokio::time::Instant::now().checked_add(l));
     loop {

@@ -132,19 +132,22 @@ fn batch_over_a_config_routes_tools_by_qualified_name_and_methods_by_server() {
 }
 
 /// `watch` prints what the server announces while it runs: here the tool-list change another
-/// client's `unlock_files` causes, as one JSON line.
+/// client's `unlock_files` causes, as one JSON line. It says `watching` on stderr once nothing
+/// announced can be missed, and the change is caused only then.
 #[test]
 fn watch_prints_the_servers_notifications_as_they_come() {
     let served = serve(&[]);
-    let watch = Command::new(BIN)
-        .args(["--url", &served.url, "--json", "watch", "--for", "8"])
+    let mut watch = Command::new(BIN)
+        .args(["--url", &served.url, "--json", "watch", "--for", "5"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Time to connect and open its listen stream.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut stderr = BufReader::new(watch.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "watching");
     let trigger = toolwire(&["--url", &served.url, "tools", "call", "unlock_files"]);
     assert!(trigger.status.success(), "{}", stdout(&trigger));
     let o = watch.wait_with_output().unwrap();
@@ -157,10 +160,12 @@ fn watch_prints_the_servers_notifications_as_they_come() {
         "{}",
         stdout(&o)
     );
-    assert!(
-        toolwire(&["--log-level", "loud", "ping"]).status.code() == Some(2),
-        "a level that does not exist is a usage error"
-    );
+}
+
+#[test]
+fn a_log_level_that_does_not_exist_is_a_usage_error() {
+    let o = toolwire(&["--log-level", "loud", "ping"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
 }
 
 /// `toolwire --protocol PROTOCOL ARGS...` against the embedded server; it must succeed.
@@ -211,7 +216,7 @@ fn watch_with_a_resource_prints_its_updates_in_both_eras() {
     for protocol in ["auto", "2025-11-25"] {
         let mut watch = Command::new(BIN)
             .args(["--url", &served.url, "--protocol", protocol, "--json"])
-            .args(["watch", "--resource", "toolwire://files/w", "--for", "6"])
+            .args(["watch", "--resource", "toolwire://files/w", "--for", "5"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -453,3 +453,37 @@ fn a_prior_is_ignored_in_a_pinned_mode() {
 }
 
 // ---- SEP-2549: the tool listing's freshness ----
+
+/// `is_listening` says when a watcher may cause a change and still hear of it: a modern
+/// session only once its listen stream is acknowledged (and again only once a stream that
+/// dropped is acknowledged anew); a modern one with nothing to listen for, and a legacy one,
+/// as soon as they are negotiated.
+#[test]
+fn a_session_is_listening_once_its_listen_stream_is_acknowledged_or_none_is_needed() {
+    let mut p = Peer::with_config(dynamic_config(), true);
+    assert!(!p.session.is_listening(), "not negotiated");
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    p.reply(&discover, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1"}}}), 1);
+    let (listen, _) = p.sent();
+    assert_eq!(listen["method"], "subscriptions/listen");
+    assert!(!p.session.is_listening(), "the stream is not acknowledged");
+    p.listen_ack(&listen, 2);
+    assert!(p.session.is_listening());
+    // The stream ends: not listening until its successor is acknowledged.
+    p.reply(&listen, json!({}), 3);
+    assert!(!p.session.is_listening(), "the stream dropped");
+    p.session.handle_timeout(p.at(3 + 1_000));
+    let (again, _) = p.sent();
+    assert_eq!(again["method"], "subscriptions/listen");
+    assert!(!p.session.is_listening());
+    p.listen_ack(&again, 1_004);
+    assert!(p.session.is_listening());
+
+    // Nothing declared to listen for: no stream, listening once negotiated.
+    let quiet = Peer::ready_modern(true);
+    assert!(quiet.session.is_listening());
+    let legacy = Peer::ready_legacy(true);
+    assert!(legacy.session.is_listening());
+}

@@ -132,6 +132,24 @@ fn empty() -> Box<RawValue> {
 }
 
 impl Session {
+    /// Whether what the server announces can reach this session now. Legacy: once
+    /// negotiated (notifications come on the connection itself; over Streamable HTTP the
+    /// transport holds the GET stream). `2026-07-28`: once the `subscriptions/listen` stream
+    /// is acknowledged, or at once when there is nothing to listen for or the server has no
+    /// such stream (nothing more will come).
+    pub fn is_listening(&self) -> bool {
+        let Some(negotiated) = self.negotiated() else {
+            return false;
+        };
+        if !negotiated.version.is_modern() || self.listen.disabled {
+            return true;
+        }
+        match self.listen.id {
+            Some(_) => self.listen.acknowledged,
+            None => self.listen_filter().is_none(),
+        }
+    }
+
     /// What a listen stream would ask for now: the list changes the server declares (when
     /// [`SessionConfig::listen`](crate::SessionConfig::listen) is on) and the subscribed
     /// resources. `None`: nothing to listen for.

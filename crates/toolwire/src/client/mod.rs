@@ -67,6 +67,8 @@ struct Inner {
     transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Every notification from the server, to each subscriber.
     notices: broadcast::Sender<Arc<Notice>>,
+    /// Whether the server's announcements can reach the client, whichever driver runs it.
+    listening: watch::Sender<bool>,
 }
 
 pub use toolwire_session::TOOLS_STALE_META;
@@ -141,6 +143,7 @@ impl Client {
             state: watch::channel(ConnectionState::Idle).0,
             transport: watch::channel(None).0,
             notices: broadcast::channel(notification_buffer).0,
+            listening: watch::channel(false).0,
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -309,6 +312,24 @@ impl Client {
                 Negotiation::NotStarted | Negotiation::Pending | Negotiation::Reconnecting => {}
             }
             rx.changed().await.map_err(|_| Error::Closed)?;
+        }
+    }
+
+    /// Waits until what the server announces can reach this client, connecting first if
+    /// idle, so that a watcher that then causes a change does not miss its notification. In
+    /// the `2026-07-28` era that is when the `subscriptions/listen` stream is acknowledged
+    /// (at once when the server declares nothing to listen for, or has no such stream); in
+    /// the legacy era, once negotiated (notifications come on the connection itself; over
+    /// Streamable HTTP the transport opens the GET stream beside it). An
+    /// [`Error::Timeout`] after the request timeout when the stream is never acknowledged.
+    pub async fn listening(&self) -> Result<(), Error> {
+        let mut listening = self.inner.listening.subscribe();
+        self.ready().await?;
+        let timeout = self.inner.config.session.request_timeout;
+        match tokio::time::timeout(timeout, listening.wait_for(|l| *l)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(Error::Closed),
+            Err(_) => Err(Error::Timeout(timeout)),
         }
     }
 
@@ -535,6 +556,7 @@ impl Inner {
             connection: self.state.clone(),
             transport: self.transport.clone(),
             notices: self.notices.clone(),
+            listening: self.listening.clone(),
         };
         let session = link.session(transport.carries_headers());
         self.transport.send_replace(Some(transport.clone()));

@@ -32,6 +32,14 @@ impl Driver {
     }
 
     pub(super) fn handle_events(&mut self) {
+        self.dispatch_events();
+        let listening = self.session.is_listening();
+        self.link
+            .listening
+            .send_if_modified(|l| std::mem::replace(l, listening) != listening);
+    }
+
+    fn dispatch_events(&mut self) {
         while let Some(event) = self.session.poll_event() {
             match event {
                 Event::Ready(n) => {

@@ -63,6 +63,9 @@ pub(crate) struct Link {
     pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Where the server's notifications go (shared by every driver of a client).
     pub(crate) notices: broadcast::Sender<Arc<crate::Notice>>,
+    /// Whether the server's announcements can reach the client now
+    /// ([`toolwire_session::Session::is_listening`]; shared by every driver of a client).
+    pub(crate) listening: watch::Sender<bool>,
 }
 
 impl Link {
