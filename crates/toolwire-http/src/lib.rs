@@ -374,6 +374,18 @@ impl HttpTransport {
             .map(str::to_owned)
     }
 
+    /// Whether the legacy GET stream for the server's own messages is held (open, or waiting
+    /// to reopen after a drop): `false` before a legacy session's handshake ends, and once
+    /// the server refused the stream (405, or 404 without a session), the session ended or
+    /// the stream was given up after repeated failures. Server messages outside responses
+    /// arrive only while it is held.
+    pub fn holds_get_stream(&self) -> bool {
+        lock(&self.inner.state)
+            .listener
+            .as_ref()
+            .is_some_and(|l| !l.is_finished())
+    }
+
     /// The `Accept` profile now in use (after any 406 fallback).
     pub fn accept_profile(&self) -> AcceptProfile {
         lock(&self.inner.state).accept

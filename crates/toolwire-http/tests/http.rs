@@ -336,26 +336,67 @@ async fn cancel_closes_the_request_stream() {
 
 #[tokio::test]
 async fn dropping_the_last_handle_ends_the_requests_in_flight() {
-    let peer = ticking_sse_peer().await;
+    // Each request's stream is written when the test says.
+    let (first, first_body) = Feed::new();
+    let (second, second_body) = Feed::new();
+    let peer = HttpPeer::start(move |req| {
+        let body = match req.rpc_id() {
+            Some(id) if id == 1 => first_body.clone(),
+            _ => second_body.clone(),
+        };
+        Reply::sse(["id: 0\ndata:\n\n".to_owned()]).part(Part::Feed(body))
+    })
+    .await;
     let t = HttpTransport::new(peer.url()).unwrap();
     let other = t.clone();
     t.send(request(1, "tools/call", RetryClass::Never))
         .await
         .unwrap();
-    assert!(
-        tokio::time::timeout(Duration::from_millis(150), t.recv())
-            .await
-            .is_err()
-    );
+    // Requests run while a `recv` is pending: until the server has this one open.
+    drive_until(&t, || !peer.requests().is_empty()).await;
     drop(t);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A clone still holds the transport: the stream is read on, and its answer arrives.
+    first
+        .send(Bytes::from_static(
+            b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+        ))
+        .unwrap();
+    let answered: Value = serde_json::from_slice(&next(&other).await.unwrap().body).unwrap();
+    assert_eq!(answered["id"], 1);
     assert_eq!(peer.disconnects(), 0, "a clone still holds the transport");
+    // A second request, left open; dropping the last handle closes its stream, which the
+    // server learns at its next write.
+    other
+        .send(request(2, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    drive_until(&other, || peer.requests().len() == 2).await;
     drop(other);
-    let deadline = Instant::now() + Duration::from_secs(4);
-    while peer.disconnects() == 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while peer.disconnects() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the request's stream was never closed"
+        );
+        let _ = second.send(Bytes::from_static(b": tick\n\n"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(peer.disconnects(), 1, "the request's stream was closed");
+}
+
+/// Keeps a `recv` of `t` pending (which runs its requests) until `done` holds, up to 5 s;
+/// nothing may arrive meanwhile.
+async fn drive_until(t: &HttpTransport, done: impl Fn() -> bool) {
+    let wait = async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        got = t.recv() => panic!("nothing should arrive yet: {got:?}"),
+        () = wait => {}
+        () = tokio::time::sleep(Duration::from_secs(5)) => panic!("never happened"),
+    }
 }
 
 #[tokio::test]
@@ -557,7 +598,15 @@ async fn the_legacy_get_stream_delivers_server_messages_and_resumes() {
     assert_eq!(gets.len(), 2, "reconnected once, then 405 ended it");
     assert_eq!(gets[1].header("last-event-id"), "g1");
     assert_eq!(gets[1].header("mcp-session-id"), "s");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The 405 ends the stream's task: once it has, no GET can follow.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while t.holds_get_stream() {
+        assert!(
+            Instant::now() < deadline,
+            "the GET stream was kept after a 405"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(
         peer.requests()
             .iter()

@@ -10,7 +10,7 @@ pub(crate) use bytes::Bytes;
 pub(crate) use serde_json::{Value, json};
 pub(crate) use toolwire_http::{AcceptProfile, HttpError, HttpTransport, Proxy, RetryPolicy};
 pub(crate) use toolwire_test_support::forward::ForwardProxy;
-pub(crate) use toolwire_test_support::http::{HttpPeer, Part, Recorded, Reply, sse_event};
+pub(crate) use toolwire_test_support::http::{Feed, HttpPeer, Part, Recorded, Reply, sse_event};
 pub(crate) use toolwire_transport::{
     Inbound, MessageKind, Outbound, RequestId, RetryClass, SessionStep, Transport, TransportError,
 };
