@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolwire::Client;
-use toolwire_host::{Host, HostError, ServerState, ServersConfig};
+use toolwire_host::{
+    Host, HostError, Naming, ServerState, ServersConfig, is_provider_safe, provider_safe,
+};
 use toolwire_refserver::{Options, serve_http};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
@@ -378,5 +380,102 @@ async fn remote_entries_log_in_with_oauth_unless_they_carry_an_authorization_hea
         bearers.iter().any(|b| b == "Bearer not-a-valid-token"),
         "the entry's own header is sent: {bearers:?}"
     );
+    host.shutdown().await;
+}
+
+/// Waits up to 5 s for the host's snapshot to satisfy `ready`, following its changes.
+async fn until_tools(host: &Host, what: &str, ready: impl Fn(&toolwire_host::HostTools) -> bool) {
+    let mut changes = host.subscribe();
+    let wait = async {
+        while !ready(&host.tools()) {
+            let _ = changes.recv().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), wait)
+        .await
+        .unwrap_or_else(|_| panic!("never happened: {what}"));
+}
+
+fn tool(name: &str) -> toolwire::Tool {
+    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+}
+
+/// Provider-safe naming: names that already pass stay; others get the documented short form,
+/// and a call by it reaches the server under the tool's own name. A name another tool holds
+/// leaves the newcomer out, with both named, until the holder goes; then it comes in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
+    let text = json!({"mcpServers": {
+        "plain": {"command": SERVER, "args": ["modern"]},
+        "a.b": {"command": SERVER, "args": ["modern"]},
+        "a_b": {"command": SERVER, "args": ["modern"]},
+    }})
+    .to_string();
+    let config = ServersConfig::parse(&text, |_| None).unwrap();
+    let host = Host::builder(Client::builder("host-e2e", "0"))
+        .naming(Naming::ProviderSafe)
+        .start(&config)
+        .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+    let dotted = provider_safe("a.b__echo").into_owned();
+    assert_ne!(dotted, "a.b__echo");
+    let names: Vec<String> = host
+        .tools()
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert!(names.iter().all(|n| is_provider_safe(n)), "{names:?}");
+    assert!(names.contains(&"plain__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&dotted), "{names:?}");
+    let r = host
+        .call_tool(&dotted, json!({"text": "to the dotted server"}))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("to the dotted server"));
+
+    // `a.b` takes a name; `a_b` then offers a tool whose plain name is that same name.
+    host.add_known_tools("a.b", [tool("x.y")]).unwrap();
+    let taken = provider_safe("a.b__x.y").into_owned();
+    until_tools(&host, "a.b's known tool", |t| t.get(&taken).is_some()).await;
+    let impostor = taken.strip_prefix("a_b__").unwrap().to_owned();
+    host.add_known_tools("a_b", [tool(&impostor)]).unwrap();
+    until_tools(&host, "the collision", |t| !t.collisions().is_empty()).await;
+    let tools = host.tools();
+    let collision = &tools.collisions()[0];
+    assert_eq!(
+        (
+            collision.name.as_str(),
+            collision.kept_server.as_str(),
+            collision.kept_tool.as_str()
+        ),
+        (taken.as_str(), "a.b", "x.y")
+    );
+    assert_eq!(
+        (collision.server.as_str(), collision.tool.as_str()),
+        ("a_b", impostor.as_str())
+    );
+    let message = collision.to_string();
+    assert!(
+        message.contains("x.y") && message.contains(&impostor),
+        "{message}"
+    );
+    assert_eq!(
+        tools.get(&taken).unwrap().server.as_ref(),
+        "a.b",
+        "the holder keeps it"
+    );
+    drop(tools);
+
+    // The holder goes: the waiting tool comes in under the name.
+    host.client("a.b")
+        .unwrap()
+        .remove_known_tools(["x.y"])
+        .unwrap();
+    until_tools(&host, "the name passed on", |t| {
+        t.get(&taken).is_some_and(|h| h.server.as_ref() == "a_b")
+    })
+    .await;
+    assert!(host.tools().collisions().is_empty());
     host.shutdown().await;
 }

@@ -16,6 +16,16 @@ pub(crate) struct Cli {
     /// With --config: the entry every command talks to.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) server: Option<String>,
+    /// With --config: how the servers' tools are named, `qualified` (`server__tool`) or
+    /// `provider-safe` (names every LLM provider accepts: `^[A-Za-z0-9_-]{1,64}$`, a stable
+    /// short form for the others).
+    #[arg(
+        long,
+        value_name = "NAMING",
+        default_value = "qualified",
+        requires = "config"
+    )]
+    pub(crate) names: toolwire_host::Naming,
     /// Start the server as a child process: the command line, split like a POSIX shell.
     #[arg(long, value_name = "CMD ARGS")]
     pub(crate) stdio: Option<String>,

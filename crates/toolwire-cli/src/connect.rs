@@ -224,7 +224,7 @@ pub(crate) async fn every_server(
         ));
     }
     // Stored logins for the remote entries; no flow runs for many servers at once.
-    let mut host = Host::builder(builder);
+    let mut host = Host::builder(builder).naming(cli.names);
     match login::config(&login::LoginArgs::default(), false) {
         Ok(oauth) => host = host.oauth(oauth),
         Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
@@ -283,8 +283,12 @@ pub(crate) async fn every_server(
         .collect();
     let reached = servers.iter().any(|s| s["state"] == "ready");
     let tools = host.tools();
+    let collisions: Vec<String> = tools.collisions().iter().map(ToString::to_string).collect();
     if cli.json {
         let mut document = json!({"servers": servers});
+        if !collisions.is_empty() {
+            document["collisions"] = json!(collisions);
+        }
         if matches!(cli.command, Command::Tools { .. }) {
             let listed: Vec<Value> = tools
                 .names()
@@ -298,6 +302,9 @@ pub(crate) async fn every_server(
         }
         print_json(&document);
     } else {
+        for collision in &collisions {
+            say_err!("toolwire: {collision}");
+        }
         for s in &failed {
             let name = s["name"].as_str().unwrap_or("");
             match s["login"].as_str() {

@@ -309,3 +309,55 @@ fn resources_prompts_and_completions_of_the_embedded_server_in_both_eras() {
         );
     }
 }
+
+/// `--names provider-safe` over a configuration: every listed name is one LLM providers
+/// accept (a server named with a dot gets the documented short form), and `batch` calls a
+/// tool by that name.
+#[test]
+fn provider_safe_names_are_listed_and_called_over_a_config() {
+    let path = std::env::temp_dir().join(format!("toolwire-cli-names-{}.json", std::process::id()));
+    let text = serde_json::json!({"mcpServers": {
+        "files.v2": {"command": BIN, "args": ["serve", "--stdio"]},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let config = path.to_str().unwrap();
+    let listed = json(&toolwire(&[
+        "--config",
+        config,
+        "--names",
+        "provider-safe",
+        "--json",
+        "tools",
+        "list",
+    ]));
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let echo = toolwire_host::provider_safe("files.v2__echo").into_owned();
+    assert!(names.contains(&echo.as_str()), "{echo} not in {names:?}");
+    assert!(
+        names.iter().all(|n| toolwire_host::is_provider_safe(n)),
+        "{names:?}"
+    );
+    let o = batch(
+        &["--config", config, "--names", "provider-safe"],
+        &format!(r#"{{"tool": "{echo}", "arguments": {{"text": "by its short name"}}}}"#),
+    );
+    let answers = lines(&o);
+    assert_eq!(
+        answers[0]["content"][0]["text"],
+        "by its short name",
+        "{}",
+        stdout(&o)
+    );
+    let refused = toolwire(&["--config", config, "--names", "short", "tools", "list"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "an unknown naming is a usage error"
+    );
+    let _ = std::fs::remove_file(&path);
+}

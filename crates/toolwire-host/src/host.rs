@@ -2,8 +2,9 @@
 //!
 //! Servers start concurrently, each negotiating its own era; one that fails to start or dies
 //! leaves the others running. Each server's tools, filtered, enter one immutable snapshot
-//! behind `arc-swap` as `{server}{separator}{tool}`, rebuilt and swapped whole whenever any
-//! server's tool cache changes; reading it takes no lock.
+//! behind `arc-swap` as `{server}{separator}{tool}` (or the provider-safe form of that,
+//! [`Naming`]), rebuilt and swapped whole whenever any server's tool cache changes; reading it
+//! takes no lock.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,6 +19,7 @@ use toolwire::{
     ReconnectPolicy, Tool,
 };
 
+use crate::names::{NameCollision, Naming};
 use crate::{ConnectError, ServerConfig, ServersConfig};
 
 /// The default separator between a server's name and its tool's: `github__create_issue`.
@@ -69,11 +71,13 @@ pub struct HostTool {
     pub tool: Arc<Tool>,
 }
 
-/// Every server's tools at one moment, by qualified name. Never changes once built.
+/// Every server's tools at one moment, by the name the host gives them ([`Naming`]). Never
+/// changes once built.
 #[derive(Debug, Default)]
 pub struct HostTools {
     generation: u64,
     tools: HashMap<Arc<str>, HostTool>,
+    collisions: Vec<NameCollision>,
 }
 
 impl HostTools {
@@ -82,9 +86,15 @@ impl HostTools {
         self.generation
     }
 
-    /// The tool with this qualified name (`server__tool`).
+    /// The tool with this name (`server__tool`, or its provider-safe form).
     pub fn get(&self, qualified: &str) -> Option<&HostTool> {
         self.tools.get(qualified)
+    }
+
+    /// The tools left out because another has their name (only possible with
+    /// [`Naming::ProviderSafe`]; see [`crate::names`]), as of each server's last merge.
+    pub fn collisions(&self) -> &[NameCollision] {
+        &self.collisions
     }
 
     /// How many tools.
@@ -190,6 +200,7 @@ pub enum HostError {
 pub struct HostBuilder {
     client: ClientBuilder,
     separator: String,
+    naming: Naming,
     reconnect: Option<ReconnectPolicy>,
     oauth: Option<OAuthConfig>,
 }
@@ -214,6 +225,13 @@ impl HostBuilder {
     /// The separator between a server's name and its tool's (default `__`).
     pub fn separator(mut self, separator: impl Into<String>) -> Self {
         self.separator = separator.into();
+        self
+    }
+
+    /// How tools are named in the merged snapshot (default [`Naming::Qualified`]);
+    /// [`Naming::ProviderSafe`] for names any LLM provider accepts.
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.naming = naming;
         self
     }
 
@@ -246,12 +264,14 @@ impl HostBuilder {
                     state: watch::channel(initial).0,
                     client: Mutex::new(None),
                     tools: Mutex::new(Vec::new()),
+                    collisions: Mutex::new(Vec::new()),
                 })
             })
             .collect();
         let inner = Arc::new(Inner {
             servers,
             separator: self.separator,
+            naming: self.naming,
             merged: ArcSwap::from_pointee(HostTools::default()),
             changes: broadcast::channel(256).0,
             merging: Mutex::new(()),
@@ -289,6 +309,7 @@ pub struct Host {
 struct Inner {
     servers: Vec<Arc<Server>>,
     separator: String,
+    naming: Naming,
     merged: ArcSwap<HostTools>,
     changes: broadcast::Sender<HostChange>,
     /// One merge at a time, so none is lost (readers never take it).
@@ -303,8 +324,10 @@ struct Server {
     config: ServerConfig,
     state: watch::Sender<ServerState>,
     client: Mutex<Option<Client>>,
-    /// Its tools as they are in the merged snapshot, by qualified name.
+    /// Its tools as they are in the merged snapshot, by the name the host gives them.
     tools: Mutex<Vec<(Arc<str>, HostTool)>>,
+    /// Its tools its last merge left out, each for a name another tool has.
+    collisions: Mutex<Vec<NameCollision>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -318,6 +341,7 @@ impl Host {
         HostBuilder {
             client,
             separator: DEFAULT_SEPARATOR.to_owned(),
+            naming: Naming::default(),
             reconnect: Some(ReconnectPolicy::default()),
             oauth: None,
         }
@@ -512,7 +536,7 @@ impl Inner {
     /// The server could not go on: its tools leave the snapshot, and its state says why.
     fn stop(&self, server: &Server, error: &Error) {
         lock(&server.client).take();
-        self.replace(server, Vec::new());
+        self.replace_and_settle(server, Vec::new());
         let reason = toolwire::ErrorChain(error).to_string();
         match error {
             Error::Authorization(e) if matches!(**e, AuthError::LoginRequired { .. }) => {
@@ -560,7 +584,8 @@ impl Inner {
             .iter()
             .filter(|(name, _)| server.config.tools.allows(name))
             .map(|(name, cached)| {
-                let qualified: Arc<str> = format!("{}{}{name}", server.name, self.separator).into();
+                let qualified: Arc<str> =
+                    self.naming.name(&server.name, &self.separator, name).into();
                 let tool = HostTool {
                     server: server.name.clone(),
                     tool: cached.tool().clone(),
@@ -570,14 +595,28 @@ impl Inner {
             .collect();
         tools.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let count = tools.len();
-        self.replace(server, tools);
+        self.replace_and_settle(server, tools);
         count
     }
 
+    /// [`Inner::replace`], then each server a tool of which was left out for a name `server`
+    /// gave up is merged again, so that the tool comes in.
+    fn replace_and_settle(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) {
+        for waiting in self.replace(server, tools) {
+            let client = lock(&waiting.client).clone();
+            if let Some(client) = client {
+                self.merge(&waiting, &client);
+            }
+        }
+    }
+
     /// Puts `tools` in place of `server`'s in a new snapshot, swaps it in and announces the
-    /// difference.
-    fn replace(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) {
+    /// difference; returns the other servers whose left-out tools wanted a name it gave up.
+    fn replace(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) -> Vec<Arc<Server>> {
         let _merging = lock(&self.merging);
+        let (tools, collisions) = self.without_collisions(server, tools);
+        let collisions_changed = *lock(&server.collisions) != collisions;
+        *lock(&server.collisions) = collisions;
         let mut own = lock(&server.tools);
         let before: HashSet<&Arc<str>> = own.iter().map(|(k, _)| k).collect();
         let after: HashSet<&Arc<str>> = tools.iter().map(|(k, _)| k).collect();
@@ -593,10 +632,21 @@ impl Inner {
             .map(|(k, _)| k.clone())
             .collect();
         drop(old);
-        if added.is_empty() && removed.is_empty() && changed.is_empty() {
+        if added.is_empty() && removed.is_empty() && changed.is_empty() && !collisions_changed {
             *own = tools;
-            return;
+            return Vec::new();
         }
+        let waiting: Vec<Arc<Server>> = self
+            .servers
+            .iter()
+            .filter(|s| s.name != server.name)
+            .filter(|s| {
+                lock(&s.collisions)
+                    .iter()
+                    .any(|c| removed.iter().any(|r| **r == *c.name))
+            })
+            .cloned()
+            .collect();
         let current = self.merged.load();
         let mut next = current.tools.clone();
         for key in &removed {
@@ -606,9 +656,15 @@ impl Inner {
             next.insert(key.clone(), tool.clone());
         }
         let generation = current.generation + 1;
+        let collisions = self
+            .servers
+            .iter()
+            .flat_map(|s| lock(&s.collisions).clone())
+            .collect();
         self.merged.store(Arc::new(HostTools {
             generation,
             tools: next,
+            collisions,
         }));
         *own = tools;
         let _ = self.changes.send(HostChange {
@@ -618,6 +674,46 @@ impl Inner {
             removed,
             changed,
         });
+        waiting
+    }
+}
+
+impl Inner {
+    /// `server`'s tools (sorted by name) less those whose name another tool has: one of the
+    /// same server's listed before it, or another server's in the snapshot now. Each one left
+    /// out is a [`NameCollision`], which the snapshot carries (nothing is logged here).
+    fn without_collisions(
+        &self,
+        server: &Server,
+        tools: Vec<(Arc<str>, HostTool)>,
+    ) -> (Vec<(Arc<str>, HostTool)>, Vec<NameCollision>) {
+        let current = self.merged.load();
+        let mut kept: Vec<(Arc<str>, HostTool)> = Vec::with_capacity(tools.len());
+        let mut collisions = Vec::new();
+        for (name, tool) in tools {
+            let holder = match kept.last() {
+                Some((last, other)) if *last == name => Some(other.clone()),
+                _ => current
+                    .tools
+                    .get(&name)
+                    .filter(|other| other.server != server.name)
+                    .cloned(),
+            };
+            match holder {
+                Some(other) => {
+                    let collision = NameCollision {
+                        name: name.to_string(),
+                        kept_server: other.server.to_string(),
+                        kept_tool: other.tool.name.clone(),
+                        server: server.name.to_string(),
+                        tool: tool.tool.name.clone(),
+                    };
+                    collisions.push(collision);
+                }
+                None => kept.push((name, tool)),
+            }
+        }
+        (kept, collisions)
     }
 }
 

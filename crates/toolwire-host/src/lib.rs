@@ -57,12 +57,15 @@
 
 mod config;
 mod host;
+pub mod names;
 pub mod trust;
 
 pub use host::{
     DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, HostToolsRef,
     ServerState,
 };
+
+pub use names::{NameCollision, Naming, is_provider_safe, provider_safe};
 
 pub use config::{
     ConfigError, ConnectError, OAuthEntry, Problem, ProblemKind, ServerConfig, ServerTransport,
