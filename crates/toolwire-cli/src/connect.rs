@@ -9,7 +9,11 @@ use super::*;
 pub(crate) fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failure> {
     let mut builder = Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION"))
         .mode(mode(&cli.protocol)?)
-        .reconnect(ReconnectPolicy::default());
+        .reconnect(ReconnectPolicy::default())
+        .handler(
+            crate::elicit::capabilities(),
+            crate::elicit::handler(crate::elicit::interactive(cli)),
+        );
     if let Some(level) = &cli.log_level {
         let level: LoggingLevel = serde_json::from_value(json!(level)).map_err(|_| {
             Failure::Usage(format!(

@@ -44,6 +44,7 @@ mod args;
 mod batch;
 mod browse;
 mod connect;
+mod elicit;
 mod login;
 mod render;
 mod trust;
@@ -461,6 +462,10 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
     }
 }
 
+/// How long `tools call` waits for the server to confirm the pages of a `-32042` answer when
+/// `--timeout` does not say.
+const URL_ELICITATION_WAIT: Duration = Duration::from_secs(300);
+
 #[allow(clippy::too_many_arguments, reason = "one command's inputs")]
 async fn call(
     cli: &Cli,
@@ -495,6 +500,7 @@ async fn call(
         arguments.extend(extra);
     }
     let arguments = Value::Object(arguments);
+    let arguments_again = arguments.clone();
     let headers = client.call_headers(name, &arguments).unwrap_or_default();
     let interactive = std::io::stderr().is_terminal() && !cli.json;
     let result = client
@@ -509,7 +515,24 @@ async fn call(
     if interactive {
         eprint!("\r\x1b[2K");
     }
-    let result = result?;
+    let result = match result {
+        Err(Error::Input(toolwire::InputError::UrlElicitationRequired {
+            elicitations, ..
+        })) => {
+            // The user completes the pages (at a terminal, with their consent); then once more.
+            let wait = cli
+                .timeout
+                .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+                .unwrap_or(URL_ELICITATION_WAIT);
+            if !elicit::complete(client, &elicitations, elicit::interactive(cli), wait).await {
+                return Err(Failure::Remote(format!(
+                    "`{name}` needs the page(s) above completed first; complete them, then run the command again"
+                )));
+            }
+            client.call_tool(name, arguments_again).await?
+        }
+        other => other?,
+    };
     if cli.json {
         print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {

@@ -59,6 +59,8 @@ pub(crate) enum Change {
     Tools,
     /// The resource with this URI (a file `write_file` wrote).
     Resource(String),
+    /// The URL elicitation with this id was completed (`finish_link`).
+    ElicitationComplete(String),
 }
 
 /// What a `subscriptions/listen` stream asked for (and is acknowledged: this server honours
@@ -93,6 +95,8 @@ impl Interest {
                 .resources
                 .contains(uri)
                 .then(|| resource_updated(uri, Some(subscription))),
+            // The 2026-07-28 era completes URL elicitations by retrying the request.
+            Change::ElicitationComplete(_) => None,
         }
     }
 
@@ -123,6 +127,8 @@ pub(crate) struct Core {
     subscribed: Mutex<BTreeSet<String>>,
     /// The tasks extension's tasks.
     pub(crate) tasks: Arc<Tasks>,
+    /// `finish_link` was called: `link_account` succeeds (one for the whole server).
+    linked: std::sync::atomic::AtomicBool,
 }
 
 pub(crate) fn error(
@@ -163,6 +169,7 @@ impl Core {
             log_level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
             tasks: Arc::default(),
+            linked: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -179,6 +186,10 @@ impl Core {
             Change::Resource(uri) => lock(&self.subscribed)
                 .contains(uri)
                 .then(|| resource_updated(uri, None)),
+            Change::ElicitationComplete(id) => Some(
+                json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+                    "params": {"elicitationId": id}}),
+            ),
         }
     }
 
@@ -382,6 +393,11 @@ impl Core {
                     {"extensions": {toolwire_types::TASKS_EXTENSION: {}}}});
                 error(id, c, m, Some(data))
             }
+            // The only URL elicitation this server asks for is the account link.
+            Err((c, m)) if c == code::URL_ELICITATION_REQUIRED => {
+                let data = json!({"elicitations": [tools::link_elicitation()]});
+                error(id, c, m, Some(data))
+            }
             Err((c, m)) => error(id, c, m, None),
         })
     }
@@ -466,6 +482,34 @@ impl Core {
                 }
             }
             "greet" => tools::text(format!("Hello, {}!", str_arg("name"))),
+            "link_account" => {
+                let linked = self.linked.load(std::sync::atomic::Ordering::SeqCst);
+                let modern = params["_meta"][meta_key::PROTOCOL_VERSION].is_string();
+                match (linked, modern) {
+                    (true, _) => tools::text("account linked"),
+                    // 2026-07-28: the URL elicitation is an input request of the call.
+                    (false, true) if params["inputResponses"]["link"].is_null() => {
+                        json!({"resultType": "input_required", "inputRequests": {"link":
+                            {"method": "elicitation/create", "params": tools::link_elicitation()}}})
+                    }
+                    (false, true) => {
+                        json!({"content": [{"type": "text", "text": "the account is not linked yet"}], "isError": true})
+                    }
+                    (false, false) => {
+                        return Err((
+                            code::URL_ELICITATION_REQUIRED,
+                            "Link your account first".into(),
+                        ));
+                    }
+                }
+            }
+            "finish_link" => {
+                self.linked.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = self
+                    .changes
+                    .send(Change::ElicitationComplete(tools::LINK_ELICITATION.into()));
+                tools::text("linked")
+            }
             task_tool if let Some(job) = Job::for_tool(task_tool, &args) => {
                 if modern_with_tasks(params) {
                     self.tasks.create(job)

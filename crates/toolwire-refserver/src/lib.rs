@@ -14,7 +14,9 @@
 //!   `fail` (`isError`), `protocol_error`, `slow` (progress), `log` (`notifications/message` at
 //!   four levels, filtered by `logging/setLevel` or the request's `_meta` log level), `unlock_files` (registers
 //!   `read_file` and `write_file` a moment after it answers and announces them),
-//!   `ephemeral` (removes itself).
+//!   `ephemeral` (removes itself), `link_account` (needs a URL elicitation completed: `-32042`
+//!   in the legacy era, an input request in 2026-07-28) and `finish_link` (completes it and
+//!   says so with `notifications/elicitation/complete`).
 //! - **Resources, prompts, completions**: `toolwire://readme`, the template
 //!   `toolwire://files/{path}` (the files `write_file` made), the prompt `greet` (`who`), and
 //!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).

@@ -17,6 +17,16 @@ pub(crate) fn broken_tools() -> [Value; 2] {
     ]
 }
 
+/// The `elicitationId` of the account link `link_account` asks for.
+pub(crate) const LINK_ELICITATION: &str = "link-account";
+
+/// The URL elicitation that links the account (`link_account`).
+pub(crate) fn link_elicitation() -> Value {
+    json!({"mode": "url", "elicitationId": LINK_ELICITATION,
+        "url": "https://example.invalid/link?elicitation=link-account",
+        "message": "Link your example account to continue."})
+}
+
 /// Tools present from the start.
 pub(crate) fn base_tools() -> Vec<Value> {
     vec![
@@ -53,6 +63,10 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "slow_task", "description": "Done after `ms` milliseconds; a task for a client that declares the tasks extension, which with `ask` first asks who it is for.",
             "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}, "ask": {"type": "boolean"}}}}),
+        json!({"name": "link_account", "description": "Needs a linked account: until finish_link is called, asks for the URL elicitation that links it (a -32042 error in the legacy era, an input request in 2026-07-28).",
+            "inputSchema": {"type": "object"}}),
+        json!({"name": "finish_link", "description": "Completes the account link, as the user's visit to the URL would, and announces it (notifications/elicitation/complete).",
+            "inputSchema": {"type": "object"}}),
         json!({"name": "log", "description": "Logs `message` at debug, info, warning and error (notifications/message), as far as the client's log level lets it.",
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
             "annotations": {"readOnlyHint": true}}),

@@ -134,6 +134,31 @@ pub struct ElicitParams {
     pub extra: JsonObject,
 }
 
+impl ElicitParams {
+    /// A URL-mode elicitation (`2025-11-25`): the user is sent to [`Self::url`] out of band;
+    /// nothing they enter there passes through the client.
+    pub fn url_mode(
+        message: impl Into<String>,
+        url: impl Into<String>,
+        elicitation_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            mode: Some("url".to_owned()),
+            message: message.into(),
+            requested_schema: None,
+            url: Some(url.into()),
+            elicitation_id: Some(elicitation_id.into()),
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Whether this is URL mode (`mode: "url"`); absent or `form` is form mode.
+    pub fn is_url(&self) -> bool {
+        self.mode.as_deref() == Some("url")
+    }
+}
+
 /// How the user answered an elicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

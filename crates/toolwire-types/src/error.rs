@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::common::{JsonObject, nullable};
-use crate::{ClientCapabilities, RequestId};
+use crate::{ClientCapabilities, ElicitParams, RequestId};
 
 /// JSON-RPC and MCP error codes, by name.
 pub mod code {
@@ -84,6 +84,21 @@ impl ErrorObject {
         serde_json::from_value(self.data.clone()?).ok()
     }
 
+    /// The typed `data` of a `URLElicitationRequired` error (`-32042`, `2025-11-25`) if this
+    /// is one and its data has the documented shape: the URL elicitations the user must complete
+    /// before the request can succeed. Entries that are not URL mode are dropped; none left is
+    /// `None`.
+    pub fn url_elicitations(&self) -> Option<UrlElicitationRequiredData> {
+        if self.code != code::URL_ELICITATION_REQUIRED {
+            return None;
+        }
+        let mut data: UrlElicitationRequiredData =
+            serde_json::from_value(self.data.clone()?).ok()?;
+        data.elicitations
+            .retain(|e| e.is_url() && e.url.is_some() && e.elicitation_id.is_some());
+        (!data.elicitations.is_empty()).then_some(data)
+    }
+
     /// The typed `data` of a `MissingRequiredClientCapability` error, if this is one and its
     /// data has the documented shape.
     pub fn missing_capability(&self) -> Option<MissingClientCapabilityData> {
@@ -101,6 +116,18 @@ pub struct UnsupportedProtocolVersionData {
     pub supported: Vec<String>,
     /// The version the client asked for.
     pub requested: String,
+    /// Fields this crate does not know, kept for round trips.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// `data` of `-32042 URLElicitationRequired` (`2025-11-25`): URL-mode elicitations, each with
+/// its `url` and `elicitationId`, that the user must complete (the server says so with
+/// `notifications/elicitation/complete`) before the request is tried again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UrlElicitationRequiredData {
+    /// The elicitations, in the server's order.
+    pub elicitations: Vec<ElicitParams>,
     /// Fields this crate does not know, kept for round trips.
     #[serde(flatten)]
     pub extra: JsonObject,

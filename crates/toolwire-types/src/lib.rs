@@ -81,7 +81,7 @@ pub use content::{
 };
 pub use error::{
     DecodeError, EncodeError, ErrorObject, MissingClientCapabilityData,
-    UnsupportedProtocolVersionData,
+    UnsupportedProtocolVersionData, UrlElicitationRequiredData,
 };
 pub use id::{ProgressToken, RequestId};
 pub use jsonrpc::{

@@ -393,3 +393,38 @@ fn typed_error_data() {
     let mismatch = toolwire_types::ErrorObject::new(-32001, "old");
     assert!(mismatch.is_header_mismatch() && !mismatch.is_modern_era_evidence());
 }
+
+#[test]
+fn a_url_elicitation_required_error_reads_its_url_elicitations_and_drops_the_rest() {
+    let m = Message::decode(
+        br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32042,"message":"Link your account first","data":{"elicitations":[
+            {"mode":"url","elicitationId":"e1","url":"https://example.com/link?e=1","message":"Link GitHub"},
+            {"mode":"form","message":"not a URL one","requestedSchema":{"type":"object","properties":{}}},
+            {"mode":"url","message":"no URL or id"}]}}}"#,
+    )
+    .unwrap();
+    let Message::Response(r) = m else { panic!() };
+    let e = r.payload.unwrap_err();
+    let data = e.url_elicitations().unwrap();
+    assert_eq!(data.elicitations.len(), 1, "{data:?}");
+    let first = &data.elicitations[0];
+    assert!(first.is_url());
+    assert_eq!(first.url.as_deref(), Some("https://example.com/link?e=1"));
+    assert_eq!(first.elicitation_id.as_deref(), Some("e1"));
+    assert_eq!(first.message, "Link GitHub");
+    // Another code, or data of another shape, is not one.
+    let other = toolwire_types::ErrorObject {
+        code: -32603,
+        ..e.clone()
+    };
+    assert!(other.url_elicitations().is_none());
+    let shapeless = toolwire_types::ErrorObject {
+        data: Some(serde_json::json!({"elicitations": "none"})),
+        ..e.clone()
+    };
+    assert!(shapeless.url_elicitations().is_none());
+    // Round trip of the constructor's shape.
+    let made =
+        toolwire_types::ElicitParams::url_mode("Link GitHub", "https://example.com/link?e=1", "e1");
+    assert_eq!(&made, first);
+}

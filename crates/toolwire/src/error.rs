@@ -180,12 +180,24 @@ pub enum InputError {
     /// The server kept asking for input past the limit.
     #[error("the server asked for input more than {0} times")]
     TooManyRounds(usize),
+    /// The server needs the user to complete URL elicitations first (`-32042`,
+    /// `2025-11-25`): each names a URL to open out of band (an OAuth consent, a payment) and
+    /// its `elicitationId`. Show the user the URL and its host, open it only with their
+    /// consent, wait for `notifications/elicitation/complete` naming the id
+    /// ([`crate::Client::notifications`]), then try the request again.
+    #[error("the server needs {} URL elicitation(s) completed first: {}", .elicitations.len(), .error.message)]
+    UrlElicitationRequired {
+        /// The error as received.
+        error: ErrorObject,
+        /// The URL elicitations, each with its `url` and `elicitationId`.
+        elicitations: Vec<toolwire_types::ElicitParams>,
+    },
 }
 
 impl From<RequestError> for Error {
     fn from(e: RequestError) -> Self {
         match e {
-            RequestError::Server { error } => Self::Server(error),
+            RequestError::Server { error } => Self::server(error),
             RequestError::Timeout(d) => Self::Timeout(d),
             RequestError::Decode(e) => ProtocolError::Decode(Arc::new(e)).into(),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
@@ -207,6 +219,19 @@ impl From<RequestError> for Error {
 }
 
 impl Error {
+    /// A JSON-RPC error from the server: `-32042` with URL elicitations of the documented shape
+    /// is [`InputError::UrlElicitationRequired`], any other [`Error::Server`].
+    pub(crate) fn server(error: ErrorObject) -> Self {
+        match error.url_elicitations() {
+            Some(data) => InputError::UrlElicitationRequired {
+                error,
+                elicitations: data.elicitations,
+            }
+            .into(),
+            None => Self::Server(error),
+        }
+    }
+
     /// A failed negotiation, or the authorization failure that caused it.
     pub(crate) fn negotiation(e: Arc<SessionError>) -> Self {
         match authorization(&*e) {
@@ -263,6 +288,42 @@ impl fmt::Display for ErrorChain<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_elicitation_required_answer_is_an_input_error_with_its_urls() {
+        let data = serde_json::json!({"elicitations": [{"mode": "url", "elicitationId": "e1",
+            "url": "https://example.com/consent", "message": "Link your account"}]});
+        let error = ErrorObject {
+            data: Some(data),
+            ..ErrorObject::new(-32042, "Link your account first")
+        };
+        let e = Error::from(RequestError::Server {
+            error: error.clone(),
+        });
+        match &e {
+            Error::Input(InputError::UrlElicitationRequired {
+                error: kept,
+                elicitations,
+            }) => {
+                assert_eq!(kept, &error);
+                assert_eq!(
+                    elicitations[0].url.as_deref(),
+                    Some("https://example.com/consent")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            e.to_string(),
+            "the server needs 1 URL elicitation(s) completed first: Link your account first"
+        );
+        // Without data of that shape it stays the server's error as received.
+        let bare = ErrorObject::new(-32042, "no data");
+        assert!(matches!(
+            Error::from(RequestError::Server { error: bare }),
+            Error::Server(_)
+        ));
+    }
 
     #[derive(Debug)]
     struct Wrap(&'static str, std::io::Error);

@@ -223,7 +223,7 @@ impl TaskHandle {
                 TaskStatus::Failed => {
                     self.cancel_on_drop = false;
                     return Err(match self.task.error.take() {
-                        Some(error) => Error::Server(error),
+                        Some(error) => Error::server(error),
                         None => self.ended(),
                     });
                 }
