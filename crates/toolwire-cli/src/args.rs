@@ -9,6 +9,10 @@ pub(crate) struct Cli {
     /// The server's Streamable HTTP endpoint.
     #[arg(long, conflicts_with_all = ["stdio", "config"])]
     pub(crate) url: Option<String>,
+    /// Reach --url over this Unix domain socket instead of TCP (as curl's --unix-socket: the
+    /// URL, such as http://localhost/mcp, still gives the host and path).
+    #[arg(long, value_name = "PATH", requires = "url")]
+    pub(crate) unix_socket: Option<PathBuf>,
     /// An `mcpServers` configuration file (the form Claude, Cursor, VS Code, Windsurf and
     /// Gemini CLI write).
     #[arg(long, value_name = "FILE", conflicts_with = "stdio")]
@@ -217,6 +221,9 @@ pub(crate) struct ServeArgs {
     /// Serve Streamable HTTP on this address.
     #[arg(long, conflicts_with = "stdio", value_name = "ADDR")]
     pub(crate) http: Option<SocketAddr>,
+    /// Serve Streamable HTTP on this Unix domain socket instead (http://localhost/mcp there).
+    #[arg(long, conflicts_with_all = ["stdio", "http"], value_name = "PATH")]
+    pub(crate) unix_socket: Option<PathBuf>,
     /// Serve on stdin/stdout.
     #[arg(long)]
     pub(crate) stdio: bool,

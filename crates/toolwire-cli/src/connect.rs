@@ -58,6 +58,9 @@ pub(crate) fn http_options(
         Some(url) => b = b.proxy(Proxy::Url(url.to_owned())),
         None => {}
     }
+    if let Some(socket) = &cli.unix_socket {
+        b = b.unix_socket(socket);
+    }
     Ok(b)
 }
 

@@ -584,13 +584,34 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let addr = args
-        .http
-        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
-    let server = toolwire_refserver::serve_http(addr, options)
-        .await
-        .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?;
-    say_err!("toolwire reference server on {}", server.url());
+    let server = match &args.unix_socket {
+        #[cfg(unix)]
+        Some(socket) => toolwire_refserver::serve_http_unix(socket, options)
+            .await
+            .map_err(|e| Failure::Remote(format!("cannot listen on {}: {e}", socket.display())))?,
+        #[cfg(not(unix))]
+        Some(_) => {
+            return Err(Failure::Usage(
+                "--unix-socket: this platform has no Unix sockets".into(),
+            ));
+        }
+        None => {
+            let addr = args
+                .http
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
+            toolwire_refserver::serve_http(addr, options)
+                .await
+                .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?
+        }
+    };
+    match server.unix_socket() {
+        Some(socket) => say_err!(
+            "toolwire reference server on {} (Unix socket {})",
+            server.url(),
+            socket.display()
+        ),
+        None => say_err!("toolwire reference server on {}", server.url()),
+    }
     server.wait().await;
     Ok(ExitCode::SUCCESS)
 }

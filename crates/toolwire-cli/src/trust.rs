@@ -28,6 +28,13 @@ fn describe(file: &Path, exposure: &Exposure) -> String {
         text.push_str("\n  receive these environment variables: ");
         text.push_str(&exposure.variables.join(", "));
     }
+    if !exposure.sockets.is_empty() {
+        text.push_str("\n  connect to these local Unix sockets:");
+        for s in &exposure.sockets {
+            text.push_str("\n    ");
+            text.push_str(s);
+        }
+    }
     text
 }
 

@@ -361,3 +361,32 @@ fn provider_safe_names_are_listed_and_called_over_a_config() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// `serve --unix-socket PATH` listens on a socket, and `--url … --unix-socket PATH` reaches it
+/// (as curl's flag does).
+#[cfg(unix)]
+#[test]
+fn the_cli_serves_and_calls_over_a_unix_socket() {
+    let path = std::env::temp_dir().join(format!("tw-cli-{}.sock", std::process::id()));
+    let (mut child, line) = serve_with(&["--unix-socket", path.to_str().unwrap()]);
+    assert!(
+        line.contains("http://localhost/mcp") && line.contains("Unix socket"),
+        "{line}"
+    );
+    let socket = path.to_str().unwrap();
+    let o = toolwire(&[
+        "--url",
+        "http://localhost/mcp",
+        "--unix-socket",
+        socket,
+        "tools",
+        "call",
+        "echo",
+        "text=over a socket",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("over a socket"), "{}", stdout(&o));
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(&path);
+}

@@ -1,13 +1,14 @@
-//! Whether a configuration file may act for the user: start its commands and receive the
-//! values of the environment variables it names.
+//! Whether a configuration file may act for the user: start its commands, receive the values
+//! of the environment variables it names, and reach the local Unix sockets it names.
 //!
 //! A repository's `.mcp.json` is written by whoever wrote the repository. Run there, it could
 //! start any program, or put `${AWS_SECRET_ACCESS_KEY}` into a remote entry's URL and have it
 //! sent the moment the file is loaded. The rule, as the hosts users trust apply it (Claude Code
 //! asks before it starts a project's servers; VS Code gates workspace files behind workspace
 //! trust):
-//! - a file that starts no command and names no variable needs nobody's approval: it can only
-//!   point at URLs, as a link can;
+//! - a file that starts no command, names no variable and names no Unix socket needs nobody's
+//!   approval: it can only point at URLs, as a link can (a socket is a local service, such as a
+//!   container runtime's, that a link could never reach);
 //! - the user's own files are trusted: those in the user's configuration directory
 //!   (`$XDG_CONFIG_HOME`, `~/.config`, `~/Library/Application Support`, `%APPDATA%`) and in a
 //!   dot-file or dot-directory of the home directory (`~/.claude.json`, `~/.cursor/mcp.json`);
@@ -34,12 +35,14 @@ pub struct Exposure {
     pub commands: Vec<String>,
     /// The environment variables it names (`${VAR}`), each once, sorted.
     pub variables: Vec<String>,
+    /// Each remote entry's Unix socket, as `name: PATH`.
+    pub sockets: Vec<String>,
 }
 
 impl Exposure {
     /// Whether the file starts nothing and reads nothing.
     pub fn is_empty(&self) -> bool {
-        self.commands.is_empty() && self.variables.is_empty()
+        self.commands.is_empty() && self.variables.is_empty() && self.sockets.is_empty()
     }
 }
 
@@ -70,11 +73,27 @@ pub fn exposure(text: &str) -> Result<Exposure, ConfigError> {
             _ => None,
         })
         .collect();
+    let sockets = config
+        .servers
+        .iter()
+        .filter_map(|s| match &s.transport {
+            ServerTransport::Http {
+                unix_socket: Some(path),
+                ..
+            }
+            | ServerTransport::Sse {
+                unix_socket: Some(path),
+                ..
+            } => Some(format!("{}: {}", s.name, path.display())),
+            _ => None,
+        })
+        .collect();
     let mut variables = named.into_inner();
     variables.sort();
     Ok(Exposure {
         commands,
         variables,
+        sockets,
     })
 }
 
@@ -249,6 +268,12 @@ mod tests {
         assert_eq!(e.variables, ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"]);
         let links = r#"{"mcpServers": {"a": {"url": "https://a.example/mcp"}}}"#;
         assert!(exposure(links).is_ok_and(|e| e.is_empty()));
+        // A local socket is not a link: it needs approval too.
+        let socket = r#"{"mcpServers": {"d": {"url": "http://localhost/mcp",
+            "unixSocket": "/var/run/docker.sock"}}}"#;
+        let e = exposure(socket).unwrap_or_default();
+        assert_eq!(e.sockets, ["d: /var/run/docker.sock"]);
+        assert!(!e.is_empty());
     }
 
     #[test]

@@ -51,7 +51,7 @@ fn stdio(config: &ServersConfig, name: &str) -> (String, Vec<String>, Vec<(Strin
 
 fn http(config: &ServersConfig, name: &str) -> (String, Vec<(String, String)>) {
     match &config.get(name).unwrap().transport {
-        ServerTransport::Http { url, headers } => (url.clone(), headers.clone()),
+        ServerTransport::Http { url, headers, .. } => (url.clone(), headers.clone()),
         other => panic!("{name}: {other:?}"),
     }
 }
@@ -526,4 +526,48 @@ async fn an_authorization_header_is_the_entrys_credentials_and_oauth_leaves_it_a
         assert_eq!(r.header("authorization"), "Token lin_secret", "{}", r.path);
         assert_eq!(r.header("x-team"), "a");
     }
+}
+
+/// `unixSocket` (Toolwire's own key) on a remote entry: the socket its URL is reached over,
+/// `${VAR}`s filled; refused on a stdio entry, and not kept among the unknown members.
+#[test]
+fn a_remote_entry_may_name_a_unix_socket_and_a_stdio_one_may_not() {
+    let config = parse(
+        r#"{"mcpServers": {"local": {"url": "http://localhost/mcp",
+            "unixSocket": "/run/user/${GITHUB_TOKEN}/mcp.sock"}}}"#,
+    );
+    let entry = config.get("local").unwrap();
+    match &entry.transport {
+        ServerTransport::Http { unix_socket, .. } => assert_eq!(
+            unix_socket.as_deref(),
+            Some(std::path::Path::new("/run/user/ghp_secret/mcp.sock"))
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(!entry.extra.contains_key("unixSocket"));
+    let built = entry.http_transport().unwrap();
+    assert_eq!(
+        built.unix_socket_path(),
+        Some(std::path::Path::new("/run/user/ghp_secret/mcp.sock"))
+    );
+    let found = problems(
+        r#"{"mcpServers": {"child": {"command": "x", "unixSocket": "/tmp/s.sock"},
+            "typed": {"url": "http://localhost/mcp", "unixSocket": 7}}}"#,
+    );
+    let key = |k: &str| Some(k.to_owned());
+    assert_eq!(
+        found,
+        [
+            (
+                key("child"),
+                key("unixSocket"),
+                ProblemKind::UnixSocketOnStdio
+            ),
+            (
+                key("typed"),
+                key("unixSocket"),
+                ProblemKind::WrongType("a string")
+            ),
+        ]
+    );
 }

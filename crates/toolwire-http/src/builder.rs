@@ -245,6 +245,8 @@ pub struct HttpTransportBuilder {
     config: Config,
     /// The first header or user agent refused, for `build` to report.
     refused: Option<(String, &'static str)>,
+    /// The Unix socket the MCP endpoint is reached over, instead of TCP.
+    unix_socket: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for HttpTransportBuilder {
@@ -256,6 +258,7 @@ impl fmt::Debug for HttpTransportBuilder {
             .field("retry", &self.config.retry)
             .field("tls", &self.tls)
             .field("proxy", &self.proxy)
+            .field("unix_socket", &self.unix_socket)
             .field("authorizer", &self.config.authorizer)
             .finish_non_exhaustive()
     }
@@ -332,6 +335,7 @@ impl HttpTransportBuilder {
                 authorizer: None,
             },
             refused: None,
+            unix_socket: None,
         }
     }
 
@@ -474,6 +478,22 @@ impl HttpTransportBuilder {
         self
     }
 
+    /// Reaches the MCP endpoint over the Unix domain socket at `path` instead of TCP, as
+    /// `curl --unix-socket` does: the URL (`http://localhost/mcp`) still gives the `Host`
+    /// header and the path of every request. Only what goes to the URL's own host and port
+    /// takes the socket, never through a proxy; anything else (an authorization server) goes
+    /// over the network as usual. `http://` URLs only; on a platform without Unix sockets,
+    /// `build` fails ([`HttpError::UnixSocket`]).
+    pub fn unix_socket(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.unix_socket = Some(path.into());
+        self
+    }
+
+    /// The Unix socket set with [`Self::unix_socket`], if any.
+    pub fn unix_socket_path(&self) -> Option<&std::path::Path> {
+        self.unix_socket.as_deref()
+    }
+
     /// Whether to open the legacy GET stream for server messages (default on).
     pub fn get_stream(mut self, open: bool) -> Self {
         self.config.get_stream = open;
@@ -604,7 +624,23 @@ impl HttpTransportBuilder {
         http.set_nodelay(true);
         http.enforce_http(false);
         http.set_connect_timeout(Some(self.config.connect_timeout));
-        let router = Arc::new(Router::new(self.matcher()?, http, tls));
+        let mut router = Router::new(self.matcher()?, http, tls);
+        if let Some(path) = &self.unix_socket {
+            let unusable = |reason| HttpError::UnixSocket {
+                path: path.display().to_string(),
+                reason,
+            };
+            if !cfg!(unix) {
+                return Err(unusable("this platform has no Unix sockets"));
+            }
+            if uri.scheme_str() != Some("http") {
+                return Err(unusable("only http:// URLs go over a Unix socket"));
+            }
+            if let Some(authority) = uri.authority().cloned() {
+                router = router.with_unix_socket(authority, Arc::from(path.as_path()));
+            }
+        }
+        let router = Arc::new(router);
         // The MCP server's own hop, checked now (a proxy we cannot use is a build error);
         // every other destination (an authorization server) takes its own at connect time.
         let hop = router.hop(&uri)?;

@@ -127,6 +127,14 @@ pub enum HttpError {
         /// Why.
         reason: &'static str,
     },
+    /// A Unix socket that cannot be used: `https`, or a platform without them.
+    #[error("the Unix socket {path} cannot be used: {reason}")]
+    UnixSocket {
+        /// The socket's path, as given.
+        path: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// The proxy setting cannot be used (shown without its credentials).
     #[error("proxy {proxy} cannot be used: {reason}")]
     InvalidProxy {

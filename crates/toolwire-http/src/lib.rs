@@ -39,6 +39,9 @@
 //!   `NO_PROXY`, as curl reads them), or one given ([`Proxy`]): a `CONNECT` tunnel for
 //!   `https://` servers (TLS end to end), absolute-form requests for `http://` ones, basic
 //!   credentials from the proxy URL, never shown.
+//! - **Unix sockets** ([`HttpTransportBuilder::unix_socket`], Unix only): the endpoint's host
+//!   and port reached over a local socket instead of TCP, as `curl --unix-socket`; plain
+//!   `http://`, no proxy; other hosts (an authorization server) over the network.
 //! - **Accept fallback** on 406: `application/json, text/event-stream` → `application/json` →
 //!   `*/*` → no `Accept`, remembered for the transport ([`AcceptProfile`]).
 //! - **Retries** on 408, 429, 502, 503, 504 and on failures before any response byte, with

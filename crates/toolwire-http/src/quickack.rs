@@ -46,40 +46,77 @@ impl tower_service::Service<Uri> for QuickAckConnector {
             Err(e) => return Box::pin(std::future::ready(Err(BoxError::from(e)))),
         };
         match hop {
+            #[cfg(unix)]
+            Hop::Unix(path) => Box::pin(async move {
+                let stream = tokio::net::UnixStream::connect(&*path).await?;
+                Ok(QuickAck(Io::Unix(TokioIo::new(stream)), false))
+            }),
+            #[cfg(not(unix))]
+            Hop::Unix(_) => Box::pin(std::future::ready(Err(BoxError::from(
+                "Unix sockets are not available on this platform",
+            )))),
             Hop::Direct => {
                 let connecting = self.0.direct().call(uri);
-                Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
+                Box::pin(async move { connecting.await.map(|io| QuickAck(Io::Tcp(io), false)) })
             }
             Hop::Tunnel { proxy, auth } => {
                 tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a CONNECT tunnel");
                 let connecting = self.0.tunnel(proxy, auth).call(uri);
-                Box::pin(async move { connecting.await.map(|io| QuickAck(io, false)) })
+                Box::pin(async move { connecting.await.map(|io| QuickAck(Io::Tcp(io), false)) })
             }
             Hop::Forward { proxy, .. } => {
                 tracing::debug!(proxy = %crate::redirect::origin(&proxy), "through a forwarding proxy");
                 let connecting = self.0.direct().call(proxy);
-                Box::pin(async move { connecting.await.map(|io| QuickAck(io, true)) })
+                Box::pin(async move { connecting.await.map(|io| QuickAck(Io::Tcp(io), true)) })
             }
         }
     }
 }
 
-/// A client connection that re-arms quick-ACK mode after every read; `true` when it leads to
-/// a forwarding proxy (requests then go in absolute form).
-pub(crate) struct QuickAck(MaybeHttpsStream<TokioIo<TcpStream>>, bool);
+/// A client connection that re-arms quick-ACK mode after every read (TCP only); `true` when it
+/// leads to a forwarding proxy (requests then go in absolute form).
+pub(crate) struct QuickAck(Io, bool);
+
+/// What a connection runs on.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per connection, made once and never moved after: boxing TCP would only add a hop to every read"
+)]
+pub(crate) enum Io {
+    /// TCP, with TLS for `https`.
+    Tcp(MaybeHttpsStream<TokioIo<TcpStream>>),
+    /// A Unix domain socket (plain HTTP).
+    #[cfg(unix)]
+    Unix(TokioIo<tokio::net::UnixStream>),
+}
+
+/// Runs `$body` on the connection's stream, whichever it is.
+macro_rules! on_io {
+    ($io:expr, $s:ident => $body:expr) => {
+        match $io {
+            Io::Tcp($s) => $body,
+            #[cfg(unix)]
+            Io::Unix($s) => $body,
+        }
+    };
+}
 
 impl QuickAck {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn tcp(&self) -> &TcpStream {
+    fn tcp(&self) -> Option<&TcpStream> {
         match &self.0 {
-            MaybeHttpsStream::Http(io) => io.inner(),
-            MaybeHttpsStream::Https(io) => io.inner().get_ref().0.inner().inner(),
+            Io::Tcp(MaybeHttpsStream::Http(io)) => Some(io.inner()),
+            Io::Tcp(MaybeHttpsStream::Https(io)) => Some(io.inner().get_ref().0.inner().inner()),
+            #[cfg(unix)]
+            Io::Unix(_) => None,
         }
     }
 
     fn quickack(&self) {
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Err(e) = socket2::SockRef::from(self.tcp()).set_tcp_quickack(true) {
+        if let Some(tcp) = self.tcp()
+            && let Err(e) = socket2::SockRef::from(tcp).set_tcp_quickack(true)
+        {
             tracing::trace!(error = %e, "TCP_QUICKACK");
         }
     }
@@ -91,7 +128,7 @@ impl Read for QuickAck {
         cx: &mut Context<'_>,
         buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let polled = Pin::new(&mut self.0).poll_read(cx, buf);
+        let polled = on_io!(&mut self.0, s => Pin::new(s).poll_read(cx, buf));
         if matches!(polled, Poll::Ready(Ok(()))) {
             self.quickack();
         }
@@ -105,19 +142,19 @@ impl Write for QuickAck {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
+        on_io!(&mut self.0, s => Pin::new(s).poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        on_io!(&mut self.0, s => Pin::new(s).poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        on_io!(&mut self.0, s => Pin::new(s).poll_shutdown(cx))
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        on_io!(&self.0, s => s.is_write_vectored())
     }
 
     fn poll_write_vectored(
@@ -125,12 +162,16 @@ impl Write for QuickAck {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+        on_io!(&mut self.0, s => Pin::new(s).poll_write_vectored(cx, bufs))
     }
 }
 
 impl Connection for QuickAck {
     fn connected(&self) -> Connected {
-        self.0.connected().proxy(self.1)
+        match &self.0 {
+            Io::Tcp(s) => s.connected().proxy(self.1),
+            #[cfg(unix)]
+            Io::Unix(_) => Connected::new(),
+        }
     }
 }

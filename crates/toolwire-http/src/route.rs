@@ -23,6 +23,8 @@ use crate::HttpError;
 pub(crate) enum Hop {
     /// Straight to it.
     Direct,
+    /// Over the Unix domain socket at this path (the MCP endpoint's own, when one is set).
+    Unix(std::sync::Arc<std::path::Path>),
     /// `https://` through an HTTP proxy: `CONNECT`, then TLS to the destination inside it.
     Tunnel {
         proxy: Uri,
@@ -41,6 +43,7 @@ impl fmt::Debug for Hop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Direct => f.write_str("Direct"),
+            Self::Unix(path) => write!(f, "Unix({})", path.display()),
             Self::Tunnel { proxy, .. } => write!(f, "Tunnel({})", crate::redirect::origin(proxy)),
             Self::Forward { proxy, .. } => {
                 write!(f, "Forward({})", crate::redirect::origin(proxy))
@@ -55,7 +58,7 @@ impl Hop {
     pub(crate) fn request_auth(&self) -> Option<&HeaderValue> {
         match self {
             Self::Forward { auth, .. } => auth.as_ref(),
-            Self::Direct | Self::Tunnel { .. } => None,
+            Self::Direct | Self::Unix(_) | Self::Tunnel { .. } => None,
         }
     }
 }
@@ -68,6 +71,8 @@ pub(crate) struct Router {
     http: HttpConnector,
     tls: rustls::ClientConfig,
     direct: HttpsConnector<HttpConnector>,
+    /// Requests to this authority go over this Unix socket, never through a proxy.
+    unix: Option<(http::uri::Authority, std::sync::Arc<std::path::Path>)>,
 }
 
 impl fmt::Debug for Router {
@@ -90,12 +95,28 @@ impl Router {
             http,
             tls,
             direct,
+            unix: None,
         }
+    }
+
+    /// Sends what goes to `authority` (the MCP endpoint's) over the Unix socket at `path`.
+    pub(crate) fn with_unix_socket(
+        mut self,
+        authority: http::uri::Authority,
+        path: std::sync::Arc<std::path::Path>,
+    ) -> Self {
+        self.unix = Some((authority, path));
+        self
     }
 
     /// The hop to `dst`, from `dst`'s own scheme and host: the proxy the rules name for it
     /// (none for a `NO_PROXY` host), a tunnel for `https`, forwarding for `http`.
     pub(crate) fn hop(&self, dst: &Uri) -> Result<Hop, HttpError> {
+        if let Some((authority, path)) = &self.unix
+            && dst.authority() == Some(authority)
+        {
+            return Ok(Hop::Unix(path.clone()));
+        }
         let Some(intercept) = self.matcher.as_ref().and_then(|m| m.intercept(dst)) else {
             return Ok(Hop::Direct);
         };

@@ -17,6 +17,22 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
 use tokio::net::TcpListener;
+
+/// Where connections come from.
+pub(crate) enum Listener {
+    /// TCP.
+    Tcp(TcpListener),
+    /// A Unix domain socket.
+    #[cfg(unix)]
+    Unix(tokio::net::UnixListener),
+}
+
+/// One accepted connection.
+enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
 use tokio::sync::mpsc;
 use toolwire_headers::{ReceivedHeaders, check_request};
 
@@ -163,26 +179,45 @@ impl Front {
 
     /// Accepts connections until the task is dropped; its connections (and their streams)
     /// end with it, as a stopped server's would.
-    pub(crate) async fn run(self: Arc<Self>, listener: TcpListener) {
+    pub(crate) async fn run(self: Arc<Self>, listener: Listener) {
         let mut connections = tokio::task::JoinSet::new();
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
+            let accepted = match &listener {
+                Listener::Tcp(tcp) => tcp.accept().await.map(|(stream, _)| {
+                    // Off only for the stall benchmark, which needs Nagle's algorithm on.
+                    let _ = stream.set_nodelay(!self.core.options.faults.nagle);
+                    Accepted::Tcp(stream)
+                }),
+                #[cfg(unix)]
+                Listener::Unix(unix) => unix.accept().await.map(|(s, _)| Accepted::Unix(s)),
+            };
+            let Ok(stream) = accepted else {
                 continue;
             };
             while connections.try_join_next().is_some() {}
-            // Off only for the stall benchmark, which needs Nagle's algorithm on.
-            let _ = stream.set_nodelay(!self.core.options.faults.nagle);
             let front = self.clone();
             connections.spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let front = front.clone();
-                    async move { Ok::<_, Infallible>(front.answer(req).await) }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                match stream {
+                    Accepted::Tcp(s) => front.serve_connection(s).await,
+                    #[cfg(unix)]
+                    Accepted::Unix(s) => front.serve_connection(s).await,
+                }
             });
         }
+    }
+
+    /// Serves one connection until it ends.
+    async fn serve_connection<S>(self: Arc<Self>, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = service_fn(move |req: Request<Incoming>| {
+            let front = self.clone();
+            async move { Ok::<_, Infallible>(front.answer(req).await) }
+        });
+        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
     }
 
     async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {

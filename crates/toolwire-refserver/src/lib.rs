@@ -143,20 +143,31 @@ impl Default for Options {
 pub struct HttpServer {
     addr: SocketAddr,
     path: String,
+    /// The Unix socket it listens on instead of TCP, removed when the server is dropped.
+    unix_socket: Option<std::path::PathBuf>,
     task: Option<tokio::task::JoinHandle<()>>,
     faults: Arc<AtomicU64>,
     tasks_cancelled: Arc<AtomicU64>,
 }
 
 impl HttpServer {
-    /// The address it listens on.
+    /// The address it listens on (`0.0.0.0:0` on a Unix socket).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
 
-    /// The endpoint URL.
+    /// The endpoint URL; on a Unix socket, `http://localhost` and the path (reach it with
+    /// [`Self::unix_socket`]).
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.addr, self.path)
+        match self.unix_socket {
+            Some(_) => format!("http://localhost{}", self.path),
+            None => format!("http://{}{}", self.addr, self.path),
+        }
+    }
+
+    /// The Unix socket it listens on, if it was started with [`serve_http_unix`].
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        self.unix_socket.as_deref()
     }
 
     /// How many faults of [`Options::faults`] it has injected so far (every kind counts: an
@@ -183,6 +194,9 @@ impl Drop for HttpServer {
         if let Some(task) = &self.task {
             task.abort();
         }
+        if let Some(path) = &self.unix_socket {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -207,18 +221,56 @@ pub async fn serve_http_again(addr: SocketAddr, options: Options) -> std::io::Re
 pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
+    Ok(start(http::Listener::Tcp(listener), addr, None, options))
+}
+
+/// Serves HTTP on the Unix domain socket at `socket` inside the current tokio runtime. A
+/// socket file left by a server that is gone (nothing accepts on it) is replaced; one a live
+/// server holds is `AddrInUse`. The file is removed when the server is dropped.
+#[cfg(unix)]
+pub async fn serve_http_unix(
+    socket: impl AsRef<std::path::Path>,
+    options: Options,
+) -> std::io::Result<HttpServer> {
+    let socket = socket.as_ref();
+    let listener = match tokio::net::UnixListener::bind(socket) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            if tokio::net::UnixStream::connect(socket).await.is_ok() {
+                return Err(e);
+            }
+            std::fs::remove_file(socket)?;
+            tokio::net::UnixListener::bind(socket)?
+        }
+        other => other?,
+    };
+    let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+    Ok(start(
+        http::Listener::Unix(listener),
+        unspecified,
+        Some(socket.to_owned()),
+        options,
+    ))
+}
+
+fn start(
+    listener: http::Listener,
+    addr: SocketAddr,
+    unix_socket: Option<std::path::PathBuf>,
+    options: Options,
+) -> HttpServer {
     let path = options.path.clone();
     let front = http::Front::new(Core::new(options));
     let faults = front.faults.clone();
     let tasks_cancelled = front.core.tasks.cancelled.clone();
     let task = tokio::spawn(front.run(listener));
-    Ok(HttpServer {
+    HttpServer {
         addr,
         path,
+        unix_socket,
         task: Some(task),
         faults,
         tasks_cancelled,
-    })
+    }
 }
 
 /// Serves on stdin/stdout until stdin ends.

@@ -43,9 +43,20 @@ impl Drop for Served {
 }
 
 pub(crate) fn serve(extra: &[&str]) -> Served {
+    let mut args = vec!["--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let (child, line) = serve_with(&args);
+    let url = line.trim().rsplit(' ').next().expect("the URL").to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    Served { child, url }
+}
+
+/// `toolwire serve ARGS...` as a child, once it said where it listens: the child and that first
+/// stderr line.
+pub(crate) fn serve_with(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra)
+        .arg("serve")
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -55,9 +66,7 @@ pub(crate) fn serve(extra: &[&str]) -> Served {
     BufReader::new(child.stderr.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let url = line.trim().rsplit(' ').next().expect("the URL").to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-    Served { child, url }
+    (child, line)
 }
 
 /// The names in a `--json tools list` document.

@@ -69,9 +69,21 @@ impl ServerConfig {
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR` name, Mozilla's otherwise.
     pub fn http_transport(&self) -> Result<HttpTransportBuilder, ConnectError> {
         match &self.transport {
-            ServerTransport::Http { url, headers } | ServerTransport::Sse { url, headers } => {
+            ServerTransport::Http {
+                url,
+                headers,
+                unix_socket,
+            }
+            | ServerTransport::Sse {
+                url,
+                headers,
+                unix_socket,
+            } => {
                 let mut builder =
                     HttpTransport::builder(url.as_str()).tls_roots(toolwire::TlsRoots::from_env());
+                if let Some(socket) = unix_socket {
+                    builder = builder.unix_socket(socket);
+                }
                 for (name, value) in headers {
                     builder = if !name.eq_ignore_ascii_case("authorization") {
                         builder.header(name, value)

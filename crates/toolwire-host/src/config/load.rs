@@ -132,6 +132,9 @@ pub enum ProblemKind {
     /// A tool filter pattern that is not a valid glob.
     #[error("{0:?} is not a valid glob pattern")]
     BadPattern(String),
+    /// `unixSocket` on a stdio entry: a socket carries HTTP.
+    #[error("`unixSocket` is for remote (HTTP) servers only")]
+    UnixSocketOnStdio,
     /// `oauth` on a stdio entry: OAuth authorizes HTTP requests.
     #[error("`oauth` is for remote (HTTP) servers only")]
     OAuthOnStdio,
@@ -152,6 +155,7 @@ const KNOWN: &[&str] = &[
     "serverUrl",
     "httpUrl",
     "headers",
+    "unixSocket",
     "disabled",
     "timeout",
     "includeTools",
@@ -472,6 +476,13 @@ impl Reader<'_> {
                     .collect::<Option<Vec<_>>>()?;
                 let env = self.map(name, entry, "env")?;
                 let cwd = self.string(name, entry, "cwd").map(PathBuf::from);
+                if entry.get("unixSocket").is_some_and(|v| !v.is_null()) {
+                    self.problem(
+                        Some(name),
+                        Some("unixSocket"),
+                        ProblemKind::UnixSocketOnStdio,
+                    );
+                }
                 Some(ServerTransport::Stdio {
                     command,
                     args,
@@ -483,10 +494,22 @@ impl Reader<'_> {
                 let (key, url) = url?;
                 let url = self.fill(name, key, &url)?;
                 let headers = self.map(name, entry, "headers")?;
+                let unix_socket = match self.string(name, entry, "unixSocket") {
+                    Some(path) => Some(PathBuf::from(self.fill(name, "unixSocket", &path)?)),
+                    None => None,
+                };
                 Some(if matches!(kind, Kind::Sse) {
-                    ServerTransport::Sse { url, headers }
+                    ServerTransport::Sse {
+                        url,
+                        headers,
+                        unix_socket,
+                    }
                 } else {
-                    ServerTransport::Http { url, headers }
+                    ServerTransport::Http {
+                        url,
+                        headers,
+                        unix_socket,
+                    }
                 })
             }
         }

@@ -97,6 +97,9 @@ pub enum ServerTransport {
         url: String,
         /// `headers`, sent with every request. Values are never shown in `Debug`.
         headers: Vec<(String, String)>,
+        /// `unixSocket` (Toolwire's own key): the Unix domain socket the URL is reached
+        /// over instead of TCP, as `curl --unix-socket` (the URL still gives host and path).
+        unix_socket: Option<PathBuf>,
     },
     /// The legacy HTTP+SSE transport of `2024-11-05` (`type: "sse"`): the URL is the server's
     /// SSE stream; connect it with `ClientBuilder::connect_sse` and
@@ -106,6 +109,8 @@ pub enum ServerTransport {
         url: String,
         /// `headers`. Values are never shown in `Debug`.
         headers: Vec<(String, String)>,
+        /// `unixSocket`, as for [`ServerTransport::Http`].
+        unix_socket: Option<PathBuf>,
     },
 }
 
@@ -127,15 +132,25 @@ impl fmt::Debug for ServerTransport {
                 .field("env", &names(env))
                 .field("cwd", cwd)
                 .finish(),
-            Self::Http { url, headers } => f
+            Self::Http {
+                url,
+                headers,
+                unix_socket,
+            } => f
                 .debug_struct("Http")
                 .field("url", &toolwire::types::redacted_url(url))
                 .field("headers", &names(headers))
+                .field("unix_socket", unix_socket)
                 .finish(),
-            Self::Sse { url, headers } => f
+            Self::Sse {
+                url,
+                headers,
+                unix_socket,
+            } => f
                 .debug_struct("Sse")
                 .field("url", &toolwire::types::redacted_url(url))
                 .field("headers", &names(headers))
+                .field("unix_socket", unix_socket)
                 .finish(),
         }
     }
