@@ -29,6 +29,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ("toolwire-wire", &["toolwire-types"]),
     ("toolwire-headers", &["toolwire-types"]),
     ("toolwire-cache", &["toolwire-types", "toolwire-headers"]),
+    ("toolwire-search", &["toolwire-types"]),
     (
         "toolwire-session",
         &[
@@ -49,6 +50,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-types",
             "toolwire-headers",
             "toolwire-cache",
+            "toolwire-search",
             "toolwire-session",
             "toolwire-transport",
             "toolwire-stdio",

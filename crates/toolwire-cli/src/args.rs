@@ -162,6 +162,16 @@ pub(crate) enum AuthCommand {
 pub(crate) enum ToolsCommand {
     /// List the server's tools.
     List,
+    /// The tools most relevant to a query (BM25 over names, titles, descriptions and
+    /// parameter names), best first.
+    Search {
+        /// What the tool should do, in words.
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// How many tools at most.
+        #[arg(long, short = 'k', default_value_t = 5)]
+        limit: usize,
+    },
     /// Call a tool: `KEY=VALUE` arguments, typed by the tool's input schema.
     Call {
         /// The tool.

@@ -223,7 +223,7 @@ pub(crate) async fn every_server(
         Command::Servers
             | Command::Batch
             | Command::Tools {
-                command: ToolsCommand::List
+                command: ToolsCommand::List | ToolsCommand::Search { .. }
             }
     ) {
         return Err(Failure::Usage(
@@ -290,6 +290,22 @@ pub(crate) async fn every_server(
         .collect();
     let reached = servers.iter().any(|s| s["state"] == "ready");
     let tools = host.tools();
+    // What `tools` shows: every tool, or the search's hits with their scores.
+    let shown: Vec<(std::sync::Arc<str>, toolwire_host::HostTool, Option<f32>)> = match &cli.command
+    {
+        Command::Tools {
+            command: ToolsCommand::Search { query, limit },
+        } => host
+            .search_tools(&query.join(" "), *limit)
+            .into_iter()
+            .map(|m| (m.name, m.tool, Some(m.score)))
+            .collect(),
+        _ => tools
+            .names()
+            .into_iter()
+            .filter_map(|name| Some((std::sync::Arc::from(name), tools.get(name)?.clone(), None)))
+            .collect(),
+    };
     let collisions: Vec<String> = tools.collisions().iter().map(ToString::to_string).collect();
     if cli.json {
         let mut document = json!({"servers": servers});
@@ -297,12 +313,15 @@ pub(crate) async fn every_server(
             document["collisions"] = json!(collisions);
         }
         if matches!(cli.command, Command::Tools { .. }) {
-            let listed: Vec<Value> = tools
-                .names()
-                .into_iter()
-                .filter_map(|name| {
-                    let t = tools.get(name)?;
-                    Some(json!({"name": name, "server": &*t.server, "tool": &*t.tool}))
+            let listed: Vec<Value> = shown
+                .iter()
+                .map(|(name, t, score)| {
+                    let mut entry =
+                        json!({"name": &**name, "server": &*t.server, "tool": &*t.tool});
+                    if let Some(score) = score {
+                        entry["score"] = json!(score);
+                    }
+                    entry
                 })
                 .collect();
             document["tools"] = Value::Array(listed);
@@ -336,11 +355,8 @@ pub(crate) async fn every_server(
                 );
             }
         } else {
-            for name in tools.names() {
-                let description = tools
-                    .get(name)
-                    .and_then(|t| t.tool.description.clone())
-                    .unwrap_or_default();
+            for (name, t, _) in &shown {
+                let description = t.tool.description.as_deref().unwrap_or_default();
                 say!("{name}  {description}");
             }
         }

@@ -397,6 +397,28 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools {
+            command: ToolsCommand::Search { query, limit },
+        } => {
+            client.list_tools().await?;
+            let found = client.search_tools(&query.join(" "), *limit);
+            if cli.json {
+                let tools: Vec<Value> = found
+                    .iter()
+                    .map(|m| json!({"name": m.name, "score": m.score, "tool": &*m.tool}))
+                    .collect();
+                print_json(&json!({ "tools": tools }));
+            } else {
+                for m in &found {
+                    say!(
+                        "{}  {}",
+                        m.name,
+                        m.tool.description.as_deref().unwrap_or_default()
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools {
             command: ToolsCommand::List,
         } => {
             let outcome = client.list_tools().await?;

@@ -390,3 +390,35 @@ fn the_cli_serves_and_calls_over_a_unix_socket() {
     let _ = child.wait();
     let _ = std::fs::remove_file(&path);
 }
+
+/// `tools search QUERY`: the embedded server's tools ranked for a query (`-k` bounds the list),
+/// and over a configuration every server's tools under their `server__tool` names.
+#[test]
+fn tools_search_ranks_one_servers_tools_and_a_configurations() {
+    let found = json(&toolwire(&[
+        "--json", "tools", "search", "-k", "1", "add", "two", "integers",
+    ]));
+    let tools = found["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{found}");
+    assert_eq!(tools[0]["name"], "add");
+    assert!(tools[0]["score"].as_f64().unwrap() > 0.0);
+    let text = toolwire(&["tools", "search", "run", "a", "sql", "query"]);
+    assert!(
+        stdout(&text).starts_with("execute_sql  "),
+        "{}",
+        stdout(&text)
+    );
+
+    let file = config_file("search");
+    let config = file.path.to_str().unwrap();
+    let found = json(&toolwire(&[
+        "--config", config, "--json", "tools", "search", "sql", "query",
+    ]));
+    let first = &found["tools"][0];
+    assert!(
+        first["name"] == "local__execute_sql" || first["name"] == "remote__execute_sql",
+        "{found}"
+    );
+    assert_eq!(first["tool"]["name"], "execute_sql");
+    assert!(first["score"].as_f64().unwrap() > 0.0);
+}

@@ -120,6 +120,18 @@ impl HostTools {
     }
 }
 
+/// One tool [`Host::search_tools`] found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HostMatch {
+    /// Its name in the merged snapshot (what [`Host::call_tool`] takes).
+    pub name: Arc<str>,
+    /// Its BM25 score: higher is more relevant; only comparable within one search.
+    pub score: f32,
+    /// Its server and definition.
+    pub tool: HostTool,
+}
+
 /// A borrowed view of the merged snapshot ([`Host::load`]).
 pub struct HostToolsRef(arc_swap::Guard<Arc<HostTools>>);
 
@@ -276,6 +288,7 @@ impl HostBuilder {
             changes: broadcast::channel(256).0,
             merging: Mutex::new(()),
             closing: watch::channel(false).0,
+            search: toolwire::search::IndexCache::default(),
         });
         let client = match self.reconnect {
             Some(policy) => self.client.reconnect(policy),
@@ -316,6 +329,8 @@ struct Inner {
     merging: Mutex<()>,
     /// Set by `shutdown`: the tasks following the servers end.
     closing: watch::Sender<bool>,
+    /// The search index of the current merged snapshot ([`Host::search_tools`]).
+    search: toolwire::search::IndexCache<Arc<str>>,
 }
 
 #[derive(Debug)]
@@ -400,6 +415,33 @@ impl Host {
             server: server.to_owned(),
             state: describe(&s.state.borrow()),
         })
+    }
+
+    /// The `k` tools of the merged snapshot most relevant to `query`, best first: BM25 over
+    /// their names (as the host gives them), titles, descriptions and parameter names
+    /// (`toolwire::search`). The index is built on the first search after each change of the
+    /// snapshot, so it follows every server's list changes.
+    pub fn search_tools(&self, query: &str, k: usize) -> Vec<HostMatch> {
+        let merged = self.tools();
+        let index = self.inner.search.index(merged.generation(), || {
+            merged
+                .tools
+                .iter()
+                .map(|(name, t)| (name.clone(), &*t.tool))
+                .collect()
+        });
+        index
+            .search(query, k)
+            .into_iter()
+            .filter_map(|hit| {
+                let found = merged.get(&hit.key)?;
+                Some(HostMatch {
+                    name: hit.key,
+                    score: hit.score,
+                    tool: found.clone(),
+                })
+            })
+            .collect()
     }
 
     /// Calls `server__tool`: routed to its server, with that server's SEP-2243 headers and

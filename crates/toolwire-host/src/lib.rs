@@ -62,8 +62,8 @@ pub mod names;
 pub mod trust;
 
 pub use host::{
-    DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostTool, HostTools, HostToolsRef,
-    ServerState,
+    DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostMatch, HostTool, HostTools,
+    HostToolsRef, ServerState,
 };
 
 pub use names::{NameCollision, Naming, is_provider_safe, provider_safe};

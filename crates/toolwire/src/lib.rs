@@ -55,9 +55,12 @@
 //!   frontmatter, compared field by field with the listing's; a maintained, pure-Rust YAML 1.2
 //!   parser, where `serde_yaml` is unmaintained and its forks unsettled.
 //! - `base64` (workspace): blob contents of skill files.
+//! - `toolwire-search`: the BM25 index of [`Client::search_tools`] (re-exported as
+//!   [`search`]).
 //!
 //! # Crate features
-//! None yet.
+//! - `oauth` (default): OAuth 2.1 for the HTTP transports (`ClientBuilder::oauth`, the
+//!   `auth` re-export, [`Error::Authorization`]); without it the facade has no `toolwire-auth`.
 //!
 //! # Cancel safety
 //! Dropping a `call_tool` future cancels the call: where the era and transport allow it the
@@ -65,6 +68,7 @@
 //! `list_tools` future stops waiting; the walk finishes and still lands in the cache.
 
 pub mod blocking;
+pub use toolwire_search as search;
 mod client;
 mod config;
 mod driver;
@@ -77,7 +81,7 @@ mod tasks;
 #[cfg(test)]
 mod test_peer;
 
-pub use client::{Called, Client, TOOLS_STALE_META, tools_may_be_stale};
+pub use client::{Called, Client, TOOLS_STALE_META, ToolMatch, tools_may_be_stale};
 pub use config::{ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
 pub use error::{ConnectionError, Error, ErrorChain, InputError, ProtocolError, UsageError};
 pub use notices::{Notice, Notifications};

@@ -69,9 +69,23 @@ struct Inner {
     notices: broadcast::Sender<Arc<Notice>>,
     /// Whether the server's announcements can reach the client, whichever driver runs it.
     listening: watch::Sender<bool>,
+    /// The search index of the current tool snapshot ([`Client::search_tools`]).
+    search: toolwire_search::IndexCache<String>,
 }
 
 pub use toolwire_session::TOOLS_STALE_META;
+
+/// One tool [`Client::search_tools`] found.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ToolMatch {
+    /// Its name.
+    pub name: String,
+    /// Its BM25 score: higher is more relevant; only comparable within one search.
+    pub score: f32,
+    /// Its definition, from the snapshot searched.
+    pub tool: Arc<Tool>,
+}
 
 /// Whether the settle barrier released `result` on its timeout (see [`TOOLS_STALE_META`]).
 pub fn tools_may_be_stale(result: &CallToolResult) -> bool {
@@ -144,6 +158,7 @@ impl Client {
             transport: watch::channel(None).0,
             notices: broadcast::channel(notification_buffer).0,
             listening: watch::channel(false).0,
+            search: toolwire_search::IndexCache::default(),
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -436,6 +451,32 @@ impl Client {
     /// The tools the client knows now.
     pub fn tools(&self) -> Arc<ToolSnapshot> {
         self.inner.cache.snapshot()
+    }
+
+    /// The `k` tools of the current snapshot most relevant to `query`, best first: BM25 over
+    /// their names, titles, descriptions and parameter names ([`toolwire_search`]). The index
+    /// is built on the first search after each change of the snapshot, so it follows list
+    /// changes; no request is sent (list the tools first).
+    pub fn search_tools(&self, query: &str, k: usize) -> Vec<ToolMatch> {
+        let snapshot = self.inner.cache.snapshot();
+        let index = self.inner.search.index(snapshot.generation(), || {
+            snapshot
+                .iter()
+                .map(|(name, cached)| (name.to_owned(), &**cached.tool()))
+                .collect()
+        });
+        index
+            .search(query, k)
+            .into_iter()
+            .filter_map(|hit| {
+                let tool = snapshot.get(&hit.key)?.tool().clone();
+                Some(ToolMatch {
+                    name: hit.key,
+                    score: hit.score,
+                    tool,
+                })
+            })
+            .collect()
     }
 
     /// Pre-loads tool definitions so their calls carry `Mcp-Param-*` headers without a
