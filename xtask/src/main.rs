@@ -16,6 +16,8 @@
 //!   tests run under Wine.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
+//! - `catalog`: the tools of real MCP servers from npm and PyPI, listed with the CLI into
+//!   `crates/toolwire-bench/data/catalog.json` for the tool search benchmark (see [`catalog`]).
 //!
 //! Plain `std::process::Command` and `serde_json` only: xtask must build fast on a fresh
 //! machine.
@@ -26,6 +28,7 @@
     reason = "a command-line tool reports on the terminal"
 )]
 
+mod catalog;
 mod conformance;
 mod interop;
 mod tidy;
@@ -44,8 +47,11 @@ fn main() -> ExitCode {
         Some("interop") => interop::run(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
+        Some("catalog") => catalog::run(&root),
         _ => {
-            eprintln!("usage: cargo xtask <ci|tidy|conformance|interop|windows|bench [--quick]>");
+            eprintln!(
+                "usage: cargo xtask <ci|tidy|conformance|interop|windows|bench [--quick]|catalog>"
+            );
             return ExitCode::from(2);
         }
     };

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo bench -p toolwire-bench --bench compare -- --toolwire target/release/toolwire [--out FILE] [--quick]
+//! cargo bench -p toolwire-bench --bench compare -- --search   # the tool search section alone
 //! ```
 //!
 //! The parent starts the reference server (`toolwire serve`) as separate processes, then runs
@@ -584,8 +585,9 @@ fn parent(args: &[String]) -> Result<(), Error> {
     }
     drop((fast, stalling, rmcp_server));
     let best = best_runs(&runs);
+    let search = search_quality::measure()?.markdown();
     let report = format!(
-        "## Results\n\n{}\n## Ratios\n\n{}",
+        "## Results\n\n{}\n## Ratios\n\n{}\n{search}",
         table(&best),
         ratios(&best)
     );
@@ -604,7 +606,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
              measured calls; peak RSS is the client process's, setup included. How the cases and \
              clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
              profiles showed and what remains: [`performance.md`](performance.md).\n\n\
-             ### Results\n\n{}\n### Ratios\n\n{}",
+             ### Results\n\n{}\n### Ratios\n\n{}\n{search}",
             if quick {
                 "cargo xtask bench --quick"
             } else {
@@ -631,6 +633,9 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = args.into_iter().filter(|a| a != "--bench").collect();
     let outcome = if args.first().map(String::as_str) == Some("--serve-rmcp") {
         rmcp_server::run()
+    } else if args.first().map(String::as_str) == Some("--search") {
+        // The tool search section alone (no servers, no clients).
+        search_quality::measure().map(|r| println!("{}", r.markdown()))
     } else if args.first().map(String::as_str) == Some("--run") {
         let job = match args.as_slice() {
             [_, case, client, target, calls, tasks] => Job {
@@ -657,6 +662,9 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+#[path = "search_quality.rs"]
+mod search_quality;
 
 /// rmcp's Streamable HTTP server with the bench's tool, for the `rmcp-server-*` cases.
 mod rmcp_server {

