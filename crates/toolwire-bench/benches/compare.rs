@@ -663,7 +663,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-#[path = "search_quality.rs"]
+#[path = "compare/search_quality.rs"]
 mod search_quality;
 
 /// rmcp's Streamable HTTP server with the bench's tool, for the `rmcp-server-*` cases.
