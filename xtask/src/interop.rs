@@ -5,7 +5,8 @@
 //!    (`$TOOLWIRE_PEERS`, else `~/.cache/toolwire-peers`), from the package registries only:
 //!    PyPI `mcp` 2.3 (in a venv), `@modelcontextprotocol/server` 2.4 (the TypeScript SDK v2),
 //!    `@modelcontextprotocol/server-everything` 2026.8.31, `@modelcontextprotocol/sdk` 1.32.2
-//!    (its OAuth example), and Debian's nginx and tinyproxy (with `apt-get`, when they are
+//!    (its OAuth example), `@modelcontextprotocol/server-basic-vanillajs` 2.0.3 (an MCP Apps
+//!    example of the `ext-apps` project), and Debian's nginx and tinyproxy (with `apt-get`, when they are
 //!    missing and this runs as root).
 //! 2. Starts them: the Python `MCPServer` (`xtask/interop/py_server.py`) over HTTP with SSE
 //!    answers and again with JSON answers, the TypeScript SDK v2 server
@@ -32,6 +33,8 @@ use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_ins
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+/// An MCP Apps server from the `ext-apps` examples: a tool with an HTML view.
+const EXT_APPS: &str = "@modelcontextprotocol/server-basic-vanillajs@2.0.3";
 /// The TypeScript SDK v1, for its OAuth example: an MCP server and a separate authorization
 /// server (dynamic registration, PKCE, auto-approving `/authorize`), strict about RFC 8707.
 const TS_OAUTH: &str = "@modelcontextprotocol/sdk@1.32.2";
@@ -173,6 +176,7 @@ fn install(root: &Path) -> Result<Peers, String> {
     for (dir, spec) in [
         ("tsv2", TS_SERVER),
         ("everything", EVERYTHING),
+        ("extapps", EXT_APPS),
         ("tsoauth", TS_OAUTH),
     ] {
         let (package, version) = spec.rsplit_once('@').ok_or("bad package spec")?;
@@ -538,6 +542,30 @@ fn first_text(result: &Value) -> &str {
 /// A `seen` tool's report, parsed.
 fn seen_report(result: &Value) -> Value {
     serde_json::from_str(first_text(result)).unwrap_or(Value::Null)
+}
+
+/// The ext-apps example over stdio: `apps list` names its tool's `ui://` view, and `apps get`
+/// reads it as an HTML document of the MCP Apps profile.
+fn apps_check(bin: &Path, peers: &Peers, cwd: &Path) -> Result<(bool, String), String> {
+    let server = Target::Stdio(format!(
+        "node {} --stdio",
+        peers
+            .cache
+            .join("extapps/node_modules/@modelcontextprotocol/server-basic-vanillajs/dist/index.js")
+            .display()
+    ));
+    let listed = cli(bin, &server, "auto", &["apps", "list"], cwd)?;
+    let app = &listed["apps"][0];
+    let (tool, uri) = (
+        app["tool"].as_str().unwrap_or(""),
+        app["ui"]["resourceUri"].as_str().unwrap_or(""),
+    );
+    let view = cli(bin, &server, "auto", &["apps", "get", tool], cwd)?;
+    let html = view["html"].as_str().unwrap_or("");
+    Ok((
+        uri.starts_with("ui://") && view["uri"] == uri && html.starts_with("<!DOCTYPE html>"),
+        format!("{tool}: {uri}, {} bytes of HTML, meta {}", html.len(), view["meta"]),
+    ))
 }
 
 /// Pushes a row from an outcome that is either a verdict with detail or an error.
@@ -1612,6 +1640,14 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         "mcpServers file",
         "one config, two servers: listed as server__tool, each call routed",
         outcome,
+    );
+
+    push(
+        &mut rows,
+        "ext-apps basic-vanillajs 2.0.3",
+        "stdio",
+        "MCP Apps: the tool's view listed, read as text/html;profile=mcp-app HTML",
+        apps_check(&bin, &peers, cwd),
     );
 
     nginx_checks(&mut rows, &bin, &running, cwd);

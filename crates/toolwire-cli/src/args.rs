@@ -95,6 +95,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: SkillsCommand,
     },
+    /// The MCP Apps views of the server's tools: list them, or write one's HTML out.
+    Apps {
+        #[command(subcommand)]
+        command: AppsCommand,
+    },
     /// Suggestions for an argument of a prompt or a resource template.
     Complete {
         /// The prompt.
@@ -209,6 +214,21 @@ pub(crate) enum SkillsCommand {
     Get {
         /// `skill://…/SKILL.md`, or the skill's frontmatter name.
         skill: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum AppsCommand {
+    /// The tools that have a view: name, view URI, who may call them.
+    List,
+    /// Read a tool's view (checked: ui://, text/html;profile=mcp-app) and write its HTML;
+    /// its Content Security Policy and permissions go to stderr (or into --json).
+    Get {
+        /// The tool.
+        tool: String,
+        /// Write the HTML, byte for byte, to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 

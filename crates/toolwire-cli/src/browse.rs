@@ -218,3 +218,103 @@ pub(crate) async fn get_skill(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `apps list`: the tools that name an MCP Apps view.
+pub(crate) async fn list_apps(client: &Client, json_out: bool) -> Result<ExitCode, Failure> {
+    client.list_tools().await?;
+    let snapshot = client.tools();
+    let mut apps: Vec<(String, toolwire::types::UiToolMeta)> = snapshot
+        .iter()
+        .filter_map(|(name, t)| Some((name.to_owned(), t.tool().ui()?)))
+        .filter(|(_, ui)| ui.resource_uri.is_some())
+        .collect();
+    apps.sort_by(|a, b| a.0.cmp(&b.0));
+    if json_out {
+        let apps: Vec<Value> = apps
+            .iter()
+            .map(|(name, ui)| json!({"tool": name, "ui": ui}))
+            .collect();
+        print_json(&json!({ "apps": apps }));
+    } else {
+        for (name, ui) in &apps {
+            let who = match (ui.model_visible(), ui.app_visible()) {
+                (true, true) => "model, app",
+                (true, false) => "model",
+                (false, true) => "app only",
+                (false, false) => "nobody",
+            };
+            say!(
+                "{name}  {}  ({who})",
+                ui.resource_uri.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `apps get TOOL [--out FILE]`: the tool's view, checked; its HTML to `out` (exactly) or
+/// stdout, its sandbox metadata to stderr (or all of it as one JSON document).
+pub(crate) async fn get_app(
+    client: &Client,
+    tool: &str,
+    out: Option<&std::path::Path>,
+    json_out: bool,
+) -> Result<ExitCode, Failure> {
+    let Some(view) = client.app(tool).await? else {
+        return Err(Failure::Usage(format!(
+            "tool `{tool}` has no MCP Apps view (see `toolwire apps list`)"
+        )));
+    };
+    if let Some(path) = out {
+        std::fs::write(path, view.html.as_bytes())
+            .map_err(|e| Failure::Usage(format!("--out {}: {e}", path.display())))?;
+    }
+    if json_out {
+        let mut document = json!({"tool": view.tool, "uri": view.uri, "meta": view.meta,
+            "toolMeta": view.tool_meta});
+        match out {
+            Some(path) => document["out"] = json!(path.display().to_string()),
+            None => document["html"] = json!(view.html),
+        }
+        print_json(&document);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if out.is_none() {
+        say_part!("{}", view.html);
+    }
+    say_err!("{}: {} ({} bytes)", view.tool, view.uri, view.html.len());
+    let csp = view.meta.csp.clone().unwrap_or_default();
+    for (directive, domains) in [
+        ("connect", &csp.connect_domains),
+        ("resources", &csp.resource_domains),
+        ("frames", &csp.frame_domains),
+        ("base URI", &csp.base_uri_domains),
+    ] {
+        let listed = domains.as_deref().unwrap_or_default();
+        let shown = if listed.is_empty() {
+            "none".to_owned()
+        } else {
+            listed.join(" ")
+        };
+        say_err!("  csp {directive}: {shown}");
+    }
+    let permissions = view.meta.permissions.clone().unwrap_or_default();
+    let asked: Vec<&str> = [
+        ("camera", permissions.camera.is_some()),
+        ("microphone", permissions.microphone.is_some()),
+        ("geolocation", permissions.geolocation.is_some()),
+        ("clipboard-write", permissions.clipboard_write.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    say_err!(
+        "  permissions: {}",
+        if asked.is_empty() {
+            "none".to_owned()
+        } else {
+            asked.join(", ")
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

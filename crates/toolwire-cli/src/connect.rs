@@ -10,6 +10,8 @@ pub(crate) fn client_builder(cli: &Cli) -> Result<toolwire::ClientBuilder, Failu
     let mut builder = Client::builder("toolwire-cli", env!("CARGO_PKG_VERSION"))
         .mode(mode(&cli.protocol)?)
         .reconnect(ReconnectPolicy::default())
+        // The CLI writes views out (`apps get`), so servers may offer their UI tools.
+        .apps(true)
         .handler(
             crate::elicit::capabilities(),
             crate::elicit::handler(crate::elicit::interactive(cli)),

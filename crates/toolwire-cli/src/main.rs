@@ -331,6 +331,12 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
             ResourcesCommand::Templates => browse::list_resources(client, true, cli.json).await,
             ResourcesCommand::Read { uri } => browse::read(client, uri, cli.json).await,
         },
+        Command::Apps { command } => match command {
+            AppsCommand::List => browse::list_apps(client, cli.json).await,
+            AppsCommand::Get { tool, out } => {
+                browse::get_app(client, tool, out.as_deref(), cli.json).await
+            }
+        },
         Command::Skills { command } => match command {
             SkillsCommand::List => browse::list_skills(client, cli.json).await,
             SkillsCommand::Get { skill } => browse::get_skill(client, skill, cli.json).await,

@@ -422,3 +422,37 @@ fn tools_search_ranks_one_servers_tools_and_a_configurations() {
     assert_eq!(first["tool"]["name"], "execute_sql");
     assert!(first["score"].as_f64().unwrap() > 0.0);
 }
+
+/// `apps list` names the tools with a view; `apps get TOOL --out FILE` writes its HTML byte for
+/// byte and says its sandbox on stderr; a tool without a view is a usage error.
+#[test]
+fn apps_are_listed_and_a_views_html_written_out() {
+    let listed = toolwire(&["apps", "list"]);
+    assert!(
+        stdout(&listed).contains("show_clock  ui://toolwire/clock.html  (model, app)"),
+        "{}",
+        stdout(&listed)
+    );
+    let out = std::env::temp_dir().join(format!("toolwire-cli-view-{}.html", std::process::id()));
+    let got = toolwire(&["apps", "get", "show_clock", "--out", out.to_str().unwrap()]);
+    assert!(
+        got.status.success(),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert!(
+        html.starts_with("<!DOCTYPE html>\n") && html.ends_with("</html>\n"),
+        "{html}"
+    );
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        stderr.contains("csp connect: https://time.example.com"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("permissions: clipboard-write"), "{stderr}");
+    assert!(stdout(&got).is_empty(), "the HTML went to the file");
+    let none = toolwire(&["apps", "get", "echo"]);
+    assert_eq!(none.status.code(), Some(2));
+}

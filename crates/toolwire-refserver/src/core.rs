@@ -482,6 +482,7 @@ impl Core {
                 }
             }
             "greet" => tools::text(format!("Hello, {}!", str_arg("name"))),
+            "show_clock" => tools::text("12:00"),
             "link_account" => {
                 let linked = self.linked.load(std::sync::atomic::Ordering::SeqCst);
                 let modern = params["_meta"][meta_key::PROTOCOL_VERSION].is_string();

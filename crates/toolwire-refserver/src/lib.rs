@@ -16,7 +16,8 @@
 //!   `read_file` and `write_file` a moment after it answers and announces them),
 //!   `ephemeral` (removes itself), `link_account` (needs a URL elicitation completed: `-32042`
 //!   in the legacy era, an input request in 2026-07-28) and `finish_link` (completes it and
-//!   says so with `notifications/elicitation/complete`).
+//!   says so with `notifications/elicitation/complete`), `show_clock` (an MCP Apps view,
+//!   `ui://toolwire/clock.html`, with its CSP and permissions).
 //! - **Resources, prompts, completions**: `toolwire://readme`, the template
 //!   `toolwire://files/{path}` (the files `write_file` made), the prompt `greet` (`who`), and
 //!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).

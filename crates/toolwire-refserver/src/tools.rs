@@ -17,6 +17,12 @@ pub(crate) fn broken_tools() -> [Value; 2] {
     ]
 }
 
+/// The MCP Apps view of `show_clock`.
+pub(crate) const CLOCK_VIEW: &str = "ui://toolwire/clock.html";
+
+/// The view's HTML (a real document: it shows the time it is given).
+const CLOCK_HTML: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Clock</title></head>\n<body><p id=\"time\">--:--</p></body></html>\n";
+
 /// The `elicitationId` of the account link `link_account` asks for.
 pub(crate) const LINK_ELICITATION: &str = "link-account";
 
@@ -63,6 +69,10 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "slow_task", "description": "Done after `ms` milliseconds; a task for a client that declares the tasks extension, which with `ask` first asks who it is for.",
             "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}, "ask": {"type": "boolean"}}}}),
+        json!({"name": "show_clock", "title": "Clock",
+            "description": "The time, as text and in an interactive view (MCP Apps).",
+            "inputSchema": {"type": "object"},
+            "_meta": {"ui": {"resourceUri": CLOCK_VIEW}}}),
         json!({"name": "link_account", "description": "Needs a linked account: until finish_link is called, asks for the URL elicitation that links it (a -32042 error in the legacy era, an input request in 2026-07-28).",
             "inputSchema": {"type": "object"}}),
         json!({"name": "finish_link", "description": "Completes the account link, as the user's visit to the URL would, and announces it (notifications/elicitation/complete).",
@@ -199,6 +209,8 @@ pub(crate) fn resources() -> Vec<Value> {
             "mimeType": "text/markdown"}),
         json!({"uri": SKILL_FILES[0].0, "name": SKILL_NAME, "description": SKILL_DESCRIPTION,
             "mimeType": "text/markdown"}),
+        json!({"uri": CLOCK_VIEW, "name": "clock", "title": "The clock's view",
+            "mimeType": toolwire_types::APP_HTML_MIME}),
     ]
 }
 
@@ -270,6 +282,13 @@ pub(crate) fn skill() -> Value {
 
 /// `resources/read` of `uri`, if it exists.
 pub(crate) fn read(uri: &str, files: &std::collections::HashMap<String, String>) -> Option<Value> {
+    if uri == CLOCK_VIEW {
+        return Some(
+            json!({"contents": [{"uri": uri, "mimeType": toolwire_types::APP_HTML_MIME,
+            "text": CLOCK_HTML, "_meta": {"ui": {"csp": {"connectDomains": ["https://time.example.com"]},
+                "permissions": {"clipboardWrite": {}}, "prefersBorder": true}}}]}),
+        );
+    }
     let skill_file = SKILL_FILES.iter().find(|(u, _)| *u == uri);
     let text = match (uri, skill_file) {
         (_, Some((_, text))) => (*text).to_owned(),

@@ -41,6 +41,7 @@
 //!   `Value`).
 //! - `thiserror`, for the error enums.
 
+mod apps;
 mod capabilities;
 mod client_features;
 mod common;
@@ -62,6 +63,10 @@ mod tasks;
 mod tools;
 mod version;
 
+pub use apps::{
+    APP_HTML_MIME, UI_EXTENSION, UiCsp, UiPermissions, UiResourceMeta, UiToolMeta,
+    ui_extension_settings,
+};
 pub use capabilities::{
     Capability, ClientCapabilities, ClientToolsCapability, ElicitationCapability,
     ListChangedCapability, ResourcesCapability, RootsCapability, SamplingCapability,

@@ -46,6 +46,8 @@ pub(crate) struct ClientConfig {
     pub(crate) oauth: Option<toolwire_auth::OAuthConfig>,
     /// Declare the tasks extension and follow the tasks `tools/call` is answered with.
     pub(crate) tasks: bool,
+    /// Declare the MCP Apps extension (`io.modelcontextprotocol/ui`).
+    pub(crate) apps: bool,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -99,6 +101,7 @@ impl ClientBuilder {
                 #[cfg(feature = "oauth")]
                 oauth: None,
                 tasks: true,
+                apps: false,
             },
         }
     }
@@ -157,6 +160,15 @@ impl ClientBuilder {
     /// answer is an invalid response.
     pub fn tasks(mut self, on: bool) -> Self {
         self.config.tasks = on;
+        self
+    }
+
+    /// Whether to declare MCP Apps (`io.modelcontextprotocol/ui` with
+    /// `text/html;profile=mcp-app`; default off): for an application that renders views,
+    /// since servers then offer the tools that come with one ([`Client::app`] reads a tool's
+    /// view).
+    pub fn apps(mut self, on: bool) -> Self {
+        self.config.apps = on;
         self
     }
 

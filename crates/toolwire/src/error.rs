@@ -134,6 +134,18 @@ pub enum ProtocolError {
         /// What did not match.
         reason: String,
     },
+    /// A tool's MCP Apps view broke the extension's rules (not a `ui://` URI, another MIME
+    /// type than `text/html;profile=mcp-app`, no contents for its URI, a blob that is not
+    /// base64 of UTF-8 HTML, or a `_meta.ui` of another shape); nothing was returned.
+    #[error("the view {uri} of tool `{tool}` cannot be used: {reason}")]
+    App {
+        /// The tool.
+        tool: String,
+        /// The view's URI, as the tool named it.
+        uri: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The server's acknowledgement of the `2026-07-28` listen stream left out a resource
     /// subscription: it will send no updates of that resource (the subscription is dropped).
     #[error("the server did not accept the subscription to {uri}")]

@@ -67,6 +67,7 @@
 //! server gets `notifications/cancelled`, and a late answer is discarded. Dropping a
 //! `list_tools` future stops waiting; the walk finishes and still lands in the cache.
 
+pub mod apps;
 pub mod blocking;
 pub use toolwire_search as search;
 mod client;

@@ -71,6 +71,8 @@ struct Inner {
     listening: watch::Sender<bool>,
     /// The search index of the current tool snapshot ([`Client::search_tools`]).
     search: toolwire_search::IndexCache<String>,
+    /// The MCP Apps views read for the current tool snapshot ([`Client::app`]).
+    apps: crate::apps::AppCache,
 }
 
 pub use toolwire_session::TOOLS_STALE_META;
@@ -139,6 +141,15 @@ impl Client {
                 .entry(toolwire_types::TASKS_EXTENSION)
                 .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
         }
+        if config.apps {
+            config
+                .session
+                .capabilities
+                .extensions
+                .get_or_insert_with(JsonObject::new)
+                .entry(toolwire_types::UI_EXTENSION)
+                .or_insert_with(toolwire_types::ui_extension_settings);
+        }
         let cache = Arc::new(ToolCache::new(config.cache.clone()));
         let validators = config
             .validate_structured_output
@@ -159,6 +170,7 @@ impl Client {
             notices: broadcast::channel(notification_buffer).0,
             listening: watch::channel(false).0,
             search: toolwire_search::IndexCache::default(),
+            apps: crate::apps::AppCache::default(),
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -451,6 +463,34 @@ impl Client {
     /// The tools the client knows now.
     pub fn tools(&self) -> Arc<ToolSnapshot> {
         self.inner.cache.snapshot()
+    }
+
+    /// The MCP Apps view of tool `name` (`_meta.ui.resourceUri`): read with `resources/read`
+    /// the first time, checked (a `ui://` URI, `text/html;profile=mcp-app`, its `_meta.ui`), and
+    /// kept with its sandbox metadata until the tool list changes. `None` when the tool names
+    /// no view, or is not known after a listing. A view that breaks the extension's rules is
+    /// [`ProtocolError::App`](crate::ProtocolError::App).
+    pub async fn app(&self, name: &str) -> Result<Option<Arc<crate::apps::AppView>>, Error> {
+        if !self.tools().contains(name) {
+            self.list_tools().await?;
+        }
+        let snapshot = self.tools();
+        let Some(tool) = snapshot.get(name).map(|t| t.tool().clone()) else {
+            return Ok(None);
+        };
+        if let Some(view) = self.inner.apps.get(snapshot.generation(), name) {
+            return Ok(Some(view));
+        }
+        let Some(ui) = tool.ui() else {
+            return Ok(None);
+        };
+        let Some(uri) = crate::apps::view_uri(name, &ui)? else {
+            return Ok(None);
+        };
+        let read = self.read_resource(&uri).await?;
+        let view = Arc::new(crate::apps::view(name, &uri, ui, &read)?);
+        self.inner.apps.put(snapshot.generation(), view.clone());
+        Ok(Some(view))
     }
 
     /// The `k` tools of the current snapshot most relevant to `query`, best first: BM25 over
