@@ -387,13 +387,18 @@ fn windows_check(root: &Path) -> Result<(), String> {
         run(root, "rustup", &["target", "add", TARGET], &[])?;
     }
     let gcc = interop::debian_package("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")?;
+    // MinGW's compiler and linker and Wine leave temporary files behind (`cc*`, `wine-*`):
+    // they go to a folder under `target/`, not the shared `/tmp`.
+    let tmp = root.join("target").join("wine").join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let tmp = tmp.display().to_string();
     run(
         root,
         "cargo",
         &["check", "--workspace", "--locked", "--target", TARGET],
-        &[],
+        &[("TMPDIR", &tmp)],
     )?;
-    wine_tests(root, TARGET, &gcc)
+    wine_tests(root, TARGET, &gcc, &tmp)
 }
 
 /// The Rust standard library's Windows builds take their random numbers from
@@ -416,7 +421,7 @@ BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
 
 /// `toolwire-stdio`'s tests for `target`, run under Wine (`wine64` from Debian, its
 /// prefix under `target/`), with [`PROCESS_PRNG`] beside the test programs.
-fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
+fn wine_tests(root: &Path, target: &str, gcc: &Path, tmp: &str) -> Result<(), String> {
     let wine = interop::debian_package("/usr/lib/wine/wine64", "wine64")?;
     let out = root.join("target").join("wine");
     let deps = root.join("target").join(target).join("debug").join("deps");
@@ -437,7 +442,7 @@ fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
         root,
         &gcc.display().to_string(),
         &["-shared", "-O2", "-o", &dll, &source, &def, "-ladvapi32"],
-        &[],
+        &[("TMPDIR", tmp)],
     )?;
     let prefix = out.join("prefix").display().to_string();
     let runner = wine.display().to_string();
@@ -459,6 +464,7 @@ fn wine_tests(root: &Path, target: &str, gcc: &Path) -> Result<(), String> {
             ("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", &runner),
             ("WINEPREFIX", &prefix),
             ("WINEDEBUG", "-all"),
+            ("TMPDIR", tmp),
         ],
     )
 }
