@@ -564,7 +564,11 @@ fn apps_check(bin: &Path, peers: &Peers, cwd: &Path) -> Result<(bool, String), S
     let html = view["html"].as_str().unwrap_or("");
     Ok((
         uri.starts_with("ui://") && view["uri"] == uri && html.starts_with("<!DOCTYPE html>"),
-        format!("{tool}: {uri}, {} bytes of HTML, meta {}", html.len(), view["meta"]),
+        format!(
+            "{tool}: {uri}, {} bytes of HTML, meta {}",
+            html.len(),
+            view["meta"]
+        ),
     ))
 }
 
