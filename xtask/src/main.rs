@@ -239,6 +239,8 @@ fn ci(root: &Path) -> Result<(), String> {
             "toolwire-session",
             "-p",
             "toolwire-host",
+            "-p",
+            "toolwire-search",
             "--locked",
         ],
         &[],
