@@ -240,3 +240,53 @@ fn a_lost_legacy_session_is_said_once_and_its_calls_go_again_on_the_next_as_neve
         "a late answer of the old session completes nothing"
     );
 }
+
+/// A log-level change in flight when the legacy session is lost completes: the next session
+/// carries the level and sets it before it says it is ready, so nothing goes out at the old
+/// level and the caller's change is not reported lost.
+#[test]
+fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_sets_it() {
+    let mut p = Peer::new(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25), true);
+    p.session.start(p.at(0));
+    let (init, _) = p.sent();
+    let mut result = init_result("2025-11-25");
+    result["capabilities"]["logging"] = json!({});
+    p.reply(&init, result, 1);
+    let _initialized = p.sent();
+    p.events();
+    let op = p
+        .session
+        .change_log_level(toolwire_types::LoggingLevel::Warning, p.at(2))
+        .unwrap()
+        .expect("a legacy level change is a request");
+    let (set, _) = p.sent();
+    assert_eq!(set["method"], "logging/setLevel");
+    p.session.handle_undelivered(gone(&set), p.at(3));
+    assert!(matches!(p.events()[..], [Event::SessionGone]));
+    let interrupted = p.session.interrupt(&[], p.at(4));
+    assert!(interrupted.is_empty(), "{interrupted:?}");
+    assert_eq!(p.completed(op), Some(Ok("{}".to_owned())));
+
+    let mut next = Peer {
+        session: p.session.successor(
+            config().with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25)),
+            true,
+        ),
+        t0: p.t0,
+    };
+    next.session.start(next.at(5));
+    let (init, _) = next.sent();
+    let mut result = init_result("2025-11-25");
+    result["capabilities"]["logging"] = json!({});
+    next.reply(&init, result, 6);
+    let _initialized = next.sent();
+    let (again, _) = next.sent();
+    assert_eq!(again["method"], "logging/setLevel");
+    assert_eq!(again["params"]["level"], "warning", "the carried level");
+    assert!(
+        next.events().iter().all(|e| !matches!(e, Event::Ready(_))),
+        "ready only once the level is in force"
+    );
+    next.reply(&again, json!({}), 7);
+    assert!(next.events().iter().any(|e| matches!(e, Event::Ready(_))));
+}

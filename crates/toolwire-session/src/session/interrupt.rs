@@ -2,7 +2,8 @@
 //! Which calls may be sent again is decided here, by the rule the HTTP transport's resend
 //! follows (the call's [`RetryClass`](toolwire_wire::RetryClass)): a call safe to repeat, or
 //! one the dead server never read, goes again on the next connection (so does any other
-//! request whose method is safe to repeat); any other may have run and fails.
+//! request whose method is safe to repeat); any other may have run and fails. A log-level
+//! change completes: the next session carries the level.
 
 use std::time::Instant;
 
@@ -124,6 +125,16 @@ impl Session {
                     op,
                     deadline: p.deadline,
                 },
+                // A level change: the next session carries the level and sets it before
+                // anything else goes out ([`Session::carry_into`]), so the caller's change
+                // holds: it completes now.
+                (PendingKind::LogLevel { .. }, Some(op)) => {
+                    self.events.push_back(Event::Completed {
+                        op,
+                        result: Ok(super::listen::empty()),
+                    });
+                    continue;
+                }
                 (
                     PendingKind::Request { .. }
                     | PendingKind::Cached { .. }

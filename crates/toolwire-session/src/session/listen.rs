@@ -125,8 +125,9 @@ enum Dropped {
 /// How long the listen stream's request may stay open: for all practical purposes forever.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// An empty JSON object: the result of a subscription change.
-fn empty() -> Box<RawValue> {
+/// An empty JSON object: the result of a subscription change (or of a level change a lost
+/// session hands on).
+pub(super) fn empty() -> Box<RawValue> {
     serde_json::value::to_raw_value(&serde_json::Map::new())
         .unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
