@@ -247,8 +247,14 @@ async fn watch(
     }
     // From here on nothing the server announces is missed: a script that waits for this
     // line may then cause the changes it watches for.
-    client.listening().await?;
-    say_err!("watching");
+    match client.listening().await {
+        Ok(()) => say_err!("watching"),
+        // A server that never acknowledges its listen stream: watch what does come.
+        Err(Error::Timeout(_)) => say_err!(
+            "watching (the server never acknowledged its listen stream: changes may be missed)"
+        ),
+        Err(e) => return Err(e.into()),
+    }
     // A limit past what the clock holds is no limit.
     let until = limit.and_then(|l| tokio::time::Instant::now().checked_add(l));
     loop {
