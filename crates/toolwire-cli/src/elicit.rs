@@ -6,7 +6,6 @@
 //! ever opened. The CLI collects no form input: form-mode elicitations are declined.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -43,7 +42,7 @@ pub(crate) fn handler(
                         (false, _) | (_, None) => "cancel",
                         (true, Some(url)) => {
                             if agree().await {
-                                open(&url);
+                                open(url);
                                 "accept"
                             } else {
                                 "decline"
@@ -88,7 +87,7 @@ pub(crate) async fn complete(
             continue;
         };
         if interactive && agree().await {
-            open(&url);
+            open(url);
             waiting.extend(elicitation.elicitation_id.clone());
         }
     }
@@ -116,7 +115,7 @@ pub(crate) async fn complete(
 
 /// Shows a URL elicitation on stderr: the server's message, the URL and its host. The URL, if
 /// it is one the CLI would open (`https` or `http` with a host).
-fn show(elicitation: &ElicitParams) -> Option<Arc<str>> {
+fn show(elicitation: &ElicitParams) -> Option<&str> {
     let url = elicitation.url.as_deref()?;
     say_err!(
         "toolwire: the server asks you to open a page: {}",
@@ -131,7 +130,7 @@ fn show(elicitation: &ElicitParams) -> Option<Arc<str>> {
     match host {
         Some(host) => {
             say_err!("  (on {host})");
-            Some(url.into())
+            Some(url)
         }
         None => {
             say_err!("  (not an https or http URL: it will not be opened)");
