@@ -1,11 +1,14 @@
 //! The measuring side of `cargo xtask bench` (the clients live in `benches/compare.rs`, where
 //! the rmcp dev-dependency is in reach): per-call latency statistics, the process's CPU time
-//! and peak memory, and the report table with its ratios.
+//! and peak memory, and the report table with its ratios; and the tool search measurement on
+//! real servers' tools ([`search`]), shared by the report and the recall test.
 //!
 //! Each (case, client) pair runs in its own process, so CPU time and peak RSS belong to that
 //! client alone; the servers run in processes of their own too.
 
 use std::time::Duration;
+
+pub mod search;
 
 use serde_json::{Value, json};
 

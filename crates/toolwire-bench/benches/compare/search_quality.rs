@@ -5,27 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use toolwire::Tool;
 use toolwire::search::ToolIndex;
-use toolwire_bench::{known_item_query, percentile};
+use toolwire_bench::percentile;
+use toolwire_bench::search::{catalog, known_item_queries, recall};
 
 use super::Error;
-
-/// The catalog's tools, as (`server__tool`, definition).
-fn catalog() -> Result<Vec<(String, Tool)>, Error> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/catalog.json");
-    let value: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
-    let mut tools = Vec::new();
-    for server in value["servers"].as_array().ok_or("no servers")? {
-        let name = server["server"].as_str().ok_or("a server without a name")?;
-        for tool in server["tools"].as_array().ok_or("a server without tools")? {
-            let tool: Tool = serde_json::from_value(tool.clone())?;
-            tools.push((format!("{name}__{}", tool.name), tool));
-        }
-    }
-    Ok(tools)
-}
 
 /// What the search section of the report says.
 pub(crate) struct SearchReport {
@@ -53,32 +38,8 @@ pub(crate) fn measure() -> Result<SearchReport, Error> {
         s.len()
     };
     let index = ToolIndex::new(tools.iter().map(|(k, t)| (k.clone(), t)));
-    let mut queries = Vec::new();
-    let mut skipped = 0;
-    for (key, tool) in &tools {
-        let server = key.split("__").next().unwrap_or("");
-        match tool
-            .description
-            .as_deref()
-            .and_then(|d| known_item_query(server, &tool.name, d))
-        {
-            Some(q) => queries.push((key.clone(), q)),
-            None => skipped += 1,
-        }
-    }
-    let (mut at1, mut at5) = (0usize, 0usize);
-    let mut misses = Vec::new();
-    for (key, query) in &queries {
-        let hits = index.search(query, 5);
-        match hits.iter().position(|h| &h.key == key) {
-            Some(0) => {
-                at1 += 1;
-                at5 += 1;
-            }
-            Some(_) => at5 += 1,
-            None => misses.push(format!("`{key}` ← \"{query}\"")),
-        }
-    }
+    let (queries, skipped) = known_item_queries(&tools);
+    let found = recall(&index, &queries);
     // 10,000 tools: the catalog again and again under other server names (identical texts:
     // every query matches ~32 times as many tools as in the real catalog, a pessimistic load).
     let copies = 10_000usize.div_ceil(tools.len());
@@ -105,13 +66,17 @@ pub(crate) fn measure() -> Result<SearchReport, Error> {
         servers,
         queries: queries.len(),
         skipped,
-        recall_at_1: at1 as f64 / n,
-        recall_at_5: at5 as f64 / n,
+        recall_at_1: found.at1 as f64 / n,
+        recall_at_5: found.at5 as f64 / n,
         build_10k,
         p50: percentile(&latencies, 50.0),
         p99: percentile(&latencies, 99.0),
         searches: latencies.len(),
-        misses,
+        misses: found
+            .misses
+            .iter()
+            .map(|(key, query)| format!("`{key}` ← \"{query}\""))
+            .collect(),
     })
 }
 
