@@ -12,7 +12,9 @@ use std::process::Command;
 
 use serde_json::{Map, Value, json};
 
-use crate::conformance::{cache_dir, install_node, installed_npm_version};
+use crate::conformance::{
+    cache_dir, install_node, installed_npm_version, npm_install_all, pip_install,
+};
 
 /// One server: its name in the catalog, the package, the executable and its arguments, and
 /// the environment it needs to start.
@@ -236,38 +238,18 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         .map(|s| format!("{}@{}", s.package, s.version))
         .collect();
     if !missing.is_empty() {
-        std::fs::create_dir_all(&npm_dir).map_err(|e| format!("{}: {e}", npm_dir.display()))?;
-        if !npm_dir.join("package.json").exists() {
-            std::fs::write(npm_dir.join("package.json"), "{\"private\": true}\n")
-                .map_err(|e| e.to_string())?;
-        }
+        let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
         // The servers' install scripts (native modules, browser downloads) are not needed to
         // list tools.
-        let mut args = vec!["install", "--no-audit", "--no-fund", "--ignore-scripts"];
-        args.extend(missing.iter().map(String::as_str));
-        crate::run(&npm_dir, "npm", &args, &[("PATH", path.as_str())])?;
+        npm_install_all(&npm_dir, &missing, &["--ignore-scripts"])?;
     }
     let venv = cache.join("venv");
-    if !venv.join("bin/python").exists() {
-        crate::run(
-            root,
-            "python3",
-            &["-m", "venv", &venv.display().to_string()],
-            &[],
-        )?;
-    }
     let pins: Vec<String> = PYPI
         .iter()
         .map(|s| format!("{}=={}", s.package, s.version))
         .collect();
-    let mut pip = vec!["-m", "pip", "install", "-q"];
-    pip.extend(pins.iter().map(String::as_str));
-    crate::run(
-        root,
-        &venv.join("bin/python").display().to_string(),
-        &pip,
-        &[],
-    )?;
+    let pins: Vec<&str> = pins.iter().map(String::as_str).collect();
+    pip_install(root, &venv, &pins)?;
 
     let mut servers = Vec::new();
     let mut total = 0;

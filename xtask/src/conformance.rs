@@ -188,6 +188,11 @@ pub(crate) fn cache_dir() -> PathBuf {
 
 /// `npm install PACKAGE` in `dir` (initialised first when it is new).
 pub(crate) fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
+    npm_install_all(dir, &[package], &[])
+}
+
+/// `npm install FLAGS... PACKAGES...` in `dir` (initialised first when it is new).
+pub(crate) fn npm_install_all(dir: &Path, packages: &[&str], flags: &[&str]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !dir.join("package.json").exists() {
         let status = Command::new("npm")
@@ -200,9 +205,12 @@ pub(crate) fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
             return Err(format!("npm init in {} failed", dir.display()));
         }
     }
-    eprintln!("==> npm install {package} (in {})", dir.display());
+    let list = packages.join(" ");
+    eprintln!("==> npm install {list} (in {})", dir.display());
     let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", package])
+        .args(["install", "--no-audit", "--no-fund"])
+        .args(flags)
+        .args(packages)
         .current_dir(dir)
         .stdout(Stdio::null())
         .status()
@@ -210,8 +218,24 @@ pub(crate) fn npm_install(dir: &Path, package: &str) -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
-        Err(format!("npm install {package} failed"))
+        Err(format!("npm install {list} failed"))
     }
+}
+
+/// `pip install -q PINS...` into the venv at `venv` (made first when it is missing).
+pub(crate) fn pip_install(root: &Path, venv: &Path, pins: &[&str]) -> Result<(), String> {
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        crate::run(
+            root,
+            "python3",
+            &["-m", "venv", &venv.display().to_string()],
+            &[],
+        )?;
+    }
+    let mut args = vec!["-m", "pip", "install", "-q"];
+    args.extend_from_slice(pins);
+    crate::run(root, &python.display().to_string(), &args, &[])
 }
 
 /// The version of `package` installed in `dir`'s `node_modules`, if any.

@@ -201,19 +201,7 @@ fn install(root: &Path) -> Result<Peers, String> {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == PY_MCP);
     if !has_mcp {
-        eprintln!("==> pip install mcp=={PY_MCP} (in {})", venv.display());
-        crate::run(
-            root,
-            "python3",
-            &["-m", "venv", &venv.display().to_string()],
-            &[],
-        )?;
-        crate::run(
-            root,
-            &python.display().to_string(),
-            &["-m", "pip", "install", "-q", &format!("mcp=={PY_MCP}")],
-            &[],
-        )?;
+        crate::conformance::pip_install(root, &venv, &[&format!("mcp=={PY_MCP}")])?;
     }
 
     let nginx = debian("nginx")?;
