@@ -18,7 +18,7 @@ use toolwire_refserver::{Eras, Options, serve_http};
 
 async fn server(eras: Eras) -> toolwire_refserver::HttpServer {
     let mut options = Options::default();
-    options.eras = eras;
+    options.server.eras = eras;
     serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
         .await
         .unwrap()

@@ -19,10 +19,10 @@ use toolwire_refserver::{Eras, Framing, Options, serve_http};
 
 async fn run(mode: ProtocolMode, tasks: usize, per_task: usize, framing: Framing) {
     let mut options = Options::default();
-    options.eras = Eras::Both;
-    options.framing = framing;
+    options.server.eras = Eras::Both;
+    options.server.framing = framing;
     // Every 300th POST fails with 503; `echo` is read-only, so its calls are retried.
-    options.faults.fail_503_every = Some(300);
+    options.server.faults.fail_503_every = Some(300);
     let server = serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
         .await
         .unwrap();

@@ -19,8 +19,8 @@ use toolwire_test_support::proxy::{Fault, FaultProxy, Rule};
 
 async fn refserver(framing: Framing) -> toolwire_refserver::HttpServer {
     let mut o = Options::default();
-    o.eras = Eras::Both;
-    o.framing = framing;
+    o.server.eras = Eras::Both;
+    o.server.framing = framing;
     serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), o)
         .await
         .unwrap()

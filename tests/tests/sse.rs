@@ -19,7 +19,7 @@ use toolwire_refserver::{Options, serve_http, serve_http_again};
 
 async fn reference() -> toolwire_refserver::HttpServer {
     let mut options = Options::default();
-    options.sse = true;
+    options.server.sse = true;
     serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
         .await
         .unwrap()
@@ -138,7 +138,7 @@ async fn a_server_that_goes_away_is_reconnected_over_a_new_stream() {
     .unwrap();
     // The same port again: a new server, a new stream, a new session.
     let mut options = Options::default();
-    options.sse = true;
+    options.server.sse = true;
     let _again = serve_http_again(addr, options).await.unwrap();
     assert_eq!(
         client

@@ -64,9 +64,11 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
         "toolwire-cli",
         &["toolwire", "toolwire-host", "toolwire-refserver"],
     ),
+    // The server side: the protocol around a `Service` (reference server, gateway).
+    ("toolwire-server", &["toolwire-types", "toolwire-headers"]),
     (
         "toolwire-refserver",
-        &["toolwire-types", "toolwire-headers"],
+        &["toolwire-types", "toolwire-headers", "toolwire-server"],
     ),
     ("toolwire-conformance", &["toolwire"]),
     // The bench measures the public API only (its dev-dependencies are checked too).

@@ -586,7 +586,7 @@ async fn call(
 
 async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     let mut options = toolwire_refserver::Options::default();
-    options.eras = match args.eras.as_str() {
+    options.server.eras = match args.eras.as_str() {
         "both" => toolwire_refserver::Eras::Both,
         "modern" => toolwire_refserver::Eras::Modern,
         "legacy" => toolwire_refserver::Eras::Legacy,
@@ -597,20 +597,20 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
         }
     };
     if args.json_responses {
-        options.framing = toolwire_refserver::Framing::Json;
+        options.server.framing = toolwire_refserver::Framing::Json;
     }
-    options.latency = Duration::from_millis(args.latency_ms);
+    options.server.latency = Duration::from_millis(args.latency_ms);
     options.register_delay = Duration::from_millis(args.register_delay_ms);
-    options.faults.reject_accept = args.reject_accept.clone();
-    options.faults.fail_429 = args.fail_429;
-    options.faults.fail_503 = args.fail_503;
-    options.faults.fail_503_every = args.fail_503_every;
-    options.faults.session_expiry = args.session_expiry;
-    options.faults.cut_sse_every = args.cut_sse_every;
-    options.faults.nagle = args.nagle;
-    options.faults.broken_tools = args.broken_tools;
-    options.faults.exit_after_calls = args.exit_after_calls;
-    options.sse = args.sse;
+    options.server.faults.reject_accept = args.reject_accept.clone();
+    options.server.faults.fail_429 = args.fail_429;
+    options.server.faults.fail_503 = args.fail_503;
+    options.server.faults.fail_503_every = args.fail_503_every;
+    options.server.faults.session_expiry = args.session_expiry;
+    options.server.faults.cut_sse_every = args.cut_sse_every;
+    options.server.faults.nagle = args.nagle;
+    options.broken_tools = args.broken_tools;
+    options.server.faults.exit_after_calls = args.exit_after_calls;
+    options.server.sse = args.sse;
     options.task_fixtures = args.task_fixtures;
     if args.stdio {
         toolwire_refserver::serve_stdio(options)

@@ -345,7 +345,7 @@ fn secrets_never_reach_debug_or_errors() {
 #[tokio::test]
 async fn a_legacy_sse_entry_connects_over_the_sse_transport() {
     let mut options = toolwire_refserver::Options::default();
-    options.sse = true;
+    options.server.sse = true;
     let server = toolwire_refserver::serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
         .await
         .unwrap();

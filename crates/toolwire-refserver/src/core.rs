@@ -1,22 +1,18 @@
-//! The server's JSON-RPC dispatch, shared by the HTTP and stdio front ends.
+//! The reference server's behaviour: its tools, resources, prompts, completions, skills and
+//! tasks, as a [`Service`] the protocol layer of `toolwire-server` serves.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use toolwire_headers::HeaderPlan;
+use toolwire_server::{Answer, Change, Era, Notifier, Request, RpcError, ServerInfo, Service};
 use toolwire_types::{Tool, error::code, meta_key};
 
+use crate::Options;
 use crate::tasks::{Job, Tasks};
 use crate::tools;
-use crate::{Eras, Options};
-
-/// The versions of the legacy era this server speaks, newest first.
-pub(crate) const LEGACY_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// The modern version.
-pub(crate) const MODERN: &str = "2026-07-28";
 
 /// Locks a mutex; the data under every lock here stays consistent if a holder panicked.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -42,82 +38,11 @@ impl Entry {
     }
 }
 
-/// What handling one message gave.
-pub(crate) enum Handled {
-    /// The response to send.
-    Answer(Value),
-    /// Nothing to send (a notification or a response from the client).
-    Nothing,
-    /// A `subscriptions/listen` the front end keeps open (its request id, what it asked for).
-    Listen(Value, Interest),
-}
-
-/// Something that changed, for whoever listens.
-#[derive(Debug, Clone)]
-pub(crate) enum Change {
-    /// The tool list.
-    Tools,
-    /// The resource with this URI (a file `write_file` wrote).
-    Resource(String),
-    /// The URL elicitation with this id was completed (`finish_link`).
-    ElicitationComplete(String),
-}
-
-/// What a `subscriptions/listen` stream asked for (and is acknowledged: this server honours
-/// all of it).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Interest {
-    tools: bool,
-    resources: BTreeSet<String>,
-}
-
-impl Interest {
-    fn from_params(params: &Value) -> Self {
-        let asked = &params["notifications"];
-        Self {
-            tools: asked["toolsListChanged"] == true,
-            resources: asked["resourceSubscriptions"]
-                .as_array()
-                .map(|uris| {
-                    uris.iter()
-                        .filter_map(|u| u.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The notification `change` makes on the listen stream `subscription`, if it asked for it.
-    pub(crate) fn notification(&self, change: &Change, subscription: &Value) -> Option<Value> {
-        match change {
-            Change::Tools => self.tools.then(|| list_changed(Some(subscription))),
-            Change::Resource(uri) => self
-                .resources
-                .contains(uri)
-                .then(|| resource_updated(uri, Some(subscription))),
-            // The 2026-07-28 era completes URL elicitations by retrying the request.
-            Change::ElicitationComplete(_) => None,
-        }
-    }
-
-    /// The first message of a listen stream: everything asked for is honoured.
-    pub(crate) fn acknowledged(&self, subscription: &Value) -> Value {
-        let mut agreed = json!({});
-        if self.tools {
-            agreed["toolsListChanged"] = json!(true);
-        }
-        if !self.resources.is_empty() {
-            agreed["resourceSubscriptions"] = json!(self.resources);
-        }
-        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-            "params": {"notifications": agreed,
-                "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
-    }
-}
-
 /// The server's state.
 pub(crate) struct Core {
     pub(crate) options: Options,
+    /// Itself, for work that outlives a request (`unlock_files` registering tools later).
+    me: std::sync::Weak<Core>,
     tools: Mutex<Vec<Entry>>,
     files: Mutex<HashMap<String, String>>,
     changes: broadcast::Sender<Change>,
@@ -131,26 +56,44 @@ pub(crate) struct Core {
     linked: std::sync::atomic::AtomicBool,
 }
 
-pub(crate) fn error(
-    id: &Value,
-    code: i64,
-    message: impl Into<String>,
-    data: Option<Value>,
-) -> Value {
-    let mut e = json!({"code": code, "message": message.into()});
-    if let Some(data) = data {
-        e["data"] = data;
+impl Service for Core {
+    fn info(&self) -> ServerInfo {
+        ServerInfo::new(
+            "toolwire-refserver",
+            env!("CARGO_PKG_VERSION"),
+            capabilities(),
+        )
+        .with_instructions("Toolwire's reference server: try execute_sql, slow, unlock_files.")
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": e})
-}
 
-fn result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
+    fn handle<'a>(
+        &'a self,
+        request: Request<'a>,
+        notifier: &'a Notifier,
+    ) -> impl Future<Output = Answer> + Send + 'a {
+        self.answer(request, notifier)
+    }
 
-/// The `_meta.protocolVersion` a modern request carries.
-pub(crate) fn request_version(message: &Value) -> Option<&str> {
-    message["params"]["_meta"][meta_key::PROTOCOL_VERSION].as_str()
+    fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
+        lock(&self.tools)
+            .iter()
+            .find(|e| e.name() == name)
+            .and_then(|e| e.plan.clone())
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// Every tool-list change, updates of the resources subscribed to, completed links.
+    fn legacy_notification(&self, change: &Change) -> Option<Value> {
+        if let Change::Resource(uri) = change
+            && !lock(&self.subscribed).contains(uri)
+        {
+            return None;
+        }
+        toolwire_server::legacy_notification(change)
+    }
 }
 
 impl Core {
@@ -161,8 +104,9 @@ impl Core {
             .chain(fixtures.into_iter().flatten())
             .map(Entry::new)
             .collect();
-        Arc::new(Self {
+        Arc::new_cyclic(|me| Self {
             options,
+            me: me.clone(),
             tools: Mutex::new(tools),
             files: Mutex::new(HashMap::new()),
             changes: broadcast::channel(64).0,
@@ -173,102 +117,16 @@ impl Core {
         })
     }
 
-    /// Tool-list and resource changes, as they happen.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
-        self.changes.subscribe()
-    }
-
-    /// The legacy notification `change` makes: every tool-list change, updates of the
-    /// resources subscribed to.
-    pub(crate) fn legacy_notification(&self, change: &Change) -> Option<Value> {
-        match change {
-            Change::Tools => Some(list_changed(None)),
-            Change::Resource(uri) => lock(&self.subscribed)
-                .contains(uri)
-                .then(|| resource_updated(uri, None)),
-            Change::ElicitationComplete(id) => Some(
-                json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                    "params": {"elicitationId": id}}),
-            ),
-        }
-    }
-
-    /// The header plan of tool `name`, if it has one.
-    pub(crate) fn plan(&self, name: &str) -> Option<HeaderPlan> {
-        lock(&self.tools)
-            .iter()
-            .find(|e| e.name() == name)
-            .and_then(|e| e.plan.clone())
-    }
-
-    fn modern_ok(&self) -> bool {
-        self.options.eras != Eras::Legacy
-    }
-
-    fn legacy_ok(&self) -> bool {
-        self.options.eras != Eras::Modern
-    }
-
-    /// Handles one message; progress notifications go to `notify` as they happen.
-    pub(crate) async fn handle(
-        self: &Arc<Self>,
-        message: &Value,
-        notify: &mpsc::UnboundedSender<Value>,
-    ) -> Handled {
-        let Some(method) = message["method"].as_str() else {
-            return Handled::Nothing;
-        };
-        let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
-            return Handled::Nothing;
-        };
-        let params = &message["params"];
-        let modern = request_version(message);
-        if self.modern_ok() && method != "initialize" {
-            match modern {
-                Some(v) if v != MODERN => {
-                    return Handled::Answer(error(
-                        id,
-                        code::UNSUPPORTED_PROTOCOL_VERSION,
-                        format!("Unsupported protocol version {v}"),
-                        Some(json!({"supported": [MODERN], "requested": v})),
-                    ));
-                }
-                None if !self.legacy_ok() => {
-                    return Handled::Answer(error(
-                        id,
-                        code::INVALID_PARAMS,
-                        "Missing _meta.io.modelcontextprotocol/protocolVersion",
-                        None,
-                    ));
-                }
-                _ => {}
-            }
-        }
+    /// Answers one request the protocol layer passed on.
+    async fn answer(&self, request: Request<'_>, notify: &Notifier) -> Answer {
+        let Request {
+            method,
+            params,
+            era,
+            ..
+        } = request;
+        let modern = (era == Era::Modern).then_some(());
         let answer = match method {
-            "server/discover" if self.modern_ok() => Ok(json!({
-                "resultType": "complete",
-                "supportedVersions": [MODERN],
-                "capabilities": capabilities(),
-                "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files.",
-                "_meta": {meta_key::SERVER_INFO: {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")}}
-            })),
-            "initialize" if self.legacy_ok() => {
-                let asked = params["protocolVersion"].as_str().unwrap_or("");
-                let version = if LEGACY_VERSIONS.contains(&asked) {
-                    asked
-                } else {
-                    LEGACY_VERSIONS[0]
-                };
-                Ok(json!({
-                    "protocolVersion": version,
-                    "capabilities": capabilities(),
-                    "serverInfo": {"name": "toolwire-refserver", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "Toolwire's reference server: try execute_sql, slow, unlock_files."
-                }))
-            }
-            "subscriptions/listen" if modern.is_some() => {
-                return Handled::Listen(id.clone(), Interest::from_params(params));
-            }
             "resources/subscribe" | "resources/unsubscribe" if modern.is_none() => {
                 match params["uri"].as_str() {
                     Some(uri) if method == "resources/subscribe" => {
@@ -282,7 +140,6 @@ impl Core {
                     None => Err((code::INVALID_PARAMS, "uri is required".to_owned())),
                 }
             }
-            "ping" => Ok(json!({})),
             "logging/setLevel" if modern.is_none() => match params["level"].as_str() {
                 Some(level) if tools::LEVELS.contains(&level) => {
                     *lock(&self.log_level) = Some(level.to_owned());
@@ -296,7 +153,7 @@ impl Core {
             "tools/list" => {
                 let mut tools: Vec<Value> =
                     lock(&self.tools).iter().map(|e| e.def.clone()).collect();
-                if self.options.faults.broken_tools {
+                if self.options.broken_tools {
                     tools.extend(tools::broken_tools());
                 }
                 Ok(json!({ "tools": tools }))
@@ -360,53 +217,20 @@ impl Core {
             }
             other => Err((code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         };
-        Handled::Answer(match answer {
-            Ok(mut r) => {
-                if modern.is_some()
-                    && let Some(object) = r.as_object_mut()
-                {
-                    // 2026-07-28 results say what they are; every cacheable result (discovery,
-                    // lists, reads, skills/get) says how long it keeps (both fields required).
-                    object
-                        .entry("resultType")
-                        .or_insert_with(|| json!("complete"));
-                    if method.ends_with("/list")
-                        || matches!(
-                            method,
-                            "server/discover"
-                                | "resources/read"
-                                | "skills/get"
-                                | "resources/directory/read"
-                        )
-                    {
-                        object.entry("ttlMs").or_insert_with(|| json!(0));
-                        object
-                            .entry("cacheScope")
-                            .or_insert_with(|| json!("private"));
-                    }
-                }
-                result(id, r)
-            }
+        answer.map_err(|(c, m)| match c {
             // The only capability the server requires is the tasks extension.
-            Err((c, m)) if c == code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
-                let data = json!({"requiredCapabilities":
-                    {"extensions": {toolwire_types::TASKS_EXTENSION: {}}}});
-                error(id, c, m, Some(data))
-            }
+            code::MISSING_REQUIRED_CLIENT_CAPABILITY => RpcError::new(c, m)
+                .with_data(json!({"requiredCapabilities":
+                    {"extensions": {toolwire_types::TASKS_EXTENSION: {}}}})),
             // The only URL elicitation this server asks for is the account link.
-            Err((c, m)) if c == code::URL_ELICITATION_REQUIRED => {
-                let data = json!({"elicitations": [tools::link_elicitation()]});
-                error(id, c, m, Some(data))
+            code::URL_ELICITATION_REQUIRED => {
+                RpcError::new(c, m).with_data(json!({"elicitations": [tools::link_elicitation()]}))
             }
-            Err((c, m)) => error(id, c, m, None),
+            _ => RpcError::new(c, m),
         })
     }
 
-    async fn call(
-        self: &Arc<Self>,
-        params: &Value,
-        notify: &mpsc::UnboundedSender<Value>,
-    ) -> Result<Value, (i64, String)> {
+    async fn call(&self, params: &Value, notify: &Notifier) -> Result<Value, (i64, String)> {
         let name = params["name"].as_str().unwrap_or("");
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
         let known = lock(&self.tools).iter().any(|e| e.name() == name);
@@ -540,7 +364,7 @@ impl Core {
                         .is_some_and(|t| tools::passes(level, t))
                     {
                         sent += 1;
-                        let _ = notify.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        notify.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
                             "params": {"level": level, "logger": "refserver", "data": format!("{level}: {message}")}}));
                     }
                 }
@@ -552,11 +376,9 @@ impl Core {
                 for step in 1..=steps {
                     tokio::time::sleep(delay).await;
                     if !token.is_null() {
-                        let _ = notify.send(
-                            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        notify.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
                             "params": {"progressToken": token, "progress": step, "total": steps,
-                                "message": format!("step {step} of {steps}")}}),
-                        );
+                                "message": format!("step {step} of {steps}")}}));
                     }
                 }
                 tools::text(format!("done after {steps} steps"))
@@ -590,12 +412,14 @@ impl Core {
     }
 
     /// Runs `change` after the registration delay (the race the settle barrier closes: the answer comes before the list change).
-    fn later(self: &Arc<Self>, change: impl FnOnce(&Core) + Send + 'static) {
-        let core = self.clone();
+    fn later(&self, change: impl FnOnce(&Core) + Send + 'static) {
+        let core = self.me.clone();
         let delay = self.options.register_delay;
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            change(&core);
+            if let Some(core) = core.upgrade() {
+                change(&core);
+            }
         });
     }
 
@@ -634,24 +458,4 @@ fn declares_tasks(params: &Value) -> bool {
     params["_meta"][meta_key::CLIENT_CAPABILITIES]["extensions"]
         .get(toolwire_types::TASKS_EXTENSION)
         .is_some()
-}
-
-/// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.
-pub(crate) fn list_changed(subscription: Option<&Value>) -> Value {
-    match subscription {
-        Some(id) => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-            "params": {"_meta": {meta_key::SUBSCRIPTION_ID: id}}}),
-        None => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
-    }
-}
-
-/// `notifications/resources/updated` for `uri`, on a listen stream when `subscription` is
-/// given.
-pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value {
-    let mut note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-        "params": {"uri": uri}});
-    if let Some(id) = subscription {
-        note["params"]["_meta"] = json!({meta_key::SUBSCRIPTION_ID: id});
-    }
-    note
 }

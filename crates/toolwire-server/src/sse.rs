@@ -13,7 +13,8 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::core::{Change, Handled, error, lock};
+use crate::Change;
+use crate::core::{Handled, error, lock};
 use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
 
 /// One `message` event.
@@ -21,7 +22,7 @@ fn message(data: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {data}\n\n"))
 }
 
-impl Front {
+impl<S: crate::Service> Front<S> {
     /// `GET …/sse`: a new session and its stream.
     pub(crate) fn sse_stream(self: &Arc<Self>, base: &str) -> Response {
         let id = format!("sse-{}", self.minted.fetch_add(1, Ordering::SeqCst) + 1);

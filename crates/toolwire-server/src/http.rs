@@ -36,8 +36,8 @@ enum Accepted {
 use tokio::sync::mpsc;
 use toolwire_headers::{ReceivedHeaders, check_request};
 
-use crate::core::{Change, Core, Handled, Interest, error, lock, request_version};
-use crate::{Eras, Framing};
+use crate::core::{Core, Handled, Interest, error, lock, request_version};
+use crate::{Change, Eras, Framing, Service};
 
 pub(crate) type Body = Channel<Bytes, std::io::Error>;
 
@@ -55,8 +55,8 @@ struct Session {
 }
 
 /// The HTTP side's state: sessions and fault counters.
-pub(crate) struct Front {
-    pub(crate) core: Arc<Core>,
+pub(crate) struct Front<S> {
+    pub(crate) core: Arc<Core<S>>,
     sessions: std::sync::Mutex<HashMap<String, Session>>,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
     pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
@@ -160,8 +160,8 @@ async fn forward_changes(
     }
 }
 
-impl Front {
-    pub(crate) fn new(core: Arc<Core>) -> Arc<Self> {
+impl<S: Service> Front<S> {
+    pub(crate) fn new(core: Arc<Core<S>>) -> Arc<Self> {
         Arc::new(Self {
             core,
             sessions: std::sync::Mutex::new(HashMap::new()),
@@ -207,9 +207,9 @@ impl Front {
     }
 
     /// Serves one connection until it ends.
-    async fn serve_connection<S>(self: Arc<Self>, stream: S)
+    async fn serve_connection<C>(self: Arc<Self>, stream: C)
     where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+        C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let service = service_fn(move |req: Request<Incoming>| {
             let front = self.clone();

@@ -6,7 +6,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use crate::core::{Change, Core, Handled, Interest, error};
+use crate::core::{Core, Handled, Interest, error};
+use crate::{Change, Service};
 
 /// The longest line read; a longer one is answered with a parse error and skipped.
 const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -14,7 +15,7 @@ const MAX_LINE: usize = 4 * 1024 * 1024;
 /// Serves on stdin/stdout until stdin ends. Requests run concurrently (a slow tool does not
 /// hold up a ping); list changes go out as they happen: always in the legacy era, on the
 /// listen stream in the modern one.
-pub(crate) async fn serve(core: Arc<Core>) -> std::io::Result<()> {
+pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();

@@ -1,0 +1,285 @@
+//! The protocol layer shared by the front ends: eras and versions, discovery and
+//! `initialize`, `ping`, listen streams, the fields every 2026-07-28 result carries; the rest
+//! goes to the [`Service`].
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use toolwire_headers::HeaderPlan;
+use toolwire_types::{error::code, meta_key};
+
+use crate::service::{Change, Era, Notifier, Request, RpcError, Service};
+use crate::{Eras, Options};
+
+/// The versions of the legacy era served, newest first.
+pub(crate) const LEGACY_VERSIONS: &[&str] =
+    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The modern version.
+pub(crate) const MODERN: &str = "2026-07-28";
+
+/// Locks a mutex; the data under every lock here stays consistent if a holder panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What handling one message gave.
+pub(crate) enum Handled {
+    /// The response to send.
+    Answer(Value),
+    /// Nothing to send (a notification or a response from the client).
+    Nothing,
+    /// A `subscriptions/listen` the front end keeps open (its request id, what it asked for).
+    Listen(Value, Interest),
+}
+
+/// What a `subscriptions/listen` stream asked for (and is acknowledged: every notification
+/// the layer can deliver is honoured).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interest {
+    tools: bool,
+    resources: BTreeSet<String>,
+}
+
+impl Interest {
+    fn from_params(params: &Value) -> Self {
+        let asked = &params["notifications"];
+        Self {
+            tools: asked["toolsListChanged"] == true,
+            resources: asked["resourceSubscriptions"]
+                .as_array()
+                .map(|uris| {
+                    uris.iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The notification `change` makes on the listen stream `subscription`, if it asked for it.
+    pub(crate) fn notification(&self, change: &Change, subscription: &Value) -> Option<Value> {
+        match change {
+            Change::Tools => self.tools.then(|| list_changed(Some(subscription))),
+            Change::Resource(uri) => self
+                .resources
+                .contains(uri)
+                .then(|| resource_updated(uri, Some(subscription))),
+            // The 2026-07-28 era completes URL elicitations by retrying the request.
+            Change::ElicitationComplete(_) => None,
+        }
+    }
+
+    /// The first message of a listen stream: everything asked for is honoured.
+    pub(crate) fn acknowledged(&self, subscription: &Value) -> Value {
+        let mut agreed = json!({});
+        if self.tools {
+            agreed["toolsListChanged"] = json!(true);
+        }
+        if !self.resources.is_empty() {
+            agreed["resourceSubscriptions"] = json!(self.resources);
+        }
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": agreed,
+                "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
+    }
+}
+
+/// The protocol layer over one service.
+pub(crate) struct Core<S> {
+    pub(crate) options: Options,
+    pub(crate) service: Arc<S>,
+}
+
+/// A JSON-RPC error response.
+pub(crate) fn error(
+    id: &Value,
+    code: i64,
+    message: impl Into<String>,
+    data: Option<Value>,
+) -> Value {
+    let mut e = json!({"code": code, "message": message.into()});
+    if let Some(data) = data {
+        e["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+/// The `_meta.protocolVersion` a modern request carries.
+pub(crate) fn request_version(message: &Value) -> Option<&str> {
+    message["params"]["_meta"][meta_key::PROTOCOL_VERSION].as_str()
+}
+
+/// Whether a 2026-07-28 method's result is cacheable, so carries `ttlMs` and `cacheScope`.
+fn cacheable(method: &str) -> bool {
+    method.ends_with("/list")
+        || matches!(
+            method,
+            "server/discover" | "resources/read" | "skills/get" | "resources/directory/read"
+        )
+}
+
+impl<S: Service> Core<S> {
+    pub(crate) fn new(options: Options, service: Arc<S>) -> Arc<Self> {
+        Arc::new(Self { options, service })
+    }
+
+    /// Changes, as they happen.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.service.changes()
+    }
+
+    /// The legacy notification `change` makes.
+    pub(crate) fn legacy_notification(&self, change: &Change) -> Option<Value> {
+        self.service.legacy_notification(change)
+    }
+
+    /// The header plan of tool `name`, if it has one.
+    pub(crate) fn plan(&self, name: &str) -> Option<HeaderPlan> {
+        self.service.header_plan(name)
+    }
+
+    fn modern_ok(&self) -> bool {
+        self.options.eras != Eras::Legacy
+    }
+
+    fn legacy_ok(&self) -> bool {
+        self.options.eras != Eras::Modern
+    }
+
+    /// Handles one message; notifications the work makes go to `notify` as they happen.
+    pub(crate) async fn handle(
+        self: &Arc<Self>,
+        message: &Value,
+        notify: &mpsc::UnboundedSender<Value>,
+    ) -> Handled {
+        let Some(method) = message["method"].as_str() else {
+            return Handled::Nothing;
+        };
+        let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
+            self.service.notified(message);
+            return Handled::Nothing;
+        };
+        let params = &message["params"];
+        let modern = request_version(message);
+        if self.modern_ok() && method != "initialize" {
+            match modern {
+                Some(v) if v != MODERN => {
+                    return Handled::Answer(error(
+                        id,
+                        code::UNSUPPORTED_PROTOCOL_VERSION,
+                        format!("Unsupported protocol version {v}"),
+                        Some(json!({"supported": [MODERN], "requested": v})),
+                    ));
+                }
+                None if !self.legacy_ok() => {
+                    return Handled::Answer(error(
+                        id,
+                        code::INVALID_PARAMS,
+                        "Missing _meta.io.modelcontextprotocol/protocolVersion",
+                        None,
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let era = if modern.is_some() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        };
+        let answer = match method {
+            "server/discover" if self.modern_ok() => {
+                let info = self.service.info();
+                let mut r = json!({
+                    "supportedVersions": [MODERN],
+                    "capabilities": info.capabilities,
+                    "_meta": {meta_key::SERVER_INFO: {"name": info.name, "version": info.version}}
+                });
+                if let Some(instructions) = info.instructions {
+                    r["instructions"] = json!(instructions);
+                }
+                Ok(r)
+            }
+            "initialize" if self.legacy_ok() => {
+                let asked = params["protocolVersion"].as_str().unwrap_or("");
+                let version = if LEGACY_VERSIONS.contains(&asked) {
+                    asked
+                } else {
+                    LEGACY_VERSIONS[0]
+                };
+                let info = self.service.info();
+                let mut r = json!({
+                    "protocolVersion": version,
+                    "capabilities": info.capabilities,
+                    "serverInfo": {"name": info.name, "version": info.version},
+                });
+                if let Some(instructions) = info.instructions {
+                    r["instructions"] = json!(instructions);
+                }
+                Ok(r)
+            }
+            "subscriptions/listen" if modern.is_some() => {
+                return Handled::Listen(id.clone(), Interest::from_params(params));
+            }
+            "ping" => Ok(json!({})),
+            _ => {
+                let request = Request {
+                    id,
+                    method,
+                    params,
+                    era,
+                };
+                self.service
+                    .handle(request, &Notifier(notify.clone()))
+                    .await
+            }
+        };
+        Handled::Answer(match answer {
+            Ok(mut r) => {
+                if modern.is_some()
+                    && let Some(object) = r.as_object_mut()
+                {
+                    // 2026-07-28 results say what they are; every cacheable result says how
+                    // long it keeps (both fields required).
+                    object
+                        .entry("resultType")
+                        .or_insert_with(|| json!("complete"));
+                    if cacheable(method) {
+                        object.entry("ttlMs").or_insert_with(|| json!(0));
+                        object
+                            .entry("cacheScope")
+                            .or_insert_with(|| json!("private"));
+                    }
+                }
+                json!({"jsonrpc": "2.0", "id": id, "result": r})
+            }
+            Err(RpcError {
+                code,
+                message,
+                data,
+            }) => error(id, code, message, data),
+        })
+    }
+}
+
+/// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.
+pub(crate) fn list_changed(subscription: Option<&Value>) -> Value {
+    match subscription {
+        Some(id) => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {meta_key::SUBSCRIPTION_ID: id}}}),
+        None => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+    }
+}
+
+/// `notifications/resources/updated` for `uri`, on a listen stream when `subscription` is
+/// given.
+pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value {
+    let mut note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        "params": {"uri": uri}});
+    if let Some(id) = subscription {
+        note["params"]["_meta"] = json!({meta_key::SUBSCRIPTION_ID: id});
+    }
+    note
+}

@@ -1,0 +1,254 @@
+//! The server side of MCP, shared by Toolwire's reference server and its gateway: a
+//! [`Service`] says what the server offers; this crate speaks the protocol around it.
+//!
+//! - **Eras**: stateless 2026-07-28 (`server/discover`, the `_meta` envelope, listen streams,
+//!   `resultType`, `ttlMs`/`cacheScope` on cacheable results) and `initialize` with sessions
+//!   (2024-11-05 … 2025-11-25); [`Eras`] restricts a server to one. An unsupported modern
+//!   version is `-32022` naming the supported one.
+//! - **Streamable HTTP** ([`serve_http`], [`serve_http_unix`]): JSON or SSE answers
+//!   ([`Framing`]); legacy sessions (`Mcp-Session-Id`: 400 without, 404 unknown, DELETE), the
+//!   GET stream for changes, SSE event ids with resumption (`Last-Event-ID` replays what a
+//!   stream sent, or would have, after that event); modern listen streams; SEP-2243 headers
+//!   checked against the body with `toolwire-headers` (HTTP 400 with `-32020` on a mismatch).
+//! - **HTTP+SSE** (2024-11-05, with [`Options::sse`]): the stream at `{path}/sse` with its
+//!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
+//! - **stdio** ([`serve_stdio`]): one message per line, requests run concurrently, changes
+//!   sent as they happen.
+//! - **Faults** ([`Faults`]): errors a client must survive, injected on request (for tests
+//!   of clients; all off by default).
+//!
+//! # Dependencies
+//! hyper + hyper-util (the HTTP server), tokio, `http-body-util` (streamed bodies),
+//! `toolwire-headers` (the SEP-2243 check), `toolwire-types` (codes and `_meta` keys),
+//! `serde_json` (messages are handled as JSON values: a server that relays them, as the
+//! gateway does, keeps every member it does not know).
+
+mod core;
+mod http;
+mod service;
+mod sse;
+mod stdio;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub use service::{
+    Answer, Change, Era, Notifier, Request, RpcError, ServerInfo, Service, legacy_notification,
+};
+
+use crate::core::Core;
+pub(crate) use crate::core::{list_changed, resource_updated};
+
+/// Which eras the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Eras {
+    /// Both (default): `server/discover` and `initialize`.
+    #[default]
+    Both,
+    /// 2026-07-28 only.
+    Modern,
+    /// `initialize` only (2024-11-05 … 2025-11-25).
+    Legacy,
+}
+
+/// How HTTP answers are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// One `application/json` body (notifications made while a request runs are not sent).
+    Json,
+    /// A `text/event-stream`: notifications, then the answer (default).
+    #[default]
+    Sse,
+}
+
+/// Faults to inject, for tests of clients (all off by default).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Faults {
+    /// Answer 406 to POSTs whose `Accept` is exactly this.
+    pub reject_accept: Option<String>,
+    /// Answer the first n POSTs 429 with `Retry-After: 1`.
+    pub fail_429: u64,
+    /// Answer the next n POSTs 503.
+    pub fail_503: u64,
+    /// Answer every n-th POST 503 (for load under faults).
+    pub fail_503_every: Option<u64>,
+    /// A legacy session expires (404) after this many requests.
+    pub session_expiry: Option<u64>,
+    /// Cut every n-th legacy SSE answer before its answer event (the client resumes it).
+    pub cut_sse_every: Option<u64>,
+    /// Leave Nagle's algorithm on (the stall benchmark).
+    pub nagle: bool,
+    /// stdio: exit after answering this many `tools/call`s (a server that dies between calls).
+    pub exit_after_calls: Option<u64>,
+}
+
+/// How the protocol is served.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Options {
+    /// Which eras.
+    pub eras: Eras,
+    /// JSON or SSE answers over HTTP.
+    pub framing: Framing,
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Added before every HTTP answer.
+    pub latency: Duration,
+    /// Legacy sessions over HTTP (default on).
+    pub sessions: bool,
+    /// Check SEP-2243 headers (default on).
+    pub validate_headers: bool,
+    /// Injected faults.
+    pub faults: Faults,
+    /// Also serve the 2024-11-05 HTTP+SSE transport: `GET {path}/sse` and
+    /// `POST {path}/messages` (default off).
+    pub sse: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            eras: Eras::Both,
+            framing: Framing::Sse,
+            path: "/mcp".into(),
+            latency: Duration::ZERO,
+            sessions: true,
+            validate_headers: true,
+            faults: Faults::default(),
+            sse: false,
+        }
+    }
+}
+
+/// A running HTTP server; stops when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    path: String,
+    /// The Unix socket it listens on instead of TCP, removed when the server is dropped.
+    unix_socket: Option<std::path::PathBuf>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    faults: Arc<AtomicU64>,
+}
+
+impl HttpServer {
+    /// The address it listens on (`0.0.0.0:0` on a Unix socket).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The endpoint URL; on a Unix socket, `http://localhost` and the path (reach it with
+    /// [`Self::unix_socket`]).
+    pub fn url(&self) -> String {
+        match self.unix_socket {
+            Some(_) => format!("http://localhost{}", self.path),
+            None => format!("http://{}{}", self.addr, self.path),
+        }
+    }
+
+    /// The Unix socket it listens on, if it was started with [`serve_http_unix`].
+    pub fn unix_socket(&self) -> Option<&std::path::Path> {
+        self.unix_socket.as_deref()
+    }
+
+    /// How many faults of [`Options::faults`] it has injected so far (every kind counts: an
+    /// error status, a refused `Accept`, an expired session, a cut stream).
+    pub fn faults_injected(&self) -> u64 {
+        self.faults.load(Ordering::SeqCst)
+    }
+
+    /// Serves until the process ends.
+    pub async fn wait(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+        if let Some(path) = &self.unix_socket {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Serves `service` over Streamable HTTP on `addr` (port 0 picks one) inside the current
+/// tokio runtime.
+pub async fn serve_http<S: Service>(
+    addr: SocketAddr,
+    options: Options,
+    service: Arc<S>,
+) -> std::io::Result<HttpServer> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    Ok(start(
+        http::Listener::Tcp(listener),
+        addr,
+        None,
+        options,
+        service,
+    ))
+}
+
+/// Serves `service` over Streamable HTTP on the Unix domain socket at `socket` inside the
+/// current tokio runtime. A socket file left by a server that is gone (nothing accepts on it)
+/// is replaced; one a live server holds is `AddrInUse`. The file is removed when the server is
+/// dropped.
+#[cfg(unix)]
+pub async fn serve_http_unix<S: Service>(
+    socket: impl AsRef<std::path::Path>,
+    options: Options,
+    service: Arc<S>,
+) -> std::io::Result<HttpServer> {
+    let socket = socket.as_ref();
+    let listener = match tokio::net::UnixListener::bind(socket) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            if tokio::net::UnixStream::connect(socket).await.is_ok() {
+                return Err(e);
+            }
+            std::fs::remove_file(socket)?;
+            tokio::net::UnixListener::bind(socket)?
+        }
+        other => other?,
+    };
+    let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
+    Ok(start(
+        http::Listener::Unix(listener),
+        unspecified,
+        Some(socket.to_owned()),
+        options,
+        service,
+    ))
+}
+
+fn start<S: Service>(
+    listener: http::Listener,
+    addr: SocketAddr,
+    unix_socket: Option<std::path::PathBuf>,
+    options: Options,
+    service: Arc<S>,
+) -> HttpServer {
+    let path = options.path.clone();
+    let front = http::Front::new(Core::new(options, service));
+    let faults = front.faults.clone();
+    let task = tokio::spawn(front.run(listener));
+    HttpServer {
+        addr,
+        path,
+        unix_socket,
+        task: Some(task),
+        faults,
+    }
+}
+
+/// Serves `service` on stdin/stdout until stdin ends.
+pub async fn serve_stdio<S: Service>(options: Options, service: Arc<S>) -> std::io::Result<()> {
+    stdio::serve(Core::new(options, service)).await
+}
