@@ -62,7 +62,23 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ("toolwire-host", &["toolwire", "toolwire-refserver"]),
     (
         "toolwire-cli",
-        &["toolwire", "toolwire-host", "toolwire-refserver"],
+        &[
+            "toolwire",
+            "toolwire-host",
+            "toolwire-refserver",
+            "toolwire-gateway",
+            "toolwire-server",
+        ],
+    ),
+    (
+        "toolwire-gateway",
+        &[
+            "toolwire",
+            "toolwire-host",
+            "toolwire-server",
+            "toolwire-headers",
+            "toolwire-types",
+        ],
     ),
     // The server side: the protocol around a `Service` (reference server, gateway).
     ("toolwire-server", &["toolwire-types", "toolwire-headers"]),
@@ -91,6 +107,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-auth",
             "toolwire",
             "toolwire-host",
+            "toolwire-server",
+            "toolwire-gateway",
             // The reference server is a peer for end-to-end tests, like the scripted one.
             "toolwire-refserver",
         ],

@@ -137,6 +137,9 @@ pub(crate) enum Command {
     Batch,
     /// Run the reference server.
     Serve(ServeArgs),
+    /// Serve every server of an mcpServers file as one MCP server (tools named
+    /// `server__tool`), to clients of either protocol era.
+    Gateway(GatewayArgs),
     /// Log in to the --url server with OAuth (a browser, a loopback listener), and keep the
     /// credentials for later commands.
     Login(login::LoginArgs),
@@ -302,4 +305,38 @@ pub(crate) struct ServeArgs {
     /// Also serve the tools the conformance suite's tasks scenarios call.
     #[arg(long)]
     pub(crate) task_fixtures: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct GatewayArgs {
+    /// The mcpServers file whose servers it serves (also accepted before `gateway`).
+    #[arg(long = "config", value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    /// Serve Streamable HTTP on this address (the endpoint is /mcp); loopback unless
+    /// --allow-unauthenticated.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "unix_socket", "check"])]
+    pub(crate) http: Option<SocketAddr>,
+    /// Serve Streamable HTTP on this Unix domain socket (http://localhost/mcp there).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["stdio", "check"])]
+    pub(crate) unix_socket: Option<PathBuf>,
+    /// Serve on stdin/stdout.
+    #[arg(long, conflicts_with = "check")]
+    pub(crate) stdio: bool,
+    /// Check the file (syntax, entries, names) and exit: 0 when it would serve.
+    #[arg(long)]
+    pub(crate) check: bool,
+    /// How tools are named: `qualified` (`server__tool`) or `provider-safe`.
+    #[arg(long, value_name = "NAMING", default_value = "qualified")]
+    pub(crate) names: toolwire_host::Naming,
+    /// Serve on a non-loopback address although the gateway does not authenticate callers
+    /// (anyone who reaches the address may call every tool with the gateway's credentials).
+    #[arg(long)]
+    pub(crate) allow_unauthenticated: bool,
+    /// Also accept this host name in Host and Origin on a loopback address (repeatable; for a
+    /// local proxy that keeps its own name).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Answer with one JSON body instead of an SSE stream.
+    #[arg(long = "json-responses")]
+    pub(crate) json_responses: bool,
 }

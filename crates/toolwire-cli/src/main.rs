@@ -45,6 +45,7 @@ mod batch;
 mod browse;
 mod connect;
 mod elicit;
+mod gateway;
 mod login;
 mod render;
 mod trust;
@@ -144,6 +145,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
+    }
+    if let Command::Gateway(args) = &cli.command {
+        return gateway::run(&cli, args).await;
     }
     if let Some(url) = &cli.url {
         let _ = login::NAMED.set(format!("--url {url}"));
@@ -322,6 +326,7 @@ async fn session(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
 async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitCode, Failure> {
     match &cli.command {
         Command::Serve(_)
+        | Command::Gateway(_)
         | Command::Trust { .. }
         | Command::Servers
         | Command::Login(_)
@@ -618,25 +623,14 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
             .map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let server = match &args.unix_socket {
+    let server = match listen_at(args.unix_socket.as_ref(), args.http, 8080)? {
         #[cfg(unix)]
-        Some(socket) => toolwire_refserver::serve_http_unix(socket, options)
+        Listen::Unix(socket) => toolwire_refserver::serve_http_unix(&socket, options)
             .await
             .map_err(|e| Failure::Remote(format!("cannot listen on {}: {e}", socket.display())))?,
-        #[cfg(not(unix))]
-        Some(_) => {
-            return Err(Failure::Usage(
-                "--unix-socket: this platform has no Unix sockets".into(),
-            ));
-        }
-        None => {
-            let addr = args
-                .http
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8080)));
-            toolwire_refserver::serve_http(addr, options)
-                .await
-                .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?
-        }
+        Listen::Tcp(addr) => toolwire_refserver::serve_http(addr, options)
+            .await
+            .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?,
     };
     match server.unix_socket() {
         Some(socket) => say_err!(
@@ -648,4 +642,35 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     }
     server.wait().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where `serve` and `gateway` listen.
+enum Listen {
+    /// A Unix domain socket.
+    #[cfg(unix)]
+    Unix(PathBuf),
+    /// TCP.
+    Tcp(SocketAddr),
+}
+
+/// `--unix-socket PATH` (refused where there are none), else `--http ADDR`, else loopback at
+/// `port`.
+fn listen_at(
+    unix_socket: Option<&PathBuf>,
+    http: Option<SocketAddr>,
+    port: u16,
+) -> Result<Listen, Failure> {
+    match unix_socket {
+        #[cfg(not(unix))]
+        Some(_) => Err(Failure::Usage(
+            "--unix-socket: this platform has no Unix sockets".into(),
+        )),
+        #[cfg(unix)]
+        Some(socket) => Ok(Listen::Unix(socket.clone())),
+        None => {
+            Ok(Listen::Tcp(http.unwrap_or_else(|| {
+                SocketAddr::from(([127, 0, 0, 1], port))
+            })))
+        }
+    }
 }

@@ -247,20 +247,27 @@ impl HostBuilder {
         self
     }
 
-    /// Starts every enabled server of `config` concurrently and returns at once; each
-    /// server's state says how it goes ([`Host::state`], [`Host::watch`]). Must be called
-    /// inside a tokio runtime.
-    pub fn start(self, config: &ServersConfig) -> Result<Host, HostError> {
-        if let Some(server) = config
+    /// What [`Self::start`] would refuse in `config`, without starting anything: a server
+    /// whose name contains the separator.
+    pub fn check(&self, config: &ServersConfig) -> Result<(), HostError> {
+        match config
             .servers
             .iter()
             .find(|s| s.name.contains(&self.separator))
         {
-            return Err(HostError::NameHasSeparator {
+            Some(server) => Err(HostError::NameHasSeparator {
                 server: server.name.clone(),
-                separator: self.separator,
-            });
+                separator: self.separator.clone(),
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// Starts every enabled server of `config` concurrently and returns at once; each
+    /// server's state says how it goes ([`Host::state`], [`Host::watch`]). Must be called
+    /// inside a tokio runtime.
+    pub fn start(self, config: &ServersConfig) -> Result<Host, HostError> {
+        self.check(config)?;
         let servers = config
             .servers
             .iter()
@@ -376,6 +383,12 @@ impl Host {
     /// Every change of the merged snapshot from now on, with its diff.
     pub fn subscribe(&self) -> broadcast::Receiver<HostChange> {
         self.inner.changes.subscribe()
+    }
+
+    /// The name `server`'s tool `tool` has in the merged snapshot (by the host's [`Naming`]
+    /// and separator), whether or not the tool exists.
+    pub fn name_of(&self, server: &str, tool: &str) -> String {
+        self.inner.naming.name(server, &self.inner.separator, tool)
     }
 
     /// The names of the servers, sorted.

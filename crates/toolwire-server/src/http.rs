@@ -65,6 +65,24 @@ pub(crate) struct Front<S> {
     sse_answers: AtomicU64,
     /// Faults injected so far (every kind), for tests that must know a fault happened.
     pub(crate) faults: Arc<AtomicU64>,
+    /// Listening on a loopback address: `Host` and `Origin` must name a local host.
+    local: bool,
+}
+
+/// Whether the host named by `value` (a `Host` header's `host[:port]`, or an `Origin`'s
+/// `scheme://host[:port]`) is loopback or one of `allowed`.
+pub(crate) fn local_host(value: &str, allowed: &[String]) -> bool {
+    let authority = value.split_once("://").map_or(value, |(_, rest)| rest);
+    let authority = authority.split('/').next().unwrap_or("");
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+        || allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
 }
 
 /// One SSE event, with an id when given.
@@ -161,8 +179,9 @@ async fn forward_changes(
 }
 
 impl<S: Service> Front<S> {
-    pub(crate) fn new(core: Arc<Core<S>>) -> Arc<Self> {
+    pub(crate) fn new(core: Arc<Core<S>>, local: bool) -> Arc<Self> {
         Arc::new(Self {
+            local,
             core,
             sessions: std::sync::Mutex::new(HashMap::new()),
             sse_sessions: std::sync::Mutex::new(HashMap::new()),
@@ -222,6 +241,30 @@ impl<S: Service> Front<S> {
 
     async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let options = &self.core.options;
+        if self.local {
+            let foreign = [http::header::HOST, http::header::ORIGIN]
+                .iter()
+                .filter_map(|name| req.headers().get(name))
+                .find(|v| {
+                    v.to_str()
+                        .map_or(true, |v| !local_host(v, &options.allowed_hosts))
+                });
+            if let Some(foreign) = foreign {
+                tracing::info!(
+                    ?foreign,
+                    "refusing a request from another host (DNS rebinding?)"
+                );
+                return json_response(
+                    StatusCode::FORBIDDEN,
+                    &error(
+                        &Value::Null,
+                        -32000,
+                        "Forbidden: Host or Origin is not local",
+                        None,
+                    ),
+                );
+            }
+        }
         if options.sse {
             let base = options.path.trim_end_matches('/');
             let path = req.uri().path();
@@ -592,6 +635,44 @@ impl<S: Service> Front<S> {
             Some(sid) if lock(&self.sessions).remove(sid).is_some() => empty(StatusCode::OK),
             Some(_) => empty(StatusCode::NOT_FOUND),
             None => empty(StatusCode::BAD_REQUEST),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_host;
+
+    #[test]
+    fn loopback_hosts_and_origins_are_local_and_others_are_not() {
+        let allowed = ["mcp.internal".to_owned()];
+        for local in [
+            "localhost",
+            "localhost:8080",
+            "LOCALHOST",
+            "127.0.0.1:3000",
+            "127.8.9.10",
+            "[::1]:8080",
+            "http://localhost:8080",
+            "https://127.0.0.1",
+            "http://[::1]",
+            "mcp.internal:80",
+            "https://MCP.internal",
+        ] {
+            assert!(local_host(local, &allowed), "{local}");
+        }
+        for foreign in [
+            "evil.example",
+            "evil.example:8080",
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example",
+            "10.0.0.1:80",
+            "[::2]:80",
+            "null",
+            "",
+        ] {
+            assert!(!local_host(foreign, &allowed), "{foreign}");
         }
     }
 }

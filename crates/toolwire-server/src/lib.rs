@@ -12,6 +12,9 @@
 //!   checked against the body with `toolwire-headers` (HTTP 400 with `-32020` on a mismatch).
 //! - **HTTP+SSE** (2024-11-05, with [`Options::sse`]): the stream at `{path}/sse` with its
 //!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
+//! - **DNS rebinding**: on a loopback address, a request whose `Host` or `Origin` names
+//!   another host ([`Options::allowed_hosts`] aside) is refused with 403, as the transport
+//!   spec asks of local servers.
 //! - **stdio** ([`serve_stdio`]): one message per line, requests run concurrently, changes
 //!   sent as they happen.
 //! - **Faults** ([`Faults`]): errors a client must survive, injected on request (for tests
@@ -106,6 +109,10 @@ pub struct Options {
     /// Also serve the 2024-11-05 HTTP+SSE transport: `GET {path}/sse` and
     /// `POST {path}/messages` (default off).
     pub sse: bool,
+    /// Host names, beyond loopback ones, that a server listening on a loopback address accepts
+    /// in `Host` and `Origin` (DNS-rebinding protection: a web page that resolves its own name
+    /// to 127.0.0.1 sends that name, and is refused with 403).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for Options {
@@ -119,6 +126,7 @@ impl Default for Options {
             validate_headers: true,
             faults: Faults::default(),
             sse: false,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -236,7 +244,7 @@ fn start<S: Service>(
     service: Arc<S>,
 ) -> HttpServer {
     let path = options.path.clone();
-    let front = http::Front::new(Core::new(options, service));
+    let front = http::Front::new(Core::new(options, service), addr.ip().is_loopback());
     let faults = front.faults.clone();
     let task = tokio::spawn(front.run(listener));
     HttpServer {

@@ -54,9 +54,16 @@ pub(crate) fn serve(extra: &[&str]) -> Served {
 /// `toolwire serve ARGS...` as a child, once it said where it listens: the child and that first
 /// stderr line.
 pub(crate) fn serve_with(args: &[&str]) -> (Child, String) {
+    spawn_listening("serve", args)
+}
+
+/// `toolwire COMMAND ARGS...` (a command that listens: `serve`, `gateway`) as a child, once it
+/// said where it listens: the child and that first stderr line.
+pub(crate) fn spawn_listening(command: &str, args: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
-        .arg("serve")
+        .arg(command)
         .args(args)
+        .env("TOOLWIRE_TRUST", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

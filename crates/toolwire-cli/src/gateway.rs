@@ -1,0 +1,100 @@
+//! `toolwire gateway`: the servers of an mcpServers file as one MCP server, over Streamable
+//! HTTP (loopback unless told otherwise), a Unix socket, or stdin/stdout.
+
+use super::*;
+use std::sync::Arc;
+
+use toolwire_gateway::Gateway;
+
+/// Runs the gateway until stdin ends (`--stdio`) or the process is interrupted.
+pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failure> {
+    let Some(file) = args.file.as_ref().or(cli.config.as_ref()) else {
+        return Err(Failure::Usage("gateway needs --config FILE".into()));
+    };
+    let config = trust::load_config(file)?;
+    let mut host = Host::builder(client_builder(cli)?).naming(args.names);
+    host.check(&config)
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    if args.check {
+        let enabled = config.servers.iter().filter(|s| !s.disabled).count();
+        say!(
+            "{}: {} servers ({enabled} enabled), ready to serve",
+            file.display(),
+            config.servers.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+        && !args.allow_unauthenticated
+    {
+        return Err(Failure::Usage(format!(
+            "--http {addr}: the gateway does not authenticate its callers, so it serves only loopback addresses; give --allow-unauthenticated to serve {addr} anyway"
+        )));
+    }
+    let mut options = toolwire_server::Options::default();
+    options.allowed_hosts.clone_from(&args.allowed_hosts);
+    if args.json_responses {
+        options.framing = toolwire_server::Framing::Json;
+    }
+    // Stored logins for the remote entries; a server that needs a new one says so in its state.
+    match login::config(&login::LoginArgs::default(), false) {
+        Ok(oauth) => host = host.oauth(oauth),
+        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+            tracing::warn!(%reason, "OAuth is off for the gateway's upstreams");
+        }
+    }
+    let host = host
+        .start(&config)
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    let gateway = Gateway::builder(host).build();
+    let outcome = serve(&gateway, args, options).await;
+    gateway.host().shutdown().await;
+    outcome
+}
+
+async fn serve(
+    gateway: &Arc<Gateway>,
+    args: &GatewayArgs,
+    options: toolwire_server::Options,
+) -> Result<ExitCode, Failure> {
+    if args.stdio {
+        gateway
+            .serve_stdio(options)
+            .await
+            .map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let server = match listen_at(args.unix_socket.as_ref(), args.http, 8808)? {
+        #[cfg(unix)]
+        Listen::Unix(socket) => toolwire_server::serve_http_unix(&socket, options, gateway.clone())
+            .await
+            .map_err(|e| Failure::Remote(format!("cannot listen on {}: {e}", socket.display())))?,
+        Listen::Tcp(addr) => gateway
+            .serve_http(addr, options)
+            .await
+            .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?,
+    };
+    say_err!("toolwire gateway on {}", server.url());
+    tokio::select! {
+        () = server.wait() => {}
+        () = stopped() => say_err!("toolwire gateway: stopping"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C, and on Unix on SIGTERM too (what a service manager sends).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

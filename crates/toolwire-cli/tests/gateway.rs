@@ -1,0 +1,248 @@
+//! `toolwire gateway` as users run it: over stdio and HTTP, in front of reference servers
+//! started as child processes (one per entry, however many clients), `--check`, and the
+//! refusal of a public address without authentication.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+mod common;
+
+#[allow(unused_imports, reason = "the imports the files of these tests share")]
+use common::*;
+
+/// An mcpServers file in a fresh directory: `ref` (both eras) and `old` (legacy only), each
+/// the reference server over stdio. Removed when dropped.
+struct Config {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl Drop for Config {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn config(label: &str) -> Config {
+    let dir = std::env::temp_dir().join(format!(
+        "toolwire-cli-gateway-{label}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    let text = serde_json::json!({"mcpServers": {
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+        "old": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    Config { dir, path }
+}
+
+/// The command line that starts the gateway over stdio, for `--stdio` (a child's environment
+/// is the client's safe subset, so the file is trusted on the command line).
+fn stdio_gateway(config: &Config) -> String {
+    format!(
+        "env TOOLWIRE_TRUST=1 {BIN} gateway --config {}",
+        shlex_quote(config.path.to_str().unwrap())
+    ) + " --stdio"
+}
+
+fn shlex_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+#[test]
+fn a_stdio_gateway_serves_both_servers_to_clients_of_both_eras() {
+    let config = config("stdio");
+    let gateway = stdio_gateway(&config);
+    for protocol in ["auto", "2025-06-18"] {
+        let list = toolwire(&[
+            "--stdio",
+            &gateway,
+            "--protocol",
+            protocol,
+            "--json",
+            "tools",
+            "list",
+        ]);
+        assert!(
+            list.status.success(),
+            "{}",
+            String::from_utf8_lossy(&list.stderr)
+        );
+        let list = json(&list);
+        let names = tool_names(&list);
+        for expected in ["ref__echo", "old__echo", "ref__execute_sql", "old__add"] {
+            assert!(names.contains(&expected), "{protocol}: {names:?}");
+        }
+        let call = toolwire(&[
+            "--stdio",
+            &gateway,
+            "--protocol",
+            protocol,
+            "--json",
+            "tools",
+            "call",
+            "old__execute_sql",
+            "region=eu-west-1",
+            "query=SELECT 1",
+        ]);
+        assert!(
+            call.status.success(),
+            "{}",
+            String::from_utf8_lossy(&call.stderr)
+        );
+        assert_eq!(
+            json(&call)["content"][0]["text"],
+            "region=eu-west-1 rows=1 query=SELECT 1"
+        );
+    }
+}
+
+/// The pids of the children of `parent` (Linux's /proc) whose command line contains `needle`.
+#[cfg(target_os = "linux")]
+fn children(parent: u32, needle: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // The parent pid is the 4th field, after the command in parentheses.
+            let their_parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            (their_parent == Some(parent) && String::from_utf8_lossy(&cmdline).contains(needle))
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn many_clients_over_http_share_one_child_per_entry_and_none_outlive_the_gateway() {
+    let config = config("http");
+    let (mut gateway, line) = spawn_listening(
+        "gateway",
+        &[
+            "--config",
+            config.path.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+
+    // Twelve clients, each its own session (six of each era), one after another and at once.
+    let clients: Vec<std::thread::JoinHandle<Output>> = (0..12)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let protocol = if i % 2 == 0 { "auto" } else { "2025-06-18" };
+                toolwire(&[
+                    "--url",
+                    &url,
+                    "--protocol",
+                    protocol,
+                    "--json",
+                    "tools",
+                    "call",
+                    "ref__echo",
+                    &format!("text=client {i}"),
+                ])
+            })
+        })
+        .collect();
+    for (i, client) in clients.into_iter().enumerate() {
+        let out = client.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(json(&out)["content"][0]["text"], format!("client {i}"));
+    }
+    // One child per entry, whatever the number of clients.
+    let upstreams = children(gateway.id(), "serve");
+    assert_eq!(upstreams.len(), 2, "{upstreams:?}");
+    assert!(upstreams.iter().all(|&pid| alive(pid)));
+
+    // SIGTERM, as a service manager stops it: it ends its children and exits.
+    let pid = gateway.id();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = gateway.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    // Its upstreams went with it.
+    let left: Vec<&u32> = upstreams.iter().filter(|&&pid| alive(pid)).collect();
+    assert!(left.is_empty(), "still running: {left:?}");
+}
+
+#[test]
+fn check_reads_the_file_and_says_what_it_would_serve() {
+    let config = config("check");
+    let out = toolwire(&[
+        "gateway",
+        "--config",
+        config.path.to_str().unwrap(),
+        "--check",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("2 servers (2 enabled)"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A broken file: exit 2, the problem named.
+    std::fs::write(&config.path, r#"{"mcpServers": {"x": {"command": 5}}}"#).unwrap();
+    let out = toolwire(&[
+        "gateway",
+        "--config",
+        config.path.to_str().unwrap(),
+        "--check",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("command"));
+}
+
+#[test]
+fn a_public_address_is_refused_without_allow_unauthenticated() {
+    let config = config("public");
+    let out = toolwire(&[
+        "gateway",
+        "--config",
+        config.path.to_str().unwrap(),
+        "--http",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--allow-unauthenticated"), "{stderr}");
+}

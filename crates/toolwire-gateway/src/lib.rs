@@ -1,0 +1,392 @@
+//! Many MCP servers served as one: Toolwire's gateway.
+//!
+//! A [`Gateway`] serves the merged tools of a [`Host`] (the servers of an `mcpServers` file,
+//! any transport, either era) as one MCP server, to a client of either era, over Streamable
+//! HTTP or stdio (the protocol is `toolwire-server`'s, the same as the reference server's):
+//!
+//! - **Names**: each tool is listed as the host names it, `server__tool` (also with one server),
+//!   or provider-safe (`^[A-Za-z0-9_-]{1,64}$`, [`toolwire_host::Naming::ProviderSafe`]); a call
+//!   is routed to its server under the server's own name.
+//! - **Eras**: the downstream era is the client's, the upstream era each server's; the
+//!   gateway's client negotiates its own with each upstream, so a legacy client reaches a
+//!   2026-07-28-only server and the other way round for `tools/list` and `tools/call`.
+//! - **SEP-2243**: the merged listing keeps every `x-mcp-header` annotation, so a client of the
+//!   gateway sends `Mcp-Param-*` headers and a balancer in front of a gateway fleet can route
+//!   on them; inbound headers are checked against the body (400 with `-32020` on a mismatch);
+//!   each upstream gets the headers its own definition yields (`Mcp-Name` without the prefix).
+//! - **Partial availability**: a server that fails takes only its own tools out of the
+//!   listing; the others are served. A change of any server's tools reaches downstream clients
+//!   as one `notifications/tools/list_changed` per burst ([`COALESCE`]).
+//! - **Pagination**: `tools/list` pages of [`GatewayBuilder::page_size`] tools, in name order.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolwire::ClientBuilder;
+//! use toolwire_gateway::Gateway;
+//! use toolwire_host::{Host, ServersConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ServersConfig::load("mcp.json")?;
+//! let host = Host::builder(ClientBuilder::new()).start(&config)?;
+//! let gateway = Gateway::builder(host).build();
+//! let server = gateway
+//!     .serve_http("127.0.0.1:8808".parse()?, toolwire_server::Options::default())
+//!     .await?;
+//! println!("serving {}", server.url());
+//! server.wait().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Dependencies
+//! `toolwire-host` (the upstreams: one client per entry, the merged snapshot),
+//! `toolwire-server` (the protocol downstream), `toolwire` (the client's types and errors),
+//! `toolwire-headers` (the header plans of the merged tools), `tokio` (the change coalescer),
+//! `serde_json` (messages relayed as JSON, unknown members kept).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use toolwire::{Error, ErrorChain, InputError, Tool};
+use toolwire_headers::HeaderPlan;
+use toolwire_host::{Host, HostError};
+use toolwire_server::{
+    Answer, Change, HttpServer, Notifier, Options, Request, RpcError, ServerInfo, Service,
+};
+use toolwire_types::error::code;
+
+/// How long the gateway waits after a change of the merged tools for more before it tells
+/// downstream clients: a burst (a server reconnecting, several servers starting) is one
+/// `notifications/tools/list_changed`.
+pub const COALESCE: Duration = Duration::from_millis(50);
+
+/// The longest a change waits to be announced while more keep coming.
+pub const COALESCE_MAX: Duration = Duration::from_millis(500);
+
+/// The default number of tools per `tools/list` page.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// How long the first listing or call waits by default for the upstreams to start.
+pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+/// Settings of a [`Gateway`].
+#[derive(Debug)]
+pub struct GatewayBuilder {
+    host: Host,
+    page_size: usize,
+    startup_wait: Duration,
+}
+
+impl GatewayBuilder {
+    /// Tools per `tools/list` page (default [`DEFAULT_PAGE_SIZE`]; 0 is taken as 1).
+    #[must_use]
+    pub fn page_size(mut self, tools: usize) -> Self {
+        self.page_size = tools.max(1);
+        self
+    }
+
+    /// How long the first `tools/list` or `tools/call` waits for upstreams still starting
+    /// (default [`DEFAULT_STARTUP_WAIT`]): a client that connects as the gateway starts sees
+    /// every server that comes up in that time, not an empty list. Later requests never wait.
+    #[must_use]
+    pub fn startup_wait(mut self, limit: Duration) -> Self {
+        self.startup_wait = limit;
+        self
+    }
+
+    /// The gateway; it follows the host's changes from now on. Must be called inside a tokio
+    /// runtime.
+    pub fn build(self) -> Arc<Gateway> {
+        let changes = broadcast::channel(64).0;
+        let gateway = Arc::new(Gateway {
+            host: self.host,
+            page_size: self.page_size,
+            startup_wait: self.startup_wait,
+            started: tokio::sync::OnceCell::new(),
+            changes: changes.clone(),
+        });
+        tokio::spawn(coalesce(gateway.host.subscribe(), changes));
+        gateway
+    }
+}
+
+/// Forwards the host's tool changes as [`Change::Tools`], one per burst: a change is
+/// announced once [`COALESCE`] passes without another, or [`COALESCE_MAX`] after the burst
+/// began. Ends when the host is gone.
+async fn coalesce<T: Clone>(mut host: broadcast::Receiver<T>, out: broadcast::Sender<Change>) {
+    use broadcast::error::RecvError;
+    use tokio::time::{Instant, sleep_until};
+    loop {
+        match host.recv().await {
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return,
+        }
+        let began = Instant::now();
+        let mut deadline = began + COALESCE;
+        let mut closed = false;
+        loop {
+            tokio::select! {
+                () = sleep_until(deadline) => break,
+                more = host.recv() => match more {
+                    Ok(_) | Err(RecvError::Lagged(_)) => {
+                        deadline = (Instant::now() + COALESCE).min(began + COALESCE_MAX);
+                    }
+                    Err(RecvError::Closed) => {
+                        closed = true;
+                        break;
+                    }
+                },
+            }
+        }
+        // No listener now is not the end: a client may connect later.
+        let _ = out.send(Change::Tools);
+        if closed {
+            return;
+        }
+    }
+}
+
+/// Many servers as one MCP server ([`Gateway::builder`]).
+#[derive(Debug)]
+pub struct Gateway {
+    host: Host,
+    page_size: usize,
+    startup_wait: Duration,
+    /// Set once the upstreams have started (or the wait ran out).
+    started: tokio::sync::OnceCell<()>,
+    changes: broadcast::Sender<Change>,
+}
+
+impl Gateway {
+    /// A gateway over the servers of `host`.
+    pub fn builder(host: Host) -> GatewayBuilder {
+        GatewayBuilder {
+            host,
+            page_size: DEFAULT_PAGE_SIZE,
+            startup_wait: DEFAULT_STARTUP_WAIT,
+        }
+    }
+
+    /// The upstreams.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// Serves over Streamable HTTP on `addr` (the endpoint is `options.path`, `/mcp` by
+    /// default) inside the current tokio runtime.
+    pub async fn serve_http(
+        self: &Arc<Self>,
+        addr: SocketAddr,
+        options: Options,
+    ) -> std::io::Result<HttpServer> {
+        toolwire_server::serve_http(addr, options, self.clone()).await
+    }
+
+    /// Serves on stdin/stdout until stdin ends.
+    pub async fn serve_stdio(self: &Arc<Self>, options: Options) -> std::io::Result<()> {
+        toolwire_server::serve_stdio(options, self.clone()).await
+    }
+
+    /// One page of the merged listing, after `cursor` (an offset into the tools in name
+    /// order, as this gateway wrote it).
+    fn list(&self, params: &Value) -> Answer {
+        let offset = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(cursor) => cursor
+                .as_str()
+                .and_then(|c| c.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    RpcError::new(code::INVALID_PARAMS, format!("Invalid cursor: {cursor}"))
+                })?,
+        };
+        let merged = self.host.load();
+        let names = merged.names();
+        let page: Vec<Value> = names
+            .iter()
+            .skip(offset)
+            .take(self.page_size)
+            .filter_map(|name| {
+                let entry = merged.get(name)?;
+                let mut tool = serde_json::to_value(&*entry.tool).ok()?;
+                tool["name"] = json!(name);
+                Some(tool)
+            })
+            .collect();
+        let mut result = json!({ "tools": page });
+        let next = offset.saturating_add(self.page_size);
+        if next < names.len() {
+            result["nextCursor"] = json!(next.to_string());
+        }
+        Ok(result)
+    }
+
+    /// A `tools/call`, routed to its server.
+    async fn call(&self, params: &Value) -> Answer {
+        let Some(name) = params["name"].as_str() else {
+            return Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "tools/call needs a name",
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(arguments @ Value::Object(_)) => arguments.clone(),
+            Some(other) => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    format!("arguments must be an object, not {other}"),
+                ));
+            }
+        };
+        let server = self.host.load().get(name).map(|t| t.server.clone());
+        let mut result = self
+            .host
+            .call_tool(name, arguments)
+            .await
+            .map_err(|e| upstream_error(&e))?;
+        // Tools the call says it registers, removes or changes, by the names clients see here
+        // (a client waits for exactly those names before it trusts its listing again).
+        if let Some(server) = server {
+            for names in [
+                &mut result.registers,
+                &mut result.unregisters,
+                &mut result.updates,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for tool in names.iter_mut() {
+                    *tool = self.host.name_of(&server, tool);
+                }
+            }
+        }
+        serde_json::to_value(&result)
+            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}
+
+/// What a downstream client hears when a call could not be routed or failed upstream: the
+/// upstream's own JSON-RPC error as it sent it, an unknown tool as `-32602`, anything else as
+/// `-32603` with the reason on one line.
+fn upstream_error(e: &HostError) -> RpcError {
+    match e {
+        HostError::UnknownTool(name, _) => {
+            RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))
+        }
+        HostError::Call {
+            error:
+                Error::Server(object)
+                | Error::Input(InputError::UrlElicitationRequired { error: object, .. }),
+            ..
+        } => RpcError {
+            code: object.code,
+            message: object.message.clone(),
+            data: object.data.clone(),
+        },
+        other => RpcError::new(code::INTERNAL_ERROR, ErrorChain(other).to_string()),
+    }
+}
+
+impl Service for Gateway {
+    fn info(&self) -> ServerInfo {
+        ServerInfo::new(
+            "toolwire-gateway",
+            env!("CARGO_PKG_VERSION"),
+            json!({"tools": {"listChanged": true}}),
+        )
+    }
+
+    async fn handle(&self, request: Request<'_>, _notifier: &Notifier) -> Answer {
+        self.started
+            .get_or_init(|| self.host.settled(self.startup_wait))
+            .await;
+        match request.method {
+            "tools/list" => self.list(request.params),
+            "tools/call" => self.call(request.params).await,
+            other => Err(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {other}"),
+            )),
+        }
+    }
+
+    fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
+        let merged = self.host.load();
+        let tool: &Tool = &merged.get(name)?.tool;
+        HeaderPlan::for_tool(tool).ok()
+    }
+
+    fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_changes_is_one_notification_and_a_later_change_another() {
+        let (host, from_host) = broadcast::channel::<u32>(16);
+        let (out, mut heard) = broadcast::channel(16);
+        let task = tokio::spawn(coalesce(from_host, out));
+
+        // Five changes, each less than the window after the one before.
+        for n in 0..5 {
+            host.send(n).unwrap();
+            tokio::time::sleep(COALESCE / 2).await;
+        }
+        assert_eq!(heard.recv().await.unwrap(), Change::Tools);
+        // Long after the burst, still only the one.
+        tokio::time::sleep(COALESCE * 10).await;
+        assert!(matches!(
+            heard.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        ));
+
+        // A change after a quiet spell is heard on its own.
+        host.send(5).unwrap();
+        assert_eq!(heard.recv().await.unwrap(), Change::Tools);
+        tokio::time::sleep(COALESCE * 10).await;
+        assert!(matches!(
+            heard.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        ));
+
+        // Changes that never stop are still announced, every COALESCE_MAX.
+        let started = tokio::time::Instant::now();
+        for n in 0..40 {
+            host.send(n).unwrap();
+            tokio::time::sleep(COALESCE / 2).await;
+            if let Ok(change) = heard.try_recv() {
+                assert_eq!(change, Change::Tools);
+                break;
+            }
+        }
+        let waited = started.elapsed();
+        assert!(
+            waited >= COALESCE_MAX && waited < COALESCE_MAX + COALESCE,
+            "{waited:?}"
+        );
+
+        // The host gone: so is the coalescer.
+        drop(host);
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nothing_is_announced_without_a_change() {
+        let (host, from_host) = broadcast::channel::<u32>(16);
+        let (out, mut heard) = broadcast::channel(16);
+        let _task = tokio::spawn(coalesce(from_host, out));
+        tokio::time::sleep(COALESCE * 10).await;
+        assert!(matches!(
+            heard.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        ));
+        drop(host);
+    }
+}

@@ -1,0 +1,530 @@
+//! The gateway end to end: reference servers of each era and a scripted child behind it,
+//! Toolwire clients of each era in front, over loopback HTTP; headers checked on both sides,
+//! errors relayed, an upstream that dies taking only its own tools out.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use toolwire::{
+    Client, Error, HttpTransport, InputError, ProtocolMode, ProtocolVersion, ServerNotification,
+};
+use toolwire_gateway::Gateway;
+use toolwire_host::{Host, Naming, ServerState, ServersConfig};
+use toolwire_refserver::{Eras, Framing, Options};
+
+const SCRIPTED: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
+const LOOPBACK: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+async fn reference(eras: Eras, framing: Framing) -> toolwire_refserver::HttpServer {
+    let mut o = Options::default();
+    o.server.eras = eras;
+    o.server.framing = framing;
+    toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap()
+}
+
+/// A host over `servers` (an `mcpServers` object), settled, with no reconnect.
+async fn host(servers: Value, naming: Naming) -> Host {
+    let config =
+        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
+    let host = Host::builder(Client::builder("gateway-e2e", "0"))
+        .reconnect(None)
+        .naming(naming)
+        .start(&config)
+        .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+    host
+}
+
+/// A gateway serving over loopback HTTP, and the two reference servers it may front.
+struct Setup {
+    gateway: Arc<Gateway>,
+    front: toolwire_server::HttpServer,
+    _upstreams: [toolwire_refserver::HttpServer; 2],
+}
+
+/// Starts `new` (2026-07-28 only) and `old` (legacy only), a host over the entries `servers`
+/// names (given both), and a gateway over it with `page_size` tools a page if given.
+async fn setup(
+    servers: impl FnOnce(&toolwire_refserver::HttpServer, &toolwire_refserver::HttpServer) -> Value,
+    naming: Naming,
+    page_size: Option<usize>,
+) -> Setup {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let old = reference(Eras::Legacy, Framing::Sse).await;
+    let host = host(servers(&new, &old), naming).await;
+    let mut gateway = Gateway::builder(host);
+    if let Some(page) = page_size {
+        gateway = gateway.page_size(page);
+    }
+    let gateway = gateway.build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    Setup {
+        gateway,
+        front,
+        _upstreams: [new, old],
+    }
+}
+
+fn client(url: &str, mode: ProtocolMode) -> Client {
+    Client::builder("downstream", "0")
+        .mode(mode)
+        .connect_http(HttpTransport::builder(url))
+        .unwrap()
+}
+
+const LEGACY: ProtocolMode = ProtocolMode::Pinned(ProtocolVersion::V2025_06_18);
+
+fn text(result: &toolwire::CallToolResult) -> &str {
+    result.content[0].as_text().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+
+    for (mode, version) in [
+        (ProtocolMode::Auto, ProtocolVersion::V2026_07_28),
+        (LEGACY, ProtocolVersion::V2025_06_18),
+    ] {
+        let client = client(&front.url(), mode);
+        assert_eq!(client.ready().await.unwrap().version, version);
+        let listed = client.list_tools().await.unwrap();
+        let names: Vec<&str> = listed.tools.iter().map(|t| t.name.as_str()).collect();
+        for expected in ["new__echo", "old__echo", "new__execute_sql", "old__add"] {
+            assert!(names.contains(&expected), "{version:?}: {names:?}");
+        }
+        assert!(
+            !names
+                .iter()
+                .any(|n| !n.starts_with("new__") && !n.starts_with("old__")),
+            "{names:?}"
+        );
+        // The annotation survives the renaming: the listing still mirrors Region.
+        let sql = listed
+            .tools
+            .iter()
+            .find(|t| t.name == "new__execute_sql")
+            .unwrap();
+        assert_eq!(
+            sql.input_schema["properties"]["region"]["x-mcp-header"],
+            "Region"
+        );
+
+        for server in ["new", "old"] {
+            let r = client
+                .call_tool(
+                    &format!("{server}__echo"),
+                    json!({"text": format!("{version:?} to {server}")}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(text(&r), format!("{version:?} to {server}"));
+        }
+        // `new` checks every SEP-2243 header against the body: this call passes only if the
+        // gateway sent `Mcp-Name: execute_sql` and `Mcp-Param-Region: eu-west-1`.
+        let r = client
+            .call_tool(
+                "new__execute_sql",
+                json!({"region": "eu-west-1", "query": "SELECT 1"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "region=eu-west-1 rows=1 query=SELECT 1");
+        let r = client
+            .call_tool("old__add", json!({"a": 40, "b": 2}))
+            .await
+            .unwrap();
+        assert_eq!(r.structured_content, Some(json!({"sum": 42})));
+        client.close().await;
+    }
+    gateway.host().shutdown().await;
+}
+
+/// One raw HTTP/1.1 POST of `body` with `headers`; the status and the body.
+async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, rest) = response.split_once("\r\n\r\n").unwrap();
+    // A JSON body, or the data of an SSE stream's events (between chunk sizes).
+    let json = rest
+        .lines()
+        .filter_map(|line| {
+            serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
+        })
+        .find(Value::is_object)
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_headers_are_checked_against_the_body_under_the_gateways_names() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "new__execute_sql", "arguments": {"region": "us-east-1", "query": "SELECT 1"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let headers = |region| {
+        [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "new__execute_sql"),
+            ("mcp-param-region", region),
+        ]
+    };
+
+    let (status, body) = post(front.addr(), &headers("eu-west-1"), &call).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], -32020, "{body}");
+
+    let (status, body) = post(front.addr(), &headers("us-east-1"), &call).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["content"][0]["text"],
+        "region=us-east-1 rows=1 query=SELECT 1"
+    );
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_errors_reach_the_client_as_the_upstream_sent_them() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let client = client(&front.url(), LEGACY);
+
+    // A JSON-RPC error: code and message as the upstream wrote them.
+    match client.call_tool("old__protocol_error", json!({})).await {
+        Err(Error::Server(e)) => {
+            assert_eq!(e.code, -32603);
+            assert_eq!(e.message, "protocol_error answers with a JSON-RPC error");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The legacy URL elicitation error keeps its data: the client can act on it.
+    match client.call_tool("old__link_account", json!({})).await {
+        Err(Error::Input(InputError::UrlElicitationRequired {
+            error,
+            elicitations,
+        })) => {
+            assert_eq!(error.code, -32042);
+            assert_eq!(elicitations.len(), 1);
+            assert!(elicitations[0].is_url());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A name no upstream has.
+    match client.call_tool("nowhere__echo", json!({})).await {
+        Err(Error::Server(e)) => {
+            assert_eq!(e.code, -32602);
+            assert!(e.message.contains("nowhere__echo"), "{}", e.message);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A tool error is a result, relayed whole.
+    let r = client.call_tool("new__fail", json!({})).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    client.close().await;
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_larger_than_a_page_arrives_whole_in_name_order() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        Some(3),
+    )
+    .await;
+    let expected: Vec<String> = gateway
+        .host()
+        .tools()
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert!(expected.len() > 6, "{expected:?}");
+
+    // The first page alone: three tools and a cursor.
+    let (status, page) = post(
+        front.addr(),
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(page["result"]["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(page["result"]["nextCursor"], "3");
+
+    // A client walks every page.
+    let client = client(&front.url(), ProtocolMode::Auto);
+    let listed = client.list_tools().await.unwrap();
+    let names: Vec<String> = listed.tools.iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, expected);
+    client.close().await;
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_safe_names_are_served_and_routed() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"my.server": {"url": new.url()}}),
+        Naming::ProviderSafe,
+        None,
+    )
+    .await;
+    let client = client(&front.url(), ProtocolMode::Auto);
+    let listed = client.list_tools().await.unwrap();
+    // `.` is not allowed: the short form, with its digest.
+    let echo = toolwire_host::provider_safe("my.server__echo").into_owned();
+    assert_ne!(echo, "my.server__echo");
+    assert!(listed.tools.iter().any(|t| t.name == echo), "{echo}");
+    for tool in &listed.tools {
+        assert!(toolwire_host::is_provider_safe(&tool.name), "{}", tool.name);
+    }
+    let r = client
+        .call_tool(&echo, json!({"text": "safe"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "safe");
+    client.close().await;
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_dies_takes_only_its_tools_out_and_clients_hear_of_it() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| {
+            json!({
+                "new": {"url": new.url()},
+                "mortal": {"command": SCRIPTED, "args": ["modern"],
+                    "env": {toolwire_test_support::EXIT_AFTER_VAR: "1"}},
+            })
+        },
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    // `mortal` exits after answering its first call.
+
+    for mode in [ProtocolMode::Auto, LEGACY] {
+        let legacy = mode == LEGACY;
+        let client = client(&front.url(), mode);
+        let names: Vec<String> = client
+            .list_tools()
+            .await
+            .unwrap()
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        if legacy {
+            // The second round: `mortal` is gone already.
+            assert!(
+                !names.iter().any(|n| n.starts_with("mortal__")),
+                "{names:?}"
+            );
+            continue;
+        }
+        assert!(names.contains(&"mortal__echo".to_owned()), "{names:?}");
+        let mut notices = client.notifications();
+        client.listening().await.unwrap();
+
+        let r = client
+            .call_tool("mortal__echo", json!({"text": "last words"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "last words");
+
+        // The child exits; the gateway says the list changed, and the listing lost exactly
+        // the dead server's tools.
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(notice) = notices.recv().await {
+                if matches!(notice.notification, ServerNotification::ToolsListChanged(_)) {
+                    return;
+                }
+            }
+            panic!("the client ended before a list change");
+        })
+        .await;
+        assert!(heard.is_ok(), "no notifications/tools/list_changed");
+        let after: Vec<String> = client
+            .list_tools()
+            .await
+            .unwrap()
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        let kept: Vec<&String> = names
+            .iter()
+            .filter(|n| !n.starts_with("mortal__"))
+            .collect();
+        assert_eq!(after.iter().collect::<Vec<_>>(), kept);
+        assert!(matches!(
+            gateway.host().state("mortal"),
+            Some(ServerState::Failed { .. })
+        ));
+        // The other server still answers.
+        let r = client
+            .call_tool("new__echo", json!({"text": "still here"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "still here");
+        client.close().await;
+    }
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_registered_upstream_reaches_the_listing_and_the_client_hears_it() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let client = client(&front.url(), LEGACY);
+    let before = client.list_tools().await.unwrap().tools.len();
+    let mut notices = client.notifications();
+    client.listening().await.unwrap();
+
+    // `unlock_files` registers two tools upstream a moment after it answers.
+    // The result names them as the gateway does, so the client waits for those names.
+    let r = client
+        .call_tool("new__unlock_files", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.registers,
+        Some(vec![
+            "new__read_file".to_owned(),
+            "new__write_file".to_owned()
+        ])
+    );
+    let first = tokio::time::timeout(Duration::from_secs(10), notices.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        first.notification,
+        ServerNotification::ToolsListChanged(_)
+    ));
+    let after = client.list_tools().await.unwrap().tools;
+    assert_eq!(after.len(), before + 2);
+    let r = client
+        .call_tool("new__write_file", json!({"path": "a", "content": "b"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "wrote a");
+    client.close().await;
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_from_another_origin_is_refused_on_loopback() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let modern = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "ping"),
+    ];
+
+    let (status, body) = post(
+        front.addr(),
+        &[modern[0], modern[1], ("origin", "http://evil.example")],
+        &ping,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    // A local page may.
+    let (status, body) = post(
+        front.addr(),
+        &[modern[0], modern[1], ("origin", "http://localhost:6274")],
+        &ping,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
+    gateway.host().shutdown().await;
+}
