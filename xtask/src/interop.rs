@@ -18,6 +18,8 @@
 //! 3. Runs the checks. Each asserts on what the server saw or answered: the peers' `seen` tool
 //!    returns the headers that arrived, server-everything's tools quote what this client's
 //!    handlers answered, and nginx's access log shows where each request went.
+//!    `toolwire gateway` fronts server-everything, the Python server and the reference server
+//!    for the Python and TypeScript SDKs' clients and the CLI (`interop/gateway.rs`).
 //! 4. Prints the table and writes it to `docs/interop.md`. Any failed check fails the run.
 
 use std::io::{Read, Write};
@@ -29,6 +31,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_install};
+
+mod gateway;
 
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
@@ -1633,6 +1637,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         "one config, two servers: listed as server__tool, each call routed",
         outcome,
     );
+    gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
 
     push(
         &mut rows,

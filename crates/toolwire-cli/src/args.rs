@@ -59,8 +59,8 @@ pub(crate) struct Cli {
     /// Print exactly one JSON document on stdout (anywhere on the command line).
     #[arg(long, global = true)]
     pub(crate) json: bool,
-    /// Log to stderr (-v: info and warnings, -vv: debug).
-    #[arg(short, action = clap::ArgAction::Count)]
+    /// Log to stderr (-v: info and warnings, -vv: debug; anywhere on the command line).
+    #[arg(short, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
     #[command(subcommand)]
     pub(crate) command: Command,
