@@ -528,3 +528,97 @@ async fn a_page_from_another_origin_is_refused_on_loopback() {
     assert_eq!(body["result"]["resultType"], "complete", "{body}");
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_client_in_order_under_its_own_token_in_both_eras() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |_, old| json!({"old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    for mode in [ProtocolMode::Auto, LEGACY] {
+        let client = client(&front.url(), mode);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let r = client
+            .call_tool_with_progress(
+                "old__slow",
+                json!({"steps": 3, "delay_ms": 20}),
+                toolwire::CallOptions::default(),
+                move |p| {
+                    record
+                        .lock()
+                        .unwrap()
+                        .push((p.progress, p.total, p.message.clone()));
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "done after 3 steps");
+        let seen = seen.lock().unwrap().clone();
+        let expected: Vec<(f64, Option<f64>, Option<String>)> = (1..=3)
+            .map(|k| (k as f64, Some(3.0), Some(format!("step {k} of 3"))))
+            .collect();
+        assert_eq!(seen, expected);
+        client.close().await;
+    }
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_client_drops_is_cancelled_on_the_upstream() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |_, old| json!({"old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let old = &_upstreams[1];
+    let client = client(&front.url(), LEGACY);
+    client.ready().await.unwrap();
+    let (started, running) = tokio::sync::oneshot::channel();
+    let started = std::sync::Mutex::new(Some(started));
+    let call = client.call_tool_with_progress(
+        "old__slow",
+        json!({"steps": 1000, "delay_ms": 20}),
+        toolwire::CallOptions::default(),
+        move |_| {
+            if let Some(started) = started.lock().unwrap().take() {
+                let _ = started.send(());
+            }
+        },
+    );
+    // Dropped once the upstream has made progress: the call is running there.
+    tokio::select! {
+        r = call => panic!("the call ended: {r:?}"),
+        _ = running => {}
+    }
+    assert_eq!(old.cancellations(), 0);
+    // The client tells the gateway, the gateway drops its own call, its client tells the
+    // upstream.
+    let told = tokio::time::timeout(Duration::from_secs(10), async {
+        while old.cancellations() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(told.is_ok(), "the upstream never heard of the cancellation");
+    assert_eq!(old.cancellations(), 1);
+    // The connection goes on.
+    let r = client
+        .call_tool("old__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "after");
+    client.close().await;
+    gateway.host().shutdown().await;
+}

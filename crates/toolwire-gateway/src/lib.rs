@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
-use toolwire::{Error, ErrorChain, InputError, Tool};
+use toolwire::{CallOptions, Error, ErrorChain, InputError, ProgressParams, Tool};
 use toolwire_headers::HeaderPlan;
 use toolwire_host::{Host, HostError};
 use toolwire_server::{
@@ -223,8 +223,9 @@ impl Gateway {
         Ok(result)
     }
 
-    /// A `tools/call`, routed to its server.
-    async fn call(&self, params: &Value) -> Answer {
+    /// A `tools/call`, routed to its server; its progress, when the client asked for it
+    /// (`_meta.progressToken`), relayed under the client's token.
+    async fn call(&self, params: &Value, notifier: &Notifier) -> Answer {
         let Some(name) = params["name"].as_str() else {
             return Err(RpcError::new(
                 code::INVALID_PARAMS,
@@ -242,11 +243,27 @@ impl Gateway {
             }
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
-        let mut result = self
-            .host
-            .call_tool(name, arguments)
-            .await
-            .map_err(|e| upstream_error(&e))?;
+        let called = match params["_meta"].get("progressToken") {
+            Some(token @ (Value::String(_) | Value::Number(_))) => {
+                let (token, notifier) = (token.clone(), notifier.clone());
+                let relay = move |p: &ProgressParams| {
+                    let mut params = json!({"progressToken": token, "progress": p.progress});
+                    if let Some(total) = p.total {
+                        params["total"] = json!(total);
+                    }
+                    if let Some(message) = &p.message {
+                        params["message"] = json!(message);
+                    }
+                    notifier.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": params}));
+                };
+                self.host
+                    .call_tool_with_progress(name, arguments, CallOptions::default(), relay)
+                    .await
+            }
+            _ => self.host.call_tool(name, arguments).await,
+        };
+        let mut result = called.map_err(|e| upstream_error(&e))?;
         // Tools the call says it registers, removes or changes, by the names clients see here
         // (a client waits for exactly those names before it trusts its listing again).
         if let Some(server) = server {
@@ -299,13 +316,13 @@ impl Service for Gateway {
         )
     }
 
-    async fn handle(&self, request: Request<'_>, _notifier: &Notifier) -> Answer {
+    async fn handle(&self, request: Request<'_>, notifier: &Notifier) -> Answer {
         self.started
             .get_or_init(|| self.host.settled(self.startup_wait))
             .await;
         match request.method {
             "tools/list" => self.list(request.params),
-            "tools/call" => self.call(request.params).await,
+            "tools/call" => self.call(request.params, notifier).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),

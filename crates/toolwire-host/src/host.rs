@@ -11,15 +11,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use toolwire::auth::{AuthError, OAuthConfig};
 use toolwire::{
-    CallToolResult, Client, ClientBuilder, ConnectionState, Error, ProtocolVersion,
-    ReconnectPolicy, Tool,
+    Client, ClientBuilder, ConnectionState, Error, ProtocolVersion, ReconnectPolicy, Tool,
 };
 
 use crate::names::{NameCollision, Naming};
+
+mod calls;
 use crate::{ConnectError, ServerConfig, ServersConfig};
 
 /// The default separator between a server's name and its tool's: `github__create_issue`.
@@ -428,75 +428,6 @@ impl Host {
             server: server.to_owned(),
             state: describe(&s.state.borrow()),
         })
-    }
-
-    /// The `k` tools of the merged snapshot most relevant to `query`, best first: BM25 over
-    /// their names (as the host gives them), titles, descriptions and parameter names
-    /// (`toolwire::search`). The index is built on the first search after each change of the
-    /// snapshot, so it follows every server's list changes.
-    pub fn search_tools(&self, query: &str, k: usize) -> Vec<HostMatch> {
-        let merged = self.tools();
-        let index = self.inner.search.index(merged.generation(), || {
-            merged
-                .tools
-                .iter()
-                .map(|(name, t)| (name.clone(), &*t.tool))
-                .collect()
-        });
-        index
-            .search(query, k)
-            .into_iter()
-            .filter_map(|hit| {
-                let found = merged.get(&hit.key)?;
-                Some(HostMatch {
-                    name: hit.key,
-                    score: hit.score,
-                    tool: found.clone(),
-                })
-            })
-            .collect()
-    }
-
-    /// Calls `server__tool`: routed to its server, with that server's SEP-2243 headers and
-    /// settle barrier.
-    pub async fn call_tool(
-        &self,
-        qualified: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, HostError> {
-        let merged = self.load();
-        let Some(entry) = merged.get(qualified) else {
-            return Err(HostError::UnknownTool(
-                qualified.to_owned(),
-                self.inner.separator.clone(),
-            ));
-        };
-        let server = entry.server.clone();
-        let name = entry.tool.name.clone();
-        drop(merged);
-        let client = self.client(&server)?;
-        let result = client.call_tool(&name, arguments).await;
-        result.map_err(|error| HostError::Call {
-            server: server.to_string(),
-            error,
-        })
-    }
-
-    /// Pre-loads tool definitions on one server (see `Client::add_known_tools`); they reach
-    /// the merged snapshot when its filters let them through.
-    pub fn add_known_tools(
-        &self,
-        server: &str,
-        tools: impl IntoIterator<Item = Tool>,
-    ) -> Result<(), HostError> {
-        let client = self.client(server)?;
-        client
-            .add_known_tools(tools)
-            .map_err(|error| HostError::Call {
-                server: server.to_owned(),
-                error,
-            })?;
-        Ok(())
     }
 
     /// Ends every server: their sessions close and their child processes stop.

@@ -54,6 +54,8 @@ pub(crate) struct Core {
     pub(crate) tasks: Arc<Tasks>,
     /// `finish_link` was called: `link_account` succeeds (one for the whole server).
     linked: std::sync::atomic::AtomicBool,
+    /// `notifications/cancelled` received.
+    pub(crate) cancellations: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Service for Core {
@@ -72,6 +74,13 @@ impl Service for Core {
         notifier: &'a Notifier,
     ) -> impl Future<Output = Answer> + Send + 'a {
         self.answer(request, notifier)
+    }
+
+    fn notified(&self, notification: &Value) {
+        if notification["method"] == "notifications/cancelled" {
+            self.cancellations
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
     }
 
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
@@ -114,6 +123,7 @@ impl Core {
             subscribed: Mutex::new(BTreeSet::new()),
             tasks: Arc::default(),
             linked: std::sync::atomic::AtomicBool::new(false),
+            cancellations: Arc::default(),
         })
     }
 

@@ -72,6 +72,7 @@ impl Default for Options {
 pub struct HttpServer {
     server: toolwire_server::HttpServer,
     tasks_cancelled: Arc<AtomicU64>,
+    cancellations: Arc<AtomicU64>,
 }
 
 impl HttpServer {
@@ -102,6 +103,11 @@ impl HttpServer {
         self.tasks_cancelled.load(Ordering::SeqCst)
     }
 
+    /// How many `notifications/cancelled` it has received.
+    pub fn cancellations(&self) -> u64 {
+        self.cancellations.load(Ordering::SeqCst)
+    }
+
     /// Serves until the process ends.
     pub async fn wait(self) {
         self.server.wait().await;
@@ -128,11 +134,13 @@ pub async fn serve_http_again(addr: SocketAddr, options: Options) -> std::io::Re
 /// Serves HTTP on `addr` (port 0 picks one) inside the current tokio runtime.
 pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
     let core = Core::new(options.clone());
-    let tasks_cancelled = core.tasks.cancelled.clone();
+    let (tasks_cancelled, cancellations) =
+        (core.tasks.cancelled.clone(), core.cancellations.clone());
     let server = toolwire_server::serve_http(addr, options.server, core).await?;
     Ok(HttpServer {
         server,
         tasks_cancelled,
+        cancellations,
     })
 }
 
@@ -145,11 +153,13 @@ pub async fn serve_http_unix(
     options: Options,
 ) -> std::io::Result<HttpServer> {
     let core = Core::new(options.clone());
-    let tasks_cancelled = core.tasks.cancelled.clone();
+    let (tasks_cancelled, cancellations) =
+        (core.tasks.cancelled.clone(), core.cancellations.clone());
     let server = toolwire_server::serve_http_unix(socket, options.server, core).await?;
     Ok(HttpServer {
         server,
         tasks_cancelled,
+        cancellations,
     })
 }
 

@@ -2,11 +2,11 @@
 //! `initialize`, `ping`, listen streams, the fields every 2026-07-28 result carries; the rest
 //! goes to the [`Service`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use toolwire_headers::HeaderPlan;
 use toolwire_types::{error::code, meta_key};
 
@@ -90,6 +90,20 @@ impl Interest {
 pub(crate) struct Core<S> {
     pub(crate) options: Options,
     pub(crate) service: Arc<S>,
+    /// Requests a client may cancel, by (scope, id as JSON text): what cancels each.
+    in_flight: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+}
+
+/// Takes a request out of the in-flight table when its handling ends, however it ends.
+struct InFlight<'a> {
+    table: &'a Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+    key: (String, String),
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        lock(self.table).remove(&self.key);
+    }
 }
 
 /// A JSON-RPC error response.
@@ -122,7 +136,11 @@ fn cacheable(method: &str) -> bool {
 
 impl<S: Service> Core<S> {
     pub(crate) fn new(options: Options, service: Arc<S>) -> Arc<Self> {
-        Arc::new(Self { options, service })
+        Arc::new(Self {
+            options,
+            service,
+            in_flight: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Changes, as they happen.
@@ -149,15 +167,27 @@ impl<S: Service> Core<S> {
     }
 
     /// Handles one message; notifications the work makes go to `notify` as they happen.
+    /// `scope` is the connection or legacy session the message came in on, when there is one:
+    /// a `notifications/cancelled` there ends the request it names (its handling is dropped,
+    /// and nothing is answered), and only there.
     pub(crate) async fn handle(
         self: &Arc<Self>,
         message: &Value,
         notify: &mpsc::UnboundedSender<Value>,
+        scope: Option<&str>,
     ) -> Handled {
         let Some(method) = message["method"].as_str() else {
             return Handled::Nothing;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
+            if method == "notifications/cancelled"
+                && let Some(scope) = scope
+            {
+                let key = (scope.to_owned(), message["params"]["requestId"].to_string());
+                if let Some(cancel) = lock(&self.in_flight).remove(&key) {
+                    let _ = cancel.send(());
+                }
+            }
             self.service.notified(message);
             return Handled::Nothing;
         };
@@ -231,16 +261,43 @@ impl<S: Service> Core<S> {
                     params,
                     era,
                 };
-                self.service
-                    .handle(request, &Notifier(notify.clone()))
-                    .await
+                let notifier = Notifier(notify.clone());
+                let handling = self.service.handle(request, &notifier);
+                let Some(scope) = scope else {
+                    return self.answer(method, id, modern.is_some(), handling.await);
+                };
+                let (cancel, cancelled) = oneshot::channel();
+                let key = (scope.to_owned(), id.to_string());
+                lock(&self.in_flight).insert(key.clone(), cancel);
+                let _in_flight = InFlight {
+                    table: &self.in_flight,
+                    key,
+                };
+                // A sender dropped without sending (a later request reused the id) cancels
+                // nothing.
+                let cancelled = async {
+                    if cancelled.await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::select! {
+                    answer = handling => answer,
+                    () = cancelled => {
+                        tracing::debug!(%id, method, "cancelled by the client");
+                        return Handled::Nothing;
+                    }
+                }
             }
         };
+        self.answer(method, id, modern.is_some(), answer)
+    }
+
+    /// The response to `id` from the service's answer, with the fields 2026-07-28 results
+    /// carry.
+    fn answer(&self, method: &str, id: &Value, modern: bool, answer: crate::Answer) -> Handled {
         Handled::Answer(match answer {
             Ok(mut r) => {
-                if modern.is_some()
-                    && let Some(object) = r.as_object_mut()
-                {
+                if modern && let Some(object) = r.as_object_mut() {
                     // 2026-07-28 results say what they are; every cacheable result says how
                     // long it keeps (both fields required).
                     object

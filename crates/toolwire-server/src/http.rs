@@ -404,11 +404,11 @@ impl<S: Service> Front<S> {
         let core = self.core.clone();
         let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
         if !is_request {
-            let _ = core.handle(&message, &notify).await;
+            let _ = core.handle(&message, &notify, session.as_deref()).await;
             return empty(StatusCode::ACCEPTED);
         }
         if method == "subscriptions/listen" && modern {
-            return match core.handle(&message, &notify).await {
+            return match core.handle(&message, &notify, None).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
@@ -428,7 +428,7 @@ impl<S: Service> Front<S> {
         }
         let mut response = match framing {
             Framing::Json => {
-                let answer = match core.handle(&message, &notify).await {
+                let answer = match core.handle(&message, &notify, session.as_deref()).await {
                     Handled::Answer(a) => a,
                     Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
@@ -455,7 +455,7 @@ impl<S: Service> Front<S> {
                             .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
                             .await;
                     }
-                    let handling = core.handle(&message, &notify);
+                    let handling = core.handle(&message, &notify, session.as_deref());
                     tokio::pin!(handling);
                     let answer = loop {
                         tokio::select! {

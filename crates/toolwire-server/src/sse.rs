@@ -108,6 +108,7 @@ impl<S: crate::Service> Front<S> {
             );
         }
         let core = self.core.clone();
+        let scope = format!("sse:{}", id.unwrap_or_default());
         tokio::spawn(async move {
             let (notify, mut notes) = mpsc::unbounded_channel();
             let forward = stream.clone();
@@ -116,7 +117,7 @@ impl<S: crate::Service> Front<S> {
                     let _ = forward.send(note);
                 }
             });
-            if let Handled::Answer(answer) = core.handle(&message, &notify).await {
+            if let Handled::Answer(answer) = core.handle(&message, &notify, Some(&scope)).await {
                 let _ = stream.send(answer);
             }
         });

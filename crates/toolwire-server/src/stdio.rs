@@ -107,7 +107,8 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                 let listens = listen_tx.clone();
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
-                    match core.handle(&message, &notify).await {
+                    // One client on the other end: the whole connection is one scope.
+                    match core.handle(&message, &notify, Some("stdio")).await {
                         Handled::Answer(answer) => {
                             let _ = out.send(answer);
                             if message["method"] == "tools/call" {

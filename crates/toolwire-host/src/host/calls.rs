@@ -1,0 +1,103 @@
+//! What a host does with its merged tools: search them, call them (routed to their server),
+//! pre-load known ones.
+
+use serde_json::Value;
+use toolwire::{CallOptions, CallToolResult, Client, ProgressParams, Tool};
+
+use super::{Arc, Host, HostError, HostMatch};
+
+impl Host {
+    /// The `k` tools of the merged snapshot most relevant to `query`, best first: BM25 over
+    /// their names (as the host gives them), titles, descriptions and parameter names
+    /// (`toolwire::search`). The index is built on the first search after each change of the
+    /// snapshot, so it follows every server's list changes.
+    pub fn search_tools(&self, query: &str, k: usize) -> Vec<HostMatch> {
+        let merged = self.tools();
+        let index = self.inner.search.index(merged.generation(), || {
+            merged
+                .tools
+                .iter()
+                .map(|(name, t)| (name.clone(), &*t.tool))
+                .collect()
+        });
+        index
+            .search(query, k)
+            .into_iter()
+            .filter_map(|hit| {
+                let found = merged.get(&hit.key)?;
+                Some(HostMatch {
+                    name: hit.key,
+                    score: hit.score,
+                    tool: found.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Calls `server__tool`: routed to its server, with that server's SEP-2243 headers and
+    /// settle barrier.
+    pub async fn call_tool(
+        &self,
+        qualified: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, HostError> {
+        let (client, server, name) = self.route(qualified)?;
+        let result = client.call_tool(&name, arguments).await;
+        result.map_err(|error| HostError::Call {
+            server: server.to_string(),
+            error,
+        })
+    }
+
+    /// [`Self::call_tool`] with options, asking the server for progress and handing each
+    /// notification to `on_progress` (see `Client::call_tool_with_progress`). Dropping the
+    /// future cancels the call on its server.
+    pub async fn call_tool_with_progress(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+        on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
+    ) -> Result<CallToolResult, HostError> {
+        let (client, server, name) = self.route(qualified)?;
+        let result = client
+            .call_tool_with_progress(&name, arguments, options, on_progress)
+            .await;
+        result.map_err(|error| HostError::Call {
+            server: server.to_string(),
+            error,
+        })
+    }
+
+    /// The client, server and server's own tool name `qualified` routes to.
+    fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String), HostError> {
+        let merged = self.load();
+        let Some(entry) = merged.get(qualified) else {
+            return Err(HostError::UnknownTool(
+                qualified.to_owned(),
+                self.inner.separator.clone(),
+            ));
+        };
+        let server = entry.server.clone();
+        let name = entry.tool.name.clone();
+        drop(merged);
+        Ok((self.client(&server)?, server, name))
+    }
+
+    /// Pre-loads tool definitions on one server (see `Client::add_known_tools`); they reach
+    /// the merged snapshot when its filters let them through.
+    pub fn add_known_tools(
+        &self,
+        server: &str,
+        tools: impl IntoIterator<Item = Tool>,
+    ) -> Result<(), HostError> {
+        let client = self.client(server)?;
+        client
+            .add_known_tools(tools)
+            .map_err(|error| HostError::Call {
+                server: server.to_owned(),
+                error,
+            })?;
+        Ok(())
+    }
+}
