@@ -622,3 +622,94 @@ async fn a_call_the_client_drops_is_cancelled_on_the_upstream() {
     client.close().await;
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_prompts_and_completions_of_every_server_under_the_gateways_names() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let direct = Client::builder("direct", "0")
+        .connect_http(HttpTransport::builder(_upstreams[1].url()))
+        .unwrap();
+    let readme = direct.read_resource("toolwire://readme").await.unwrap();
+    let greeting = direct
+        .get_prompt("greet", [("who".to_owned(), "Ada".to_owned())])
+        .await
+        .unwrap();
+    for mode in [ProtocolMode::Auto, LEGACY] {
+        let client = client(&front.url(), mode);
+        let resources = client.list_all_resources().await.unwrap();
+        let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+        assert!(
+            uris.contains(&"toolwire://new__readme") && uris.contains(&"toolwire://old__readme"),
+            "{uris:?}"
+        );
+        let templates = client.list_all_resource_templates().await.unwrap();
+        assert!(
+            templates
+                .iter()
+                .any(|t| t.uri_template == "toolwire://old__files/{path}"),
+            "{templates:?}"
+        );
+        // A read through the gateway is the server's, under the gateway's URI.
+        let read = client
+            .read_resource("toolwire://old__readme")
+            .await
+            .unwrap();
+        let (through, own) = (
+            serde_json::to_value(&read.contents).unwrap(),
+            serde_json::to_value(&readme.contents).unwrap(),
+        );
+        assert_eq!(through[0]["uri"], "toolwire://old__readme");
+        assert_eq!(through[0]["text"], own[0]["text"]);
+        assert!(own[0]["text"].as_str().is_some_and(|t| !t.is_empty()));
+
+        let prompts = client.list_all_prompts().await.unwrap();
+        let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+        assert!(
+            names.contains(&"new__greet") && names.contains(&"old__greet"),
+            "{names:?}"
+        );
+        let got = client
+            .get_prompt("old__greet", [("who".to_owned(), "Ada".to_owned())])
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&got.messages).unwrap(),
+            serde_json::to_value(&greeting.messages).unwrap()
+        );
+
+        // Completions, by a prompt's name and by a template's URI.
+        let by_prompt = client
+            .complete(
+                toolwire::types::CompletionReference::prompt("new__greet"),
+                "who",
+                "",
+                [],
+            )
+            .await
+            .unwrap();
+        assert!(!by_prompt.completion.values.is_empty(), "{by_prompt:?}");
+
+        // A URI no server gave is refused, and named.
+        for uri in ["toolwire://nowhere__readme", "toolwire://readme"] {
+            match client.read_resource(uri).await {
+                Err(Error::Server(e)) => {
+                    assert_eq!(e.code, -32602);
+                    assert!(e.message.contains(uri), "{}", e.message);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        client.close().await;
+    }
+    direct.close().await;
+    gateway.host().shutdown().await;
+}

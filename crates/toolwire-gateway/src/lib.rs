@@ -18,6 +18,13 @@
 //!   listing; the others are served. A change of any server's tools reaches downstream clients
 //!   as one `notifications/tools/list_changed` per burst ([`COALESCE`]).
 //! - **Pagination**: `tools/list` pages of [`GatewayBuilder::page_size`] tools, in name order.
+//! - **Resources, prompts, completions**: every upstream's, merged; a resource's URI carries
+//!   its server's name in front of its authority (`toolwire://readme` of `docs` is
+//!   `toolwire://docs__readme`; the scheme is kept, so a tool's `ui://` view stays one), a
+//!   prompt is named as tools are; reads, `prompts/get` and `completion/complete` are routed
+//!   back.
+//! - **Progress and cancellation**: a call's progress reaches the client under its own token;
+//!   a call the client cancels (or drops with its connection) is cancelled upstream.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -42,7 +49,9 @@
 //! `toolwire-host` (the upstreams: one client per entry, the merged snapshot),
 //! `toolwire-server` (the protocol downstream), `toolwire` (the client's types and errors),
 //! `toolwire-headers` (the header plans of the merged tools), `tokio` (the change coalescer),
-//! `serde_json` (messages relayed as JSON, unknown members kept).
+//! `serde_json` (messages relayed as JSON, unknown members kept), `futures-util` (listings
+//! fetched from every upstream at once), `percent-encoding` (a server's name inside a URI;
+//! already under `url`), `tracing`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,8 +63,13 @@ use toolwire::{CallOptions, Error, ErrorChain, InputError, ProgressParams, Tool}
 use toolwire_headers::HeaderPlan;
 use toolwire_host::{Host, HostError};
 use toolwire_server::{
-    Answer, Change, HttpServer, Notifier, Options, Request, RpcError, ServerInfo, Service,
+    Answer, Change, Era, HttpServer, Notifier, Options, Request, RpcError, ServerInfo, Service,
 };
+
+use crate::surface::Listing;
+
+mod surface;
+mod uris;
 use toolwire_types::error::code;
 
 /// How long the gateway waits after a change of the merged tools for more before it tells
@@ -212,6 +226,16 @@ impl Gateway {
                 let entry = merged.get(name)?;
                 let mut tool = serde_json::to_value(&*entry.tool).ok()?;
                 tool["name"] = json!(name);
+                // A tool's MCP Apps view is read through the gateway, under its name there.
+                if tool["_meta"]["ui"]["resourceUri"].is_string() {
+                    let separator = self.host.separator();
+                    surface::rename_uri(
+                        &mut tool["_meta"]["ui"],
+                        "resourceUri",
+                        &entry.server,
+                        separator,
+                    );
+                }
                 Some(tool)
             })
             .collect();
@@ -285,7 +309,7 @@ impl Gateway {
     }
 }
 
-/// What a downstream client hears when a call could not be routed or failed upstream: the
+/// What a downstream client hears when a request could not be routed or failed upstream: the
 /// upstream's own JSON-RPC error as it sent it, an unknown tool as `-32602`, anything else as
 /// `-32603` with the reason on one line.
 fn upstream_error(e: &HostError) -> RpcError {
@@ -293,18 +317,41 @@ fn upstream_error(e: &HostError) -> RpcError {
         HostError::UnknownTool(name, _) => {
             RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))
         }
-        HostError::Call {
-            error:
-                Error::Server(object)
-                | Error::Input(InputError::UrlElicitationRequired { error: object, .. }),
-            ..
-        } => RpcError {
+        HostError::Call { server, error } => relayed(server, error),
+        other => RpcError::new(code::INTERNAL_ERROR, ErrorChain(other).to_string()),
+    }
+}
+
+/// `server`'s failure of a request, as the downstream client hears it: its JSON-RPC error as
+/// it sent it (a `-32042` URL elicitation the gateway's client decoded goes back as the
+/// original error), anything else `-32603` naming the server.
+fn relayed(server: &str, error: &Error) -> RpcError {
+    match error {
+        Error::Server(object)
+        | Error::Input(InputError::UrlElicitationRequired { error: object, .. }) => RpcError {
             code: object.code,
             message: object.message.clone(),
             data: object.data.clone(),
         },
-        other => RpcError::new(code::INTERNAL_ERROR, ErrorChain(other).to_string()),
+        other => RpcError::new(
+            code::INTERNAL_ERROR,
+            format!("server `{server}`: {}", ErrorChain(other)),
+        ),
     }
+}
+
+/// A relayed result as a client of `era` expects it: the fields only 2026-07-28 results carry
+/// (`resultType`, `ttlMs`, `cacheScope`) dropped for a legacy client; for a modern one the
+/// upstream's own caching fields are kept (the protocol layer fills in what is missing).
+fn for_era(mut result: Value, era: Era) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object.remove("resultType");
+        if era == Era::Legacy {
+            object.remove("ttlMs");
+            object.remove("cacheScope");
+        }
+    }
+    result
 }
 
 impl Service for Gateway {
@@ -312,7 +359,8 @@ impl Service for Gateway {
         ServerInfo::new(
             "toolwire-gateway",
             env!("CARGO_PKG_VERSION"),
-            json!({"tools": {"listChanged": true}}),
+            json!({"tools": {"listChanged": true}, "resources": {}, "prompts": {},
+                "completions": {}}),
         )
     }
 
@@ -320,14 +368,21 @@ impl Service for Gateway {
         self.started
             .get_or_init(|| self.host.settled(self.startup_wait))
             .await;
-        match request.method {
+        let answer = match request.method {
             "tools/list" => self.list(request.params),
             "tools/call" => self.call(request.params, notifier).await,
+            "resources/list" => self.merged(Listing::Resources).await,
+            "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
+            "resources/read" => self.read(request.params).await,
+            "prompts/list" => self.merged(Listing::Prompts).await,
+            "prompts/get" => self.prompt(request.params).await,
+            "completion/complete" => self.complete(request.params).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
             )),
-        }
+        };
+        answer.map(|result| for_era(result, request.era))
     }
 
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {

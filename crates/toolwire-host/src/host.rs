@@ -385,6 +385,11 @@ impl Host {
         self.inner.changes.subscribe()
     }
 
+    /// The separator between a server's name and its tool's (`__` by default).
+    pub fn separator(&self) -> &str {
+        &self.inner.separator
+    }
+
     /// The name `server`'s tool `tool` has in the merged snapshot (by the host's [`Naming`]
     /// and separator), whether or not the tool exists.
     pub fn name_of(&self, server: &str, tool: &str) -> String {

@@ -1,0 +1,247 @@
+//! Resources, prompts and completions of every upstream, under the gateway's names: listings
+//! merged (a server that is down or offers none is left out), reads, prompts and completions
+//! routed to the server a name or URI leads back to.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolwire::types::CompleteParams;
+use toolwire::types::methods::method;
+use toolwire::{Client, ServerCapabilities};
+use toolwire_host::HostError;
+use toolwire_server::{Answer, RpcError};
+use toolwire_types::error::code;
+
+use crate::{Gateway, relayed, upstream_error, uris};
+
+/// Which listing a merge is for.
+#[derive(Clone, Copy)]
+pub(crate) enum Listing {
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl Listing {
+    /// The member of the result that holds the items.
+    fn key(self) -> &'static str {
+        match self {
+            Self::Resources => "resources",
+            Self::ResourceTemplates => "resourceTemplates",
+            Self::Prompts => "prompts",
+        }
+    }
+
+    fn offered(self, capabilities: &ServerCapabilities) -> bool {
+        match self {
+            Self::Resources | Self::ResourceTemplates => capabilities.resources.is_some(),
+            Self::Prompts => capabilities.prompts.is_some(),
+        }
+    }
+
+    /// Every item `client` lists, as JSON.
+    async fn fetch(self, client: &Client) -> Result<Vec<Value>, toolwire::Error> {
+        let items = match self {
+            Self::Resources => serde_json::to_value(client.list_all_resources().await?),
+            Self::ResourceTemplates => {
+                serde_json::to_value(client.list_all_resource_templates().await?)
+            }
+            Self::Prompts => serde_json::to_value(client.list_all_prompts().await?),
+        };
+        Ok(match items {
+            Ok(Value::Array(items)) => items,
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// A JSON-RPC error for a name or URI no upstream has.
+fn unknown(what: &str, name: &str) -> RpcError {
+    RpcError::new(code::INVALID_PARAMS, format!("Unknown {what}: {name}"))
+}
+
+/// A request's params without its `_meta`: the gateway's own client writes the envelope the
+/// upstream's era needs.
+fn without_meta(params: &Value) -> Value {
+    let mut params = params.clone();
+    if let Some(object) = params.as_object_mut() {
+        object.remove("_meta");
+    }
+    params
+}
+
+impl Gateway {
+    /// The upstreams that run and offer `listing`, with their clients, in the host's order.
+    fn offering(&self, listing: Listing) -> Vec<(Arc<str>, Client)> {
+        self.host
+            .servers()
+            .into_iter()
+            .filter_map(|server| {
+                let client = self.host.client(server).ok()?;
+                let offers = client
+                    .server_capabilities()
+                    .is_some_and(|c| listing.offered(&c));
+                offers.then(|| (Arc::from(server), client))
+            })
+            .collect()
+    }
+
+    /// One listing, merged: each upstream's items under the gateway's names, in the host's
+    /// order of servers; an upstream that fails to list is left out (and logged).
+    pub(crate) async fn merged(&self, listing: Listing) -> Answer {
+        let upstreams = self.offering(listing);
+        let fetched = futures_util::future::join_all(
+            upstreams
+                .iter()
+                .map(|(_, client)| async move { listing.fetch(client).await }),
+        )
+        .await;
+        let separator = self.host.separator();
+        let mut items = Vec::new();
+        for ((server, _), result) in upstreams.iter().zip(fetched) {
+            let mut listed = match result {
+                Ok(listed) => listed,
+                Err(error) => {
+                    tracing::warn!(%server, listing = listing.key(), error = %toolwire::ErrorChain(&error), "an upstream's listing is left out");
+                    continue;
+                }
+            };
+            for item in &mut listed {
+                match listing {
+                    Listing::Resources => rename_uri(item, "uri", server, separator),
+                    Listing::ResourceTemplates => {
+                        rename_uri(item, "uriTemplate", server, separator);
+                    }
+                    Listing::Prompts => {
+                        if let Some(name) = item["name"].as_str() {
+                            item["name"] = json!(self.host.name_of(server, name));
+                        }
+                    }
+                }
+            }
+            items.extend(listed);
+        }
+        Ok(json!({ listing.key(): items }))
+    }
+
+    /// The server and its own URI behind a URI the gateway gave out.
+    fn resource_route(&self, uri: &str) -> Result<(Arc<str>, Client, String), RpcError> {
+        let (server, original) =
+            uris::inward(uri, self.host.separator()).ok_or_else(|| unknown("resource", uri))?;
+        let client = self.host.client(&server).map_err(|e| match e {
+            HostError::UnknownServer(_) => unknown("resource", uri),
+            other => upstream_error(&other),
+        })?;
+        Ok((server.into(), client, original))
+    }
+
+    /// `resources/read`, routed; the contents' URIs renamed back.
+    pub(crate) async fn read(&self, params: &Value) -> Answer {
+        let uri = params["uri"].as_str().unwrap_or("");
+        let (server, client, original) = self.resource_route(uri)?;
+        let result = client
+            .read_resource(&original)
+            .await
+            .map_err(|error| called(&server, error))?;
+        let mut result = serde_json::to_value(result)
+            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
+        let separator = self.host.separator();
+        if let Some(contents) = result["contents"].as_array_mut() {
+            for part in contents {
+                rename_uri(part, "uri", &server, separator);
+            }
+        }
+        Ok(result)
+    }
+
+    /// The server and its own name for a prompt the gateway named: split at the separator,
+    /// else (provider-safe short forms) found by listing.
+    async fn prompt_route(&self, name: &str) -> Result<(Arc<str>, Client, String), RpcError> {
+        if let Some((server, own)) = name.split_once(self.host.separator())
+            && self.host.name_of(server, own) == name
+            && let Ok(client) = self.host.client(server)
+        {
+            return Ok((server.into(), client, own.to_owned()));
+        }
+        for (server, client) in self.offering(Listing::Prompts) {
+            let Ok(prompts) = client.list_all_prompts().await else {
+                continue;
+            };
+            if let Some(prompt) = prompts
+                .iter()
+                .find(|p| self.host.name_of(&server, &p.name) == name)
+            {
+                let own = prompt.name.clone();
+                return Ok((server, client, own));
+            }
+        }
+        Err(unknown("prompt", name))
+    }
+
+    /// `prompts/get`, routed.
+    pub(crate) async fn prompt(&self, params: &Value) -> Answer {
+        let name = params["name"].as_str().unwrap_or("");
+        let (server, client, own) = self.prompt_route(name).await?;
+        let arguments: Vec<(String, String)> = params["arguments"]
+            .as_object()
+            .map(|args| {
+                args.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let result = client
+            .get_prompt(&own, arguments)
+            .await
+            .map_err(|error| called(&server, error))?;
+        serde_json::to_value(result).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+
+    /// `completion/complete`, routed by its reference (a prompt's name or a template's URI).
+    pub(crate) async fn complete(&self, params: &Value) -> Answer {
+        let mut params: CompleteParams = serde_json::from_value(without_meta(params))
+            .map_err(|e| RpcError::new(code::INVALID_PARAMS, e.to_string()))?;
+        let (server, client) = match (&params.reference.name, &params.reference.uri) {
+            (Some(name), _) if params.reference.kind == "ref/prompt" => {
+                let (server, client, own) = self.prompt_route(name).await?;
+                params.reference.name = Some(own);
+                (server, client)
+            }
+            (_, Some(uri)) if params.reference.kind == "ref/resource" => {
+                let (server, client, original) = self.resource_route(uri)?;
+                params.reference.uri = Some(original);
+                (server, client)
+            }
+            _ => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    format!("Unknown completion reference {}", params.reference.kind),
+                ));
+            }
+        };
+        let result = client
+            .request::<method::Complete>(params)
+            .await
+            .map_err(|error| called(&server, error))?;
+        serde_json::to_value(result).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}
+
+/// An upstream's error as the downstream client hears it.
+fn called(server: &str, error: toolwire::Error) -> RpcError {
+    relayed(server, &error)
+}
+
+/// `item[key]`, a URI of `server`'s, under the gateway's name.
+pub(crate) fn rename_uri(item: &mut Value, key: &str, server: &str, separator: &str) {
+    if let Some(uri) = item[key].as_str()
+        && let Some(renamed) = uris::outward(server, separator, uri)
+    {
+        item[key] = json!(renamed);
+    }
+}
