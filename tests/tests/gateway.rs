@@ -713,3 +713,105 @@ async fn resources_prompts_and_completions_of_every_server_under_the_gateways_na
     direct.close().await;
     gateway.host().shutdown().await;
 }
+
+/// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the
+/// body.
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_say_how_each_upstream_is() {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let servers = json!({
+        "new": {"url": new.url()},
+        "broken": {"command": "/nonexistent/toolwire-test-binary"},
+        // Never answers its handshake: starting for as long as the test runs.
+        "mute": {"command": "sleep", "args": ["600"]},
+        "off": {"command": SCRIPTED, "args": ["modern"], "disabled": true},
+    });
+    let config =
+        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
+    let host = Host::builder(Client::builder("gateway-e2e", "0"))
+        .reconnect(None)
+        .start(&config)
+        .unwrap();
+    let mut new_state = host.watch("new").unwrap();
+    let mut broken_state = host.watch("broken").unwrap();
+    // `mute` never starts: calls wait for it no longer than this.
+    let gateway = Gateway::builder(host)
+        .startup_wait(Duration::from_millis(100))
+        .build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let (status, body) = get(front.addr(), "/healthz").await;
+    assert_eq!((status, body.trim()), (200, "ok"));
+
+    new_state
+        .wait_for(|s| matches!(s, ServerState::Ready { .. }))
+        .await
+        .unwrap();
+    broken_state
+        .wait_for(|s| matches!(s, ServerState::Failed { .. }))
+        .await
+        .unwrap();
+    let (status, body) = get(front.addr(), "/readyz").await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["ready"], false);
+    assert_eq!(body["servers"]["new"]["state"], "ready");
+    assert_eq!(body["servers"]["new"]["version"], "2026-07-28");
+    assert!(body["servers"]["new"]["tools"].as_u64().unwrap() > 5);
+    assert_eq!(body["servers"]["broken"]["state"], "failed");
+    assert!(
+        body["servers"]["broken"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nonexistent")
+    );
+    assert_eq!(body["servers"]["mute"]["state"], "starting");
+    assert_eq!(body["servers"]["off"]["state"], "disabled");
+    // The MCP endpoint is the only other path.
+    assert_eq!(get(front.addr(), "/nothing").await.0, 404);
+
+    // Calls counted by upstream, tool and outcome; states as gauges.
+    let client = client(&front.url(), ProtocolMode::Auto);
+    for text in ["a", "b"] {
+        client
+            .call_tool("new__echo", json!({"text": text}))
+            .await
+            .unwrap();
+    }
+    client.call_tool("new__fail", json!({})).await.unwrap();
+    let _ = client
+        .call_tool("new__protocol_error", json!({}))
+        .await
+        .unwrap_err();
+    client.close().await;
+    let (status, metrics) = get(front.addr(), "/metrics").await;
+    assert_eq!(status, 200);
+    for line in [
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__echo",outcome="ok"} 2"#,
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__fail",outcome="tool_error"} 1"#,
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__protocol_error",outcome="error"} 1"#,
+        r#"toolwire_gateway_tool_call_duration_seconds_count{upstream="new",tool="new__echo"} 2"#,
+        r#"toolwire_gateway_upstream_state{upstream="new",state="ready"} 1"#,
+        r#"toolwire_gateway_upstream_state{upstream="broken",state="failed"} 1"#,
+        r#"toolwire_gateway_upstream_state{upstream="mute",state="starting"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line} in\n{metrics}"
+        );
+    }
+    gateway.host().shutdown().await;
+}

@@ -17,6 +17,9 @@
 //! - **Partial availability**: a server that fails takes only its own tools out of the
 //!   listing; the others are served. A change of any server's tools reaches downstream clients
 //!   as one `notifications/tools/list_changed` per burst ([`COALESCE`]).
+//! - **Operations** (over HTTP): `/healthz` (up), `/readyz` (every enabled upstream tried;
+//!   each one's state as JSON; 503 until then), `/metrics` (Prometheus: calls by upstream,
+//!   tool and outcome, their latency, each upstream's state).
 //! - **Pagination**: `tools/list` pages of [`GatewayBuilder::page_size`] tools, in name order.
 //! - **Resources, prompts, completions**: every upstream's, merged; a resource's URI carries
 //!   its server's name in front of its authority (`toolwire://readme` of `docs` is
@@ -51,7 +54,8 @@
 //! `toolwire-headers` (the header plans of the merged tools), `tokio` (the change coalescer),
 //! `serde_json` (messages relayed as JSON, unknown members kept), `futures-util` (listings
 //! fetched from every upstream at once), `percent-encoding` (a server's name inside a URI;
-//! already under `url`), `tracing`.
+//! already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
+//! for `/metrics`: the text format and histograms, not hand-written).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,13 +65,16 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolwire::{CallOptions, Error, ErrorChain, InputError, ProgressParams, Tool};
 use toolwire_headers::HeaderPlan;
-use toolwire_host::{Host, HostError};
+use toolwire_host::{Host, HostError, ServerState};
 use toolwire_server::{
-    Answer, Change, Era, HttpServer, Notifier, Options, Request, RpcError, ServerInfo, Service,
+    Answer, Change, Era, HttpServer, Notifier, Options, Page, Request, RpcError, ServerInfo,
+    Service,
 };
 
+use crate::metrics::{Metrics, Outcome};
 use crate::surface::Listing;
 
+mod metrics;
 mod surface;
 mod uris;
 use toolwire_types::error::code;
@@ -121,6 +128,7 @@ impl GatewayBuilder {
             startup_wait: self.startup_wait,
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
+            metrics: Metrics::new(),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -172,6 +180,7 @@ pub struct Gateway {
     /// Set once the upstreams have started (or the wait ran out).
     started: tokio::sync::OnceCell<()>,
     changes: broadcast::Sender<Change>,
+    metrics: Metrics,
 }
 
 impl Gateway {
@@ -202,6 +211,47 @@ impl Gateway {
     /// Serves on stdin/stdout until stdin ends.
     pub async fn serve_stdio(self: &Arc<Self>, options: Options) -> std::io::Result<()> {
         toolwire_server::serve_stdio(options, self.clone()).await
+    }
+
+    /// Whether every enabled upstream has been tried (none is still starting), and each
+    /// one's state as JSON.
+    pub fn readiness(&self) -> (bool, Value) {
+        let states = self.states();
+        let ready = states.iter().all(|(_, state, _)| *state != "starting");
+        let servers = states
+            .into_iter()
+            .map(|(server, _, described)| (server, described))
+            .collect();
+        (ready, Value::Object(servers))
+    }
+
+    /// Each upstream's name, state in one word, and state as JSON.
+    fn states(&self) -> Vec<(String, &'static str, Value)> {
+        self.host
+            .servers()
+            .into_iter()
+            .map(|server| {
+                let (word, described) = match self.host.state(server) {
+                    Some(ServerState::Ready { version, tools }) => (
+                        "ready",
+                        json!({"version": version.as_str(), "tools": tools}),
+                    ),
+                    Some(ServerState::Starting) | None => ("starting", json!({})),
+                    Some(ServerState::Reconnecting { attempt }) => {
+                        ("reconnecting", json!({"attempt": attempt}))
+                    }
+                    Some(ServerState::Disabled) => ("disabled", json!({})),
+                    Some(ServerState::Failed { reason }) => ("failed", json!({"reason": reason})),
+                    Some(ServerState::NeedsLogin { reason }) => {
+                        ("needs-login", json!({"reason": reason}))
+                    }
+                    Some(_) => ("unknown", json!({})),
+                };
+                let mut described = described;
+                described["state"] = json!(word);
+                (server.to_owned(), word, described)
+            })
+            .collect()
     }
 
     /// One page of the merged listing, after `cursor` (an offset into the tools in name
@@ -267,6 +317,7 @@ impl Gateway {
             }
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
+        let began = std::time::Instant::now();
         let called = match params["_meta"].get("progressToken") {
             Some(token @ (Value::String(_) | Value::Number(_))) => {
                 let (token, notifier) = (token.clone(), notifier.clone());
@@ -287,6 +338,14 @@ impl Gateway {
             }
             _ => self.host.call_tool(name, arguments).await,
         };
+        if let Some(server) = &server {
+            let outcome = match &called {
+                Ok(r) if r.is_error == Some(true) => Outcome::ToolError,
+                Ok(_) => Outcome::Ok,
+                Err(_) => Outcome::Error,
+            };
+            self.metrics.call(server, name, outcome, began.elapsed());
+        }
         let mut result = called.map_err(|e| upstream_error(&e))?;
         // Tools the call says it registers, removes or changes, by the names clients see here
         // (a client waits for exactly those names before it trusts its listing again).
@@ -383,6 +442,33 @@ impl Service for Gateway {
             )),
         };
         answer.map(|result| for_era(result, request.era))
+    }
+
+    fn page(&self, path: &str) -> Option<Page> {
+        match path {
+            // The process is up and serving.
+            "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),
+            // Every enabled upstream has been tried, and how each is.
+            "/readyz" => {
+                let (ready, servers) = self.readiness();
+                let status = if ready { 200 } else { 503 };
+                let body = json!({"ready": ready, "servers": servers}).to_string();
+                Some(Page::new(status, "application/json", body))
+            }
+            "/metrics" => {
+                let states: Vec<(String, &'static str)> = self
+                    .states()
+                    .into_iter()
+                    .map(|(server, word, _)| (server, word))
+                    .collect();
+                Some(Page::new(
+                    200,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    self.metrics.render(&states),
+                ))
+            }
+            _ => None,
+        }
     }
 
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {

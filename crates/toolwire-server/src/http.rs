@@ -277,6 +277,13 @@ impl<S: Service> Front<S> {
             }
         }
         if req.uri().path() != options.path {
+            // The service's own pages (health, metrics), GET only.
+            if req.method() == Method::GET
+                && let Some(page) = self.core.service.page(req.uri().path())
+            {
+                let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
+                return with_body(status, page.content_type, Bytes::from(page.body));
+            }
             return empty(StatusCode::NOT_FOUND);
         }
         let (parts, body) = req.into_parts();

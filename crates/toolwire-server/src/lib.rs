@@ -38,7 +38,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use service::{
-    Answer, Change, Era, Notifier, Request, RpcError, ServerInfo, Service, legacy_notification,
+    Answer, Change, Era, Notifier, Page, Request, RpcError, ServerInfo, Service,
+    legacy_notification,
 };
 
 use crate::core::Core;

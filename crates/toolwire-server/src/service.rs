@@ -93,6 +93,30 @@ pub enum Change {
     ElicitationComplete(String),
 }
 
+/// A page a service serves over HTTP beside the MCP endpoint (`GET` only): a health check,
+/// metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Page {
+    /// The HTTP status.
+    pub status: u16,
+    /// Its `Content-Type`.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: String,
+}
+
+impl Page {
+    /// A page with this status, type and body.
+    pub fn new(status: u16, content_type: &'static str, body: impl Into<String>) -> Self {
+        Self {
+            status,
+            content_type,
+            body: body.into(),
+        }
+    }
+}
+
 /// Who the server is and what it offers, for `initialize` and `server/discover`.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -152,6 +176,13 @@ pub trait Service: Send + Sync + 'static {
     /// has none or is unknown.
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
         let _ = name;
+        None
+    }
+
+    /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP; None is a 404. None
+    /// by default.
+    fn page(&self, path: &str) -> Option<Page> {
+        let _ = path;
         None
     }
 

@@ -1,0 +1,145 @@
+//! What `/metrics` shows, in Prometheus' text format: calls by upstream, tool and outcome,
+//! their latency, and each upstream's state.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Outcome {
+    /// A result.
+    Ok,
+    /// A result with `isError`: the tool failed.
+    ToolError,
+    /// No result: a JSON-RPC error, a timeout, a broken connection.
+    Error,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ToolError => "tool_error",
+            Self::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Call {
+    upstream: String,
+    tool: String,
+    outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Tool {
+    upstream: String,
+    tool: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct State {
+    upstream: String,
+    state: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.25 ms to about 8 s.
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+}
+
+/// The gateway's metrics.
+pub(crate) struct Metrics {
+    registry: Registry,
+    calls: Family<Call, Counter>,
+    latency: Family<Tool, Histogram, fn() -> Histogram>,
+    states: Family<State, Gauge>,
+    /// Encoding reads the registry whole; one at a time.
+    encoding: Mutex<()>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::with_prefix("toolwire_gateway");
+        let calls = Family::<Call, Counter>::default();
+        let latency =
+            Family::<Tool, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
+        let states = Family::<State, Gauge>::default();
+        registry.register(
+            "tool_calls",
+            "Tool calls routed to an upstream, by outcome",
+            calls.clone(),
+        );
+        registry.register(
+            "tool_call_duration_seconds",
+            "Time from a call's arrival to its answer, upstream included",
+            latency.clone(),
+        );
+        registry.register(
+            "upstream_state",
+            "1 for each upstream's current state (ready, starting, reconnecting, failed, needs-login, disabled)",
+            states.clone(),
+        );
+        Self {
+            registry,
+            calls,
+            latency,
+            states,
+            encoding: Mutex::new(()),
+        }
+    }
+
+    /// One call to `upstream`'s `tool` (as the gateway names it), how it ended and how long it
+    /// took.
+    pub(crate) fn call(&self, upstream: &str, tool: &str, outcome: Outcome, took: Duration) {
+        self.calls
+            .get_or_create(&Call {
+                upstream: upstream.to_owned(),
+                tool: tool.to_owned(),
+                outcome: outcome.as_str().to_owned(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&Tool {
+                upstream: upstream.to_owned(),
+                tool: tool.to_owned(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with `states` (upstream, state) as they are now.
+    pub(crate) fn render(&self, states: &[(String, &'static str)]) -> String {
+        let _one = self
+            .encoding
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.states.clear();
+        for (upstream, state) in states {
+            self.states
+                .get_or_create(&State {
+                    upstream: upstream.clone(),
+                    state: (*state).to_owned(),
+                })
+                .set(1);
+        }
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "encoding the metrics");
+        }
+        out
+    }
+}
