@@ -9,88 +9,17 @@
     reason = "tests fail by panicking"
 )]
 
-use std::net::SocketAddr;
+mod gateway_common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use gateway_common::*;
+use serde_json::json;
 use toolwire::{
     Client, Error, HttpTransport, InputError, ProtocolMode, ProtocolVersion, ServerNotification,
 };
-use toolwire_gateway::Gateway;
-use toolwire_host::{Host, Naming, ServerState, ServersConfig};
-use toolwire_refserver::{Eras, Framing, Options};
-
-const SCRIPTED: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
-const LOOPBACK: SocketAddr =
-    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
-
-async fn reference(eras: Eras, framing: Framing) -> toolwire_refserver::HttpServer {
-    let mut o = Options::default();
-    o.server.eras = eras;
-    o.server.framing = framing;
-    toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap()
-}
-
-/// A host over `servers` (an `mcpServers` object), settled, with no reconnect.
-async fn host(servers: Value, naming: Naming) -> Host {
-    let config =
-        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
-    let host = Host::builder(Client::builder("gateway-e2e", "0"))
-        .reconnect(None)
-        .naming(naming)
-        .start(&config)
-        .unwrap();
-    host.settled(Duration::from_secs(20)).await;
-    host
-}
-
-/// A gateway serving over loopback HTTP, and the two reference servers it may front.
-struct Setup {
-    gateway: Arc<Gateway>,
-    front: toolwire_server::HttpServer,
-    _upstreams: [toolwire_refserver::HttpServer; 2],
-}
-
-/// Starts `new` (2026-07-28 only) and `old` (legacy only), a host over the entries `servers`
-/// names (given both), and a gateway over it with `page_size` tools a page if given.
-async fn setup(
-    servers: impl FnOnce(&toolwire_refserver::HttpServer, &toolwire_refserver::HttpServer) -> Value,
-    naming: Naming,
-    page_size: Option<usize>,
-) -> Setup {
-    let new = reference(Eras::Modern, Framing::Json).await;
-    let old = reference(Eras::Legacy, Framing::Sse).await;
-    let host = host(servers(&new, &old), naming).await;
-    let mut gateway = Gateway::builder(host);
-    if let Some(page) = page_size {
-        gateway = gateway.page_size(page);
-    }
-    let gateway = gateway.build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
-    Setup {
-        gateway,
-        front,
-        _upstreams: [new, old],
-    }
-}
-
-fn client(url: &str, mode: ProtocolMode) -> Client {
-    Client::builder("downstream", "0")
-        .mode(mode)
-        .connect_http(HttpTransport::builder(url))
-        .unwrap()
-}
-
-const LEGACY: ProtocolMode = ProtocolMode::Pinned(ProtocolVersion::V2025_06_18);
-
-fn text(result: &toolwire::CallToolResult) -> &str {
-    result.content[0].as_text().unwrap()
-}
+use toolwire_host::{Naming, ServerState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
@@ -160,72 +89,6 @@ async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
         assert_eq!(r.structured_content, Some(json!({"sum": 42})));
         client.close().await;
     }
-    gateway.host().shutdown().await;
-}
-
-/// One raw HTTP/1.1 POST of `body` with `headers`; the status and the body.
-async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
-    let body = body.to_string();
-    let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response[9..12].parse().unwrap();
-    let (_, rest) = response.split_once("\r\n\r\n").unwrap();
-    // A JSON body, or the data of an SSE stream's events (between chunk sizes).
-    let json = rest
-        .lines()
-        .filter_map(|line| {
-            serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
-        })
-        .find(Value::is_object)
-        .unwrap_or(Value::Null);
-    (status, json)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inbound_headers_are_checked_against_the_body_under_the_gateways_names() {
-    let Setup {
-        gateway,
-        front,
-        _upstreams,
-    } = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "new__execute_sql", "arguments": {"region": "us-east-1", "query": "SELECT 1"},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-    let headers = |region| {
-        [
-            ("mcp-protocol-version", "2026-07-28"),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "new__execute_sql"),
-            ("mcp-param-region", region),
-        ]
-    };
-
-    let (status, body) = post(front.addr(), &headers("eu-west-1"), &call).await;
-    assert_eq!(status, 400, "{body}");
-    assert_eq!(body["error"]["code"], -32020, "{body}");
-
-    let (status, body) = post(front.addr(), &headers("us-east-1"), &call).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        body["result"]["content"][0]["text"],
-        "region=us-east-1 rows=1 query=SELECT 1"
-    );
     gateway.host().shutdown().await;
 }
 
@@ -492,44 +355,6 @@ async fn a_tool_registered_upstream_reaches_the_listing_and_the_client_hears_it(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_page_from_another_origin_is_refused_on_loopback() {
-    let Setup {
-        gateway,
-        front,
-        _upstreams,
-    } = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
-    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-    let modern = [
-        ("mcp-protocol-version", "2026-07-28"),
-        ("mcp-method", "ping"),
-    ];
-
-    let (status, body) = post(
-        front.addr(),
-        &[modern[0], modern[1], ("origin", "http://evil.example")],
-        &ping,
-    )
-    .await;
-    assert_eq!(status, 403, "{body}");
-    // A local page may.
-    let (status, body) = post(
-        front.addr(),
-        &[modern[0], modern[1], ("origin", "http://localhost:6274")],
-        &ping,
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["result"]["resultType"], "complete", "{body}");
-    gateway.host().shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_client_in_order_under_its_own_token_in_both_eras() {
     let Setup {
         gateway,
@@ -711,107 +536,5 @@ async fn resources_prompts_and_completions_of_every_server_under_the_gateways_na
         client.close().await;
     }
     direct.close().await;
-    gateway.host().shutdown().await;
-}
-
-/// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the
-/// body.
-async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response[9..12].parse().unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").unwrap();
-    (status, body.to_owned())
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn health_and_readiness_say_how_each_upstream_is() {
-    let new = reference(Eras::Modern, Framing::Json).await;
-    let servers = json!({
-        "new": {"url": new.url()},
-        "broken": {"command": "/nonexistent/toolwire-test-binary"},
-        // Never answers its handshake: starting for as long as the test runs.
-        "mute": {"command": "sleep", "args": ["600"]},
-        "off": {"command": SCRIPTED, "args": ["modern"], "disabled": true},
-    });
-    let config =
-        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
-    let host = Host::builder(Client::builder("gateway-e2e", "0"))
-        .reconnect(None)
-        .start(&config)
-        .unwrap();
-    let mut new_state = host.watch("new").unwrap();
-    let mut broken_state = host.watch("broken").unwrap();
-    // `mute` never starts: calls wait for it no longer than this.
-    let gateway = Gateway::builder(host)
-        .startup_wait(Duration::from_millis(100))
-        .build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
-    let (status, body) = get(front.addr(), "/healthz").await;
-    assert_eq!((status, body.trim()), (200, "ok"));
-
-    new_state
-        .wait_for(|s| matches!(s, ServerState::Ready { .. }))
-        .await
-        .unwrap();
-    broken_state
-        .wait_for(|s| matches!(s, ServerState::Failed { .. }))
-        .await
-        .unwrap();
-    let (status, body) = get(front.addr(), "/readyz").await;
-    let body: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(body["ready"], false);
-    assert_eq!(body["servers"]["new"]["state"], "ready");
-    assert_eq!(body["servers"]["new"]["version"], "2026-07-28");
-    assert!(body["servers"]["new"]["tools"].as_u64().unwrap() > 5);
-    assert_eq!(body["servers"]["broken"]["state"], "failed");
-    assert!(
-        body["servers"]["broken"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("nonexistent")
-    );
-    assert_eq!(body["servers"]["mute"]["state"], "starting");
-    assert_eq!(body["servers"]["off"]["state"], "disabled");
-    // The MCP endpoint is the only other path.
-    assert_eq!(get(front.addr(), "/nothing").await.0, 404);
-
-    // Calls counted by upstream, tool and outcome; states as gauges.
-    let client = client(&front.url(), ProtocolMode::Auto);
-    for text in ["a", "b"] {
-        client
-            .call_tool("new__echo", json!({"text": text}))
-            .await
-            .unwrap();
-    }
-    client.call_tool("new__fail", json!({})).await.unwrap();
-    let _ = client
-        .call_tool("new__protocol_error", json!({}))
-        .await
-        .unwrap_err();
-    client.close().await;
-    let (status, metrics) = get(front.addr(), "/metrics").await;
-    assert_eq!(status, 200);
-    for line in [
-        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__echo",outcome="ok"} 2"#,
-        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__fail",outcome="tool_error"} 1"#,
-        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__protocol_error",outcome="error"} 1"#,
-        r#"toolwire_gateway_tool_call_duration_seconds_count{upstream="new",tool="new__echo"} 2"#,
-        r#"toolwire_gateway_upstream_state{upstream="new",state="ready"} 1"#,
-        r#"toolwire_gateway_upstream_state{upstream="broken",state="failed"} 1"#,
-        r#"toolwire_gateway_upstream_state{upstream="mute",state="starting"} 1"#,
-    ] {
-        assert!(
-            metrics.lines().any(|l| l == line),
-            "no {line} in\n{metrics}"
-        );
-    }
     gateway.host().shutdown().await;
 }

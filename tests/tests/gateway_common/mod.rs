@@ -1,0 +1,127 @@
+//! What the gateway's end-to-end test files share: reference servers to put behind it, a
+//! host and a gateway over them, clients, and raw HTTP requests.
+
+#![allow(dead_code, reason = "each test file uses its own part")]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use toolwire::{Client, HttpTransport, ProtocolMode, ProtocolVersion};
+use toolwire_gateway::Gateway;
+use toolwire_host::{Host, Naming, ServersConfig};
+use toolwire_refserver::{Eras, Framing, Options};
+
+pub(crate) const SCRIPTED: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
+pub(crate) const LOOPBACK: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+pub(crate) async fn reference(eras: Eras, framing: Framing) -> toolwire_refserver::HttpServer {
+    let mut o = Options::default();
+    o.server.eras = eras;
+    o.server.framing = framing;
+    toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap()
+}
+
+/// A host over `servers` (an `mcpServers` object), settled, with no reconnect.
+pub(crate) async fn host(servers: Value, naming: Naming) -> Host {
+    let config =
+        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
+    let host = Host::builder(Client::builder("gateway-e2e", "0"))
+        .reconnect(None)
+        .naming(naming)
+        .start(&config)
+        .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+    host
+}
+
+/// A gateway serving over loopback HTTP, and the two reference servers it may front.
+pub(crate) struct Setup {
+    pub(crate) gateway: Arc<Gateway>,
+    pub(crate) front: toolwire_server::HttpServer,
+    pub(crate) _upstreams: [toolwire_refserver::HttpServer; 2],
+}
+
+/// Starts `new` (2026-07-28 only) and `old` (legacy only), a host over the entries `servers`
+/// names (given both), and a gateway over it with `page_size` tools a page if given.
+pub(crate) async fn setup(
+    servers: impl FnOnce(&toolwire_refserver::HttpServer, &toolwire_refserver::HttpServer) -> Value,
+    naming: Naming,
+    page_size: Option<usize>,
+) -> Setup {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let old = reference(Eras::Legacy, Framing::Sse).await;
+    let host = host(servers(&new, &old), naming).await;
+    let mut gateway = Gateway::builder(host);
+    if let Some(page) = page_size {
+        gateway = gateway.page_size(page);
+    }
+    let gateway = gateway.build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    Setup {
+        gateway,
+        front,
+        _upstreams: [new, old],
+    }
+}
+
+pub(crate) fn client(url: &str, mode: ProtocolMode) -> Client {
+    Client::builder("downstream", "0")
+        .mode(mode)
+        .connect_http(HttpTransport::builder(url))
+        .unwrap()
+}
+
+pub(crate) const LEGACY: ProtocolMode = ProtocolMode::Pinned(ProtocolVersion::V2025_06_18);
+
+pub(crate) fn text(result: &toolwire::CallToolResult) -> &str {
+    result.content[0].as_text().unwrap()
+}
+
+/// One raw HTTP/1.1 POST of `body` with `headers`; the status and the body.
+pub(crate) async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(&body);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, rest) = response.split_once("\r\n\r\n").unwrap();
+    // A JSON body, or the data of an SSE stream's events (between chunk sizes).
+    let json = rest
+        .lines()
+        .filter_map(|line| {
+            serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
+        })
+        .find(Value::is_object)
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+/// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the
+/// body.
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, body.to_owned())
+}

@@ -1,0 +1,185 @@
+//! The gateway over HTTP as operators and proxies meet it: SEP-2243 headers checked against
+//! the body under the gateway's names, foreign origins refused on loopback, health,
+//! readiness and metrics.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+mod gateway_common;
+
+use std::time::Duration;
+
+use gateway_common::*;
+use serde_json::{Value, json};
+use toolwire::{Client, ProtocolMode};
+use toolwire_gateway::Gateway;
+use toolwire_host::{Host, Naming, ServerState, ServersConfig};
+use toolwire_refserver::{Eras, Framing};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_headers_are_checked_against_the_body_under_the_gateways_names() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "new__execute_sql", "arguments": {"region": "us-east-1", "query": "SELECT 1"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let headers = |region| {
+        [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "new__execute_sql"),
+            ("mcp-param-region", region),
+        ]
+    };
+
+    let (status, body) = post(front.addr(), &headers("eu-west-1"), &call).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], -32020, "{body}");
+
+    let (status, body) = post(front.addr(), &headers("us-east-1"), &call).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["result"]["content"][0]["text"],
+        "region=us-east-1 rows=1 query=SELECT 1"
+    );
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_from_another_origin_is_refused_on_loopback() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let modern = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "ping"),
+    ];
+
+    let (status, body) = post(
+        front.addr(),
+        &[modern[0], modern[1], ("origin", "http://evil.example")],
+        &ping,
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    // A local page may.
+    let (status, body) = post(
+        front.addr(),
+        &[modern[0], modern[1], ("origin", "http://localhost:6274")],
+        &ping,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_readiness_say_how_each_upstream_is() {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let servers = json!({
+        "new": {"url": new.url()},
+        "broken": {"command": "/nonexistent/toolwire-test-binary"},
+        // Never answers its handshake: starting for as long as the test runs.
+        "mute": {"command": "sleep", "args": ["600"]},
+        "off": {"command": SCRIPTED, "args": ["modern"], "disabled": true},
+    });
+    let config =
+        ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
+    let host = Host::builder(Client::builder("gateway-e2e", "0"))
+        .reconnect(None)
+        .start(&config)
+        .unwrap();
+    let mut new_state = host.watch("new").unwrap();
+    let mut broken_state = host.watch("broken").unwrap();
+    // `mute` never starts: calls wait for it no longer than this.
+    let gateway = Gateway::builder(host)
+        .startup_wait(Duration::from_millis(100))
+        .build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let (status, body) = get(front.addr(), "/healthz").await;
+    assert_eq!((status, body.trim()), (200, "ok"));
+
+    new_state
+        .wait_for(|s| matches!(s, ServerState::Ready { .. }))
+        .await
+        .unwrap();
+    broken_state
+        .wait_for(|s| matches!(s, ServerState::Failed { .. }))
+        .await
+        .unwrap();
+    let (status, body) = get(front.addr(), "/readyz").await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["ready"], false);
+    assert_eq!(body["servers"]["new"]["state"], "ready");
+    assert_eq!(body["servers"]["new"]["version"], "2026-07-28");
+    assert!(body["servers"]["new"]["tools"].as_u64().unwrap() > 5);
+    assert_eq!(body["servers"]["broken"]["state"], "failed");
+    assert!(
+        body["servers"]["broken"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nonexistent")
+    );
+    assert_eq!(body["servers"]["mute"]["state"], "starting");
+    assert_eq!(body["servers"]["off"]["state"], "disabled");
+    // The MCP endpoint is the only other path.
+    assert_eq!(get(front.addr(), "/nothing").await.0, 404);
+
+    // Calls counted by upstream, tool and outcome; states as gauges.
+    let client = client(&front.url(), ProtocolMode::Auto);
+    for text in ["a", "b"] {
+        client
+            .call_tool("new__echo", json!({"text": text}))
+            .await
+            .unwrap();
+    }
+    client.call_tool("new__fail", json!({})).await.unwrap();
+    let _ = client
+        .call_tool("new__protocol_error", json!({}))
+        .await
+        .unwrap_err();
+    client.close().await;
+    let (status, metrics) = get(front.addr(), "/metrics").await;
+    assert_eq!(status, 200);
+    for line in [
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__echo",outcome="ok"} 2"#,
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__fail",outcome="tool_error"} 1"#,
+        r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__protocol_error",outcome="error"} 1"#,
+        r#"toolwire_gateway_tool_call_duration_seconds_count{upstream="new",tool="new__echo"} 2"#,
+        r#"toolwire_gateway_upstream_state{upstream="new",state="ready"} 1"#,
+        r#"toolwire_gateway_upstream_state{upstream="broken",state="failed"} 1"#,
+        r#"toolwire_gateway_upstream_state{upstream="mute",state="starting"} 1"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line} in\n{metrics}"
+        );
+    }
+    gateway.host().shutdown().await;
+}
