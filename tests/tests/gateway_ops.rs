@@ -11,6 +11,7 @@
 
 mod gateway_common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use gateway_common::*;
@@ -182,4 +183,67 @@ async fn health_and_readiness_say_how_each_upstream_is() {
         );
     }
     gateway.host().shutdown().await;
+}
+
+/// A gateway over its own host of `upstream`, its legacy sessions sealed with `keys`.
+async fn replica(upstream: &str, keys: &[[u8; 32]]) -> (Arc<Gateway>, toolwire_server::HttpServer) {
+    let host = host(json!({"new": {"url": upstream}}), Naming::Qualified).await;
+    let gateway = Gateway::builder(host).build();
+    let mut options = toolwire_server::Options::default();
+    options.session_keys = Some(toolwire_server::SessionKeys::new(keys.iter().copied()).unwrap());
+    let front = gateway.serve_http(LOOPBACK, options).await.unwrap();
+    (gateway, front)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_started_on_one_replica_goes_on_at_any_replica_with_the_key() {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let (old_key, new_key, other_key) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+    let (a_gw, a) = replica(&new.url(), &[old_key]).await;
+    // B has moved to a new key and still opens the old one; C has another key altogether.
+    let (b_gw, b) = replica(&new.url(), &[new_key, old_key]).await;
+    let (c_gw, c) = replica(&new.url(), &[other_key]).await;
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, session, _) = exchange(a.addr(), &[], &initialize).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "new__echo", "arguments": {"text": "on B"}}});
+    let with = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+
+    // B never saw the session: it opens it, and serves it.
+    let (status, body) = post(b.addr(), &with, &call).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "on B");
+    // C cannot open it.
+    assert_eq!(post(c.addr(), &with, &call).await.0, 404);
+    // A tampered id opens nowhere.
+    let mut tampered = session.clone().into_bytes();
+    tampered[5] = if tampered[5] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let forged = [
+        ("mcp-session-id", tampered.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    assert_eq!(post(a.addr(), &forged, &call).await.0, 404);
+
+    // B seals with its new key: A, which has only the old one, does not know B's sessions.
+    let (_, from_b, _) = exchange(b.addr(), &[], &initialize).await;
+    let from_b = from_b.unwrap();
+    let with_b = [
+        ("mcp-session-id", from_b.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    assert_eq!(post(a.addr(), &with_b, &call).await.0, 404);
+    assert_eq!(post(b.addr(), &with_b, &call).await.0, 200);
+
+    for gateway in [a_gw, b_gw, c_gw] {
+        gateway.host().shutdown().await;
+    }
 }

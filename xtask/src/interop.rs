@@ -1638,6 +1638,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         outcome,
     );
     gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
+    gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
 
     push(
         &mut rows,

@@ -339,4 +339,9 @@ pub(crate) struct GatewayArgs {
     /// Answer with one JSON body instead of an SSE stream.
     #[arg(long = "json-responses")]
     pub(crate) json_responses: bool,
+    /// Seal legacy session ids with the keys in this file (base64 of 32 random bytes, one per
+    /// line; the first seals, all open), so every replica given the same file accepts a
+    /// session another began. Also TOOLWIRE_GATEWAY_SESSION_KEY.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) session_key_file: Option<PathBuf>,
 }

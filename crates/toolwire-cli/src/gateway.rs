@@ -34,6 +34,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     }
     let mut options = toolwire_server::Options::default();
     options.allowed_hosts.clone_from(&args.allowed_hosts);
+    options.session_keys = session_keys(args.session_key_file.as_deref())?;
     if args.json_responses {
         options.framing = toolwire_server::Framing::Json;
     }
@@ -51,6 +52,35 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let outcome = serve(&gateway, args, options).await;
     gateway.host().shutdown().await;
     outcome
+}
+
+/// The session keys of `--session-key-file`, else of `TOOLWIRE_GATEWAY_SESSION_KEY`, else none.
+/// Their text never reaches an error or a log.
+fn session_keys(
+    file: Option<&std::path::Path>,
+) -> Result<Option<toolwire_server::SessionKeys>, Failure> {
+    let (text, source) = match file {
+        Some(file) => {
+            #[cfg(unix)]
+            if let Ok(meta) = std::fs::metadata(file) {
+                use std::os::unix::fs::PermissionsExt as _;
+                if meta.permissions().mode() & 0o077 != 0 {
+                    tracing::warn!(file = %file.display(), "the session key file can be read by other users: chmod 600 it");
+                }
+            }
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                Failure::Usage(format!("--session-key-file {}: {e}", file.display()))
+            })?;
+            (text, format!("--session-key-file {}", file.display()))
+        }
+        None => match std::env::var("TOOLWIRE_GATEWAY_SESSION_KEY") {
+            Ok(text) => (text, "TOOLWIRE_GATEWAY_SESSION_KEY".to_owned()),
+            Err(_) => return Ok(None),
+        },
+    };
+    toolwire_server::SessionKeys::parse(&text)
+        .map(Some)
+        .map_err(|e| Failure::Usage(format!("{source}: {e}")))
 }
 
 async fn serve(

@@ -246,3 +246,23 @@ fn a_public_address_is_refused_without_allow_unauthenticated() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--allow-unauthenticated"), "{stderr}");
 }
+
+#[test]
+fn a_bad_session_key_is_named_by_where_it_came_from_never_shown() {
+    let config = config("keys");
+    let keys = config.dir.join("keys");
+    std::fs::write(&keys, "c2VjcmV0LXRva2Vu\n").unwrap();
+    let out = toolwire(&[
+        "gateway",
+        "--config",
+        config.path.to_str().unwrap(),
+        "--session-key-file",
+        keys.to_str().unwrap(),
+        "--stdio",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--session-key-file"), "{stderr}");
+    assert!(stderr.contains("not base64 of 32 bytes"), "{stderr}");
+    assert!(!stderr.contains("c2VjcmV0LXRva2Vu"), "{stderr}");
+}

@@ -58,9 +58,10 @@ struct Session {
 pub(crate) struct Front<S> {
     pub(crate) core: Arc<Core<S>>,
     sessions: std::sync::Mutex<HashMap<String, Session>>,
+    /// Sealed session ids deleted here: another replica may still accept them, this one not.
+    deleted: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
     pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
-    pub(crate) minted: AtomicU64,
     posts: AtomicU64,
     sse_answers: AtomicU64,
     /// Faults injected so far (every kind), for tests that must know a fault happened.
@@ -184,8 +185,8 @@ impl<S: Service> Front<S> {
             local,
             core,
             sessions: std::sync::Mutex::new(HashMap::new()),
+            deleted: std::sync::Mutex::new(std::collections::HashSet::new()),
             sse_sessions: std::sync::Mutex::new(HashMap::new()),
-            minted: AtomicU64::new(0),
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
             faults: Arc::new(AtomicU64::new(0)),
@@ -390,6 +391,9 @@ impl<S: Service> Front<S> {
                 }
                 return empty(StatusCode::BAD_REQUEST);
             };
+            if !self.knows(sid) {
+                return empty(StatusCode::NOT_FOUND);
+            }
             let mut sessions = lock(&self.sessions);
             let Some(s) = sessions.get_mut(sid) else {
                 return empty(StatusCode::NOT_FOUND);
@@ -421,14 +425,19 @@ impl<S: Service> Front<S> {
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
         }
-        let new_session = (method == "initialize" && options.sessions && !modern).then(|| {
-            let n = self.minted.fetch_add(1, Ordering::SeqCst) + 1;
-            format!(
-                "{:016x}{:016x}",
-                n,
-                std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15
-            )
-        });
+        let new_session = if method == "initialize" && options.sessions && !modern {
+            let minted = match &options.session_keys {
+                Some(keys) => keys.seal(std::time::SystemTime::now()),
+                None => Some(crate::session_id::random()),
+            };
+            let Some(minted) = minted else {
+                tracing::warn!("the system's random source failed: no session id");
+                return empty(StatusCode::INTERNAL_SERVER_ERROR);
+            };
+            Some(minted)
+        } else {
+            None
+        };
         if let Some(sid) = &new_session {
             lock(&self.sessions).insert(sid.clone(), Session::default());
             session = Some(sid.clone());
@@ -527,6 +536,22 @@ impl<S: Service> Front<S> {
         tx.send_data(sse(id.as_deref(), data)).await.is_ok()
     }
 
+    /// Whether `sid` is a live session here: one this process holds, or (with keys) one any
+    /// replica sealed and nobody deleted here, which this process then holds from now on.
+    fn knows(&self, sid: &str) -> bool {
+        if lock(&self.sessions).contains_key(sid) {
+            return true;
+        }
+        let Some(keys) = &self.core.options.session_keys else {
+            return false;
+        };
+        if lock(&self.deleted).contains(sid) || !keys.opens(sid, std::time::SystemTime::now()) {
+            return false;
+        }
+        lock(&self.sessions).entry(sid.to_owned()).or_default();
+        true
+    }
+
     fn open_stream(&self, sid: &str) -> u64 {
         let mut sessions = lock(&self.sessions);
         let s = sessions.entry(sid.to_owned()).or_default();
@@ -579,7 +604,7 @@ impl<S: Service> Front<S> {
         let Some(sid) = header(parts, "mcp-session-id").map(str::to_owned) else {
             return empty(StatusCode::BAD_REQUEST);
         };
-        if !lock(&self.sessions).contains_key(&sid) {
+        if !self.knows(&sid) {
             return empty(StatusCode::NOT_FOUND);
         }
         let (mut tx, response) = sse_response();
@@ -639,7 +664,13 @@ impl<S: Service> Front<S> {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
         }
         match header(parts, "mcp-session-id") {
-            Some(sid) if lock(&self.sessions).remove(sid).is_some() => empty(StatusCode::OK),
+            Some(sid) if self.knows(sid) => {
+                lock(&self.sessions).remove(sid);
+                if self.core.options.session_keys.is_some() {
+                    lock(&self.deleted).insert(sid.to_owned());
+                }
+                empty(StatusCode::OK)
+            }
             Some(_) => empty(StatusCode::NOT_FOUND),
             None => empty(StatusCode::BAD_REQUEST),
         }

@@ -12,6 +12,8 @@
 //!   checked against the body with `toolwire-headers` (HTTP 400 with `-32020` on a mismatch).
 //! - **HTTP+SSE** (2024-11-05, with [`Options::sse`]): the stream at `{path}/sse` with its
 //!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
+//! - **Any replica**: with [`Options::session_keys`], a legacy session id is a sealed token
+//!   (ChaCha20-Poly1305) any replica holding the key accepts, for [`SESSION_LIFETIME`].
 //! - **DNS rebinding**: on a loopback address, a request whose `Host` or `Origin` names
 //!   another host ([`Options::allowed_hosts`] aside) is refused with 403, as the transport
 //!   spec asks of local servers.
@@ -23,12 +25,14 @@
 //! # Dependencies
 //! hyper + hyper-util (the HTTP server), tokio, `http-body-util` (streamed bodies),
 //! `toolwire-headers` (the SEP-2243 check), `toolwire-types` (codes and `_meta` keys),
-//! `serde_json` (messages are handled as JSON values: a server that relays them, as the
+//! `ring` (session ids: the AEAD that seals them and the random source; already the client's
+//! choice), `base64` (their text form), `thiserror`, `serde_json` (messages are handled as JSON values: a server that relays them, as the
 //! gateway does, keeps every member it does not know).
 
 mod core;
 mod http;
 mod service;
+mod session_id;
 mod sse;
 mod stdio;
 
@@ -41,6 +45,7 @@ pub use service::{
     Answer, Change, Era, Notifier, Page, Request, RpcError, ServerInfo, Service,
     legacy_notification,
 };
+pub use session_id::{SESSION_LIFETIME, SessionKeyError, SessionKeys};
 
 use crate::core::Core;
 pub(crate) use crate::core::{list_changed, resource_updated};
@@ -114,6 +119,10 @@ pub struct Options {
     /// in `Host` and `Origin` (DNS-rebinding protection: a web page that resolves its own name
     /// to 127.0.0.1 sends that name, and is refused with 403).
     pub allowed_hosts: Vec<String>,
+    /// Seal legacy `Mcp-Session-Id`s with these keys, so that every replica given the same
+    /// keys accepts a session another one started (no shared store, no affinity at the
+    /// balancer). Without keys, ids are random and known only to this process.
+    pub session_keys: Option<SessionKeys>,
 }
 
 impl Default for Options {
@@ -128,6 +137,7 @@ impl Default for Options {
             faults: Faults::default(),
             sse: false,
             allowed_hosts: Vec::new(),
+            session_keys: None,
         }
     }
 }

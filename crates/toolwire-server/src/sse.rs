@@ -4,7 +4,6 @@
 //! tool-list changes go down that session's stream as `message` events.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -25,7 +24,7 @@ fn message(data: &Value) -> Bytes {
 impl<S: crate::Service> Front<S> {
     /// `GET …/sse`: a new session and its stream.
     pub(crate) fn sse_stream(self: &Arc<Self>, base: &str) -> Response {
-        let id = format!("sse-{}", self.minted.fetch_add(1, Ordering::SeqCst) + 1);
+        let id = crate::session_id::random();
         let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
         lock(&self.sse_sessions).insert(id.clone(), messages);
         let (mut tx, response) = sse_response();

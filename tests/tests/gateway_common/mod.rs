@@ -86,6 +86,16 @@ pub(crate) fn text(result: &toolwire::CallToolResult) -> &str {
 
 /// One raw HTTP/1.1 POST of `body` with `headers`; the status and the body.
 pub(crate) async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+    let (status, _, json) = exchange(addr, headers, body).await;
+    (status, json)
+}
+
+/// [`post`], with the `Mcp-Session-Id` the answer carried.
+pub(crate) async fn exchange(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Option<String>, Value) {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -101,7 +111,12 @@ pub(crate) async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Valu
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
     let status = response[9..12].parse().unwrap();
-    let (_, rest) = response.split_once("\r\n\r\n").unwrap();
+    let (head, rest) = response.split_once("\r\n\r\n").unwrap();
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
     // A JSON body, or the data of an SSE stream's events (between chunk sizes).
     let json = rest
         .lines()
@@ -110,7 +125,7 @@ pub(crate) async fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Valu
         })
         .find(Value::is_object)
         .unwrap_or(Value::Null);
-    (status, json)
+    (status, session, json)
 }
 
 /// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the

@@ -230,3 +230,200 @@ pub(super) fn gateway_checks(
         );
     }
 }
+
+/// nginx in front of a gateway fleet: round-robin, no affinity, each request logged with its
+/// session id, the replica it reached and the status.
+fn fleet_conf(port: u16, replicas: &[u16]) -> String {
+    let servers: String = replicas
+        .iter()
+        .map(|p| format!("server 127.0.0.1:{p}; "))
+        .collect();
+    format!(
+        r#"worker_processes 1;
+daemon off;
+pid nginx.pid;
+error_log error.log info;
+events {{ worker_connections 128; }}
+http {{
+    log_format fleet '$request_method|$http_mcp_session_id|$upstream_addr|$status';
+    access_log access.log fleet;
+    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
+    upstream fleet {{ {servers}}}
+    server {{
+        listen 127.0.0.1:{port};
+        location /mcp {{
+            proxy_pass http://fleet;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_read_timeout 1h;
+        }}
+    }}
+}}
+"#
+    )
+}
+
+/// Three replicas of the gateway sharing a session key behind nginx round-robin: legacy
+/// clients (the Python and TypeScript SDKs', the CLI) keep their sessions while their requests
+/// land on every replica.
+pub(super) fn fleet_checks(
+    rows: &mut Vec<Row>,
+    bin: &Path,
+    running: &Running,
+    peers: &Peers,
+    root: &Path,
+) {
+    const FLEET: &str = "3 × toolwire gateway + nginx round-robin";
+    let outcome = start_fleet(bin, running, peers).and_then(|fleet| {
+        std::fs::copy(
+            root.join("xtask/interop/ts_client.mjs"),
+            peers.cache.join("tsoauth/ts_client.mjs"),
+        )
+        .map_err(|e| format!("ts_client.mjs: {e}"))?;
+        let py = client_json(
+            Command::new(&peers.python)
+                .arg(root.join("xtask/interop/py_client.py"))
+                .args([&fleet.url, "legacy", "python__where", r#"{"region": "eu-west-1"}"#]),
+            "py_client.py",
+        )?;
+        let ts = client_json(
+            Command::new("node")
+                .arg(peers.cache.join("tsoauth/ts_client.mjs"))
+                .args([&fleet.url, "everything__echo", r#"{"message": "fleet"}"#])
+                .current_dir(peers.cache.join("tsoauth"))
+                .env("PATH", &peers.path),
+            "ts_client.mjs",
+        )?;
+        let cli = super::cli(
+            bin,
+            &Target::Url(&fleet.url),
+            "2025-11-25",
+            &["tools", "call", "ref__echo", "text=fleet"],
+            root,
+        )?;
+        let log = std::fs::read_to_string(fleet.dir.join("access.log")).unwrap_or_default();
+        // Per session: the replicas its requests reached, and any failure status.
+        let mut spread: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+            std::collections::BTreeMap::new();
+        let mut failed = Vec::new();
+        for line in log.lines() {
+            let fields: Vec<&str> = line.split('|').collect();
+            let [method, session, upstream, status] = fields[..] else {
+                continue;
+            };
+            if !matches!(session, "" | "-") {
+                spread.entry(session).or_default().insert(upstream);
+            }
+            if status.starts_with('4') || status.starts_with('5') {
+                failed.push(format!("{method} {status} at {upstream}"));
+            }
+        }
+        let sessions = spread.len();
+        let widest = spread.values().map(|replicas| replicas.len()).max().unwrap_or(0);
+        let ok = first_text(&py["result"]).contains("eu-west-1")
+            && first_text(&ts["result"]).contains("fleet")
+            && first_text(&cli) == "fleet"
+            && sessions >= 3
+            && widest == 3
+            && failed.is_empty();
+        Ok((
+            ok,
+            format!(
+                "{sessions} sessions; the widest reached {widest} replicas; failures {failed:?}; python {}; typescript {}; cli {}",
+                first_text(&py["result"]),
+                first_text(&ts["result"]),
+                first_text(&cli)
+            ),
+        ))
+    });
+    push(
+        rows,
+        FLEET,
+        "legacy sessions, no affinity",
+        "Python, TypeScript and CLI clients keep their sessions across replicas",
+        outcome,
+    );
+}
+
+/// The fleet: three replicas and nginx; stopped when dropped.
+struct Fleet {
+    _processes: Processes,
+    url: String,
+    dir: PathBuf,
+}
+
+fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, String> {
+    let dir = peers.cache.join("nginx-fleet");
+    std::fs::create_dir_all(dir.join("tmp")).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(dir.join("access.log"));
+    // A fresh key, from the operating system's random source.
+    let (ok, key, err) = run_limited(Command::new(&peers.python).args([
+        "-c",
+        "import base64, os; print(base64.b64encode(os.urandom(32)).decode())",
+    ]));
+    if !ok {
+        return Err(format!("a session key: {err}"));
+    }
+    let key_file = dir.join("session.key");
+    std::fs::write(&key_file, key).map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+    }
+    let everything_js = peers
+        .cache
+        .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let file = dir.join("fleet.json");
+    let (ref_port, nginx_port) = (free_port()?, free_port()?);
+    let config = serde_json::json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything_js.display().to_string(), "stdio"]},
+        "python": {"type": "http", "url": running.py},
+        "ref": {"type": "http", "url": format!("http://127.0.0.1:{ref_port}/mcp")},
+    }});
+    std::fs::write(&file, config.to_string()).map_err(|e| e.to_string())?;
+    let mut processes = Processes::default();
+    let ref_log = dir.join("refserver.log");
+    processes.spawn(
+        Command::new(bin).args(["serve", "--http", &format!("127.0.0.1:{ref_port}")]),
+        &ref_log,
+    )?;
+    wait_for_port(ref_port, "the reference server", &ref_log)?;
+    let mut replicas = Vec::new();
+    for n in 1..=3 {
+        let port = free_port()?;
+        let log = dir.join(format!("replica-{n}.log"));
+        processes.spawn(
+            Command::new(bin)
+                .args(["gateway", "--config", &file.display().to_string()])
+                .args(["--http", &format!("127.0.0.1:{port}")])
+                .arg("--session-key-file")
+                .arg(&key_file)
+                .env("PATH", &peers.path)
+                .env("TOOLWIRE_TRUST", "1"),
+            &log,
+        )?;
+        wait_for_port(port, "a gateway replica", &log)?;
+        replicas.push(port);
+    }
+    std::fs::write(dir.join("fleet.conf"), fleet_conf(nginx_port, &replicas))
+        .map_err(|e| e.to_string())?;
+    let log = dir.join("nginx.log");
+    processes.spawn(
+        Command::new(&peers.nginx)
+            .arg("-p")
+            .arg(format!("{}/", dir.display()))
+            .args(["-c", "fleet.conf"]),
+        &log,
+    )?;
+    wait_for_port(nginx_port, "nginx", &log)?;
+    Ok(Fleet {
+        _processes: processes,
+        url: format!("http://127.0.0.1:{nginx_port}/mcp"),
+        dir,
+    })
+}

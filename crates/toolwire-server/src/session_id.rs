@@ -1,0 +1,215 @@
+//! Legacy `Mcp-Session-Id`s: random, or self-contained tokens any replica holding the same key
+//! accepts.
+//!
+//! With [`SessionKeys`], an id is `base64url(nonce ‖ ChaCha20-Poly1305(issued-at ‖ 16 random
+//! bytes))`: a replica that did not mint it opens it, checks its age and serves the session,
+//! with no shared store. Rotation: the first key seals, every key opens, so a fleet moves to a
+//! new key by adding it first and dropping the old one a session lifetime later.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// How long a sealed session id stays valid after it was minted.
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Bound into every sealed id, so a token of another purpose sealed with the same key never
+/// opens as a session.
+const AAD: &[u8] = b"toolwire-session-v1";
+
+/// The keys session ids are sealed and opened with: the first seals, all open. Never shown:
+/// `Debug` says how many there are.
+#[derive(Clone)]
+pub struct SessionKeys {
+    keys: Vec<LessSafeKey>,
+}
+
+impl std::fmt::Debug for SessionKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionKeys({} keys, redacted)", self.keys.len())
+    }
+}
+
+/// Why keys could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionKeyError {
+    /// No key at all.
+    #[error("no session key given")]
+    Empty,
+    /// The `n`-th key (from 1) is not base64 of exactly 32 bytes.
+    #[error("session key {0} is not base64 of 32 bytes")]
+    Malformed(usize),
+}
+
+impl SessionKeys {
+    /// Keys from 32 bytes each; the first seals.
+    pub fn new(keys: impl IntoIterator<Item = [u8; 32]>) -> Result<Self, SessionKeyError> {
+        let keys: Vec<LessSafeKey> = keys
+            .into_iter()
+            .filter_map(|k| UnboundKey::new(&CHACHA20_POLY1305, &k).ok())
+            .map(LessSafeKey::new)
+            .collect();
+        if keys.is_empty() {
+            return Err(SessionKeyError::Empty);
+        }
+        Ok(Self { keys })
+    }
+
+    /// Keys written as base64 (standard or URL-safe, padded or not), separated by whitespace or
+    /// commas (one per line in a key file); the first seals. The text is never echoed in an
+    /// error.
+    pub fn parse(text: &str) -> Result<Self, SessionKeyError> {
+        let mut keys = Vec::new();
+        for (i, word) in text
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .enumerate()
+        {
+            let trimmed = word.trim_end_matches('=');
+            let bytes = URL_SAFE_NO_PAD
+                .decode(trimmed.replace('+', "-").replace('/', "_"))
+                .map_err(|_| SessionKeyError::Malformed(i + 1))?;
+            let key: [u8; 32] = bytes
+                .try_into()
+                .map_err(|_| SessionKeyError::Malformed(i + 1))?;
+            keys.push(key);
+        }
+        Self::new(keys)
+    }
+
+    /// A new session id sealed with the first key.
+    pub(crate) fn seal(&self, now: SystemTime) -> Option<String> {
+        let rng = SystemRandom::new();
+        let mut nonce = [0u8; NONCE_LEN];
+        rng.fill(&mut nonce).ok()?;
+        let issued = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+        let mut body = issued.to_be_bytes().to_vec();
+        let mut unique = [0u8; 16];
+        rng.fill(&mut unique).ok()?;
+        body.extend_from_slice(&unique);
+        self.keys
+            .first()?
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(AAD),
+                &mut body,
+            )
+            .ok()?;
+        let mut token = nonce.to_vec();
+        token.extend_from_slice(&body);
+        Some(URL_SAFE_NO_PAD.encode(token))
+    }
+
+    /// Whether `id` is a session id one of the keys sealed, no older than
+    /// [`SESSION_LIFETIME`] at `now`.
+    pub(crate) fn opens(&self, id: &str, now: SystemTime) -> bool {
+        let Ok(token) = URL_SAFE_NO_PAD.decode(id) else {
+            return false;
+        };
+        if token.len() < NONCE_LEN {
+            return false;
+        }
+        let (nonce, sealed) = token.split_at(NONCE_LEN);
+        self.keys.iter().any(|key| {
+            let Ok(nonce) = Nonce::try_assume_unique_for_key(nonce) else {
+                return false;
+            };
+            let mut sealed = sealed.to_vec();
+            let Ok(body) = key.open_in_place(nonce, Aad::from(AAD), &mut sealed) else {
+                return false;
+            };
+            let Some(issued) = body.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+                return false;
+            };
+            let issued = UNIX_EPOCH + Duration::from_secs(u64::from_be_bytes(issued));
+            now.duration_since(issued)
+                .is_ok_and(|age| age <= SESSION_LIFETIME)
+        })
+    }
+}
+
+/// A random session id (32 hexadecimal digits) for a server without keys: unguessable, known
+/// only to the replica that minted it.
+pub(crate) fn random() -> String {
+    let mut bytes = [0u8; 16];
+    if SystemRandom::new().fill(&mut bytes).is_err() {
+        // The system's random source failed; the id must still be unique on this process.
+        static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        bytes[..8].copy_from_slice(&n.to_be_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(seeds: &[u8]) -> SessionKeys {
+        SessionKeys::new(seeds.iter().map(|&s| [s; 32])).unwrap()
+    }
+
+    #[test]
+    fn a_sealed_id_opens_with_its_key_until_it_is_a_day_old() {
+        // A whole second: ids carry their minting time in seconds.
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let a = keys(&[1]);
+        let id = a.seal(now).unwrap();
+        assert!(a.opens(&id, now));
+        assert!(a.opens(&id, now + SESSION_LIFETIME));
+        assert!(!a.opens(&id, now + SESSION_LIFETIME + Duration::from_secs(1)));
+        // Two ids are never the same.
+        assert_ne!(id, a.seal(now).unwrap());
+    }
+
+    #[test]
+    fn another_key_a_changed_byte_or_junk_does_not_open() {
+        let now = SystemTime::now();
+        let id = keys(&[1]).seal(now).unwrap();
+        assert!(!keys(&[2]).opens(&id, now));
+        let mut bytes = URL_SAFE_NO_PAD.decode(&id).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert!(!keys(&[1]).opens(&URL_SAFE_NO_PAD.encode(bytes), now));
+        for junk in ["", "abc", "not base64!", &random()] {
+            assert!(!keys(&[1]).opens(junk, now), "{junk}");
+        }
+    }
+
+    #[test]
+    fn rotation_seals_with_the_first_key_and_opens_with_every_key() {
+        let now = SystemTime::now();
+        let (old, rotated) = (keys(&[1]), keys(&[2, 1]));
+        assert!(rotated.opens(&old.seal(now).unwrap(), now));
+        let new_id = rotated.seal(now).unwrap();
+        assert!(rotated.opens(&new_id, now));
+        assert!(!old.opens(&new_id, now), "sealed with the old key");
+    }
+
+    #[test]
+    fn keys_are_read_as_base64_and_never_shown() {
+        let text = format!(
+            "{}\n{},",
+            base64::engine::general_purpose::STANDARD.encode([7u8; 32]),
+            URL_SAFE_NO_PAD.encode([8u8; 32])
+        );
+        let parsed = SessionKeys::parse(&text).unwrap();
+        let now = SystemTime::now();
+        assert!(keys(&[7, 8]).opens(&parsed.seal(now).unwrap(), now));
+        assert!(parsed.keys.len() == 2);
+        let shown = format!("{parsed:?}");
+        assert!(!shown.contains("Bwc"), "{shown}");
+        assert_eq!(
+            SessionKeys::parse(" \n").map(drop),
+            Err(SessionKeyError::Empty)
+        );
+        assert_eq!(
+            SessionKeys::parse("c2hvcnQ=").map(drop),
+            Err(SessionKeyError::Malformed(1))
+        );
+    }
+}
