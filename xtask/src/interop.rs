@@ -266,20 +266,22 @@ fn tinyproxy_conf(port: u16, dir: &Path) -> String {
     )
 }
 
+/// What every nginx configuration here starts with: one worker in the foreground, files in
+/// its prefix folder.
+const NGINX_HEAD: &str = "worker_processes 1;\ndaemon off;\npid nginx.pid;\nerror_log error.log info;\nevents { worker_connections 128; }";
+
+/// The temporary folders of an nginx `http` block, inside its prefix folder.
+const NGINX_TEMP: &str = "client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;";
+
 /// The nginx configuration: POSTs routed on `Mcp-Param-Region`, each request logged with the
 /// headers it carried and the upstream it went to.
 fn nginx_conf(port: u16, eu: u16, us: u16, default: u16) -> String {
     format!(
-        r#"worker_processes 1;
-daemon off;
-pid nginx.pid;
-error_log error.log info;
-events {{ worker_connections 128; }}
+        r#"{NGINX_HEAD}
 http {{
+    {NGINX_TEMP}
     log_format routed '$request_method|$http_mcp_method|$http_mcp_name|$http_mcp_param_region|$upstream_addr|$status';
     access_log access.log routed;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
     map "$request_method:$http_mcp_param_region" $mcp_upstream {{
         default        mcp_default;
         "~^POST:eu-"   mcp_eu;

@@ -239,16 +239,11 @@ fn fleet_conf(port: u16, replicas: &[u16]) -> String {
         .map(|p| format!("server 127.0.0.1:{p}; "))
         .collect();
     format!(
-        r#"worker_processes 1;
-daemon off;
-pid nginx.pid;
-error_log error.log info;
-events {{ worker_connections 128; }}
+        r#"{NGINX_HEAD}
 http {{
+    {NGINX_TEMP}
     log_format fleet '$request_method|$http_mcp_session_id|$upstream_addr|$status';
     access_log access.log fleet;
-    client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi;
-    uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
     upstream fleet {{ {servers}}}
     server {{
         listen 127.0.0.1:{port};
