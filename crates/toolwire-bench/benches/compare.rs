@@ -50,10 +50,21 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Map, Value, json};
-use toolwire_bench::{Measurement, best_runs, ratios, splice, table, usage};
+use toolwire_bench::{Measurement, best_runs, gateway_table, ratios, splice, table, usage};
 
 /// The tool every case calls, and its arguments: `region` is annotated with `x-mcp-header`.
 const TOOL: &str = "execute_sql";
+/// The same tool through the gateway, whose upstream entry is named `ref`.
+const GATEWAY_TOOL: &str = "ref__execute_sql";
+
+/// The name a case calls the tool by.
+fn tool(case: &str) -> &'static str {
+    if case.starts_with("gateway") {
+        GATEWAY_TOOL
+    } else {
+        TOOL
+    }
+}
 const REGION: &str = "us-west-2";
 const QUERY: &str = "SELECT 1";
 const EXPECTED: &str = "region=us-west-2 rows=1 query=SELECT 1";
@@ -217,15 +228,15 @@ async fn floor_http(job: &Job) -> Result<Measurement, Error> {
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         post(base.clone(), Bytes::from(initialized.to_string())).await?;
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": TOOL, "arguments": arguments()}});
+            "params": {"name": tool(&job.case), "arguments": arguments()}});
         (base, Bytes::from(call.to_string()))
     } else {
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}});
+            "params": {"name": tool(&job.case), "arguments": arguments(), "_meta": modern_meta()}});
         let headers = vec![
             ("mcp-protocol-version", "2026-07-28".to_owned()),
             ("mcp-method", "tools/call".to_owned()),
-            ("mcp-name", TOOL.to_owned()),
+            ("mcp-name", tool(&job.case).to_owned()),
             ("mcp-param-region", REGION.to_owned()),
         ];
         (headers, Bytes::from(call.to_string()))
@@ -271,10 +282,11 @@ async fn toolwire(job: &Job) -> Result<Measurement, Error> {
     client.list_tools().await?;
     let client = Arc::new(client);
     let calls = Arc::clone(&client);
+    let name = tool(&job.case);
     let m = measure(job, move || {
         let client = Arc::clone(&calls);
         async move {
-            let result = client.call_tool(TOOL, Value::Object(arguments())).await?;
+            let result = client.call_tool(name, Value::Object(arguments())).await?;
             check_text(result.content.first().and_then(|c| match c {
                 toolwire::ContentBlock::Text(t) => Some(t.text.as_str()),
                 _ => None,
@@ -318,10 +330,11 @@ async fn rmcp_client(job: &Job) -> Result<Measurement, Error> {
     };
     client.list_all_tools().await?;
     let peer = client.peer().clone();
+    let name = tool(&job.case);
     let m = measure(job, move || {
         let peer = peer.clone();
         async move {
-            let mut params = CallToolRequestParams::new(TOOL);
+            let mut params = CallToolRequestParams::new(name);
             params.arguments = Some(arguments());
             let result = peer.call_tool(params).await?;
             check_text(
@@ -426,6 +439,22 @@ fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
     start_server(command)
 }
 
+/// Starts `toolwire gateway` over HTTP (JSON answers) in front of `upstream`, named `ref`.
+fn gateway(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
+    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-gateway.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"ref": {"url": upstream}}}).to_string(),
+    )?;
+    let mut command = Command::new(toolwire);
+    command
+        .args(["gateway", "--config"])
+        .arg(&config)
+        .args(["--http", "127.0.0.1:0", "--json-responses"])
+        .env("TOOLWIRE_TRUST", "1");
+    start_server(command)
+}
+
 /// Starts rmcp's server: this binary with `--serve-rmcp`.
 fn serve_rmcp() -> Result<Server, Error> {
     let mut command = Command::new(std::env::current_exe()?);
@@ -517,6 +546,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let fast = serve(&toolwire, &["--json-responses"])?;
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
     let rmcp_server = serve_rmcp()?;
+    let through = gateway(&toolwire, &fast.url)?;
     let bin = toolwire.display().to_string();
     let http = ["floor", "toolwire", "rmcp-default", "rmcp-keepalive"];
     let mut jobs: Vec<Planned> = Vec::new();
@@ -542,6 +572,17 @@ fn parent(args: &[String]) -> Result<(), Error> {
     for client in ["floor", "toolwire", "rmcp"] {
         jobs.push(("stdio-seq", client, bin.clone(), sizes.stdio, 1));
     }
+    // The gateway in front of the same server as the http-* cases: what it adds.
+    for case in ["gateway-legacy-seq", "gateway-modern-seq"] {
+        jobs.push((case, "toolwire", through.url.clone(), sizes.sequential, 1));
+    }
+    jobs.push((
+        "gateway-concurrent-64",
+        "toolwire",
+        through.url.clone(),
+        sizes.concurrent_per_task,
+        TASKS,
+    ));
     for client in ["toolwire", "rmcp-default", "rmcp-keepalive", "floor"] {
         jobs.push(("http-stall", client, stalling.url.clone(), sizes.stall, 1));
     }
@@ -583,13 +624,14 @@ fn parent(args: &[String]) -> Result<(), Error> {
             runs.push(m);
         }
     }
-    drop((fast, stalling, rmcp_server));
+    drop((through, fast, stalling, rmcp_server));
     let best = best_runs(&runs);
     let search = search_quality::measure()?.markdown();
     let report = format!(
-        "## Results\n\n{}\n## Ratios\n\n{}\n{search}",
+        "## Results\n\n{}\n## Ratios\n\n{}\n## The gateway\n\n{}\n{search}",
         table(&best),
-        ratios(&best)
+        ratios(&best),
+        gateway_table(&best)
     );
     println!("{report}");
     if let Some(out) = flag("--out") {
@@ -606,7 +648,10 @@ fn parent(args: &[String]) -> Result<(), Error> {
              measured calls; peak RSS is the client process's, setup included. How the cases and \
              clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
              profiles showed and what remains: [`performance.md`](performance.md).\n\n\
-             ### Results\n\n{}\n### Ratios\n\n{}\n{search}",
+             ### Results\n\n{}\n### Ratios\n\n{}\n### The gateway\n\n`toolwire gateway` \
+             (JSON answers, in its own process) in front of the same reference server as the \
+             `http-*` cases, called by Toolwire's client; \"direct\" is that client on the \
+             server itself in the same run.\n\n{}\n{search}",
             if quick {
                 "cargo xtask bench --quick"
             } else {
@@ -620,6 +665,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
             locked_version("rmcp"),
             table(&best),
             ratios(&best),
+            gateway_table(&best),
         );
         let doc = std::fs::read_to_string(out).unwrap_or_default();
         std::fs::write(out, splice(&doc, &section))?;

@@ -225,7 +225,8 @@ pub fn table(runs: &[Measurement]) -> String {
 /// The ratios table: per case, Toolwire against the floor and each rmcp client.
 pub fn ratios(runs: &[Measurement]) -> String {
     let mut cases: Vec<&str> = Vec::new();
-    for m in runs {
+    // The gateway's cases have their own table (`gateway_table`).
+    for m in runs.iter().filter(|m| !m.case.starts_with("gateway")) {
         if !cases.contains(&m.case.as_str()) {
             cases.push(&m.case);
         }
@@ -256,6 +257,40 @@ pub fn ratios(runs: &[Measurement]) -> String {
                 find(runs, case, "rmcp-keepalive").or_else(|| find(runs, case, "rmcp")),
                 rss
             ),
+        ));
+    }
+    t
+}
+
+/// What the gateway adds: for each `gateway-*` case, Toolwire's client through the gateway
+/// against the same client on the server directly (`http-*`): p50 and p99 added per
+/// sequential call, the throughput ratio with 64 callers.
+pub fn gateway_table(runs: &[Measurement]) -> String {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let mut t = String::from(
+        "| case | direct p50 | through p50 | added p50 | direct p99 | through p99 | added p99 | throughput through/direct |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (gateway, direct) in [
+        ("gateway-legacy-seq", "http-legacy-seq"),
+        ("gateway-modern-seq", "http-modern-seq"),
+        ("gateway-concurrent-64", "http-concurrent-64"),
+    ] {
+        let (Some(g), Some(d)) = (
+            find(runs, gateway, "toolwire"),
+            find(runs, direct, "toolwire"),
+        ) else {
+            continue;
+        };
+        t.push_str(&format!(
+            "| {gateway} | {:.0} µs | {:.0} µs | {:+.0} µs | {:.0} µs | {:.0} µs | {:+.0} µs | {:.2}× |\n",
+            us(d.p50),
+            us(g.p50),
+            us(g.p50) - us(d.p50),
+            us(d.p99),
+            us(g.p99),
+            us(g.p99) - us(d.p99),
+            g.calls_per_s() / d.calls_per_s(),
         ));
     }
     t
@@ -369,6 +404,27 @@ mod tests {
             r.contains("| seq | mean latency (lower is better) | 1.10× | 0.50× | — | — | — |"),
             "{r}"
         );
+    }
+
+    #[test]
+    fn the_gateway_table_subtracts_the_direct_run_of_the_same_client() {
+        let m = |case: &str, client: &str, lat: u64, wall: u64| {
+            Measurement::new(case, client, vec![us(lat); 4], us(wall), us(1), 1024)
+        };
+        let t = gateway_table(&[
+            m("http-legacy-seq", "toolwire", 200, 800),
+            m("http-legacy-seq", "floor", 100, 400),
+            m("gateway-legacy-seq", "toolwire", 250, 1000),
+            m("http-concurrent-64", "toolwire", 300, 1000),
+            m("gateway-concurrent-64", "toolwire", 400, 2000),
+        ]);
+        assert!(
+            t.contains("| gateway-legacy-seq | 200 µs | 250 µs | +50 µs | 200 µs | 250 µs | +50 µs | 0.80× |"),
+            "{t}"
+        );
+        assert!(t.contains("| gateway-concurrent-64 |") && t.contains("| 0.50× |"), "{t}");
+        // No modern runs: no modern row.
+        assert!(!t.contains("gateway-modern-seq"), "{t}");
     }
 
     #[test]

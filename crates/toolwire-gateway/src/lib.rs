@@ -71,13 +71,14 @@ use toolwire_server::{
     Service,
 };
 
+use toolwire_types::error::code;
+
 use crate::metrics::{Metrics, Outcome};
 use crate::surface::Listing;
 
 mod metrics;
 mod surface;
 mod uris;
-use toolwire_types::error::code;
 
 /// How long the gateway waits after a change of the merged tools for more before it tells
 /// downstream clients: a burst (a server reconnecting, several servers starting) is one
