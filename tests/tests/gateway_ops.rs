@@ -247,3 +247,41 @@ async fn a_legacy_session_started_on_one_replica_goes_on_at_any_replica_with_the
         gateway.host().shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_names_both_tools_of_a_name_collision() {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    // `a.b__echo` is not provider-safe: its short form is `a_b__echo_` and 8 hex digits,
+    // which `a_b` lists as a tool of its own.
+    let host = host(
+        json!({"a.b": {"url": new.url()}, "a_b": {"url": new.url()}}),
+        Naming::ProviderSafe,
+    )
+    .await;
+    let short = toolwire_host::provider_safe("a.b__echo").into_owned();
+    let squatter = short.strip_prefix("a_b__").unwrap().to_owned();
+    host.add_known_tools(
+        "a_b",
+        [toolwire::Tool::new(
+            squatter.clone(),
+            serde_json::from_value(json!({"type": "object"})).unwrap(),
+        )],
+    )
+    .unwrap();
+    let gateway = Gateway::builder(host).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let (status, body) = get(front.addr(), "/readyz").await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let collisions = body["collisions"].as_array().unwrap();
+    assert_eq!(collisions.len(), 1, "{body}");
+    let said = collisions[0].as_str().unwrap();
+    assert!(
+        said.contains(&squatter) && said.contains("echo") && said.contains(&short),
+        "{said}"
+    );
+    gateway.host().shutdown().await;
+}

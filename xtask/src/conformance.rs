@@ -8,7 +8,8 @@
 //! 3. Runs the client scenarios of both versions against the client (the auth ones against
 //!    both spec versions), and the server scenarios Toolwire's reference server is meant to
 //!    pass against `toolwire serve --http --task-fixtures` (the fixture tools the suite's
-//!    tasks scenarios call).
+//!    tasks scenarios call), then the same scenarios through `toolwire gateway` in front of
+//!    it (kind `gateway`).
 //! 4. Compares the failing checks with the ratchet baseline `xtask/conformance-baseline.txt`:
 //!    an unlisted failure fails the run, and so does a listed one that now passes.
 //! 5. Prints the table and writes it to `docs/conformance.md`.
@@ -411,6 +412,40 @@ fn start_refserver(bin: &Path) -> Result<(std::process::Child, String), String> 
     Ok((child, url))
 }
 
+/// Starts `toolwire gateway --http 127.0.0.1:0` in front of the reference server at `upstream`
+/// (the entry `ref`) and returns it with its URL.
+fn start_gateway(
+    bin: &Path,
+    upstream: &str,
+    cache: &Path,
+) -> Result<(std::process::Child, String), String> {
+    let config = cache.join("results/gateway.json");
+    if let Some(dir) = config.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    let text = serde_json::json!({"mcpServers": {"ref": {"url": upstream}}}).to_string();
+    std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+    let mut child = Command::new(bin)
+        .args(["gateway", "--config"])
+        .arg(&config)
+        .args(["--http", "127.0.0.1:0"])
+        .env("TOOLWIRE_TRUST", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let mut line = String::new();
+    if let Some(stderr) = child.stderr.take() {
+        let _ = BufReader::new(stderr).read_line(&mut line);
+    }
+    let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
+    if !url.starts_with("http://") {
+        let _ = child.kill();
+        return Err(format!("the gateway did not start: {line}"));
+    }
+    Ok((child, url))
+}
+
 /// The ratchet baseline: `suite kind scenario check  # why`.
 fn read_baseline(root: &Path) -> BTreeSet<String> {
     std::fs::read_to_string(root.join("xtask/conformance-baseline.txt"))
@@ -474,8 +509,40 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
             }
         }
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    // The same scenarios through `toolwire gateway` in front of the reference server.
+    let gateway = start_gateway(&target.join("toolwire"), &url, &cache);
+    let (mut gateway, gateway_url) = match gateway {
+        Ok(started) => started,
+        Err(e) => {
+            let _ = server.kill();
+            return Err(e);
+        }
+    };
+    for (suite, scenarios) in SERVER_SCENARIOS {
+        for scenario in *scenarios {
+            eprintln!("==> conformance {suite} gateway {scenario}");
+            let outcome = run_scenario(
+                &cache,
+                &path,
+                suite,
+                "server",
+                scenario,
+                &["--url", &gateway_url],
+            );
+            match outcome {
+                Ok(mut o) => {
+                    o.kind = "gateway";
+                    outcomes.push(o);
+                }
+                Err(e) => {
+                    let _ = (server.kill(), gateway.kill());
+                    return Err(e);
+                }
+            }
+        }
+    }
+    let _ = (server.kill(), gateway.kill());
+    let _ = (server.wait(), gateway.wait());
 
     let baseline = read_baseline(root);
     let mut seen = BTreeSet::new();
@@ -505,7 +572,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
          (tools, SEP-2243 headers, resource lists and subscriptions, prompt lists, completions, \
          logging, caching hints, skills), not those that read an everything-server's fixtures, \
          except the tasks extension's, whose tools `--task-fixtures` adds (the suite skips \
-         `tasks-status-notifications`, so it is not run). The OAuth \
+         `tasks-status-notifications`, so it is not run). The rows of kind `gateway` run the same \
+         server scenarios against `toolwire gateway` in front of the reference server (its tools \
+         named `ref__…`). The OAuth \
          scenarios (`auth/*`) run with the suite's defaults, and those of the 2025 revisions again \
          with `--spec-version {WIRE_2026}` (suite `…@{WIRE_2026}`). Failing checks must be listed, \
          with a reason, in `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"

@@ -422,7 +422,10 @@ mod tests {
             t.contains("| gateway-legacy-seq | 200 µs | 250 µs | +50 µs | 200 µs | 250 µs | +50 µs | 0.80× |"),
             "{t}"
         );
-        assert!(t.contains("| gateway-concurrent-64 |") && t.contains("| 0.50× |"), "{t}");
+        assert!(
+            t.contains("| gateway-concurrent-64 |") && t.contains("| 0.50× |"),
+            "{t}"
+        );
         // No modern runs: no modern row.
         assert!(!t.contains("gateway-modern-seq"), "{t}");
     }

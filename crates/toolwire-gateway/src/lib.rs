@@ -57,6 +57,7 @@
 //! already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
 //! for `/metrics`: the text format and histograms, not hand-written).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,6 +131,7 @@ impl GatewayBuilder {
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
             metrics: Metrics::new(),
+            plans: std::sync::Mutex::new((0, HashMap::new())),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -182,6 +184,8 @@ pub struct Gateway {
     started: tokio::sync::OnceCell<()>,
     changes: broadcast::Sender<Change>,
     metrics: Metrics,
+    /// Header plans of the listed tools, by gateway name, for the snapshot generation held.
+    plans: std::sync::Mutex<(u64, HashMap<String, Option<HeaderPlan>>)>,
 }
 
 impl Gateway {
@@ -453,7 +457,17 @@ impl Service for Gateway {
             "/readyz" => {
                 let (ready, servers) = self.readiness();
                 let status = if ready { 200 } else { 503 };
-                let body = json!({"ready": ready, "servers": servers}).to_string();
+                // Tools left out because another has their name, each naming both and the
+                // remedy.
+                let collisions: Vec<String> = self
+                    .host
+                    .load()
+                    .collisions()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let body = json!({"ready": ready, "servers": servers, "collisions": collisions})
+                    .to_string();
                 Some(Page::new(status, "application/json", body))
             }
             "/metrics" => {
@@ -472,10 +486,25 @@ impl Service for Gateway {
         }
     }
 
+    /// The plan of the tool as listed here (its gateway name), built once per snapshot.
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
         let merged = self.host.load();
-        let tool: &Tool = &merged.get(name)?.tool;
-        HeaderPlan::for_tool(tool).ok()
+        let mut plans = self
+            .plans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if plans.0 != merged.generation() {
+            *plans = (merged.generation(), HashMap::new());
+        }
+        plans
+            .1
+            .entry(name.to_owned())
+            .or_insert_with(|| {
+                let mut tool: Tool = (*merged.get(name)?.tool).clone();
+                tool.name = name.to_owned();
+                HeaderPlan::for_tool(&tool).ok()
+            })
+            .clone()
     }
 
     fn changes(&self) -> broadcast::Receiver<Change> {
