@@ -538,3 +538,70 @@ async fn resources_prompts_and_completions_of_every_server_under_the_gateways_na
     direct.close().await;
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_of_a_subscribed_resource_reach_the_client_under_the_gateways_uri() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    // `write_file` (which announces what it wrote) comes with `unlock_files`.
+    let unlocker = client(&front.url(), LEGACY);
+    for server in ["new", "old"] {
+        unlocker
+            .call_tool(&format!("{server}__unlock_files"), json!({}))
+            .await
+            .unwrap();
+    }
+    unlocker.close().await;
+    // Each downstream era against each upstream era.
+    let rounds = [
+        (ProtocolMode::Auto, "new"),
+        (ProtocolMode::Auto, "old"),
+        (LEGACY, "new"),
+        (LEGACY, "old"),
+    ];
+    for (round, (mode, server)) in rounds.into_iter().enumerate() {
+        let client = client(&front.url(), mode.clone());
+        client.ready().await.unwrap();
+        let path = format!("round-{round}.txt");
+        let uri = format!("toolwire://{server}__files/{path}");
+        let mut notices = client.notifications();
+        client.subscribe_resource(&uri).await.unwrap();
+        client
+            .call_tool(
+                &format!("{server}__write_file"),
+                json!({"path": path, "content": "x"}),
+            )
+            .await
+            .unwrap();
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(notice) = notices.recv().await {
+                let params: serde_json::Value = notice
+                    .params
+                    .as_deref()
+                    .map(|p| serde_json::from_str(p.get()).unwrap())
+                    .unwrap_or_default();
+                if notice.method == "notifications/resources/updated" {
+                    return params["uri"].as_str().map(str::to_owned);
+                }
+            }
+            None
+        })
+        .await;
+        assert_eq!(
+            heard,
+            Ok(Some(uri.clone())),
+            "round {round}: {mode:?} via {server}"
+        );
+        client.unsubscribe_resource(&uri).await.unwrap();
+        client.close().await;
+    }
+    gateway.host().shutdown().await;
+}

@@ -26,6 +26,9 @@
 //!   `toolwire://docs__readme`; the scheme is kept, so a tool's `ui://` view stays one), a
 //!   prompt is named as tools are; reads, `prompts/get` and `completion/complete` are routed
 //!   back.
+//! - **Resource subscriptions**: a client's `resources/subscribe` (legacy) or listen stream
+//!   (2026-07-28) subscribes the upstream once, however many clients ask; its updates reach
+//!   the clients under the gateway's URI.
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
 //!   a call the client cancels (or drops with its connection) is cancelled upstream.
 //!
@@ -78,6 +81,7 @@ use crate::metrics::{Metrics, Outcome};
 use crate::surface::Listing;
 
 mod metrics;
+mod subscriptions;
 mod surface;
 mod uris;
 
@@ -132,6 +136,7 @@ impl GatewayBuilder {
             changes: changes.clone(),
             metrics: Metrics::new(),
             plans: std::sync::Mutex::new((0, HashMap::new())),
+            subscriptions: subscriptions::Subscriptions::default(),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -184,6 +189,8 @@ pub struct Gateway {
     started: tokio::sync::OnceCell<()>,
     changes: broadcast::Sender<Change>,
     metrics: Metrics,
+    /// Resource subscriptions held upstream for the gateway's clients.
+    subscriptions: subscriptions::Subscriptions,
     /// Header plans of the listed tools, by gateway name, for the snapshot generation held.
     plans: std::sync::Mutex<(u64, HashMap<String, Option<HeaderPlan>>)>,
 }
@@ -423,8 +430,8 @@ impl Service for Gateway {
         ServerInfo::new(
             "toolwire-gateway",
             env!("CARGO_PKG_VERSION"),
-            json!({"tools": {"listChanged": true}, "resources": {}, "prompts": {},
-                "completions": {}}),
+            json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
+                "prompts": {}, "completions": {}}),
         )
     }
 
@@ -438,6 +445,14 @@ impl Service for Gateway {
             "resources/list" => self.merged(Listing::Resources).await,
             "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
             "resources/read" => self.read(request.params).await,
+            "resources/subscribe" | "resources/unsubscribe" if request.era == Era::Legacy => {
+                let uri = request.params["uri"].as_str().unwrap_or("");
+                self.subscribe(uri, request.method == "resources/subscribe")
+                    .await
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                Err(subscriptions::not_in_this_era(request.method))
+            }
             "prompts/list" => self.merged(Listing::Prompts).await,
             "prompts/get" => self.prompt(request.params).await,
             "completion/complete" => self.complete(request.params).await,
@@ -509,6 +524,24 @@ impl Service for Gateway {
 
     fn changes(&self) -> broadcast::Receiver<Change> {
         self.changes.subscribe()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        resources: &'a std::collections::BTreeSet<String>,
+        on: bool,
+    ) -> impl std::future::Future<Output = ()> + Send + 'a {
+        self.watch_all(resources, on)
+    }
+
+    /// Tool-list changes, and updates of the resources some client subscribed to.
+    fn legacy_notification(&self, change: &Change) -> Option<Value> {
+        if let Change::Resource(uri) = change
+            && !self.subscriptions.wanted(uri)
+        {
+            return None;
+        }
+        toolwire_server::legacy_notification(change)
     }
 }
 

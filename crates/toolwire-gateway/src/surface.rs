@@ -125,7 +125,7 @@ impl Gateway {
     }
 
     /// The server and its own URI behind a URI the gateway gave out.
-    fn resource_route(&self, uri: &str) -> Result<(Arc<str>, Client, String), RpcError> {
+    pub(crate) fn resource_route(&self, uri: &str) -> Result<(Arc<str>, Client, String), RpcError> {
         let (server, original) =
             uris::inward(uri, self.host.separator()).ok_or_else(|| unknown("resource", uri))?;
         let client = self.host.client(&server).map_err(|e| match e {

@@ -71,6 +71,11 @@ impl Interest {
         }
     }
 
+    /// The resources whose updates it asked for.
+    pub(crate) fn resources(&self) -> &BTreeSet<String> {
+        &self.resources
+    }
+
     /// The first message of a listen stream: everything asked for is honoured.
     pub(crate) fn acknowledged(&self, subscription: &Value) -> Value {
         let mut agreed = json!({});

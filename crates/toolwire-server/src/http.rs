@@ -575,22 +575,24 @@ impl<S: Service> Front<S> {
     fn listen(self: &Arc<Self>, id: Value, interest: Interest) -> Response<Body> {
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
+        let core = self.core.clone();
         tokio::spawn(async move {
+            core.service.watch(interest.resources(), true).await;
             if tx
                 .send_data(sse(None, &interest.acknowledged(&id)))
                 .await
-                .is_err()
+                .is_ok()
             {
-                return;
+                forward_changes(tx, changes, |change| {
+                    ControlFlow::Continue(
+                        interest
+                            .notification(change, &id)
+                            .map(|note| sse(None, &note)),
+                    )
+                })
+                .await;
             }
-            forward_changes(tx, changes, |change| {
-                ControlFlow::Continue(
-                    interest
-                        .notification(change, &id)
-                        .map(|note| sse(None, &note)),
-                )
-            })
-            .await;
+            core.service.watch(interest.resources(), false).await;
         });
         response
     }

@@ -1,5 +1,6 @@
 //! What a server built on this crate provides: the [`Service`] trait and the values it trades.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 
 use serde_json::{Value, json};
@@ -184,6 +185,20 @@ pub trait Service: Send + Sync + 'static {
     fn page(&self, path: &str) -> Option<Page> {
         let _ = path;
         None
+    }
+
+    /// A 2026-07-28 listen stream begins (`on`) or ended (`!on`) asking for updates of these
+    /// resources: a service that must subscribe somewhere to hear of them (the gateway, to its
+    /// upstreams) does it here. The stream is acknowledged once this resolves, so nothing
+    /// after the acknowledgement is missed. Nothing by default; called once per stream each
+    /// way.
+    fn watch<'a>(
+        &'a self,
+        resources: &'a BTreeSet<String>,
+        on: bool,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        let _ = (resources, on);
+        std::future::ready(())
     }
 
     /// Changes as they happen. The default has none.

@@ -93,7 +93,14 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                 }
                 if message["method"] == "notifications/cancelled" {
                     let id = &message["params"]["requestId"];
-                    listening.retain(|(l, _)| l != id);
+                    listening.retain(|(l, interest)| {
+                        let ends = l == id;
+                        if ends {
+                            let (core, resources) = (core.clone(), interest.resources().clone());
+                            tokio::spawn(async move { core.service.watch(&resources, false).await });
+                        }
+                        !ends
+                    });
                 }
                 let core = core.clone();
                 let out = out.clone();
@@ -119,6 +126,8 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                             }
                         }
                         Handled::Listen(id, interest) => {
+                            // Acknowledged (by the loop) once the service watches.
+                            core.service.watch(interest.resources(), true).await;
                             let _ = listens.send((id, interest));
                         }
                         Handled::Nothing => {}
@@ -146,6 +155,10 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                 }
             }
         }
+    }
+    // The client went away: its listen streams with it.
+    for (_, interest) in &listening {
+        core.service.watch(interest.resources(), false).await;
     }
     drop(out);
     let _ = writer.await;
