@@ -20,6 +20,7 @@ use toolwire::{
     Client, Error, HttpTransport, InputError, ProtocolMode, ProtocolVersion, ServerNotification,
 };
 use toolwire_host::{Naming, ServerState};
+use toolwire_refserver::{Eras, Framing};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
@@ -603,5 +604,71 @@ async fn updates_of_a_subscribed_resource_reach_the_client_under_the_gateways_ur
         client.unsubscribe_resource(&uri).await.unwrap();
         client.close().await;
     }
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_messages_at_the_level_a_legacy_client_set_reach_it_named_after_their_server() {
+    // A 2026-07-28 server answering with SSE (a JSON answer carries no log messages).
+    let streaming = reference(Eras::Modern, Framing::Sse).await;
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |_, old| json!({"new": {"url": streaming.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let client = client(&front.url(), LEGACY);
+    client.ready().await.unwrap();
+    let mut notices = client.notifications();
+    client
+        .set_log_level(toolwire::LoggingLevel::Warning)
+        .await
+        .unwrap();
+    client.listening().await.unwrap();
+    for server in ["old", "new"] {
+        client
+            .call_tool(&format!("{server}__log"), json!({"message": server}))
+            .await
+            .unwrap();
+        // The upstream logs at four levels; the level set lets two through, in order.
+        let heard = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut heard = Vec::new();
+            while let Some(notice) = notices.recv().await {
+                if notice.method != "notifications/message" {
+                    continue;
+                }
+                let p: serde_json::Value =
+                    serde_json::from_str(notice.params.as_deref().unwrap().get()).unwrap();
+                heard.push((p["level"].clone(), p["logger"].clone(), p["data"].clone()));
+                if p["level"] == "error" {
+                    return heard;
+                }
+            }
+            heard
+        })
+        .await
+        .unwrap();
+        let logger = format!("{server}/refserver");
+        assert_eq!(
+            heard,
+            vec![
+                (
+                    json!("warning"),
+                    json!(logger),
+                    json!(format!("warning: {server}"))
+                ),
+                (
+                    json!("error"),
+                    json!(logger),
+                    json!(format!("error: {server}"))
+                ),
+            ]
+        );
+    }
+    client.close().await;
     gateway.host().shutdown().await;
 }

@@ -29,6 +29,9 @@
 //! - **Resource subscriptions**: a client's `resources/subscribe` (legacy) or listen stream
 //!   (2026-07-28) subscribes the upstream once, however many clients ask; its updates reach
 //!   the clients under the gateway's URI.
+//! - **Logging** (legacy clients): `logging/setLevel` sets the level of every upstream that
+//!   logs (one level for the gateway: the last set), and their messages reach every legacy
+//!   session with the logger named after the server.
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
 //!   a call the client cancels (or drops with its connection) is cancelled upstream.
 //!
@@ -431,7 +434,7 @@ impl Service for Gateway {
             "toolwire-gateway",
             env!("CARGO_PKG_VERSION"),
             json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
-                "prompts": {}, "completions": {}}),
+                "prompts": {}, "completions": {}, "logging": {}}),
         )
     }
 
@@ -452,6 +455,9 @@ impl Service for Gateway {
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 Err(subscriptions::not_in_this_era(request.method))
+            }
+            "logging/setLevel" if request.era == Era::Legacy => {
+                self.set_level(request.params).await
             }
             "prompts/list" => self.merged(Listing::Prompts).await,
             "prompts/get" => self.prompt(request.params).await,
@@ -534,7 +540,8 @@ impl Service for Gateway {
         self.watch_all(resources, on)
     }
 
-    /// Tool-list changes, and updates of the resources some client subscribed to.
+    /// Tool-list changes, updates of the resources some client subscribed to, upstreams' log
+    /// messages.
     fn legacy_notification(&self, change: &Change) -> Option<Value> {
         if let Change::Resource(uri) = change
             && !self.subscriptions.wanted(uri)

@@ -1,12 +1,13 @@
-//! Resource subscriptions of the gateway's clients, held upstream: counted per resource (the
-//! upstream is subscribed while any client is, once), and each upstream's
-//! `notifications/resources/updated` forwarded under the gateway's URI.
+//! What the gateway's clients asked to hear of, held upstream: resource subscriptions counted
+//! per resource (the upstream is subscribed while any client is, once), and the log level;
+//! each upstream's `notifications/resources/updated` forwarded under the gateway's URI, and
+//! its log messages under a logger named after it.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::{Value, json};
-use toolwire::Client;
+use toolwire::{Client, LoggingLevel};
 use toolwire_server::{Answer, Change, RpcError};
 use toolwire_types::error::code;
 
@@ -59,7 +60,7 @@ impl Gateway {
             }
         };
         if on {
-            self.forward_updates(&server, &client);
+            self.forward(&server, &client);
         }
         if first_or_last {
             let done = if on {
@@ -94,8 +95,38 @@ impl Gateway {
         }
     }
 
-    /// Forwards `server`'s resource updates as changes of the gateway's URIs, once per server.
-    fn forward_updates(&self, server: &Arc<str>, client: &Client) {
+    /// A legacy client's `logging/setLevel`: the level every running upstream that logs is
+    /// asked for (one level for the gateway, the last one set), and their messages forwarded.
+    pub(crate) async fn set_level(&self, params: &Value) -> Answer {
+        let level: LoggingLevel =
+            serde_json::from_value(params["level"].clone()).map_err(|_| {
+                RpcError::new(
+                    code::INVALID_PARAMS,
+                    format!("bad level {}", params["level"]),
+                )
+            })?;
+        for server in self.host.servers() {
+            let Ok(client) = self.host.client(server) else {
+                continue;
+            };
+            if client
+                .server_capabilities()
+                .is_none_or(|c| c.logging.is_none())
+            {
+                continue;
+            }
+            let server: Arc<str> = server.into();
+            self.forward(&server, &client);
+            if let Err(error) = client.set_log_level(level).await {
+                tracing::info!(%server, error = %toolwire::ErrorChain(&error), "an upstream refused the log level");
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// Forwards what `server` says of its resources and its log messages as changes, once per
+    /// server.
+    fn forward(&self, server: &Arc<str>, client: &Client) {
         if !lock(&self.subscriptions.forwarding).insert(server.clone()) {
             return;
         }
@@ -104,23 +135,39 @@ impl Gateway {
         let separator = self.host.separator().to_owned();
         tokio::spawn(async move {
             while let Some(notice) = notices.recv().await {
-                if notice.method != "notifications/resources/updated" {
-                    continue;
-                }
-                let uri = notice
+                let params = notice
                     .params
                     .as_deref()
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                    .and_then(|p| p["uri"].as_str().map(str::to_owned));
-                if let Some(outward) = uri.and_then(|u| uris::outward(&server, &separator, &u)) {
-                    let _ = changes.send(Change::Resource(outward));
+                    .unwrap_or_default();
+                let change = match notice.method.as_str() {
+                    "notifications/resources/updated" => params["uri"]
+                        .as_str()
+                        .and_then(|u| uris::outward(&server, &separator, u))
+                        .map(Change::Resource),
+                    "notifications/message" => Some(Change::Log(log_message(&server, params))),
+                    _ => None,
+                };
+                if let Some(change) = change {
+                    let _ = changes.send(change);
                 }
             }
         });
     }
 }
 
-/// An unknown method's error, for subscription requests in the era that has none.
+/// `server`'s log message as the gateway's clients hear it: its logger named after the server
+/// (`server` or `server/logger`), the rest as sent.
+fn log_message(server: &str, mut params: Value) -> Value {
+    let logger = match params["logger"].as_str() {
+        Some(logger) => format!("{server}/{logger}"),
+        None => server.to_owned(),
+    };
+    params["logger"] = json!(logger);
+    json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+}
+
+/// An unknown method's error, for requests in the era that has none of them.
 pub(crate) fn not_in_this_era(method: &str) -> RpcError {
     RpcError::new(
         code::METHOD_NOT_FOUND,

@@ -92,6 +92,9 @@ pub enum Change {
     /// The URL elicitation with this id was completed (legacy era only: 2026-07-28 completes
     /// one by retrying the request).
     ElicitationComplete(String),
+    /// A log message not tied to a request: this whole `notifications/message` (legacy era
+    /// only: 2026-07-28 sends log messages on the request that asked for them).
+    Log(Value),
 }
 
 /// A page a service serves over HTTP beside the MCP endpoint (`GET` only): a health check,
@@ -223,5 +226,6 @@ pub fn legacy_notification(change: &Change) -> Option<Value> {
             json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
                 "params": {"elicitationId": id}})
         }
+        Change::Log(message) => message.clone(),
     })
 }
