@@ -33,17 +33,18 @@
 //!   logs (one level for the gateway: the last set), and their messages reach every legacy
 //!   session with the logger named after the server.
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
-//!   a call the client cancels (or drops with its connection) is cancelled upstream.
+//!   a call the client cancels (`notifications/cancelled` over stdio or in its legacy session)
+//!   is cancelled upstream.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolwire::ClientBuilder;
+//! use toolwire::Client;
 //! use toolwire_gateway::Gateway;
 //! use toolwire_host::{Host, ServersConfig};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ServersConfig::load("mcp.json")?;
-//! let host = Host::builder(ClientBuilder::new()).start(&config)?;
+//! let host = Host::builder(Client::builder("my-gateway", "1.0")).start(&config)?;
 //! let gateway = Gateway::builder(host).build();
 //! let server = gateway
 //!     .serve_http("127.0.0.1:8808".parse()?, toolwire_server::Options::default())
