@@ -672,3 +672,48 @@ async fn log_messages_at_the_level_a_legacy_client_set_reach_it_named_after_thei
     client.close().await;
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_alias_from_the_config_is_listed_and_called_and_names_what_it_registers() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = setup(
+        |_, old| {
+            json!({"old": {"url": old.url(),
+                "aliases": {"echo": "say", "read_file": "cat"}}})
+        },
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let client = client(&front.url(), LEGACY);
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(names.contains(&"say".to_owned()), "{names:?}");
+    assert!(!names.contains(&"old__echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"old__add".to_owned()), "{names:?}");
+    let r = client
+        .call_tool("say", json!({"text": "aliased"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&r), "aliased");
+    // What a call registers is named as listed: the alias where there is one.
+    let r = client
+        .call_tool("old__unlock_files", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.registers,
+        Some(vec!["cat".to_owned(), "old__write_file".to_owned()])
+    );
+    client.close().await;
+    gateway.host().shutdown().await;
+}

@@ -375,7 +375,7 @@ impl Gateway {
             .flatten()
             {
                 for tool in names.iter_mut() {
-                    *tool = self.host.name_of(&server, tool);
+                    *tool = self.host.tool_name(&server, tool);
                 }
             }
         }

@@ -390,10 +390,19 @@ impl Host {
         &self.inner.separator
     }
 
-    /// The name `server`'s tool `tool` has in the merged snapshot (by the host's [`Naming`]
-    /// and separator), whether or not the tool exists.
-    pub fn name_of(&self, server: &str, tool: &str) -> String {
-        self.inner.naming.name(server, &self.inner.separator, tool)
+    /// The name `server`'s prompt (or any other named thing but a tool) `name` has under the
+    /// host's [`Naming`] and separator.
+    pub fn name_of(&self, server: &str, name: &str) -> String {
+        self.inner.naming.name(server, &self.inner.separator, name)
+    }
+
+    /// The name `server`'s tool `tool` has in the merged snapshot: its entry's alias, else as
+    /// [`Self::name_of`]; whether or not the tool exists.
+    pub fn tool_name(&self, server: &str, tool: &str) -> String {
+        match self.inner.server(server) {
+            Some(s) => self.inner.tool_name(&s.config, tool),
+            None => self.name_of(server, tool),
+        }
     }
 
     /// The names of the servers, sorted.
@@ -455,6 +464,16 @@ fn describe(state: &ServerState) -> String {
         ServerState::Reconnecting { attempt } => format!("reconnecting (attempt {attempt})"),
         ServerState::Failed { reason } => format!("failed: {reason}"),
         ServerState::NeedsLogin { reason } => format!("needs a login: {reason}"),
+    }
+}
+
+impl Inner {
+    /// The name `config`'s tool `tool` gets: its alias, else the naming's.
+    fn tool_name(&self, config: &ServerConfig, tool: &str) -> String {
+        match config.aliases.get(tool) {
+            Some(alias) => alias.clone(),
+            None => self.naming.name(&config.name, &self.separator, tool),
+        }
     }
 }
 
@@ -575,8 +594,7 @@ impl Inner {
             .iter()
             .filter(|(name, _)| server.config.tools.allows(name))
             .map(|(name, cached)| {
-                let qualified: Arc<str> =
-                    self.naming.name(&server.name, &self.separator, name).into();
+                let qualified: Arc<str> = self.tool_name(&server.config, name).into();
                 let tool = HostTool {
                     server: server.name.clone(),
                     tool: cached.tool().clone(),

@@ -19,7 +19,9 @@
 //!   `headers` and `oauth`; `${input:…}` (VS Code's prompts) and other schemes are an error naming the
 //!   server and the key;
 //! - `disabled`, `timeout` (milliseconds), and tool filters `includeTools`/`excludeTools` (also
-//!   `enabled_tools`/`disabled_tools`) with glob patterns; `unixSocket` (Toolwire's own) on a
+//!   `enabled_tools`/`disabled_tools`) with glob patterns; `aliases` (Toolwire's own:
+//!   `{"tool": "name"}`, the name a host and the gateway list the tool by instead of
+//!   `server__tool`); `unixSocket` (Toolwire's own) on a
 //!   remote entry: the local socket its URL is reached over; unknown members are kept.
 //!
 //! Every problem names the server and the key, with the line and column for syntax errors; a

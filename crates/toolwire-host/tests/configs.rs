@@ -571,3 +571,33 @@ fn a_remote_entry_may_name_a_unix_socket_and_a_stdio_one_may_not() {
         ]
     );
 }
+
+#[test]
+fn aliases_name_tools_and_a_bad_one_is_a_problem_of_that_entry() {
+    let config = parse(
+        r#"{"mcpServers": {"gh": {"command": "gh-mcp",
+            "aliases": {"create_issue": "new_issue", "search_code": "grep"}}}}"#,
+    );
+    let gh = config.get("gh").unwrap();
+    assert_eq!(
+        gh.aliases.get("create_issue").map(String::as_str),
+        Some("new_issue")
+    );
+    assert_eq!(gh.aliases.len(), 2);
+    assert!(!gh.extra.contains_key("aliases"));
+
+    for bad in [
+        r#"{"create_issue": ""}"#,
+        r#"{"create_issue": "new issue"}"#,
+        r#"{"x": 1}"#,
+        "[]",
+    ] {
+        let text =
+            format!(r#"{{"mcpServers": {{"gh": {{"command": "gh-mcp", "aliases": {bad}}}}}}}"#);
+        let found = problems(&text);
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert_eq!(found[0].0.as_deref(), Some("gh"));
+        assert_eq!(found[0].1.as_deref(), Some("aliases"));
+        assert!(matches!(found[0].2, ProblemKind::WrongType(_)), "{bad}");
+    }
+}

@@ -163,6 +163,7 @@ const KNOWN: &[&str] = &[
     "enabled_tools",
     "disabled_tools",
     "oauth",
+    "aliases",
 ];
 
 impl ServersConfig {
@@ -308,6 +309,7 @@ impl Reader<'_> {
             .patterns(name, entry, &["excludeTools", "disabled_tools"])
             .unwrap_or_default();
         let oauth = self.oauth(name, entry, transport.as_ref());
+        let aliases = self.aliases(name, entry);
         let extra = entry
             .iter()
             .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
@@ -321,8 +323,42 @@ impl Reader<'_> {
             timeout,
             tools: ToolFilter { include, exclude },
             oauth,
+            aliases,
             extra,
         })
+    }
+
+    /// `aliases: {"tool": "name"}` (Toolwire's own): the name a host gives each of these
+    /// tools instead of its qualified one. Every value a non-empty string without whitespace.
+    fn aliases(&mut self, name: &str, entry: &Map<String, Value>) -> BTreeMap<String, String> {
+        let mut aliases = BTreeMap::new();
+        match entry.get("aliases") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                for (tool, alias) in map {
+                    match alias.as_str() {
+                        Some(alias)
+                            if !alias.is_empty() && !alias.chars().any(char::is_whitespace) =>
+                        {
+                            aliases.insert(tool.clone(), alias.to_owned());
+                        }
+                        _ => self.problem(
+                            Some(name),
+                            Some("aliases"),
+                            ProblemKind::WrongType(
+                                "an object of tool names to new names (non-empty, no whitespace)",
+                            ),
+                        ),
+                    }
+                }
+            }
+            Some(_) => self.problem(
+                Some(name),
+                Some("aliases"),
+                ProblemKind::WrongType("an object of tool names to new names"),
+            ),
+        }
+        aliases
     }
 
     /// `oauth: {clientId?, scopes?, redirectUri?, issuer?}`, on a remote entry without an

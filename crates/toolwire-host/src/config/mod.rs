@@ -51,6 +51,9 @@ pub struct ServerConfig {
     /// where the server asks for OAuth. A remote entry without it still uses OAuth when the
     /// caller turns it on ([`Self::oauth_config`]).
     pub oauth: Option<OAuthEntry>,
+    /// `aliases` (Toolwire's own): tool name → the name a host gives it instead of its
+    /// qualified one (used as written, in either [`crate::Naming`]).
+    pub aliases: std::collections::BTreeMap<String, String>,
     /// The members this loader does not use (`trust`, `alwaysAllow`, `title`, …), kept as
     /// written.
     pub extra: Map<String, Value>,
