@@ -285,3 +285,62 @@ async fn readiness_names_both_tools_of_a_name_collision() {
     );
     gateway.host().shutdown().await;
 }
+
+/// The pids of this process's children whose command line contains `needle` (Linux's /proc).
+#[cfg(target_os = "linux")]
+fn children(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            // State, then parent pid, after the command in parentheses.
+            let (state, parent) = (fields.first()?, fields.get(1)?.parse::<u32>().ok()?);
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            (parent == me && *state != "Z" && String::from_utf8_lossy(&cmdline).contains(needle))
+                .then_some(pid)
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_sessions_share_one_stdio_child_and_none_outlives_the_gateway() {
+    let host = host(
+        json!({"scripted": {"command": SCRIPTED, "args": ["legacy"]}}),
+        Naming::Qualified,
+    )
+    .await;
+    let gateway = Gateway::builder(host).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let calls = (0..100).map(|i| {
+        let url = front.url();
+        async move {
+            let client = client(&url, LEGACY);
+            let r = client
+                .call_tool("scripted__echo", json!({"text": format!("session {i}")}))
+                .await
+                .unwrap();
+            let session = client.mcp_session_id();
+            client.close().await;
+            (r.content[0].as_text().unwrap().to_owned(), session)
+        }
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    let sessions: std::collections::BTreeSet<_> =
+        answers.iter().filter_map(|(_, s)| s.clone()).collect();
+    assert_eq!(sessions.len(), 100, "each client its own legacy session");
+    for (i, (text, _)) in answers.iter().enumerate() {
+        assert_eq!(text, &format!("session {i}"));
+    }
+    let running = children(SCRIPTED);
+    assert_eq!(running.len(), 1, "{running:?}");
+    gateway.host().shutdown().await;
+    assert!(children(SCRIPTED).is_empty());
+}
