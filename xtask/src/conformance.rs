@@ -392,58 +392,59 @@ fn run_scenario(
     })
 }
 
-/// Starts `toolwire serve --http 127.0.0.1:0` and returns it with its URL.
-fn start_refserver(bin: &Path) -> Result<(std::process::Child, String), String> {
-    let mut child = Command::new(bin)
-        .args(["serve", "--http", "127.0.0.1:0", "--task-fixtures"])
+/// A server process of the run, ended when dropped (also when the run fails half-way).
+struct Started(std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` (`toolwire serve` or `toolwire gateway` on `127.0.0.1:0`) and returns it
+/// with the URL its first stderr line names; `what` names it in the error.
+fn start_announcing(mut command: Command, what: &str) -> Result<(Started, String), String> {
+    let mut child = command
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
+        .map_err(|e| format!("{what}: {e}"))?;
     let mut line = String::new();
     if let Some(stderr) = child.stderr.take() {
         let _ = BufReader::new(stderr).read_line(&mut line);
     }
+    let started = Started(child);
     let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
     if !url.starts_with("http://") {
-        let _ = child.kill();
-        return Err(format!("the reference server did not start: {line}"));
+        return Err(format!("{what} did not start: {line}"));
     }
-    Ok((child, url))
+    Ok((started, url))
 }
 
-/// Starts `toolwire gateway --http 127.0.0.1:0` in front of the reference server at `upstream`
-/// (the entry `ref`) and returns it with its URL.
-fn start_gateway(
-    bin: &Path,
-    upstream: &str,
-    cache: &Path,
-) -> Result<(std::process::Child, String), String> {
+/// `toolwire serve --http 127.0.0.1:0 --task-fixtures`.
+fn refserver_command(bin: &Path) -> Command {
+    let mut command = Command::new(bin);
+    command.args(["serve", "--http", "127.0.0.1:0", "--task-fixtures"]);
+    command
+}
+
+/// `toolwire gateway --http 127.0.0.1:0` in front of the reference server at `upstream` (the
+/// entry `ref`), its configuration written under `cache`.
+fn gateway_command(bin: &Path, upstream: &str, cache: &Path) -> Result<Command, String> {
     let config = cache.join("results/gateway.json");
     if let Some(dir) = config.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
     let text = serde_json::json!({"mcpServers": {"ref": {"url": upstream}}}).to_string();
     std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .args(["gateway", "--config"])
         .arg(&config)
         .args(["--http", "127.0.0.1:0"])
-        .env("TOOLWIRE_TRUST", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
-    let mut line = String::new();
-    if let Some(stderr) = child.stderr.take() {
-        let _ = BufReader::new(stderr).read_line(&mut line);
-    }
-    let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
-    if !url.starts_with("http://") {
-        let _ = child.kill();
-        return Err(format!("the gateway did not start: {line}"));
-    }
-    Ok((child, url))
+        .env("TOOLWIRE_TRUST", "1");
+    Ok(command)
 }
 
 /// The ratchet baseline: `suite kind scenario check  # why`.
@@ -496,53 +497,30 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
             &["--command", &client_arg],
         )?);
     }
-    let (mut server, url) = start_refserver(&target.join("toolwire"))?;
-    for (suite, scenarios) in SERVER_SCENARIOS {
-        for scenario in *scenarios {
-            eprintln!("==> conformance {suite} server {scenario}");
-            match run_scenario(&cache, &path, suite, "server", scenario, &["--url", &url]) {
-                Ok(o) => outcomes.push(o),
-                Err(e) => {
-                    let _ = server.kill();
-                    return Err(e);
-                }
+    // The server scenarios against the reference server, then again through
+    // `toolwire gateway` in front of it (kind `gateway`).
+    let toolwire = target.join("toolwire");
+    let (_server, url) = start_announcing(refserver_command(&toolwire), "the reference server")?;
+    let mut _gateway = None;
+    for kind in ["server", "gateway"] {
+        let url = if kind == "gateway" {
+            let command = gateway_command(&toolwire, &url, &cache)?;
+            let (started, gateway_url) = start_announcing(command, "the gateway")?;
+            _gateway = Some(started);
+            gateway_url
+        } else {
+            url.clone()
+        };
+        for (suite, scenarios) in SERVER_SCENARIOS {
+            for scenario in *scenarios {
+                eprintln!("==> conformance {suite} {kind} {scenario}");
+                let mut o =
+                    run_scenario(&cache, &path, suite, "server", scenario, &["--url", &url])?;
+                o.kind = kind;
+                outcomes.push(o);
             }
         }
     }
-    // The same scenarios through `toolwire gateway` in front of the reference server.
-    let gateway = start_gateway(&target.join("toolwire"), &url, &cache);
-    let (mut gateway, gateway_url) = match gateway {
-        Ok(started) => started,
-        Err(e) => {
-            let _ = server.kill();
-            return Err(e);
-        }
-    };
-    for (suite, scenarios) in SERVER_SCENARIOS {
-        for scenario in *scenarios {
-            eprintln!("==> conformance {suite} gateway {scenario}");
-            let outcome = run_scenario(
-                &cache,
-                &path,
-                suite,
-                "server",
-                scenario,
-                &["--url", &gateway_url],
-            );
-            match outcome {
-                Ok(mut o) => {
-                    o.kind = "gateway";
-                    outcomes.push(o);
-                }
-                Err(e) => {
-                    let _ = (server.kill(), gateway.kill());
-                    return Err(e);
-                }
-            }
-        }
-    }
-    let _ = (server.kill(), gateway.kill());
-    let _ = (server.wait(), gateway.wait());
 
     let baseline = read_baseline(root);
     let mut seen = BTreeSet::new();
