@@ -322,9 +322,10 @@ pub(crate) struct GatewayArgs {
     /// Serve on stdin/stdout.
     #[arg(long, conflicts_with = "check")]
     pub(crate) stdio: bool,
-    /// Check the file (syntax, entries, names) and exit: 0 when it would serve.
-    #[arg(long)]
-    pub(crate) check: bool,
+    /// Check the file (syntax, entries, names) and exit: 0 when it would serve. Takes the file
+    /// itself (`--check FILE`) or the one of --config.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub(crate) check: Option<Option<PathBuf>>,
     /// How tools are named: `qualified` (`server__tool`) or `provider-safe`.
     #[arg(long, value_name = "NAMING", default_value = "qualified")]
     pub(crate) names: toolwire_host::Naming,

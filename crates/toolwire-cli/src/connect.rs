@@ -233,13 +233,7 @@ pub(crate) async fn every_server(
         ));
     }
     // Stored logins for the remote entries; no flow runs for many servers at once.
-    let mut host = Host::builder(builder).naming(cli.names);
-    match login::config(&login::LoginArgs::default(), false) {
-        Ok(oauth) => host = host.oauth(oauth),
-        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
-            tracing::warn!(%reason, "OAuth is off for this command");
-        }
-    }
+    let host = login::stored_logins(Host::builder(builder).naming(cli.names));
     let host = host
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;

@@ -8,14 +8,15 @@ use toolwire_gateway::Gateway;
 
 /// Runs the gateway until stdin ends (`--stdio`) or the process is interrupted.
 pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failure> {
-    let Some(file) = args.file.as_ref().or(cli.config.as_ref()) else {
+    let checked = args.check.as_ref().and_then(Option::as_ref);
+    let Some(file) = checked.or(args.file.as_ref()).or(cli.config.as_ref()) else {
         return Err(Failure::Usage("gateway needs --config FILE".into()));
     };
     let config = trust::load_config(file)?;
-    let mut host = Host::builder(client_builder(cli)?).naming(args.names);
+    let host = Host::builder(client_builder(cli)?).naming(args.names);
     host.check(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
-    if args.check {
+    if args.check.is_some() {
         let enabled = config.servers.iter().filter(|s| !s.disabled).count();
         say!(
             "{}: {} servers ({enabled} enabled), ready to serve",
@@ -39,12 +40,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         options.framing = toolwire_server::Framing::Json;
     }
     // Stored logins for the remote entries; a server that needs a new one says so in its state.
-    match login::config(&login::LoginArgs::default(), false) {
-        Ok(oauth) => host = host.oauth(oauth),
-        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
-            tracing::warn!(%reason, "OAuth is off for the gateway's upstreams");
-        }
-    }
+    let host = login::stored_logins(host);
     let host = host
         .start(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;

@@ -99,6 +99,18 @@ pub(crate) fn oauth(url: &str, args: &LoginArgs, login: bool) -> Result<OAuth, F
     Ok(OAuth::new(url, config(args, login || interactive())?))
 }
 
+/// `host` with the stored logins for its remote entries (no flow runs for many servers at
+/// once); without a credentials file, OAuth is off, said as a warning.
+pub(crate) fn stored_logins(host: toolwire_host::HostBuilder) -> toolwire_host::HostBuilder {
+    match config(&LoginArgs::default(), false) {
+        Ok(oauth) => host.oauth(oauth),
+        Err(Failure::Usage(reason) | Failure::Remote(reason)) => {
+            tracing::warn!(%reason, "OAuth is off for this command");
+            host
+        }
+    }
+}
+
 /// The OAuth settings with the credentials file (see [`config_in`]).
 pub(crate) fn config(args: &LoginArgs, person: bool) -> Result<OAuthConfig, Failure> {
     config_in(store()?, args, person)

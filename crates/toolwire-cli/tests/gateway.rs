@@ -219,6 +219,18 @@ fn check_reads_the_file_and_says_what_it_would_serve() {
         "{}",
         stdout(&out)
     );
+    // The file may follow --check itself.
+    let out = toolwire(&["gateway", "--check", config.path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).contains("2 servers (2 enabled)"),
+        "{}",
+        stdout(&out)
+    );
 
     // A broken file: exit 2, the problem named.
     std::fs::write(&config.path, r#"{"mcpServers": {"x": {"command": 5}}}"#).unwrap();
