@@ -13,7 +13,10 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         return Err(Failure::Usage("gateway needs --config FILE".into()));
     };
     let config = trust::load_config(file)?;
-    let host = Host::builder(client_builder(cli)?).naming(args.names);
+    // The upstreams' requests (elicitation, sampling, roots) go to the client whose call they
+    // are about, never to this terminal.
+    let upstream = toolwire_gateway::upstream_client(client_builder(cli)?);
+    let host = Host::builder(upstream).naming(args.names);
     host.check(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     if args.check.is_some() {

@@ -71,7 +71,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
-use toolwire::{CallOptions, Error, ErrorChain, InputError, ProgressParams, Tool};
+use toolwire::{Error, ErrorChain, InputError, Tool};
 use toolwire_headers::HeaderPlan;
 use toolwire_host::{Host, HostError, ServerState};
 use toolwire_server::{
@@ -81,10 +81,12 @@ use toolwire_server::{
 
 use toolwire_types::error::code;
 
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::Metrics;
 use crate::surface::Listing;
 
+mod calls;
 mod metrics;
+mod relay;
 mod subscriptions;
 mod surface;
 mod uris;
@@ -102,6 +104,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
+
+pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
 
 /// Settings of a [`Gateway`].
 #[derive(Debug)]
@@ -141,6 +145,7 @@ impl GatewayBuilder {
             metrics: Metrics::new(),
             plans: std::sync::Mutex::new((0, HashMap::new())),
             subscriptions: subscriptions::Subscriptions::default(),
+            parked: relay::Parked::default(),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -197,6 +202,8 @@ pub struct Gateway {
     subscriptions: subscriptions::Subscriptions,
     /// Header plans of the listed tools, by gateway name, for the snapshot generation held.
     plans: std::sync::Mutex<(u64, HashMap<String, Option<HeaderPlan>>)>,
+    /// Calls of 2026-07-28 clients answered `input_required`, waiting for their retries.
+    parked: relay::Parked<calls::Called>,
 }
 
 impl Gateway {
@@ -312,82 +319,12 @@ impl Gateway {
         }
         Ok(result)
     }
-
-    /// A `tools/call`, routed to its server; its progress, when the client asked for it
-    /// (`_meta.progressToken`), relayed under the client's token.
-    async fn call(&self, params: &Value, notifier: &Notifier) -> Answer {
-        let Some(name) = params["name"].as_str() else {
-            return Err(RpcError::new(
-                code::INVALID_PARAMS,
-                "tools/call needs a name",
-            ));
-        };
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => json!({}),
-            Some(arguments @ Value::Object(_)) => arguments.clone(),
-            Some(other) => {
-                return Err(RpcError::new(
-                    code::INVALID_PARAMS,
-                    format!("arguments must be an object, not {other}"),
-                ));
-            }
-        };
-        let server = self.host.load().get(name).map(|t| t.server.clone());
-        let began = std::time::Instant::now();
-        let called = match params["_meta"].get("progressToken") {
-            Some(token @ (Value::String(_) | Value::Number(_))) => {
-                let (token, notifier) = (token.clone(), notifier.clone());
-                let relay = move |p: &ProgressParams| {
-                    let mut params = json!({"progressToken": token, "progress": p.progress});
-                    if let Some(total) = p.total {
-                        params["total"] = json!(total);
-                    }
-                    if let Some(message) = &p.message {
-                        params["message"] = json!(message);
-                    }
-                    notifier.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": params}));
-                };
-                self.host
-                    .call_tool_with_progress(name, arguments, CallOptions::default(), relay)
-                    .await
-            }
-            _ => self.host.call_tool(name, arguments).await,
-        };
-        if let Some(server) = &server {
-            let outcome = match &called {
-                Ok(r) if r.is_error == Some(true) => Outcome::ToolError,
-                Ok(_) => Outcome::Ok,
-                Err(_) => Outcome::Error,
-            };
-            self.metrics.call(server, name, outcome, began.elapsed());
-        }
-        let mut result = called.map_err(|e| upstream_error(&e))?;
-        // Tools the call says it registers, removes or changes, by the names clients see here
-        // (a client waits for exactly those names before it trusts its listing again).
-        if let Some(server) = server {
-            for names in [
-                &mut result.registers,
-                &mut result.unregisters,
-                &mut result.updates,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                for tool in names.iter_mut() {
-                    *tool = self.host.tool_name(&server, tool);
-                }
-            }
-        }
-        serde_json::to_value(&result)
-            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
-    }
 }
 
 /// What a downstream client hears when a request could not be routed or failed upstream: the
 /// upstream's own JSON-RPC error as it sent it, an unknown tool as `-32602`, anything else as
 /// `-32603` with the reason on one line.
-fn upstream_error(e: &HostError) -> RpcError {
+pub(crate) fn upstream_error(e: &HostError) -> RpcError {
     match e {
         HostError::UnknownTool(name, _) => {
             RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))
@@ -420,7 +357,10 @@ fn relayed(server: &str, error: &Error) -> RpcError {
 /// upstream's own caching fields are kept (the protocol layer fills in what is missing).
 fn for_era(mut result: Value, era: Era) -> Value {
     if let Some(object) = result.as_object_mut() {
-        object.remove("resultType");
+        // The gateway's own `input_required` (a call waiting for the client's input) stays.
+        if object.get("resultType").is_some_and(|t| t == "complete") {
+            object.remove("resultType");
+        }
         if era == Era::Legacy {
             object.remove("ttlMs");
             object.remove("cacheScope");
@@ -445,7 +385,7 @@ impl Service for Gateway {
             .await;
         let answer = match request.method {
             "tools/list" => self.list(request.params),
-            "tools/call" => self.call(request.params, notifier).await,
+            "tools/call" => self.call(request, notifier).await,
             "resources/list" => self.merged(Listing::Resources).await,
             "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
             "resources/read" => self.read(request.params).await,

@@ -465,11 +465,16 @@ impl Inner {
     /// Pushes a message a server stream carried, once the stream budget has room for it: a
     /// server that sends faster than the client reads is read no further until `recv` takes
     /// what is waiting (TCP then holds the server back), instead of filling memory.
-    async fn push_streamed(&self, data: Bytes) {
+    /// `related` is the request whose response stream carried it, if any.
+    async fn push_streamed(&self, data: Bytes, related: Option<&RequestId>) {
         let Some(share) = self.read_ahead.reserve(data.len()).await else {
             return;
         };
-        self.push_with(Ok(Inbound::new(data)), Some(share));
+        let inbound = match related {
+            Some(id) => Inbound::on_stream_of(data, id.clone()),
+            None => Inbound::new(data),
+        };
+        self.push_with(Ok(inbound), Some(share));
     }
 
     /// Calls the on-received hook (the body's snippet is made only for a hook).
@@ -680,7 +685,7 @@ mod tests {
         tokio::spawn(async move {
             for _ in 0..100 {
                 inner
-                    .push_streamed(Bytes::from(vec![b'x'; 64 * 1024]))
+                    .push_streamed(Bytes::from(vec![b'x'; 64 * 1024]), None)
                     .await;
                 progress.fetch_add(1, Ordering::SeqCst);
             }

@@ -249,7 +249,7 @@ impl Inner {
                     }
                 }
                 tracing::trace!(bytes = event.data.len(), "SSE message");
-                self.push_streamed(event.data).await;
+                self.push_streamed(event.data, id).await;
             }
         }
     }

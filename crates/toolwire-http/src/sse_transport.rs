@@ -177,7 +177,7 @@ async fn read(inner: &Inner, endpoint: &watch::Sender<Endpoint>) -> Result<(), H
                     endpoint.send_replace(Endpoint::Ready(to));
                 }
                 None | Some("message") if !event.data.is_empty() => {
-                    inner.push_streamed(event.data).await;
+                    inner.push_streamed(event.data, None).await;
                 }
                 _ => {}
             }

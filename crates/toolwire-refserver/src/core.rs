@@ -133,6 +133,7 @@ impl Core {
             method,
             params,
             era,
+            client,
             ..
         } = request;
         let modern = (era == Era::Modern).then_some(());
@@ -168,7 +169,7 @@ impl Core {
                 }
                 Ok(json!({ "tools": tools }))
             }
-            "tools/call" => self.call(params, notify).await,
+            "tools/call" => self.call(params, notify, client).await,
             "resources/list" => Ok(json!({"resources": tools::resources()})),
             "resources/templates/list" => {
                 Ok(json!({"resourceTemplates": tools::resource_templates()}))
@@ -240,7 +241,12 @@ impl Core {
         })
     }
 
-    async fn call(&self, params: &Value, notify: &Notifier) -> Result<Value, (i64, String)> {
+    async fn call(
+        &self,
+        params: &Value,
+        notify: &Notifier,
+        client: Option<&Value>,
+    ) -> Result<Value, (i64, String)> {
         let name = params["name"].as_str().unwrap_or("");
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
         let known = lock(&self.tools).iter().any(|e| e.name() == name);
@@ -316,6 +322,32 @@ impl Core {
                 }
             }
             "greet" => tools::text(format!("Hello, {}!", str_arg("name"))),
+            "ask_client" => {
+                let what = str_arg("what");
+                let Some((method, question, capability)) = tools::client_question(&what) else {
+                    return Err((
+                        code::INVALID_PARAMS,
+                        "ask_client: `what` is name, sample or roots".into(),
+                    ));
+                };
+                let modern = params["_meta"][meta_key::PROTOCOL_VERSION].is_string();
+                if client.is_some_and(|c| c.get(capability).is_none()) {
+                    tools::client_answered(
+                        &what,
+                        Err(RpcError::new(
+                            code::INVALID_REQUEST,
+                            format!("the client did not declare {capability}"),
+                        )),
+                    )
+                } else if !modern {
+                    tools::client_answered(&what, notify.ask(method, question).await)
+                } else if let Some(answer) = params["inputResponses"].get("ask") {
+                    tools::client_answered(&what, Ok(answer.clone()))
+                } else {
+                    json!({"resultType": "input_required", "inputRequests": {"ask":
+                        {"method": method, "params": question}}})
+                }
+            }
             "show_clock" => tools::text("12:00"),
             "link_account" => {
                 let linked = self.linked.load(std::sync::atomic::Ordering::SeqCst);

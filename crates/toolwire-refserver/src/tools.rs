@@ -77,6 +77,8 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "finish_link", "description": "Completes the account link, as the user's visit to the URL would, and announces it (notifications/elicitation/complete).",
             "inputSchema": {"type": "object"}}),
+        json!({"name": "ask_client", "description": "Asks the client something and says what it answered: `name` (elicitation, form mode), `sample` (sampling/createMessage) or `roots` (roots/list). A request to the client in the legacy era, an input request in 2026-07-28.",
+            "inputSchema": {"type": "object", "properties": {"what": {"type": "string", "enum": ["name", "sample", "roots"]}}, "required": ["what"]}}),
         json!({"name": "log", "description": "Logs `message` at debug, info, warning and error (notifications/message), as far as the client's log level lets it.",
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
             "annotations": {"readOnlyHint": true}}),
@@ -344,4 +346,67 @@ pub(crate) fn complete(params: &Value, files: &[String]) -> Value {
         .collect();
     values.sort();
     json!({"values": values, "total": values.len(), "hasMore": false})
+}
+
+/// What `ask_client` asks for `what`: the method, its params, and the client capability it
+/// needs. None for anything else.
+pub(crate) fn client_question(what: &str) -> Option<(&'static str, Value, &'static str)> {
+    Some(match what {
+        "name" => (
+            "elicitation/create",
+            json!({"mode": "form", "message": "What is your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
+                "required": ["name"]}}),
+            "elicitation",
+        ),
+        "sample" => (
+            "sampling/createMessage",
+            json!({"maxTokens": 50, "messages": [{"role": "user",
+            "content": {"type": "text", "text": "Say hello in one word."}}]}),
+            "sampling",
+        ),
+        "roots" => ("roots/list", json!({}), "roots"),
+        _ => return None,
+    })
+}
+
+/// `ask_client`'s result from the client's answer to [`client_question`]`(what)`.
+pub(crate) fn client_answered(
+    what: &str,
+    answer: Result<Value, toolwire_server::RpcError>,
+) -> Value {
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => {
+            return json!({"content": [{"type": "text",
+                "text": format!("the client refused ({}): {}", e.code, e.message)}], "isError": true});
+        }
+    };
+    text(match what {
+        "name" => match (
+            answer["action"].as_str(),
+            answer["content"]["name"].as_str(),
+        ) {
+            (Some("accept"), Some(name)) => format!("Hello, {name}!"),
+            (action, _) => format!("no name given ({})", action.unwrap_or("no action")),
+        },
+        "sample" => format!(
+            "the model said: {}",
+            answer["content"]["text"].as_str().unwrap_or("")
+        ),
+        _ => {
+            let uris: Vec<&str> = answer["roots"]
+                .as_array()
+                .map(|roots| roots.iter().filter_map(|r| r["uri"].as_str()).collect())
+                .unwrap_or_default();
+            format!(
+                "roots: {}",
+                if uris.is_empty() {
+                    "none".to_owned()
+                } else {
+                    uris.join(", ")
+                }
+            )
+        }
+    })
 }

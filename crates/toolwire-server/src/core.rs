@@ -10,6 +10,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use toolwire_headers::HeaderPlan;
 use toolwire_types::{error::code, meta_key};
 
+use crate::asks::Asks;
 use crate::service::{Change, Era, Notifier, Request, RpcError, Service};
 use crate::{Eras, Options};
 
@@ -97,6 +98,10 @@ pub(crate) struct Core<S> {
     pub(crate) service: Arc<S>,
     /// Requests a client may cancel, by (scope, id as JSON text): what cancels each.
     in_flight: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+    /// The server's requests to clients, waiting for their answers.
+    asks: Arc<Asks>,
+    /// The capabilities each legacy client declared in its `initialize`, by scope.
+    clients: Mutex<HashMap<String, Value>>,
 }
 
 /// Takes a request out of the in-flight table when its handling ends, however it ends.
@@ -145,7 +150,14 @@ impl<S: Service> Core<S> {
             options,
             service,
             in_flight: Mutex::new(HashMap::new()),
+            asks: Asks::new(),
+            clients: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The legacy session or connection `scope` ended: what was kept of its client goes.
+    pub(crate) fn forget(&self, scope: &str) {
+        lock(&self.clients).remove(scope);
     }
 
     /// Changes, as they happen.
@@ -174,14 +186,19 @@ impl<S: Service> Core<S> {
     /// Handles one message; notifications the work makes go to `notify` as they happen.
     /// `scope` is the connection or legacy session the message came in on, when there is one:
     /// a `notifications/cancelled` there ends the request it names (its handling is dropped,
-    /// and nothing is answered), and only there.
+    /// and nothing is answered), and only there. `streams` says the front end delivers what
+    /// goes to `notify` to the client while the request runs, so a legacy request may carry
+    /// the server's own requests to it ([`Notifier::ask`]); their answers come back here.
     pub(crate) async fn handle(
         self: &Arc<Self>,
         message: &Value,
         notify: &mpsc::UnboundedSender<Value>,
         scope: Option<&str>,
+        streams: bool,
     ) -> Handled {
         let Some(method) = message["method"].as_str() else {
+            // A response: to one of this server's requests, or to nothing.
+            self.asks.answered(message);
             return Handled::Nothing;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
@@ -238,6 +255,10 @@ impl<S: Service> Core<S> {
                 Ok(r)
             }
             "initialize" if self.legacy_ok() => {
+                if let Some(scope) = scope {
+                    let declared = params["capabilities"].clone();
+                    lock(&self.clients).insert(scope.to_owned(), declared);
+                }
                 let asked = params["protocolVersion"].as_str().unwrap_or("");
                 let version = if LEGACY_VERSIONS.contains(&asked) {
                     asked
@@ -260,13 +281,19 @@ impl<S: Service> Core<S> {
             }
             "ping" => Ok(json!({})),
             _ => {
+                let declared = match era {
+                    Era::Modern => params["_meta"].get(meta_key::CLIENT_CAPABILITIES).cloned(),
+                    Era::Legacy => scope.and_then(|s| lock(&self.clients).get(s).cloned()),
+                };
                 let request = Request {
                     id,
                     method,
                     params,
                     era,
+                    client: declared.as_ref(),
                 };
-                let notifier = Notifier(notify.clone());
+                let asks = (streams && era == Era::Legacy).then(|| self.asks.clone());
+                let notifier = Notifier::asking(notify.clone(), asks);
                 let handling = self.service.handle(request, &notifier);
                 let Some(scope) = scope else {
                     return self.answer(method, id, modern.is_some(), handling.await);

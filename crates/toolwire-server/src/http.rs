@@ -415,11 +415,13 @@ impl<S: Service> Front<S> {
         let core = self.core.clone();
         let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
         if !is_request {
-            let _ = core.handle(&message, &notify, session.as_deref()).await;
+            let _ = core
+                .handle(&message, &notify, session.as_deref(), false)
+                .await;
             return empty(StatusCode::ACCEPTED);
         }
         if method == "subscriptions/listen" && modern {
-            return match core.handle(&message, &notify, None).await {
+            return match core.handle(&message, &notify, None, false).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
@@ -444,7 +446,10 @@ impl<S: Service> Front<S> {
         }
         let mut response = match framing {
             Framing::Json => {
-                let answer = match core.handle(&message, &notify, session.as_deref()).await {
+                let answer = match core
+                    .handle(&message, &notify, session.as_deref(), false)
+                    .await
+                {
                     Handled::Answer(a) => a,
                     Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
@@ -471,7 +476,7 @@ impl<S: Service> Front<S> {
                             .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
                             .await;
                     }
-                    let handling = core.handle(&message, &notify, session.as_deref());
+                    let handling = core.handle(&message, &notify, session.as_deref(), true);
                     tokio::pin!(handling);
                     let answer = loop {
                         tokio::select! {
@@ -668,6 +673,7 @@ impl<S: Service> Front<S> {
         match header(parts, "mcp-session-id") {
             Some(sid) if self.knows(sid) => {
                 lock(&self.sessions).remove(sid);
+                self.core.forget(sid);
                 if self.core.options.session_keys.is_some() {
                     lock(&self.deleted).insert(sid.to_owned());
                 }

@@ -29,6 +29,7 @@
 //! choice), `base64` (their text form), `thiserror`, `serde_json` (messages are handled as JSON values: a server that relays them, as the
 //! gateway does, keeps every member it does not know).
 
+mod asks;
 mod core;
 mod http;
 mod service;
@@ -48,6 +49,12 @@ pub use service::{
 pub use session_id::{SESSION_LIFETIME, SessionKeyError, SessionKeys};
 
 use crate::core::Core;
+
+/// 128 bits from the system's random source, as 32 hexadecimal digits: for ids a client must
+/// not be able to guess (session ids, a gateway's `requestState`).
+pub fn random_id() -> String {
+    session_id::random()
+}
 pub(crate) use crate::core::{list_changed, resource_updated};
 
 /// Which eras the server speaks.

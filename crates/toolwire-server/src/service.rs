@@ -3,9 +3,14 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 use toolwire_headers::HeaderPlan;
+use toolwire_types::error::code;
+
+use crate::asks::Asks;
 
 /// The era a request arrived in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +34,10 @@ pub struct Request<'a> {
     pub params: &'a Value,
     /// The era it arrived in.
     pub era: Era,
+    /// The capabilities the client declared: in its `initialize` (legacy), or in the
+    /// request's `_meta` (2026-07-28). `None` when they are not known here (a legacy session
+    /// another replica began).
+    pub client: Option<&'a Value>,
 }
 
 /// A JSON-RPC error to answer with.
@@ -64,21 +73,77 @@ impl RpcError {
 pub type Answer = Result<Value, RpcError>;
 
 /// Where a request's notifications go while it runs (progress, log messages): on its SSE
-/// stream over HTTP, on stdout over stdio.
-#[derive(Debug, Clone)]
-pub struct Notifier(pub(crate) mpsc::UnboundedSender<Value>);
+/// stream over HTTP, on stdout over stdio. In the legacy era it also carries the server's
+/// own requests to the client ([`Notifier::ask`]).
+#[derive(Clone)]
+pub struct Notifier {
+    to: mpsc::UnboundedSender<Value>,
+    asks: Option<Arc<Asks>>,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifier")
+            .field("can_ask", &self.can_ask())
+            .finish_non_exhaustive()
+    }
+}
 
 impl Notifier {
     /// Sends a whole JSON-RPC notification (`{"jsonrpc": "2.0", "method": …}`). A client
     /// that went away is not an error: the notification is dropped.
     pub fn send(&self, notification: Value) {
-        let _ = self.0.send(notification);
+        let _ = self.to.send(notification);
     }
 
-    /// A notifier whose notifications go to `to` (for tests and front ends of your own).
+    /// A notifier whose notifications go to `to` (for tests and front ends of your own); it
+    /// cannot ask the client anything.
     pub fn new(to: mpsc::UnboundedSender<Value>) -> Self {
-        Self(to)
+        Self { to, asks: None }
     }
+
+    /// A notifier that can also ask the client, for the front ends.
+    pub(crate) fn asking(to: mpsc::UnboundedSender<Value>, asks: Option<Arc<Asks>>) -> Self {
+        Self { to, asks }
+    }
+
+    /// Whether [`Notifier::ask`] can reach the client: a legacy request with a stream back to
+    /// it (an SSE answer, stdio, HTTP+SSE). Not in 2026-07-28, whose servers ask by answering
+    /// `input_required`, nor over HTTP with JSON answers, which have nowhere to send a request.
+    pub fn can_ask(&self) -> bool {
+        self.asks.is_some()
+    }
+
+    /// Sends the client a request (`elicitation/create`, `sampling/createMessage`,
+    /// `roots/list`) on this request's stream and waits for its answer. An error when the
+    /// notifier cannot ask ([`Notifier::can_ask`]), the client refused, or its stream closed
+    /// first. The caller checks the client declared the capability ([`Request::client`]) and
+    /// bounds the wait.
+    pub async fn ask(&self, method: &str, params: Value) -> Answer {
+        let Some(asks) = &self.asks else {
+            return Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                format!("{method} cannot reach this client: its request has no stream back to it"),
+            ));
+        };
+        let (id, mut waiting) = asks.begin();
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if self.to.send(request).is_err() {
+            return Err(closed(method));
+        }
+        tokio::select! {
+            answer = &mut waiting.answer => answer.unwrap_or_else(|_| Err(closed(method))),
+            () = self.to.closed() => Err(closed(method)),
+        }
+    }
+}
+
+/// The client went away before it answered `method`.
+fn closed(method: &str) -> RpcError {
+    RpcError::new(
+        code::INTERNAL_ERROR,
+        format!("the client went away before it answered {method}"),
+    )
 }
 
 /// Something that changed on the server, for the streams that listen.

@@ -116,7 +116,9 @@ impl<S: crate::Service> Front<S> {
                     let _ = forward.send(note);
                 }
             });
-            if let Handled::Answer(answer) = core.handle(&message, &notify, Some(&scope)).await {
+            if let Handled::Answer(answer) =
+                core.handle(&message, &notify, Some(&scope), true).await
+            {
                 let _ = stream.send(answer);
             }
         });

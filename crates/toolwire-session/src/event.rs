@@ -82,6 +82,10 @@ pub enum Event {
         id: toolwire_types::RequestId,
         /// The request.
         request: toolwire_types::ServerRequest,
+        /// The operation whose response stream carried it (a server asks about a call on
+        /// that call's stream); `None` when the transport cannot say (stdio, the standalone
+        /// stream).
+        related: Option<OpId>,
     },
     /// Bytes from the server that are not JSON-RPC.
     Malformed(DecodeError),

@@ -143,6 +143,8 @@ pub struct Session {
     next_op: u64,
     /// The requests in flight.
     pending: PendingTable,
+    /// While inbound bytes are handled: the operation whose response stream carried them.
+    arrived_on: Option<OpId>,
     transmits: VecDeque<Outbound>,
     events: VecDeque<Event>,
     /// Refreshes started, and finished; whether the last one succeeded.
@@ -200,6 +202,7 @@ impl Session {
             next_id: 0,
             next_op: 0,
             pending: PendingTable::default(),
+            arrived_on: None,
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             refresh: Refresh::default(),

@@ -222,7 +222,7 @@ fn undeclared_capabilities_are_refused_and_declared_ones_handed_up() {
     p.sent();
     p.event();
     p.session.handle_inbound(br#"{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"name?"}}"#, p.at(2));
-    let Event::ServerRequest { id, request } = p.event() else {
+    let Event::ServerRequest { id, request, .. } = p.event() else {
         panic!()
     };
     assert!(matches!(request, toolwire_types::ServerRequest::Elicit(e) if e.message == "name?"));

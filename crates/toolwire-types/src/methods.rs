@@ -323,6 +323,16 @@ macro_rules! dispatch {
                 }
             }
 
+            /// The params as JSON again, for a message that passes them on (a gateway relaying
+            /// a request): unknown fields were kept, so nothing is lost. `None` for
+            /// [`Self::Other`], whose params were never decoded.
+            pub fn params_value(&self) -> Option<Result<Value, serde_json::Error>> {
+                match self {
+                    $(Self::$variant(p) => Some(serde_json::to_value(p)),)*
+                    Self::Other { .. } => None,
+                }
+            }
+
             /// Every method name this enum knows.
             pub const METHODS: &'static [&'static str] = &[$(<method::$variant as Method>::NAME,)*];
         }

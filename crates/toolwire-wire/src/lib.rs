@@ -93,12 +93,27 @@ impl Outbound {
 pub struct Inbound {
     /// One JSON-RPC message (or batch), as received.
     pub body: Bytes,
+    /// The request whose response stream carried it, when the transport knows (Streamable
+    /// HTTP: an SSE answer to a POST). A server sends its requests about a call there, so this
+    /// says which call they belong to; `None` over stdio and the standalone GET stream.
+    pub related: Option<RequestId>,
 }
 
 impl Inbound {
     /// Wraps received bytes.
     pub fn new(body: impl Into<Bytes>) -> Self {
-        Self { body: body.into() }
+        Self {
+            body: body.into(),
+            related: None,
+        }
+    }
+
+    /// Wraps bytes that came on the response stream of request `id`.
+    pub fn on_stream_of(body: impl Into<Bytes>, id: RequestId) -> Self {
+        Self {
+            body: body.into(),
+            related: Some(id),
+        }
     }
 }
 

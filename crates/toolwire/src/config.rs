@@ -22,6 +22,59 @@ pub type ServerRequestHandler =
 /// A per-call progress callback.
 pub type ProgressCallback = Arc<dyn Fn(&toolwire_types::ProgressParams) + Send + Sync>;
 
+/// What one call hands back to its caller while it runs: its progress, and the requests the
+/// server makes about it (elicitation, sampling, roots: those that came on the call's own
+/// response stream, the input requests of its MRTR rounds, and, over a transport that cannot
+/// say which call a request is about, any while this is the only call in flight that has a
+/// handler). The rest go to the client's handler ([`ClientBuilder::handler`]), whose
+/// declared capabilities apply to both: an undeclared request is refused before either sees
+/// it.
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    pub(crate) progress: Option<ProgressCallback>,
+    pub(crate) requests: Option<ServerRequestHandler>,
+}
+
+impl CallHooks {
+    /// No hooks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the server for progress and hands each notification to `on_progress` (each one
+    /// also pushes the call's deadline forward).
+    #[must_use]
+    pub fn on_progress(
+        mut self,
+        on_progress: impl Fn(&toolwire_types::ProgressParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(on_progress));
+        self
+    }
+
+    /// Answers the server's requests about this call with `handler` rather than the client's.
+    #[must_use]
+    pub fn on_server_request(
+        mut self,
+        handler: impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.requests = Some(Arc::new(handler));
+        self
+    }
+}
+
+impl std::fmt::Debug for CallHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallHooks")
+            .field("progress", &self.progress.is_some())
+            .field("requests", &self.requests.is_some())
+            .finish()
+    }
+}
+
 /// Makes a fresh transport for each connection (used to reconnect after
 /// [`Client::disconnect`]).
 pub type Connector = Arc<dyn Fn() -> Result<Arc<dyn Transport>, TransportError> + Send + Sync>;

@@ -29,7 +29,8 @@ pub(crate) async fn reference(eras: Eras, framing: Framing) -> toolwire_refserve
 pub(crate) async fn host(servers: Value, naming: Naming) -> Host {
     let config =
         ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap();
-    let host = Host::builder(Client::builder("gateway-e2e", "0"))
+    let upstream = toolwire_gateway::upstream_client(Client::builder("gateway-e2e", "0"));
+    let host = Host::builder(upstream)
         .reconnect(None)
         .naming(naming)
         .start(&config)

@@ -2,7 +2,7 @@
 //! pre-load known ones.
 
 use serde_json::Value;
-use toolwire::{CallOptions, CallToolResult, Client, ProgressParams, Tool};
+use toolwire::{CallHooks, CallOptions, CallToolResult, Client, ProgressParams, Tool};
 
 use super::{Arc, Host, HostError, HostMatch};
 
@@ -59,9 +59,24 @@ impl Host {
         options: CallOptions,
         on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, HostError> {
+        let hooks = CallHooks::new().on_progress(on_progress);
+        self.call_tool_with_hooks(qualified, arguments, options, hooks)
+            .await
+    }
+
+    /// [`Self::call_tool`] with options and hooks of the call's own: its progress, and a
+    /// handler for the requests its server makes about it (see `Client::call_tool_with_hooks`).
+    /// Dropping the future cancels the call on its server.
+    pub async fn call_tool_with_hooks(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+    ) -> Result<CallToolResult, HostError> {
         let (client, server, name) = self.route(qualified)?;
         let result = client
-            .call_tool_with_progress(&name, arguments, options, on_progress)
+            .call_tool_with_hooks(&name, arguments, options, hooks)
             .await;
         result.map_err(|error| HostError::Call {
             server: server.to_string(),

@@ -45,6 +45,20 @@ impl Session {
 
     /// Feeds bytes received from the transport (one message or a batch).
     pub fn handle_inbound(&mut self, bytes: &[u8], now: Instant) {
+        self.handle_inbound_on(bytes, None, now);
+    }
+
+    /// [`Session::handle_inbound`] for bytes that came on the response stream of request
+    /// `related` (the transport's [`Inbound::related`](toolwire_wire::Inbound::related)): a
+    /// server request among them is reported with the operation that request belongs to
+    /// ([`Event::ServerRequest`]), so its answer can come from whoever made that call.
+    pub fn handle_inbound_on(&mut self, bytes: &[u8], related: Option<&RequestId>, now: Instant) {
+        self.arrived_on = related.and_then(|id| self.pending.op_of(id));
+        self.handle_bytes(bytes, now);
+        self.arrived_on = None;
+    }
+
+    fn handle_bytes(&mut self, bytes: &[u8], now: Instant) {
         self.upkeep.traffic(now);
         match Frame::decode(bytes) {
             Ok(Frame::Single(message)) => self.handle_message(message, now),

@@ -74,6 +74,11 @@ impl PendingTable {
         Some(pending)
     }
 
+    /// The caller's operation request `id` belongs to, while it is in flight.
+    pub(super) fn op_of(&self, id: &RequestId) -> Option<OpId> {
+        self.requests.get(id).and_then(Pending::op)
+    }
+
     /// Whether request `id` is in flight.
     pub(super) fn contains(&self, id: &RequestId) -> bool {
         self.requests.contains_key(id)

@@ -70,6 +70,7 @@ impl Session {
                 self.events.push_back(Event::ServerRequest {
                     id,
                     request: decoded,
+                    related: self.arrived_on,
                 });
             }
         }
@@ -134,7 +135,8 @@ mod tests {
             s.poll_event(),
             Some(Event::ServerRequest {
                 id: RequestId::Number(1),
-                request: ServerRequest::Elicit(_)
+                request: ServerRequest::Elicit(_),
+                related: None,
             })
         ));
         assert_eq!(sent(&mut s), Value::Null, "the caller answers it");
@@ -168,6 +170,38 @@ mod tests {
             sent(&mut s),
             json!({"jsonrpc": "2.0", "id": 5, "result": {}})
         );
+    }
+
+    #[test]
+    fn a_request_on_a_calls_stream_names_that_call_and_one_on_no_known_stream_names_none() {
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {}})).unwrap_or_default();
+        let mut s = legacy(|mut config| {
+            config.max_server_requests = 4;
+            config.with_capabilities(capabilities)
+        });
+        negotiate(&mut s, json!({"tools": {}}), Instant::now());
+        while s.poll_event().is_some() {}
+        let call = crate::CallRequest::new("book", None, crate::CallOptions::default());
+        let op = s.call(Box::new(call), Instant::now()).unwrap();
+        let call_id: RequestId = serde_json::from_value(sent(&mut s)["id"].clone()).unwrap();
+        let body = |id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": elicit()})
+                .to_string()
+        };
+        for (id, stream, expected) in [
+            (7, Some(call_id.clone()), Some(op)),
+            (8, Some(RequestId::Number(999)), None),
+            (9, None, None),
+        ] {
+            s.handle_inbound_on(body(id).as_bytes(), stream.as_ref(), Instant::now());
+            match s.poll_event() {
+                Some(Event::ServerRequest { related, .. }) => {
+                    assert_eq!(related, expected, "request {id} on {stream:?}")
+                }
+                other => panic!("request {id}: {other:?}"),
+            }
+        }
     }
 
     #[test]

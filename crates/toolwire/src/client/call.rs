@@ -61,7 +61,8 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call(name, arguments, options, None).await
+        self.call(name, arguments, options, CallHooks::default())
+            .await
     }
 
     /// Calls a tool, asking the server for progress and handing each notification to
@@ -73,24 +74,34 @@ impl Client {
         options: CallOptions,
         on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, Error> {
-        self.call(
-            name,
-            arguments,
-            options.with_progress(),
-            Some(Arc::new(on_progress)),
-        )
-        .await
+        let hooks = CallHooks::new().on_progress(on_progress);
+        self.call(name, arguments, options, hooks).await
+    }
+
+    /// Calls a tool with hooks of its own: its progress, and a handler for the requests the
+    /// server makes about this call (a gateway relays them to whoever made the call).
+    pub async fn call_tool_with_hooks(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+    ) -> Result<CallToolResult, Error> {
+        self.call(name, arguments, options, hooks).await
     }
 
     async fn call(
         &self,
         name: &str,
         arguments: Value,
-        options: CallOptions,
-        progress: Option<ProgressCallback>,
+        mut options: CallOptions,
+        hooks: CallHooks,
     ) -> Result<CallToolResult, Error> {
+        if hooks.progress.is_some() {
+            options = options.with_progress();
+        }
         match self
-            .call_inner(name, arguments, options, progress, true)
+            .call_inner(name, arguments, options, hooks, true)
             .await?
         {
             Called::Done(result) => Ok(result),
@@ -108,7 +119,8 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<Called, Error> {
-        self.call_inner(name, arguments, options, None, false).await
+        self.call_inner(name, arguments, options, CallHooks::default(), false)
+            .await
     }
 
     async fn call_inner(
@@ -116,7 +128,7 @@ impl Client {
         name: &str,
         arguments: Value,
         mut options: CallOptions,
-        progress: Option<ProgressCallback>,
+        hooks: CallHooks,
         follow: bool,
     ) -> Result<Called, Error> {
         let arguments = match arguments {
@@ -142,7 +154,8 @@ impl Client {
         // arguments are shared with every round, never copied. Without a handler an
         // `input_required` answer ends the call (`InputError::NoHandler`), so there is no next
         // round to keep the options for: they move into the call.
-        let another_round_possible = self.inner.config.handler.is_some();
+        let another_round_possible =
+            self.inner.config.handler.is_some() || hooks.requests.is_some();
         let mut rounds = 0;
         let mut input = None;
         // A task is followed until this deadline: the call's own, else the longest a request
@@ -167,14 +180,15 @@ impl Client {
                     arguments.clone(),
                     this_round,
                     input.take(),
-                    progress.clone(),
+                    hooks.clone(),
                 )
                 .await?;
             match outcome {
                 Round::Outcome(Outcome::Complete(result)) => break result,
                 Round::Outcome(Outcome::InputRequired(required)) => {
-                    let (responses, request_state) =
-                        self.answer_input(required, &mut rounds).await?;
+                    let (responses, request_state) = self
+                        .answer_input_with(required, &mut rounds, hooks.requests.as_ref())
+                        .await?;
                     input = Some(Box::new(InputResponses {
                         responses,
                         request_state,
@@ -214,7 +228,7 @@ impl Client {
         arguments: Option<Arc<JsonObject>>,
         options: CallOptions,
         input: Option<Box<InputResponses>>,
-        progress: Option<ProgressCallback>,
+        hooks: CallHooks,
     ) -> Result<Round, Error> {
         let (commands, rx) = self.start()?;
         let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
@@ -223,7 +237,7 @@ impl Client {
         request.input = input.map(|input| *input);
         let command = Command::Call {
             call,
-            progress,
+            hooks,
             request,
             reply,
         };

@@ -23,7 +23,7 @@ use crate::driver::{Command, Driver, Link, Negotiation, announce};
 use crate::notices::{Notice, Notifications};
 use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
-use crate::{CallOptions, ClientBuilder, Connector, Error, ProgressCallback};
+use crate::{CallHooks, CallOptions, ClientBuilder, Connector, Error};
 use toolwire_session::InputResponses;
 
 mod call;
@@ -435,17 +435,24 @@ impl Client {
         required: Box<InputRequiredResult>,
         rounds: &mut usize,
     ) -> Result<(JsonObject, Option<String>), Error> {
+        self.answer_input_with(required, rounds, None).await
+    }
+
+    /// [`Client::answer_input`] through the call's own handler when it has one.
+    pub(crate) async fn answer_input_with(
+        &self,
+        required: Box<InputRequiredResult>,
+        rounds: &mut usize,
+        per_call: Option<&crate::ServerRequestHandler>,
+    ) -> Result<(JsonObject, Option<String>), Error> {
         *rounds += 1;
         if *rounds > MAX_INPUT_ROUNDS {
             return Err(Error::Input(crate::InputError::TooManyRounds(
                 MAX_INPUT_ROUNDS,
             )));
         }
-        let handler = self
-            .inner
-            .config
-            .handler
-            .as_ref()
+        let handler = per_call
+            .or(self.inner.config.handler.as_ref())
             .ok_or(Error::Input(crate::InputError::NoHandler))?;
         let required = *required;
         let mut responses = JsonObject::new();

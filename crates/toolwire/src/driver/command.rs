@@ -25,7 +25,7 @@ pub(crate) enum Command {
     Start,
     Call {
         call: u64,
-        progress: Option<ProgressCallback>,
+        hooks: CallHooks,
         /// The call as asked (its arguments shared with the caller, which keeps them for an
         /// `input_required` round); boxed, it moves into the session as it is.
         request: Box<CallRequest>,
@@ -94,7 +94,7 @@ pub(super) enum Waiter {
     Call {
         call: u64,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-        progress: Option<ProgressCallback>,
+        hooks: CallHooks,
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
@@ -143,17 +143,13 @@ impl Driver {
         match command {
             Command::Call {
                 call,
-                progress,
+                hooks,
                 request,
                 reply,
             } => match self.session.call(request, now) {
                 Ok(op) => {
                     self.call_ops.insert(call, op);
-                    let waiter = Waiter::Call {
-                        call,
-                        reply,
-                        progress,
-                    };
+                    let waiter = Waiter::Call { call, reply, hooks };
                     self.waiters.insert(op, waiter);
                 }
                 Err(e) => drop(reply.send(Err(e.into()))),

@@ -5,11 +5,37 @@
 use super::*;
 
 impl Driver {
-    /// Hands a server request the session let through to the handler, on a task of its own;
+    /// Hands a server request the session let through to its handler, on a task of its own;
     /// its answer comes back as a `Respond` command. (The session refused the rest itself:
     /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`], or with no handler.)
-    pub(super) fn serve(&mut self, id: RequestId, request: ServerRequest) {
-        let Some(handler) = self.handler.clone() else {
+    ///
+    /// The handler is the call's own ([`crate::CallHooks::on_server_request`]) when the
+    /// request came on that call's response stream, or, when the transport cannot say where
+    /// it came from, when that call is the only one in flight with a handler; else the
+    /// client's.
+    pub(super) fn serve(&mut self, id: RequestId, request: ServerRequest, related: Option<OpId>) {
+        let per_call = |waiter: &Waiter| match waiter {
+            Waiter::Call {
+                hooks:
+                    CallHooks {
+                        requests: Some(handler),
+                        ..
+                    },
+                ..
+            } => Some(handler.clone()),
+            _ => None,
+        };
+        let own = match related {
+            Some(op) => self.waiters.get(&op).and_then(per_call),
+            None => {
+                let mut with_handlers = self.waiters.values().filter_map(per_call);
+                match (with_handlers.next(), with_handlers.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                }
+            }
+        };
+        let Some(handler) = own.or_else(|| self.handler.clone()) else {
             let error = ErrorObject::new(
                 toolwire_types::error::code::METHOD_NOT_FOUND,
                 format!(
@@ -113,10 +139,18 @@ impl Driver {
                         None => {}
                     }
                 }
-                Event::ServerRequest { id, request } => self.serve(id, request),
+                Event::ServerRequest {
+                    id,
+                    request,
+                    related,
+                } => self.serve(id, request, related),
                 Event::Progress { op, params } => {
                     if let Some(Waiter::Call {
-                        progress: Some(callback),
+                        hooks:
+                            CallHooks {
+                                progress: Some(callback),
+                                ..
+                            },
                         ..
                     }) = self.waiters.get(&op)
                     {

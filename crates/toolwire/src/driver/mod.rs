@@ -32,7 +32,7 @@ use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest};
 
 use crate::reconnect::{ConnectionState, ReconnectPolicy, Reconnects};
-use crate::{Connector, Error, ProgressCallback, ServerRequestHandler};
+use crate::{CallHooks, Connector, Error, ServerRequestHandler};
 
 mod command;
 mod events;
@@ -285,7 +285,7 @@ impl Driver {
                     match inbound {
                         Some(Ok(message)) => {
                             self.note_identity();
-                            self.session.handle_inbound(&message.body, Instant::now());
+                            self.session.handle_inbound_on(&message.body, message.related.as_ref(), Instant::now());
                         }
                         Some(Err(TransportError::Request(failure))) => {
                             tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");

@@ -159,16 +159,12 @@ impl Driver {
                         deadline,
                         ..
                     },
-                    Waiter::Call {
-                        call,
-                        reply,
-                        progress,
-                    },
+                    Waiter::Call { call, reply, hooks },
                 ) if reconnecting => {
                     tracing::debug!(call, tool = %request.name, "sending the call again after the reconnect");
                     let command = Command::Call {
                         call,
-                        progress,
+                        hooks,
                         request,
                         reply,
                     };

@@ -1,0 +1,235 @@
+//! `tools/call` through the gateway: routed to its server under the server's own name, its
+//! progress relayed under the client's token, the server's requests about it relayed to the
+//! client ([`crate::relay`]), and the tools its result names renamed as clients see them.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, watch};
+use toolwire::{CallHooks, CallOptions, CallToolResult, ProgressParams};
+use toolwire_host::HostError;
+use toolwire_server::{Answer, Era, Notifier, Request, RpcError};
+use toolwire_types::error::code;
+
+use crate::metrics::Outcome;
+use crate::relay::{self, Question, Running};
+use crate::{Gateway, upstream_error};
+
+/// What a call's work upstream ends with, and what the answer needs of it.
+pub(crate) struct Called {
+    name: String,
+    server: Option<Arc<str>>,
+    began: std::time::Instant,
+    result: Result<CallToolResult, HostError>,
+}
+
+/// Where a call's progress goes now: the notifier of the client's latest request for it
+/// and that request's token (a 2026-07-28 call's rounds are requests of their own).
+type ProgressTo = Arc<Mutex<Option<(Notifier, Value)>>>;
+
+/// `notifications/progress` for the client, under its `token`.
+fn progress(token: &Value, p: &ProgressParams) -> Value {
+    let mut params = json!({"progressToken": token, "progress": p.progress});
+    if let Some(total) = p.total {
+        params["total"] = json!(total);
+    }
+    if let Some(message) = &p.message {
+        params["message"] = json!(message);
+    }
+    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+}
+
+/// The progress token of a request, if it asked for progress.
+fn token(params: &Value) -> Option<Value> {
+    params["_meta"]
+        .get("progressToken")
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned()
+}
+
+impl Gateway {
+    /// A `tools/call`, or a 2026-07-28 client's retry of one it was asked input for.
+    pub(crate) async fn call(&self, request: Request<'_>, notifier: &Notifier) -> Answer {
+        let params = request.params;
+        if request.era == Era::Modern
+            && let Some(state) = params["requestState"].as_str()
+            && state.starts_with("gw-")
+        {
+            return self.resume(state, params, notifier).await;
+        }
+        let Some(name) = params["name"].as_str() else {
+            return Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "tools/call needs a name",
+            ));
+        };
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(arguments @ Value::Object(_)) => arguments.clone(),
+            Some(other) => {
+                return Err(RpcError::new(
+                    code::INVALID_PARAMS,
+                    format!("arguments must be an object, not {other}"),
+                ));
+            }
+        };
+        let server = self.host.load().get(name).map(|t| t.server.clone());
+        let began = std::time::Instant::now();
+        let progress_to: ProgressTo = Arc::new(Mutex::new(
+            token(params).map(|token| (notifier.clone(), token)),
+        ));
+        let mut hooks = CallHooks::new();
+        if token(params).is_some() {
+            let to = progress_to.clone();
+            hooks = hooks.on_progress(move |p: &ProgressParams| {
+                let to = to.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some((notifier, token)) = &*to {
+                    notifier.send(progress(token, p));
+                }
+            });
+        }
+        let client = request.client.cloned();
+        if request.era == Era::Legacy {
+            // Ends with this call, and with it any question still waiting for the client.
+            let (_alive, alive) = watch::channel(());
+            let hooks = hooks.on_server_request(relay::legacy(notifier.clone(), client, alive));
+            let result = self
+                .host
+                .call_tool_with_hooks(name, arguments, CallOptions::default(), hooks)
+                .await;
+            let called = Called {
+                name: name.to_owned(),
+                server,
+                began,
+                result,
+            };
+            return self.finish(called);
+        }
+        let (questions_to, questions) = mpsc::unbounded_channel();
+        let hooks = hooks.on_server_request(relay::modern(client, questions_to));
+        let (host, name) = (self.host.clone(), name.to_owned());
+        let task = tokio::spawn(async move {
+            let result = host
+                .call_tool_with_hooks(&name, arguments, CallOptions::default(), hooks)
+                .await;
+            Called {
+                name,
+                server,
+                began,
+                result,
+            }
+        });
+        let running = Running {
+            task,
+            questions,
+            progress_to,
+        };
+        self.wait(running).await
+    }
+
+    /// A 2026-07-28 client's retry of a call parked here: its answers go to the upstream's
+    /// questions, and the call goes on.
+    async fn resume(&self, state: &str, params: &Value, notifier: &Notifier) -> Answer {
+        let Some(mut parked) = self.parked.take(state) else {
+            return Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "requestState names no call waiting here: it expired, was used already, or was given by another gateway replica; call the tool again",
+            ));
+        };
+        *parked
+            .running
+            .progress_to
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            token(params).map(|token| (notifier.clone(), token));
+        parked.answer(&params["inputResponses"]);
+        self.wait(parked.running).await
+    }
+
+    /// Waits for a call's work: its answer, or, when the upstream asks something first, an
+    /// `input_required` answer carrying the questions, the call parked until the retry.
+    async fn wait(&self, mut running: Running<Called>) -> Answer {
+        enum Next {
+            Done(Box<Result<Called, tokio::task::JoinError>>),
+            Asked(Question),
+        }
+        let next = tokio::select! {
+            done = &mut running.task => Next::Done(Box::new(done)),
+            Some(question) = running.questions.recv() => Next::Asked(question),
+        };
+        let first = match next {
+            Next::Done(done) => match *done {
+                Ok(called) => return self.finish(called),
+                Err(e) => {
+                    return Err(RpcError::new(
+                        code::INTERNAL_ERROR,
+                        format!("the call's work failed: {e}"),
+                    ));
+                }
+            },
+            Next::Asked(question) => question,
+        };
+        // Questions an upstream asks together (an MRTR round's several input requests) are
+        // handed over together: take every one already waiting.
+        tokio::task::yield_now().await;
+        let mut asked = vec![first];
+        while let Ok(more) = running.questions.try_recv() {
+            asked.push(more);
+        }
+        let keyed: Vec<(String, Question)> = asked
+            .into_iter()
+            .enumerate()
+            .map(|(n, q)| (format!("ask-{}", n + 1), q))
+            .collect();
+        let shown: Vec<(String, String, Value)> = keyed
+            .iter()
+            .map(|(key, q)| (key.clone(), q.method.clone(), q.params.clone()))
+            .collect();
+        let replies = keyed.into_iter().map(|(key, q)| (key, q.reply)).collect();
+        match self.parked.park(running, replies) {
+            Some(state) => Ok(relay::input_required(&shown, &state)),
+            None => Err(RpcError::new(
+                code::INTERNAL_ERROR,
+                "the gateway has too many calls waiting for their clients' input; try again later",
+            )),
+        }
+    }
+
+    /// The answer to a call whose work ended: its metrics counted, the tools its result
+    /// names renamed as clients see them.
+    fn finish(&self, called: Called) -> Answer {
+        let Called {
+            name,
+            server,
+            began,
+            result,
+        } = called;
+        if let Some(server) = &server {
+            let outcome = match &result {
+                Ok(r) if r.is_error == Some(true) => Outcome::ToolError,
+                Ok(_) => Outcome::Ok,
+                Err(_) => Outcome::Error,
+            };
+            self.metrics.call(server, &name, outcome, began.elapsed());
+        }
+        let mut result = result.map_err(|e| upstream_error(&e))?;
+        // Tools the call says it registers, removes or changes, by the names clients see here
+        // (a client waits for exactly those names before it trusts its listing again).
+        if let Some(server) = server {
+            for names in [
+                &mut result.registers,
+                &mut result.unregisters,
+                &mut result.updates,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                for tool in names.iter_mut() {
+                    *tool = self.host.tool_name(&server, tool);
+                }
+            }
+        }
+        serde_json::to_value(&result)
+            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}

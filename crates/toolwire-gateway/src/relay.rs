@@ -1,0 +1,344 @@
+//! Requests an upstream makes of its client during a call (`elicitation/create` in form and
+//! URL mode, `sampling/createMessage`, `roots/list`), relayed to the downstream client whose
+//! call caused them, and their answers back.
+//!
+//! Which call a request is about: the one on whose response stream it came (Streamable HTTP),
+//! the one whose MRTR round asked it (2026-07-28), or, over a transport that cannot say
+//! (stdio, HTTP+SSE), the only relayed call in flight to that upstream with a handler
+//! (`toolwire::CallHooks`). A request about no call gets [`unrelated`]'s answer.
+//!
+//! Downstream, a legacy client is sent the request on its call's stream
+//! ([`Notifier::ask`]); a 2026-07-28 client, which servers ask by answering `input_required`,
+//! gets the call's answer `input_required` with the upstream's questions and a `requestState`
+//! naming the call parked here ([`Parked`]), and its retry with `inputResponses` answers them
+//! and waits for what comes next. A parked call lives on one replica, for [`PARKED_FOR`]:
+//! a retry that reaches another replica, or comes later, is refused (`-32602`) and the upstream
+//! call is cancelled.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use toolwire::{ClientBuilder, ClientCapabilities, ErrorObject, ServerRequest};
+use toolwire_server::{Notifier, RpcError};
+use toolwire_types::error::code;
+
+/// How long a legacy client has to answer a relayed request (a person may be filling in a
+/// form).
+pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// How long a 2026-07-28 client has to retry a call answered `input_required`.
+pub const PARKED_FOR: Duration = Duration::from_secs(5 * 60);
+/// The most calls parked at once; past it a call that asks is refused.
+pub(crate) const MAX_PARKED: usize = 10_000;
+
+/// What the gateway declares to every upstream, so that each may ask: elicitation (form and
+/// URL mode), sampling, roots. Whether the downstream client that made a call can answer is
+/// checked per request: one that did not declare the capability is refused for it.
+pub fn upstream_capabilities() -> ClientCapabilities {
+    let declared = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
+    serde_json::from_value(declared).unwrap_or_default()
+}
+
+/// `builder` set up as the gateway's client of each upstream: [`upstream_capabilities`]
+/// declared, requests about no relayed call answered by [`unrelated`]. Give the result to
+/// `Host::builder`.
+pub fn upstream_client(builder: ClientBuilder) -> ClientBuilder {
+    builder.handler(upstream_capabilities(), unrelated)
+}
+
+/// The answer to an upstream's request that is about no call the gateway relays (one made
+/// outside any call, or over a transport that cannot say which of several it is about): an
+/// error, as no one client's answer (its roots, its user, its model) would be right.
+pub fn unrelated(request: ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+    let message = format!(
+        "{} reached the gateway outside any call it relays, so there is no client to ask",
+        request.method()
+    );
+    Box::pin(async move { Err(ErrorObject::new(code::INTERNAL_ERROR, message)) })
+}
+
+/// Whether the downstream client's declared capabilities (`None`: not known here) allow
+/// `request`; the refusal if not.
+pub(crate) fn allowed(request: &ServerRequest, client: Option<&Value>) -> Result<(), ErrorObject> {
+    match (request.required_capability(), client) {
+        (Some(capability), Some(declared)) if declared.get(capability).is_none() => {
+            Err(ErrorObject::new(
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: the client that made this call did not declare the `{capability}` capability"
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The params of `request` as JSON, to send on.
+pub(crate) fn params_of(request: &ServerRequest) -> Result<Value, ErrorObject> {
+    match request.params_value() {
+        Some(Ok(params)) => Ok(params),
+        Some(Err(e)) => Err(ErrorObject::new(code::INTERNAL_ERROR, e.to_string())),
+        None => Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {}", request.method()),
+        )),
+    }
+}
+
+/// A downstream answer as the upstream hears it.
+pub(crate) fn to_error_object(e: RpcError) -> ErrorObject {
+    let mut object = ErrorObject::new(e.code, e.message);
+    object.data = e.data;
+    object
+}
+
+/// The handler of one call from a legacy client: each request goes to that client on the
+/// call's stream, bounded by [`ASK_TIMEOUT`] and by the call itself (`alive` ends with it).
+pub(crate) fn legacy(
+    notifier: Notifier,
+    client: Option<Value>,
+    alive: tokio::sync::watch::Receiver<()>,
+) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
+{
+    move |request| {
+        let (notifier, client, mut alive) = (notifier.clone(), client.clone(), alive.clone());
+        Box::pin(async move {
+            allowed(&request, client.as_ref())?;
+            let params = params_of(&request)?;
+            let method = request.method().to_owned();
+            tokio::select! {
+                answer = tokio::time::timeout(ASK_TIMEOUT, notifier.ask(&method, params)) => match answer {
+                    Ok(answer) => answer.map_err(to_error_object),
+                    Err(_) => Err(ErrorObject::new(
+                        code::INTERNAL_ERROR,
+                        format!("the client did not answer {method} within {} s", ASK_TIMEOUT.as_secs()),
+                    )),
+                },
+                _ = alive.changed() => Err(ErrorObject::new(
+                    code::INTERNAL_ERROR,
+                    format!("the call {method} was about ended before the client answered"),
+                )),
+            }
+        })
+    }
+}
+
+/// One question an upstream asks during a 2026-07-28 client's call, and where its answer goes.
+pub(crate) struct Question {
+    pub(crate) method: String,
+    pub(crate) params: Value,
+    pub(crate) reply: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+/// The handler of one call from a 2026-07-28 client: each request becomes a [`Question`] the
+/// call's answer carries as an input request.
+pub(crate) fn modern(
+    client: Option<Value>,
+    questions: mpsc::UnboundedSender<Question>,
+) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
+{
+    move |request| {
+        let (client, questions) = (client.clone(), questions.clone());
+        Box::pin(async move {
+            allowed(&request, client.as_ref())?;
+            let params = params_of(&request)?;
+            let (reply, answer) = oneshot::channel();
+            let method = request.method().to_owned();
+            let asked = Question {
+                method: method.clone(),
+                params,
+                reply,
+            };
+            if questions.send(asked).is_err() {
+                return Err(gone(&method));
+            }
+            answer.await.unwrap_or_else(|_| Err(gone(&method)))
+        })
+    }
+}
+
+/// The client's call ended (or its parked state expired) before it answered `method`.
+fn gone(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        code::INTERNAL_ERROR,
+        format!("the client's call ended before it answered {method}"),
+    )
+}
+
+/// A call's work upstream, on a task of its own; dropped, it is aborted (which cancels the
+/// call upstream).
+pub(crate) struct Running<T> {
+    pub(crate) task: JoinHandle<T>,
+    pub(crate) questions: mpsc::UnboundedReceiver<Question>,
+    /// Where its progress goes: the client's latest request for it, and that request's token.
+    pub(crate) progress_to: Arc<Mutex<Option<(Notifier, Value)>>>,
+}
+
+impl<T> Drop for Running<T> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A call answered `input_required`, waiting for the client's retry.
+pub(crate) struct ParkedCall<T> {
+    pub(crate) running: Running<T>,
+    /// The questions asked, by the key the client answers them under.
+    pub(crate) asked: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
+    until: Instant,
+}
+
+/// The calls of 2026-07-28 clients waiting for their retries, by `requestState`.
+pub(crate) struct Parked<T> {
+    calls: Mutex<HashMap<String, ParkedCall<T>>>,
+}
+
+impl<T> std::fmt::Debug for Parked<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parked")
+            .field("calls", &self.len())
+            .finish()
+    }
+}
+
+impl<T> Default for Parked<T> {
+    fn default() -> Self {
+        Self {
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<T> Parked<T> {
+    /// Parks a call that asked `asked`; its `requestState`, or `None` when too many are parked.
+    pub(crate) fn park(
+        &self,
+        running: Running<T>,
+        asked: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
+    ) -> Option<String> {
+        let now = Instant::now();
+        let mut calls = lock(&self.calls);
+        // Calls whose clients never came back are cancelled (dropping them aborts their work).
+        calls.retain(|_, call| call.until > now);
+        if calls.len() >= MAX_PARKED {
+            return None;
+        }
+        let state = format!("gw-{}", toolwire_server::random_id());
+        calls.insert(
+            state.clone(),
+            ParkedCall {
+                running,
+                asked,
+                until: now + PARKED_FOR,
+            },
+        );
+        Some(state)
+    }
+
+    /// Takes the call parked under `state` out, if it is (still) here.
+    pub(crate) fn take(&self, state: &str) -> Option<ParkedCall<T>> {
+        let call = lock(&self.calls).remove(state)?;
+        (call.until > Instant::now()).then_some(call)
+    }
+
+    /// How many calls are parked.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.calls).len()
+    }
+}
+
+impl<T> ParkedCall<T> {
+    /// Hands the client's `inputResponses` to the questions they answer; a question left
+    /// unanswered is refused upstream.
+    pub(crate) fn answer(&mut self, responses: &Value) {
+        for (key, reply) in self.asked.drain(..) {
+            let answer = match responses.get(&key) {
+                Some(answer) => Ok(answer.clone()),
+                None => Err(ErrorObject::new(
+                    code::INVALID_PARAMS,
+                    format!("the client's retry did not answer input request `{key}`"),
+                )),
+            };
+            let _ = reply.send(answer);
+        }
+    }
+}
+
+/// The `input_required` answer that carries `asked` (keyed as the client answers them) and
+/// the parked call's `state`.
+pub(crate) fn input_required(asked: &[(String, String, Value)], state: &str) -> Value {
+    let requests: serde_json::Map<String, Value> = asked
+        .iter()
+        .map(|(key, method, params)| (key.clone(), json!({"method": method, "params": params})))
+        .collect();
+    json!({"resultType": "input_required", "inputRequests": requests, "requestState": state})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running() -> (Running<()>, mpsc::UnboundedSender<Question>) {
+        let (tx, questions) = mpsc::unbounded_channel();
+        let task = tokio::spawn(std::future::pending::<()>());
+        let progress_to = Arc::default();
+        (
+            Running {
+                task,
+                questions,
+                progress_to,
+            },
+            tx,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_is_taken_once_by_its_state_and_answers_its_questions() {
+        let parked = Parked::default();
+        let (run, _tx) = running();
+        let (reply, answer) = oneshot::channel();
+        let (other, unanswered) = oneshot::channel();
+        let state = parked
+            .park(run, vec![("q1".into(), reply), ("q2".into(), other)])
+            .unwrap();
+        assert!(parked.take("gw-someone-else").is_none());
+        let mut call = parked.take(&state).unwrap();
+        assert!(parked.take(&state).is_none(), "taken once");
+        call.answer(&json!({"q1": {"action": "accept"}}));
+        assert_eq!(answer.await.unwrap(), Ok(json!({"action": "accept"})));
+        let refused = unanswered.await.unwrap().unwrap_err();
+        assert!(refused.message.contains("`q2`"), "{refused:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_client_never_retries_expires_and_its_work_is_aborted() {
+        let parked = Parked::default();
+        let (run, _tx) = running();
+        let task = run.task.abort_handle();
+        let state = parked.park(run, Vec::new()).unwrap();
+        tokio::time::advance(PARKED_FOR + Duration::from_secs(1)).await;
+        assert!(parked.take(&state).is_none(), "expired");
+        tokio::task::yield_now().await;
+        assert!(task.is_finished(), "its work was aborted");
+    }
+
+    #[test]
+    fn a_request_for_an_undeclared_capability_is_refused_and_unknown_ones_pass() {
+        let request = ServerRequest::decode_value("roots/list", None).unwrap();
+        assert!(allowed(&request, Some(&json!({"elicitation": {}}))).is_err());
+        assert!(allowed(&request, Some(&json!({"roots": {}}))).is_ok());
+        assert!(
+            allowed(&request, None).is_ok(),
+            "not known here: the client decides"
+        );
+    }
+}

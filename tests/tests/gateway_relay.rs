@@ -1,0 +1,196 @@
+//! The requests an upstream makes during a call (elicitation, sampling, roots), relayed by the
+//! gateway to the downstream client whose call caused them, in every pairing of eras: a legacy
+//! client is sent the request on its call's stream, a 2026-07-28 client gets `input_required`
+//! and retries; a legacy upstream asks on the call's stream, a 2026-07-28 one in an MRTR round.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod gateway_common;
+
+use std::sync::{Arc, Mutex};
+
+use gateway_common::*;
+use serde_json::{Value, json};
+use toolwire::{
+    Client, ClientCapabilities, ErrorObject, HttpTransport, ProtocolMode, ServerRequest,
+};
+use toolwire_host::Naming;
+
+/// What a downstream client was asked, in order.
+type Heard = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A downstream client that declares `declared` and answers as a person named `name` would:
+/// accepts the form, says `hello from NAME` as the model, has one root, `file:///NAME`.
+fn answering(url: &str, mode: ProtocolMode, name: &str, declared: Value) -> (Client, Heard) {
+    let heard: Heard = Arc::default();
+    let (log, name) = (heard.clone(), name.to_owned());
+    let capabilities: ClientCapabilities = serde_json::from_value(declared).unwrap();
+    let client = Client::builder("downstream", "0")
+        .mode(mode)
+        .handler(capabilities, move |request: ServerRequest| {
+            let params = request.params_value().unwrap().unwrap();
+            log.lock()
+                .unwrap()
+                .push((request.method().to_owned(), params));
+            let answer = match request.method() {
+                "elicitation/create" => json!({"action": "accept", "content": {"name": name}}),
+                "sampling/createMessage" => json!({"role": "assistant", "model": "test",
+                    "content": {"type": "text", "text": format!("hello from {name}")}}),
+                "roots/list" => json!({"roots": [{"uri": format!("file:///{name}")}]}),
+                other => {
+                    let refused = ErrorObject::new(-32601, format!("no {other} here"));
+                    return Box::pin(async move { Err(refused) });
+                }
+            };
+            Box::pin(async move { Ok(answer) })
+        })
+        .connect_http(HttpTransport::builder(url))
+        .unwrap();
+    (client, heard)
+}
+
+fn everything() -> Value {
+    json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}})
+}
+
+const MODERN: ProtocolMode = ProtocolMode::Auto;
+
+/// A gateway over `new` (2026-07-28 only) and `old` (legacy only, SSE answers).
+async fn both() -> Setup {
+    setup(
+        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await
+}
+
+/// `ask_client` with `what`, called through the gateway on the upstream `server`.
+async fn ask(client: &Client, server: &str, what: &str) -> String {
+    let result = client
+        .call_tool(&format!("{server}__ask_client"), json!({"what": what}))
+        .await
+        .unwrap();
+    text(&result).to_owned()
+}
+
+#[tokio::test]
+async fn an_elicitation_reaches_the_client_that_called_in_every_pairing_of_eras() {
+    let s = both().await;
+    for (downstream, mode) in [("legacy", LEGACY), ("modern", MODERN)] {
+        let (client, heard) = answering(&s.front.url(), mode, "Ada", everything());
+        for upstream in ["old", "new"] {
+            let said = ask(&client, upstream, "name").await;
+            assert_eq!(
+                said, "Hello, Ada!",
+                "{downstream} client, {upstream} server"
+            );
+        }
+        let heard = heard.lock().unwrap().clone();
+        assert_eq!(
+            heard.len(),
+            2,
+            "{downstream}: asked once per call: {heard:?}"
+        );
+        for (method, params) in &heard {
+            assert_eq!(method, "elicitation/create");
+            assert_eq!(params["message"], "What is your name?", "{params}");
+            assert_eq!(params["requestedSchema"]["required"], json!(["name"]));
+        }
+    }
+}
+
+#[tokio::test]
+async fn sampling_and_roots_are_relayed_and_their_answers_come_back() {
+    let s = both().await;
+    for mode in [LEGACY, MODERN] {
+        let (client, _) = answering(&s.front.url(), mode, "Grace", everything());
+        for upstream in ["old", "new"] {
+            assert_eq!(
+                ask(&client, upstream, "sample").await,
+                "the model said: hello from Grace"
+            );
+            assert_eq!(
+                ask(&client, upstream, "roots").await,
+                "roots: file:///Grace"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_request_the_calling_client_did_not_declare_is_refused_without_asking_it() {
+    let s = both().await;
+    for mode in [LEGACY, MODERN] {
+        // Elicitation only: no sampling.
+        let declared = json!({"elicitation": {"form": {}}});
+        let (client, heard) = answering(&s.front.url(), mode, "Alan", declared);
+        // A legacy upstream hears the refusal as the answer to its request.
+        let said = ask(&client, "old", "sample").await;
+        assert!(
+            said.starts_with("the client refused (-32601)") && said.contains("`sampling`"),
+            "{said}"
+        );
+        // An MRTR round has no error answer: the gateway's client ends the call with it.
+        let failed = client
+            .call_tool("new__ask_client", json!({"what": "sample"}))
+            .await
+            .unwrap_err();
+        let toolwire::Error::Server(refused) = &failed else {
+            panic!("{failed:?}");
+        };
+        assert!(
+            refused
+                .message
+                .contains("did not declare the `sampling` capability"),
+            "{refused:?}"
+        );
+        assert!(heard.lock().unwrap().is_empty(), "never asked");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_callers_on_one_upstream_each_answer_their_own_question() {
+    let s = both().await;
+    for mode in [LEGACY, MODERN] {
+        let names = ["Ada", "Grace", "Alan", "Edsger"];
+        let clients: Vec<_> = names
+            .iter()
+            .map(|name| answering(&s.front.url(), mode.clone(), name, everything()))
+            .collect();
+        for upstream in ["old", "new"] {
+            let calls = clients
+                .iter()
+                .map(|(client, _)| ask(client, upstream, "name"));
+            let said = futures_util::future::join_all(calls).await;
+            let expected: Vec<String> = names.iter().map(|n| format!("Hello, {n}!")).collect();
+            assert_eq!(said, expected, "{upstream}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_retry_with_a_request_state_the_gateway_never_gave_is_refused() {
+    let s = setup(
+        |new, _| json!({"new": {"url": new.url()}}),
+        Naming::Qualified,
+        None,
+    )
+    .await;
+    let addr = s.front.addr();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "new__ask_client", "arguments": {"what": "name"},
+        "inputResponses": {"ask-1": {"action": "accept", "content": {"name": "Eve"}}},
+        "requestState": "gw-0123456789abcdef0123456789abcdef",
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let headers = [
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "new__ask_client"),
+        ("mcp-protocol-version", "2026-07-28"),
+    ];
+    let (status, answer) = post(addr, &headers, &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("requestState"), "{message}");
+}
