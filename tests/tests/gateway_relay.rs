@@ -194,3 +194,103 @@ async fn a_retry_with_a_request_state_the_gateway_never_gave_is_refused() {
     let message = answer["error"]["message"].as_str().unwrap();
     assert!(message.contains("requestState"), "{message}");
 }
+
+/// A gateway over the reference server as stdio children: `old` (legacy only) and `new`
+/// (2026-07-28 only), and its HTTP front.
+async fn over_stdio() -> (Arc<toolwire_gateway::Gateway>, toolwire_server::HttpServer) {
+    const REF: &str = env!("CARGO_BIN_EXE_toolwire-ref-stdio");
+    let servers = json!({"old": {"command": REF, "args": ["legacy"]},
+        "new": {"command": REF, "args": ["modern"]}});
+    let gateway =
+        toolwire_gateway::Gateway::builder(host(servers, Naming::Qualified).await).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    (gateway, front)
+}
+
+#[tokio::test]
+async fn over_stdio_a_legacy_upstreams_request_reaches_the_only_call_in_flight() {
+    let (gateway, front) = over_stdio().await;
+    for mode in [LEGACY, MODERN] {
+        let (client, heard) = answering(&front.url(), mode, "Barbara", everything());
+        for upstream in ["old", "new"] {
+            assert_eq!(ask(&client, upstream, "name").await, "Hello, Barbara!");
+            assert_eq!(
+                ask(&client, upstream, "roots").await,
+                "roots: file:///Barbara"
+            );
+        }
+        assert_eq!(heard.lock().unwrap().len(), 4);
+    }
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test]
+async fn over_stdio_a_legacy_upstreams_request_during_two_calls_is_refused_not_guessed() {
+    let (gateway, front) = over_stdio().await;
+    let (busy, _) = answering(&front.url(), LEGACY, "Busy", everything());
+    let (asker, heard) = answering(&front.url(), LEGACY, "Ada", everything());
+    // A call that stays in flight upstream: its first progress says it got there.
+    let (started, running) = tokio::sync::oneshot::channel();
+    let started = Mutex::new(Some(started));
+    let slow = busy.call_tool_with_progress(
+        "old__slow",
+        json!({"steps": 3, "delay_ms": 1000}),
+        toolwire::CallOptions::default(),
+        move |_| {
+            if let Some(started) = started.lock().unwrap().take() {
+                let _ = started.send(());
+            }
+        },
+    );
+    let question = async {
+        running.await.unwrap();
+        ask(&asker, "old", "name").await
+    };
+    let (slow, said) = tokio::join!(slow, question);
+    assert_eq!(text(&slow.unwrap()), "done after 3 steps");
+    assert!(
+        said.starts_with("the client refused (-32603)") && said.contains("outside any call"),
+        "{said}"
+    );
+    assert!(heard.lock().unwrap().is_empty(), "no client was asked");
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test]
+async fn a_url_elicitation_an_upstream_completes_is_announced_to_legacy_clients() {
+    let s = both().await;
+    let (client, _) = answering(&s.front.url(), LEGACY, "Ada", everything());
+    let mut notices = client.notifications();
+    let refused = client
+        .call_tool("old__link_account", json!({}))
+        .await
+        .unwrap_err();
+    let toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired { error, .. }) =
+        &refused
+    else {
+        panic!("{refused:?}");
+    };
+    let id = error.data.as_ref().unwrap()["elicitations"][0]["elicitationId"].clone();
+    assert!(id.is_string(), "{error:?}");
+    client
+        .call_tool("old__finish_link", json!({}))
+        .await
+        .unwrap();
+    let announced = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let notice = notices.recv().await.unwrap();
+            if notice.method == "notifications/elicitation/complete" {
+                break notice;
+            }
+        }
+    })
+    .await
+    .expect("the completion reached the client");
+    let params: Value = serde_json::from_str(announced.params.as_deref().unwrap().get()).unwrap();
+    assert_eq!(params["elicitationId"], id);
+    let linked = client.call_tool("old__link_account", json!({})).await;
+    assert_eq!(text(&linked.unwrap()), "account linked");
+}

@@ -278,3 +278,43 @@ fn a_bad_session_key_is_named_by_where_it_came_from_never_shown() {
     assert!(stderr.contains("not base64 of 32 bytes"), "{stderr}");
     assert!(!stderr.contains("c2VjcmV0LXRva2Vu"), "{stderr}");
 }
+
+#[test]
+fn a_stdio_gateway_asks_its_stdio_client_what_an_upstream_asks_during_a_call() {
+    let config = config("ask");
+    let gateway = stdio_gateway(&config);
+    // The CLI declares URL-mode elicitation only: with no terminal it cancels one, and a form
+    // is never put to it.
+    for protocol in ["auto", "2025-06-18"] {
+        for (server, what, expected) in [
+            ("old", "link", "link: cancel"),
+            ("ref", "link", "link: cancel"),
+            (
+                "old",
+                "name",
+                "did not declare the `elicitation` capability in form mode",
+            ),
+        ] {
+            let call = toolwire(&[
+                "--stdio",
+                &gateway,
+                "--protocol",
+                protocol,
+                "--json",
+                "tools",
+                "call",
+                &format!("{server}__ask_client"),
+                &format!("what={what}"),
+            ]);
+            let stderr = String::from_utf8_lossy(&call.stderr);
+            let said = json(&call)["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(
+                said.contains(expected),
+                "{protocol} {server} {what}: {said} {stderr}"
+            );
+        }
+    }
+}

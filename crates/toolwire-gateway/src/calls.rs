@@ -90,6 +90,13 @@ impl Gateway {
         }
         let client = request.client.cloned();
         if request.era == Era::Legacy {
+            // A URL elicitation the call asks for (`-32042`) is completed by a notification
+            // from its server: forwarded from the first call on.
+            if let Some(server) = &server
+                && let Ok(upstream) = self.host.client(server)
+            {
+                self.forward(server, &upstream);
+            }
             // Ends with this call, and with it any question still waiting for the client.
             let (_alive, alive) = watch::channel(());
             let hooks = hooks.on_server_request(relay::legacy(notifier.clone(), client, alive));

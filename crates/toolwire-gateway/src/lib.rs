@@ -35,6 +35,10 @@
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
 //!   a call the client cancels (`notifications/cancelled` over stdio or in its legacy session)
 //!   is cancelled upstream.
+//! - **The upstream's requests** (elicitation, sampling, roots) reach the client whose call
+//!   they are about: on the call's stream for a legacy client, as `input_required` for a
+//!   2026-07-28 one ([`PARKED_FOR`]); build the host's client with [`upstream_client`] so
+//!   upstreams may ask.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -44,7 +48,8 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = ServersConfig::load("mcp.json")?;
-//! let host = Host::builder(Client::builder("my-gateway", "1.0")).start(&config)?;
+//! let upstream = toolwire_gateway::upstream_client(Client::builder("my-gateway", "1.0"));
+//! let host = Host::builder(upstream).start(&config)?;
 //! let gateway = Gateway::builder(host).build();
 //! let server = gateway
 //!     .serve_http("127.0.0.1:8808".parse()?, toolwire_server::Options::default())

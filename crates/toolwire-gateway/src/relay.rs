@@ -63,18 +63,35 @@ pub fn unrelated(request: ServerRequest) -> BoxFuture<'static, Result<Value, Err
 }
 
 /// Whether the downstream client's declared capabilities (`None`: not known here) allow
-/// `request`; the refusal if not.
+/// `request`; the refusal if not. An elicitation needs its mode declared (`{}` alone is form
+/// mode only).
 pub(crate) fn allowed(request: &ServerRequest, client: Option<&Value>) -> Result<(), ErrorObject> {
-    match (request.required_capability(), client) {
-        (Some(capability), Some(declared)) if declared.get(capability).is_none() => {
-            Err(ErrorObject::new(
-                code::METHOD_NOT_FOUND,
-                format!(
-                    "Method not found: the client that made this call did not declare the `{capability}` capability"
-                ),
-            ))
+    let Some(declared) = client else {
+        return Ok(());
+    };
+    let missing = match request {
+        ServerRequest::Elicit(params) => {
+            let mode = if params.is_url() { "url" } else { "form" };
+            match declared.get("elicitation") {
+                None => Some("`elicitation` capability".to_owned()),
+                Some(modes) => {
+                    let form_only = modes.as_object().is_none_or(serde_json::Map::is_empty);
+                    let ok = modes.get(mode).is_some() || (mode == "form" && form_only);
+                    (!ok).then(|| format!("`elicitation` capability in {mode} mode"))
+                }
+            }
         }
-        _ => Ok(()),
+        other => other
+            .required_capability()
+            .filter(|capability| declared.get(capability).is_none())
+            .map(|capability| format!("`{capability}` capability")),
+    };
+    match missing {
+        Some(what) => Err(ErrorObject::new(
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: the client that made this call did not declare the {what}"),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -340,5 +357,32 @@ mod tests {
             allowed(&request, None).is_ok(),
             "not known here: the client decides"
         );
+    }
+
+    #[test]
+    fn an_elicitation_needs_its_mode_declared_and_an_empty_object_is_form_only() {
+        let form = json!({"message": "m", "requestedSchema": {"type": "object"}});
+        let form = ServerRequest::decode_value("elicitation/create", Some(form)).unwrap();
+        let url = json!({"mode": "url", "message": "m", "url": "https://example.com",
+            "elicitationId": "e"});
+        let url = ServerRequest::decode_value("elicitation/create", Some(url)).unwrap();
+        for (declared, form_ok, url_ok) in [
+            (json!({"elicitation": {}}), true, false),
+            (json!({"elicitation": {"form": {}}}), true, false),
+            (json!({"elicitation": {"url": {}}}), false, true),
+            (json!({"elicitation": {"form": {}, "url": {}}}), true, true),
+            (json!({"sampling": {}}), false, false),
+        ] {
+            assert_eq!(
+                allowed(&form, Some(&declared)).is_ok(),
+                form_ok,
+                "{declared}"
+            );
+            let refused = allowed(&url, Some(&declared));
+            assert_eq!(refused.is_ok(), url_ok, "{declared}");
+            if let (Err(e), Some(_)) = (refused, declared.get("elicitation")) {
+                assert!(e.message.ends_with("in url mode"), "{}", e.message);
+            }
+        }
     }
 }

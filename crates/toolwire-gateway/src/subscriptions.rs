@@ -124,9 +124,9 @@ impl Gateway {
         Ok(json!({}))
     }
 
-    /// Forwards what `server` says of its resources and its log messages as changes, once per
-    /// server.
-    fn forward(&self, server: &Arc<str>, client: &Client) {
+    /// Forwards what `server` says of its resources, its log messages and the URL
+    /// elicitations it saw completed as changes, once per server.
+    pub(crate) fn forward(&self, server: &Arc<str>, client: &Client) {
         if !lock(&self.subscriptions.forwarding).insert(server.clone()) {
             return;
         }
@@ -146,6 +146,10 @@ impl Gateway {
                         .and_then(|u| uris::outward(&server, &separator, u))
                         .map(Change::Resource),
                     "notifications/message" => Some(Change::Log(log_message(&server, params))),
+                    // Ids are the upstream's, unique to the elicitation it asked for.
+                    "notifications/elicitation/complete" => params["elicitationId"]
+                        .as_str()
+                        .map(|id| Change::ElicitationComplete(id.to_owned())),
                     _ => None,
                 };
                 if let Some(change) = change {

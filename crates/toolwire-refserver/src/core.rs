@@ -327,7 +327,7 @@ impl Core {
                 let Some((method, question, capability)) = tools::client_question(&what) else {
                     return Err((
                         code::INVALID_PARAMS,
-                        "ask_client: `what` is name, sample or roots".into(),
+                        "ask_client: `what` is name, link, sample or roots".into(),
                     ));
                 };
                 let modern = params["_meta"][meta_key::PROTOCOL_VERSION].is_string();

@@ -77,8 +77,8 @@ pub(crate) fn base_tools() -> Vec<Value> {
             "inputSchema": {"type": "object"}}),
         json!({"name": "finish_link", "description": "Completes the account link, as the user's visit to the URL would, and announces it (notifications/elicitation/complete).",
             "inputSchema": {"type": "object"}}),
-        json!({"name": "ask_client", "description": "Asks the client something and says what it answered: `name` (elicitation, form mode), `sample` (sampling/createMessage) or `roots` (roots/list). A request to the client in the legacy era, an input request in 2026-07-28.",
-            "inputSchema": {"type": "object", "properties": {"what": {"type": "string", "enum": ["name", "sample", "roots"]}}, "required": ["what"]}}),
+        json!({"name": "ask_client", "description": "Asks the client something and says what it answered: `name` (elicitation, form mode), `link` (elicitation, URL mode), `sample` (sampling/createMessage) or `roots` (roots/list). A request to the client in the legacy era, an input request in 2026-07-28.",
+            "inputSchema": {"type": "object", "properties": {"what": {"type": "string", "enum": ["name", "link", "sample", "roots"]}}, "required": ["what"]}}),
         json!({"name": "log", "description": "Logs `message` at debug, info, warning and error (notifications/message), as far as the client's log level lets it.",
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
             "annotations": {"readOnlyHint": true}}),
@@ -366,6 +366,7 @@ pub(crate) fn client_question(what: &str) -> Option<(&'static str, Value, &'stat
             "sampling",
         ),
         "roots" => ("roots/list", json!({}), "roots"),
+        "link" => ("elicitation/create", link_elicitation(), "elicitation"),
         _ => return None,
     })
 }
@@ -390,6 +391,7 @@ pub(crate) fn client_answered(
             (Some("accept"), Some(name)) => format!("Hello, {name}!"),
             (action, _) => format!("no name given ({})", action.unwrap_or("no action")),
         },
+        "link" => format!("link: {}", answer["action"].as_str().unwrap_or("no action")),
         "sample" => format!(
             "the model said: {}",
             answer["content"]["text"].as_str().unwrap_or("")
