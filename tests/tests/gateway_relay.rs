@@ -131,19 +131,11 @@ async fn a_request_the_calling_client_did_not_declare_is_refused_without_asking_
             said.starts_with("the client refused (-32601)") && said.contains("`sampling`"),
             "{said}"
         );
-        // An MRTR round has no error answer: the gateway's client ends the call with it.
-        let failed = client
-            .call_tool("new__ask_client", json!({"what": "sample"}))
-            .await
-            .unwrap_err();
-        let toolwire::Error::Server(refused) = &failed else {
-            panic!("{failed:?}");
-        };
-        assert!(
-            refused
-                .message
-                .contains("did not declare the `sampling` capability"),
-            "{refused:?}"
+        // A 2026-07-28 upstream hears the caller's own capabilities, so it never asks.
+        let said = ask(&client, "new", "sample").await;
+        assert_eq!(
+            said,
+            "the client refused (-32600): the client did not declare sampling"
         );
         assert!(heard.lock().unwrap().is_empty(), "never asked");
     }
@@ -293,4 +285,74 @@ async fn a_url_elicitation_an_upstream_completes_is_announced_to_legacy_clients(
     assert_eq!(params["elicitationId"], id);
     let linked = client.call_tool("old__link_account", json!({})).await;
     assert_eq!(text(&linked.unwrap()), "account linked");
+}
+
+/// A gateway over a reference server with the tasks fixtures (`ref`, both eras).
+async fn with_task_fixtures() -> (
+    Arc<toolwire_gateway::Gateway>,
+    toolwire_server::HttpServer,
+    toolwire_refserver::HttpServer,
+) {
+    let mut o = toolwire_refserver::Options::default();
+    o.task_fixtures = true;
+    let upstream = toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap();
+    let host = host(json!({"ref": {"url": upstream.url()}}), Naming::Qualified).await;
+    let gateway = toolwire_gateway::Gateway::builder(host).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    (gateway, front, upstream)
+}
+
+#[tokio::test]
+async fn a_task_reaches_a_client_that_follows_tasks_under_an_id_naming_its_server() {
+    let (_gateway, front, _upstream) = with_task_fixtures().await;
+    let client = Client::builder("downstream", "0")
+        .tasks(true)
+        .connect_http(HttpTransport::builder(front.url()))
+        .unwrap();
+    let called = client
+        .call_tool_as_task(
+            "ref__slow_compute",
+            json!({"seconds": 1}),
+            toolwire::CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let toolwire::Called::Task(handle) = called else {
+        panic!("{called:?}");
+    };
+    assert!(handle.id().starts_with("ref__"), "{}", handle.id());
+    let result = handle.result().await.unwrap();
+    assert!(!text(&result).is_empty());
+    // An id that names no server, or a task the server does not know.
+    for id in ["no-server-here", "ref__no-such-task"] {
+        let refused = client.get_task(id, None).await.unwrap_err();
+        let toolwire::Error::Server(e) = &refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(e.code, -32602, "{id}: {e:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_follow_tasks_gets_the_result_and_never_a_task() {
+    let (_gateway, front, _upstream) = with_task_fixtures().await;
+    for mode in [LEGACY, MODERN] {
+        let client = client(&front.url(), mode.clone());
+        let result = client
+            .call_tool("ref__slow_compute", json!({"seconds": 0}))
+            .await
+            .unwrap();
+        assert!(!text(&result).is_empty(), "{mode:?}");
+        // tasks/get declares the extension for itself: a 2026-07-28 client's is routed (and
+        // the server knows no such task); a legacy client has no tasks/get through the gateway.
+        let refused = client.get_task("ref__anything", None).await.unwrap_err();
+        let toolwire::Error::Server(e) = &refused else {
+            panic!("{refused:?}");
+        };
+        let expected = if mode == LEGACY { -32601 } else { -32602 };
+        assert_eq!(e.code, expected, "{mode:?}: {e:?}");
+    }
 }

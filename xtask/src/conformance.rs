@@ -436,7 +436,23 @@ fn gateway_command(bin: &Path, upstream: &str, cache: &Path) -> Result<Command, 
     if let Some(dir) = config.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    let text = serde_json::json!({"mcpServers": {"ref": {"url": upstream}}}).to_string();
+    // The tasks scenarios call the fixture tools by their own names: aliases give them those
+    // names through the gateway.
+    let fixtures = [
+        "greet",
+        "slow_compute",
+        "failing_job",
+        "protocol_error_job",
+        "confirm_delete",
+        "multi_input",
+        "test_tool_with_task",
+    ];
+    let aliases: serde_json::Map<String, serde_json::Value> = fixtures
+        .iter()
+        .map(|name| ((*name).to_owned(), serde_json::json!(name)))
+        .collect();
+    let text = serde_json::json!({"mcpServers": {"ref": {"url": upstream, "aliases": aliases}}})
+        .to_string();
     std::fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
     let mut command = Command::new(bin);
     command
@@ -552,7 +568,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
          except the tasks extension's, whose tools `--task-fixtures` adds (the suite skips \
          `tasks-status-notifications`, so it is not run). The rows of kind `gateway` run the same \
          server scenarios against `toolwire gateway` in front of the reference server (its tools \
-         named `ref__…`). The OAuth \
+         named `ref__…`, the tasks fixtures by aliases under their own names). The OAuth \
          scenarios (`auth/*`) run with the suite's defaults, and those of the 2025 revisions again \
          with `--spec-version {WIRE_2026}` (suite `…@{WIRE_2026}`). Failing checks must be listed, \
          with a reason, in `xtask/conformance-baseline.txt`; the goal is an empty baseline.\n\n{table}"

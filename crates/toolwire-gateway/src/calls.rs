@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
-use toolwire::{CallHooks, CallOptions, CallToolResult, ProgressParams};
+use toolwire::{CallHooks, CallOptions, ClientCapabilities, ProgressParams};
 use toolwire_host::HostError;
 use toolwire_server::{Answer, Era, Notifier, Request, RpcError};
 use toolwire_types::error::code;
@@ -20,7 +20,8 @@ pub(crate) struct Called {
     name: String,
     server: Option<Arc<str>>,
     began: std::time::Instant,
-    result: Result<CallToolResult, HostError>,
+    /// The result, or (for a client that declared the tasks extension) the upstream's task.
+    result: Result<toolwire::Called, HostError>,
 }
 
 /// Where a call's progress goes now: the notifier of the client's latest request for it
@@ -89,6 +90,15 @@ impl Gateway {
             });
         }
         let client = request.client.cloned();
+        // A 2026-07-28 upstream hears exactly what the calling client declared: it asks only
+        // what that client can answer, and makes a task only for a client that follows one.
+        let mut options = CallOptions::default();
+        if let Some(declared) = client
+            .as_ref()
+            .and_then(|c| serde_json::from_value::<ClientCapabilities>(c.clone()).ok())
+        {
+            options = options.with_capabilities(declared);
+        }
         if request.era == Era::Legacy {
             // A URL elicitation the call asks for (`-32042`) is completed by a notification
             // from its server: forwarded from the first call on.
@@ -102,8 +112,9 @@ impl Gateway {
             let hooks = hooks.on_server_request(relay::legacy(notifier.clone(), client, alive));
             let result = self
                 .host
-                .call_tool_with_hooks(name, arguments, CallOptions::default(), hooks)
-                .await;
+                .call_tool_with_hooks(name, arguments, options, hooks)
+                .await
+                .map(toolwire::Called::Done);
             let called = Called {
                 name: name.to_owned(),
                 server,
@@ -113,12 +124,19 @@ impl Gateway {
             return self.finish(called);
         }
         let (questions_to, questions) = mpsc::unbounded_channel();
+        let with_tasks = crate::tasks::declared(client.as_ref());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
         let (host, name) = (self.host.clone(), name.to_owned());
         let task = tokio::spawn(async move {
-            let result = host
-                .call_tool_with_hooks(&name, arguments, CallOptions::default(), hooks)
-                .await;
+            let result = if with_tasks {
+                host.call_tool_as_task_with_hooks(&name, arguments, options, hooks)
+                    .await
+                    .map(|(_, called)| called)
+            } else {
+                host.call_tool_with_hooks(&name, arguments, options, hooks)
+                    .await
+                    .map(toolwire::Called::Done)
+            };
             Called {
                 name,
                 server,
@@ -213,13 +231,31 @@ impl Gateway {
         } = called;
         if let Some(server) = &server {
             let outcome = match &result {
-                Ok(r) if r.is_error == Some(true) => Outcome::ToolError,
+                Ok(toolwire::Called::Done(r)) if r.is_error == Some(true) => Outcome::ToolError,
                 Ok(_) => Outcome::Ok,
                 Err(_) => Outcome::Error,
             };
             self.metrics.call(server, &name, outcome, began.elapsed());
         }
-        let mut result = result.map_err(|e| upstream_error(&e))?;
+        let mut result = match result.map_err(|e| upstream_error(&e))? {
+            toolwire::Called::Done(result) => result,
+            toolwire::Called::Task(handle) => {
+                // Left running upstream: the client follows it with `tasks/get`.
+                let Some(server) = &server else {
+                    return Err(RpcError::new(code::INTERNAL_ERROR, "a task from no server"));
+                };
+                let mut task =
+                    crate::tasks::outward(server, self.host.separator(), handle.task().clone())?;
+                task["resultType"] = json!("task");
+                return Ok(task);
+            }
+            _ => {
+                return Err(RpcError::new(
+                    code::INTERNAL_ERROR,
+                    "the upstream answered in a way this gateway does not know",
+                ));
+            }
+        };
         // Tools the call says it registers, removes or changes, by the names clients see here
         // (a client waits for exactly those names before it trusts its listing again).
         if let Some(server) = server {

@@ -94,6 +94,7 @@ mod metrics;
 mod relay;
 mod subscriptions;
 mod surface;
+mod tasks;
 mod uris;
 
 /// How long the gateway waits after a change of the merged tools for more before it tells
@@ -342,7 +343,7 @@ pub(crate) fn upstream_error(e: &HostError) -> RpcError {
 /// `server`'s failure of a request, as the downstream client hears it: its JSON-RPC error as
 /// it sent it (a `-32042` URL elicitation the gateway's client decoded goes back as the
 /// original error), anything else `-32603` naming the server.
-fn relayed(server: &str, error: &Error) -> RpcError {
+pub(crate) fn relayed(server: &str, error: &Error) -> RpcError {
     match error {
         Error::Server(object)
         | Error::Input(InputError::UrlElicitationRequired { error: object, .. }) => RpcError {
@@ -380,7 +381,8 @@ impl Service for Gateway {
             "toolwire-gateway",
             env!("CARGO_PKG_VERSION"),
             json!({"tools": {"listChanged": true}, "resources": {"subscribe": true},
-                "prompts": {}, "completions": {}, "logging": {}}),
+                "prompts": {}, "completions": {}, "logging": {},
+                "extensions": {toolwire_types::TASKS_EXTENSION: {}}}),
         )
     }
 
@@ -408,6 +410,7 @@ impl Service for Gateway {
             "prompts/list" => self.merged(Listing::Prompts).await,
             "prompts/get" => self.prompt(request.params).await,
             "completion/complete" => self.complete(request.params).await,
+            "tasks/get" | "tasks/update" | "tasks/cancel" => self.task_request(request).await,
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),

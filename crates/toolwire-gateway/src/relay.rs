@@ -44,11 +44,15 @@ pub fn upstream_capabilities() -> ClientCapabilities {
     serde_json::from_value(declared).unwrap_or_default()
 }
 
-/// `builder` set up as the gateway's client of each upstream: [`upstream_capabilities`]
-/// declared, requests about no relayed call answered by [`unrelated`]. Give the result to
-/// `Host::builder`.
+/// `builder` set up as the gateway's client of each upstream: [`upstream_capabilities`] and
+/// the tasks extension declared, requests about no relayed call answered by [`unrelated`].
+/// Give the result to `Host::builder`.
 pub fn upstream_client(builder: ClientBuilder) -> ClientBuilder {
-    builder.handler(upstream_capabilities(), unrelated)
+    // Tasks declared: a client that declared the extension gets its upstream's task, and
+    // the gateway follows the task of a client that did not to its result.
+    builder
+        .handler(upstream_capabilities(), unrelated)
+        .tasks(true)
 }
 
 /// The answer to an upstream's request that is about no call the gateway relays (one made

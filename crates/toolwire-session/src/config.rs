@@ -248,9 +248,19 @@ pub struct CallOptions {
     /// merged with the ones the session sets; a reserved key is refused
     /// ([`RequestError::ReservedMeta`](crate::RequestError::ReservedMeta)).
     pub meta: Option<toolwire_types::JsonObject>,
+    /// 2026-07-28: the client capabilities this call declares in its `_meta`, instead of the
+    /// session's (a gateway declares what the client it calls for declared). Ignored in the
+    /// legacy era, whose capabilities belong to the session.
+    pub capabilities: Option<ClientCapabilities>,
 }
 
 impl CallOptions {
+    /// Declares `capabilities` for this call only (2026-07-28).
+    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+
     /// Sets the deadline.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);

@@ -387,6 +387,37 @@ fn every_modern_call_carries_the_whole_envelope() {
 }
 
 #[test]
+fn a_call_with_capabilities_of_its_own_declares_those_and_the_next_the_sessions_again() {
+    let mut p = Peer::ready_modern(false);
+    let own: toolwire_types::ClientCapabilities =
+        serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+    let options = CallOptions::default()
+        .with_progress()
+        .with_capabilities(own);
+    p.session.call_tool("x", None, options, p.at(1)).unwrap();
+    let (first, _) = p.sent();
+    let meta = &first["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert!(meta["progressToken"].is_number(), "{meta}");
+    p.session
+        .call_tool("x", None, CallOptions::default(), p.at(2))
+        .unwrap();
+    let (second, _) = p.sent();
+    assert_ne!(
+        second["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}}),
+        "the session's own again"
+    );
+}
+
+#[test]
 fn calls_carry_headers_from_the_cached_plan() {
     let mut p = Peer::ready_modern(true);
     let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();

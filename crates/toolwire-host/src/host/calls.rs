@@ -2,7 +2,7 @@
 //! pre-load known ones.
 
 use serde_json::Value;
-use toolwire::{CallHooks, CallOptions, CallToolResult, Client, ProgressParams, Tool};
+use toolwire::{CallHooks, CallOptions, CallToolResult, Called, Client, ProgressParams, Tool};
 
 use super::{Arc, Host, HostError, HostMatch};
 
@@ -82,6 +82,28 @@ impl Host {
             server: server.to_string(),
             error,
         })
+    }
+
+    /// [`Self::call_tool_with_hooks`], answered with a task when the server makes one (see
+    /// `Client::call_tool_as_task`): the server it went to, and what it answered.
+    pub async fn call_tool_as_task_with_hooks(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+    ) -> Result<(Arc<str>, Called), HostError> {
+        let (client, server, name) = self.route(qualified)?;
+        match client
+            .call_tool_as_task_with_hooks(&name, arguments, options, hooks)
+            .await
+        {
+            Ok(called) => Ok((server, called)),
+            Err(error) => Err(HostError::Call {
+                server: server.to_string(),
+                error,
+            }),
+        }
     }
 
     /// The client, server and server's own tool name `qualified` routes to.

@@ -250,6 +250,18 @@ impl Session {
                 Some(Rendered::new(meta))
             }
         };
+        // Capabilities of the call's own replace the session's in its envelope.
+        let meta = match (&options.capabilities, version.is_modern()) {
+            (Some(capabilities), true) => {
+                let mut own = match meta {
+                    Some(meta) => meta.get().clone(),
+                    None => self.call_meta(&version).get().clone(),
+                };
+                own.client_capabilities = Some(Rendered::new(capabilities.clone()));
+                Some(Rendered::new(own))
+            }
+            _ => meta,
+        };
         let params = CallToolRequestParams {
             name,
             arguments: arguments.as_deref(),

@@ -123,6 +123,23 @@ impl Client {
             .await
     }
 
+    /// [`Client::call_tool_as_task`] with hooks of the call's own
+    /// ([`Client::call_tool_with_hooks`]): its progress, and a handler for what the server asks
+    /// before it answers (an MRTR round may come before the task is created).
+    pub async fn call_tool_as_task_with_hooks(
+        &self,
+        name: &str,
+        arguments: Value,
+        mut options: CallOptions,
+        hooks: CallHooks,
+    ) -> Result<Called, Error> {
+        if hooks.progress.is_some() {
+            options = options.with_progress();
+        }
+        self.call_inner(name, arguments, options, hooks, false)
+            .await
+    }
+
     async fn call_inner(
         &self,
         name: &str,
