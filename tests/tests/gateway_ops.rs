@@ -10,6 +10,7 @@
 )]
 
 mod gateway_common;
+mod procs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -286,26 +287,6 @@ async fn readiness_names_both_tools_of_a_name_collision() {
     gateway.host().shutdown().await;
 }
 
-/// The pids of this process's children whose command line contains `needle` (Linux's /proc).
-#[cfg(target_os = "linux")]
-fn children(needle: &str) -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            // State, then parent pid, after the command in parentheses.
-            let (state, parent) = (fields.first()?, fields.get(1)?.parse::<u32>().ok()?);
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            (parent == me && *state != "Z" && String::from_utf8_lossy(&cmdline).contains(needle))
-                .then_some(pid)
-        })
-        .collect()
-}
-
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_sessions_share_one_stdio_child_and_none_outlives_the_gateway() {
@@ -339,8 +320,8 @@ async fn a_hundred_sessions_share_one_stdio_child_and_none_outlives_the_gateway(
     for (i, (text, _)) in answers.iter().enumerate() {
         assert_eq!(text, &format!("session {i}"));
     }
-    let running = children(SCRIPTED);
+    let running = procs::children(SCRIPTED);
     assert_eq!(running.len(), 1, "{running:?}");
     gateway.host().shutdown().await;
-    assert!(children(SCRIPTED).is_empty());
+    assert!(procs::children(SCRIPTED).is_empty());
 }

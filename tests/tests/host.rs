@@ -19,6 +19,8 @@ use toolwire_host::{
 };
 use toolwire_refserver::{Options, serve_http};
 
+mod procs;
+
 const SERVER: &str = env!("CARGO_BIN_EXE_toolwire-test-server");
 
 async fn reference() -> toolwire_refserver::HttpServer {
@@ -478,4 +480,97 @@ async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
     .await;
     assert!(host.tools().collisions().is_empty());
     host.shutdown().await;
+}
+
+/// A configuration of scripted servers over stdio, each child marked by `mark` on its command
+/// line (the server reads only its first argument).
+fn marked(entries: &[(&str, &str)]) -> ServersConfig {
+    let servers: serde_json::Map<String, serde_json::Value> = entries
+        .iter()
+        .map(|(name, mark)| {
+            (
+                (*name).to_owned(),
+                json!({"command": SERVER, "args": ["modern", mark]}),
+            )
+        })
+        .collect();
+    ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None).unwrap()
+}
+
+/// Waits up to 5 s for `check` to hold.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..100 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_starts_stops_and_restarts_only_the_entries_that_changed() {
+    let before = marked(&[
+        ("keep", "reload-keep"),
+        ("gone", "reload-gone"),
+        ("change", "reload-change-1"),
+    ]);
+    let host = host(&before);
+    host.settled(Duration::from_secs(20)).await;
+    let kept_child = procs::children("reload-keep");
+    assert_eq!(kept_child.len(), 1);
+    assert_eq!(procs::children("reload-gone").len(), 1);
+
+    // A name with the separator is refused, and nothing changes.
+    let refused = host.reload(&marked(&[("bad__name", "reload-bad")]));
+    assert!(
+        matches!(refused, Err(HostError::NameHasSeparator { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(host.servers().len(), 3);
+
+    let after = marked(&[
+        ("keep", "reload-keep"),
+        ("change", "reload-change-2"),
+        ("new", "reload-new"),
+    ]);
+    let done = host.reload(&after).unwrap();
+    assert_eq!(done.added, ["new"]);
+    assert_eq!(done.removed, ["gone"]);
+    assert_eq!(done.changed, ["change"]);
+    assert_eq!(done.kept, ["keep"]);
+    let names: Vec<String> = host.servers().iter().map(ToString::to_string).collect();
+    assert_eq!(names, ["change", "keep", "new"]);
+
+    until_tools(&host, "new in, gone out", |t| {
+        t.get("new__echo").is_some()
+            && t.get("gone__echo").is_none()
+            && t.get("change__echo").is_some()
+    })
+    .await;
+    eventually("the removed and the replaced children end", || {
+        procs::children("reload-gone").is_empty() && procs::children("reload-change-1").is_empty()
+    })
+    .await;
+    assert_eq!(procs::children("reload-change-2").len(), 1);
+    assert_eq!(
+        procs::children("reload-keep"),
+        kept_child,
+        "the unchanged entry's child goes on"
+    );
+    assert!(host.state("gone").is_none());
+    let echoed = host
+        .call_tool("keep__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert!(!echoed.content.is_empty());
+
+    // The same file again changes nothing.
+    assert!(host.reload(&after).unwrap().is_empty());
+    host.shutdown().await;
+    eventually("no child outlives the host", || {
+        procs::children("reload-").is_empty()
+    })
+    .await;
 }

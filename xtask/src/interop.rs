@@ -74,6 +74,13 @@ impl Processes {
         self.0.push(child);
         Ok(())
     }
+
+    /// Kills the `n`-th process spawned (SIGKILL: no chance to finish what it holds).
+    fn kill(&mut self, n: usize) -> Result<(), String> {
+        let child = self.0.get_mut(n).ok_or("no such process")?;
+        child.kill().map_err(|e| e.to_string())?;
+        child.wait().map(drop).map_err(|e| e.to_string())
+    }
 }
 
 impl Drop for Processes {

@@ -48,7 +48,9 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         .start(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     let gateway = Gateway::builder(host).build();
+    let reloading = tokio::spawn(reload_on_change(gateway.host().clone(), file.to_owned()));
     let outcome = serve(&gateway, args, options).await;
+    reloading.abort();
     gateway.host().shutdown().await;
     outcome
 }
@@ -110,6 +112,57 @@ async fn serve(
         () = stopped() => say_err!("toolwire gateway: stopping"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How often the file is read again to see whether it changed.
+const RELOAD_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Applies `file` again on SIGHUP (Unix) and whenever its contents change (read every
+/// [`RELOAD_POLL`]): entries added start, removed ones stop, changed ones restart, the others
+/// go on untouched. A file that does not load, or that the host refuses, leaves the running
+/// configuration as it is; either way stderr says what happened.
+async fn reload_on_change(host: toolwire_host::Host, file: std::path::PathBuf) {
+    #[cfg(unix)]
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut last = std::fs::read(&file).ok();
+    loop {
+        #[cfg(unix)]
+        let asked = match hangup.as_mut() {
+            Some(hangup) => tokio::select! {
+                _ = hangup.recv() => true,
+                () = tokio::time::sleep(RELOAD_POLL) => false,
+            },
+            None => {
+                tokio::time::sleep(RELOAD_POLL).await;
+                false
+            }
+        };
+        #[cfg(not(unix))]
+        let asked = {
+            tokio::time::sleep(RELOAD_POLL).await;
+            false
+        };
+        let now = std::fs::read(&file).ok();
+        if !asked && now == last {
+            continue;
+        }
+        last = now;
+        let why = if asked { "SIGHUP" } else { "the file changed" };
+        let loaded = trust::load_config_unattended(&file).and_then(|config| {
+            host.reload(&config)
+                .map_err(|e| Failure::Usage(one_line(&e)))
+        });
+        match loaded {
+            Ok(done) => say_err!(
+                "toolwire gateway: reloaded {} ({why}): {done}",
+                file.display()
+            ),
+            Err(Failure::Usage(e) | Failure::Remote(e)) => say_err!(
+                "toolwire gateway: {} not reloaded ({why}), the running configuration stays: {e}",
+                file.display()
+            ),
+        }
+    }
 }
 
 /// Resolves on Ctrl-C, and on Unix on SIGTERM too (what a service manager sends).

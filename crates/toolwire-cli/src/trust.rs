@@ -46,13 +46,23 @@ fn read(file: &Path) -> Result<String, Failure> {
 /// Loads `--config FILE` once it may act for the user; asks at a terminal, else refuses with
 /// the command that approves it.
 pub(crate) fn load_config(file: &Path) -> Result<ServersConfig, Failure> {
+    load_config_asking(file, true)
+}
+
+/// [`load_config`] where nobody may be asked (a reload while serving): a file that needs
+/// approval is refused with how to give it.
+pub(crate) fn load_config_unattended(file: &Path) -> Result<ServersConfig, Failure> {
+    load_config_asking(file, false)
+}
+
+fn load_config_asking(file: &Path, may_ask: bool) -> Result<ServersConfig, Failure> {
     let text = read(file)?;
     let store = TrustStore::default_location();
     let verdict = trust::check(file, &text, store.as_ref())
         .map_err(|e| Failure::Usage(crate::one_line(&e)))?;
     if let Verdict::NeedsApproval(exposure) = verdict {
         let shown = describe(file, &exposure);
-        let person = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        let person = may_ask && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         if !person {
             return Err(Failure::Usage(format!(
                 "{shown}\nApprove it once with `toolwire trust {}`, or set TOOLWIRE_TRUST=1 for one run.",

@@ -318,3 +318,80 @@ fn a_stdio_gateway_asks_its_stdio_client_what_an_upstream_asks_during_a_call() {
         }
     }
 }
+
+/// The tool names `url` lists now.
+fn listed(url: &str) -> Vec<String> {
+    let list = toolwire(&["--url", url, "--json", "tools", "list"]);
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    tool_names(&json(&list))
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Waits up to 15 s for the listing at `url` to satisfy `check`.
+fn until_listed(url: &str, what: &str, check: impl Fn(&[String]) -> bool) {
+    for _ in 0..60 {
+        if check(&listed(url)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("never listed: {what}: {:?}", listed(url));
+}
+
+#[cfg(unix)]
+#[test]
+fn the_gateway_applies_its_file_again_when_it_changes_and_on_sighup() {
+    let config = config("reload");
+    let path = config.path.to_str().unwrap();
+    let (mut gateway, line) =
+        spawn_listening("gateway", &["--config", path, "--http", "127.0.0.1:0"]);
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    until_listed(&url, "both entries", |names| {
+        names.iter().any(|n| n == "ref__echo") && names.iter().any(|n| n == "old__echo")
+    });
+    let only_ref = serde_json::json!({"mcpServers": {
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+    }});
+    std::fs::write(&config.path, only_ref.to_string()).unwrap();
+    until_listed(&url, "old gone once the file changed", |names| {
+        names.iter().any(|n| n == "ref__echo") && !names.iter().any(|n| n.starts_with("old__"))
+    });
+    // A file that does not load leaves the running configuration as it is.
+    std::fs::write(&config.path, "{ not json").unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(listed(&url).iter().any(|n| n == "ref__echo"));
+    // SIGHUP reads it at once (the poll would too, later).
+    let with_new = serde_json::json!({"mcpServers": {
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+        "new": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
+    }});
+    std::fs::write(&config.path, with_new.to_string()).unwrap();
+    let hup = Command::new("kill")
+        .args(["-HUP", &gateway.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    until_listed(&url, "new in after SIGHUP", |names| {
+        names.iter().any(|n| n == "new__echo")
+    });
+    let call = toolwire(&[
+        "--url",
+        &url,
+        "--json",
+        "tools",
+        "call",
+        "new__echo",
+        "text=reloaded",
+    ]);
+    assert_eq!(json(&call)["content"][0]["text"], "reloaded");
+    let _ = Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status();
+    assert!(gateway.wait().unwrap().success());
+}

@@ -260,7 +260,7 @@ impl Gateway {
             .servers()
             .into_iter()
             .map(|server| {
-                let (word, described) = match self.host.state(server) {
+                let (word, described) = match self.host.state(&server) {
                     Some(ServerState::Ready { version, tools }) => (
                         "ready",
                         json!({"version": version.as_str(), "tools": tools}),
@@ -278,7 +278,7 @@ impl Gateway {
                 };
                 let mut described = described;
                 described["state"] = json!(word);
-                (server.to_owned(), word, described)
+                (server.to_string(), word, described)
             })
             .collect()
     }

@@ -18,8 +18,9 @@ use crate::{Gateway, uris};
 pub(crate) struct Subscriptions {
     /// Clients subscribed, by the resource's gateway URI.
     counts: Mutex<HashMap<String, usize>>,
-    /// The servers whose updates are forwarded already.
-    forwarding: Mutex<HashSet<Arc<str>>>,
+    /// The servers whose updates are forwarded already (until their client goes: a reload
+    /// that restarts a server gives it a new one).
+    forwarding: Arc<Mutex<HashSet<Arc<str>>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -106,7 +107,7 @@ impl Gateway {
                 )
             })?;
         for server in self.host.servers() {
-            let Ok(client) = self.host.client(server) else {
+            let Ok(client) = self.host.client(&server) else {
                 continue;
             };
             if client
@@ -115,7 +116,6 @@ impl Gateway {
             {
                 continue;
             }
-            let server: Arc<str> = server.into();
             self.forward(&server, &client);
             if let Err(error) = client.set_log_level(level).await {
                 tracing::info!(%server, error = %toolwire::ErrorChain(&error), "an upstream refused the log level");
@@ -132,6 +132,7 @@ impl Gateway {
         }
         let mut notices = client.notifications();
         let (server, changes) = (server.clone(), self.changes.clone());
+        let forwarding = self.subscriptions.forwarding.clone();
         let separator = self.host.separator().to_owned();
         tokio::spawn(async move {
             while let Some(notice) = notices.recv().await {
@@ -156,6 +157,8 @@ impl Gateway {
                     let _ = changes.send(change);
                 }
             }
+            // The client is gone: a new one of this server is forwarded when it is used.
+            lock(&forwarding).remove(&server);
         });
     }
 }

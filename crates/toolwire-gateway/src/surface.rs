@@ -77,11 +77,11 @@ impl Gateway {
             .servers()
             .into_iter()
             .filter_map(|server| {
-                let client = self.host.client(server).ok()?;
+                let client = self.host.client(&server).ok()?;
                 let offers = client
                     .server_capabilities()
                     .is_some_and(|c| listing.offered(&c));
-                offers.then(|| (Arc::from(server), client))
+                offers.then_some((server, client))
             })
             .collect()
     }

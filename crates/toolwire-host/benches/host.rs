@@ -74,9 +74,9 @@ fn bench(c: &mut Criterion) {
     // The set-up is the thing measured: every server up, every tool merged.
     for name in host.servers() {
         assert!(
-            matches!(host.state(name), Some(ServerState::Ready { tools, .. }) if tools == TOOLS),
+            matches!(host.state(&name), Some(ServerState::Ready { tools, .. }) if tools == TOOLS),
             "{name}: {:?}",
-            host.state(name)
+            host.state(&name)
         );
     }
     assert_eq!(host.load().len(), SERVERS * TOOLS);

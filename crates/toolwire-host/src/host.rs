@@ -20,7 +20,11 @@ use toolwire::{
 use crate::names::{NameCollision, Naming};
 
 mod calls;
+mod merge;
+mod reload;
 use crate::{ConnectError, ServerConfig, ServersConfig};
+
+pub use reload::Reloaded;
 
 /// The default separator between a server's name and its tool's: `github__create_issue`.
 pub const DEFAULT_SEPARATOR: &str = "__";
@@ -250,17 +254,7 @@ impl HostBuilder {
     /// What [`Self::start`] would refuse in `config`, without starting anything: a server
     /// whose name contains the separator.
     pub fn check(&self, config: &ServersConfig) -> Result<(), HostError> {
-        match config
-            .servers
-            .iter()
-            .find(|s| s.name.contains(&self.separator))
-        {
-            Some(server) => Err(HostError::NameHasSeparator {
-                server: server.name.clone(),
-                separator: self.separator.clone(),
-            }),
-            None => Ok(()),
-        }
+        check(config, &self.separator)
     }
 
     /// Starts every enabled server of `config` concurrently and returns at once; each
@@ -268,27 +262,17 @@ impl HostBuilder {
     /// inside a tokio runtime.
     pub fn start(self, config: &ServersConfig) -> Result<Host, HostError> {
         self.check(config)?;
-        let servers = config
-            .servers
-            .iter()
-            .map(|config| {
-                let initial = if config.disabled {
-                    ServerState::Disabled
-                } else {
-                    ServerState::Starting
-                };
-                Arc::new(Server {
-                    name: config.name.as_str().into(),
-                    config: config.clone(),
-                    state: watch::channel(initial).0,
-                    client: Mutex::new(None),
-                    tools: Mutex::new(Vec::new()),
-                    collisions: Mutex::new(Vec::new()),
-                })
-            })
-            .collect();
+        let servers: Vec<Arc<Server>> = config.servers.iter().map(Server::new).collect();
+        let client = match self.reconnect {
+            Some(policy) => self.client.reconnect(policy),
+            None => self.client,
+        };
         let inner = Arc::new(Inner {
-            servers,
+            servers: ArcSwap::from_pointee(servers),
+            start: Start {
+                client,
+                oauth: self.oauth,
+            },
             separator: self.separator,
             naming: self.naming,
             merged: ArcSwap::from_pointee(HostTools::default()),
@@ -297,22 +281,8 @@ impl HostBuilder {
             closing: watch::channel(false).0,
             search: toolwire::search::IndexCache::default(),
         });
-        let client = match self.reconnect {
-            Some(policy) => self.client.reconnect(policy),
-            None => self.client,
-        };
-        for server in inner.servers.iter().filter(|s| !s.config.disabled) {
-            let inner = inner.clone();
-            let server = server.clone();
-            let oauth = self
-                .oauth
-                .as_ref()
-                .and_then(|base| server.config.oauth_config(base.clone()));
-            let client = match oauth {
-                Some(oauth) => client.clone().oauth(oauth),
-                None => client.clone(),
-            };
-            tokio::spawn(async move { inner.run(&server, client).await });
+        for server in inner.servers.load().iter() {
+            inner.launch(server);
         }
         Ok(Host { inner })
     }
@@ -327,7 +297,10 @@ pub struct Host {
 
 #[derive(Debug)]
 struct Inner {
-    servers: Vec<Arc<Server>>,
+    /// The servers of the configuration now (a reload swaps in a new list).
+    servers: ArcSwap<Vec<Arc<Server>>>,
+    /// What a server is started with: the client's settings, and OAuth's.
+    start: Start,
     separator: String,
     naming: Naming,
     merged: ArcSwap<HostTools>,
@@ -350,6 +323,34 @@ struct Server {
     tools: Mutex<Vec<(Arc<str>, HostTool)>>,
     /// Its tools its last merge left out, each for a name another tool has.
     collisions: Mutex<Vec<NameCollision>>,
+    /// Set when a reload removed or replaced it: it stops, and its tools leave for good.
+    retired: watch::Sender<bool>,
+}
+
+/// What starting a server takes.
+#[derive(Debug, Clone)]
+struct Start {
+    client: ClientBuilder,
+    oauth: Option<OAuthConfig>,
+}
+
+impl Server {
+    fn new(config: &ServerConfig) -> Arc<Self> {
+        let initial = if config.disabled {
+            ServerState::Disabled
+        } else {
+            ServerState::Starting
+        };
+        Arc::new(Self {
+            name: config.name.as_str().into(),
+            config: config.clone(),
+            state: watch::channel(initial).0,
+            client: Mutex::new(None),
+            tools: Mutex::new(Vec::new()),
+            collisions: Mutex::new(Vec::new()),
+            retired: watch::channel(false).0,
+        })
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -406,8 +407,13 @@ impl Host {
     }
 
     /// The names of the servers, sorted.
-    pub fn servers(&self) -> Vec<&str> {
-        self.inner.servers.iter().map(|s| &*s.name).collect()
+    pub fn servers(&self) -> Vec<Arc<str>> {
+        self.inner
+            .servers
+            .load()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
     }
 
     /// A server's state now.
@@ -422,8 +428,9 @@ impl Host {
 
     /// Waits until no server is `Starting` any more, or `limit` passes.
     pub async fn settled(&self, limit: Duration) {
+        let servers = self.inner.servers.load_full();
         let wait = async {
-            for server in &self.inner.servers {
+            for server in servers.iter() {
                 let mut rx = server.state.subscribe();
                 let _ = rx.wait_for(|s| !matches!(s, ServerState::Starting)).await;
             }
@@ -447,7 +454,7 @@ impl Host {
     /// Ends every server: their sessions close and their child processes stop.
     pub async fn shutdown(&self) {
         self.inner.closing.send_replace(true);
-        for server in &self.inner.servers {
+        for server in self.inner.servers.load().iter() {
             let client = lock(&server.client).take();
             if let Some(client) = client {
                 client.close().await;
@@ -478,8 +485,43 @@ impl Inner {
 }
 
 impl Inner {
-    fn server(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|s| &*s.name == name)
+    fn server(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers
+            .load()
+            .iter()
+            .find(|s| &*s.name == name)
+            .cloned()
+    }
+
+    /// Starts `server` on a task of its own, unless it is disabled.
+    pub(super) fn launch(self: &Arc<Self>, server: &Arc<Server>) {
+        if server.config.disabled {
+            return;
+        }
+        let oauth = self
+            .start
+            .oauth
+            .as_ref()
+            .and_then(|base| server.config.oauth_config(base.clone()));
+        let client = match oauth {
+            Some(oauth) => self.start.client.clone().oauth(oauth),
+            None => self.start.client.clone(),
+        };
+        let (inner, server) = (self.clone(), server.clone());
+        tokio::spawn(async move {
+            let mut retired = server.retired.subscribe();
+            tokio::select! {
+                () = inner.run(&server, client) => {}
+                _ = retired.wait_for(|r| *r) => {}
+            }
+            // Retired while it ran: whatever client it made goes with it.
+            if *server.retired.borrow() {
+                let client = lock(&server.client).take();
+                if let Some(client) = client {
+                    client.close().await;
+                }
+            }
+        });
     }
 
     /// Starts one server and follows its tool cache until it ends.
@@ -586,147 +628,21 @@ impl Inner {
         }
         true
     }
-
-    /// Rebuilds `server`'s part of the snapshot from its client's cache; returns its count.
-    fn merge(&self, server: &Server, client: &Client) -> usize {
-        let snapshot = client.tools();
-        let mut tools: Vec<(Arc<str>, HostTool)> = snapshot
-            .iter()
-            .filter(|(name, _)| server.config.tools.allows(name))
-            .map(|(name, cached)| {
-                let qualified: Arc<str> = self.tool_name(&server.config, name).into();
-                let tool = HostTool {
-                    server: server.name.clone(),
-                    tool: cached.tool().clone(),
-                };
-                (qualified, tool)
-            })
-            .collect();
-        tools.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let count = tools.len();
-        self.replace_and_settle(server, tools);
-        count
-    }
-
-    /// [`Inner::replace`], then each server a tool of which was left out for a name `server`
-    /// gave up is merged again, so that the tool comes in.
-    fn replace_and_settle(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) {
-        for waiting in self.replace(server, tools) {
-            let client = lock(&waiting.client).clone();
-            if let Some(client) = client {
-                self.merge(&waiting, &client);
-            }
-        }
-    }
-
-    /// Puts `tools` in place of `server`'s in a new snapshot, swaps it in and announces the
-    /// difference; returns the other servers whose left-out tools wanted a name it gave up.
-    fn replace(&self, server: &Server, tools: Vec<(Arc<str>, HostTool)>) -> Vec<Arc<Server>> {
-        let _merging = lock(&self.merging);
-        let (tools, collisions) = self.without_collisions(server, tools);
-        let collisions_changed = *lock(&server.collisions) != collisions;
-        *lock(&server.collisions) = collisions;
-        let mut own = lock(&server.tools);
-        let before: HashSet<&Arc<str>> = own.iter().map(|(k, _)| k).collect();
-        let after: HashSet<&Arc<str>> = tools.iter().map(|(k, _)| k).collect();
-        let added: Vec<Arc<str>> = after.difference(&before).map(|k| (*k).clone()).collect();
-        let removed: Vec<Arc<str>> = before.difference(&after).map(|k| (*k).clone()).collect();
-        let old: HashMap<&Arc<str>, &Arc<Tool>> = own.iter().map(|(k, t)| (k, &t.tool)).collect();
-        let changed: Vec<Arc<str>> = tools
-            .iter()
-            .filter(|(k, t)| {
-                old.get(k)
-                    .is_some_and(|o| !Arc::ptr_eq(o, &t.tool) && **o != t.tool)
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        drop(old);
-        if added.is_empty() && removed.is_empty() && changed.is_empty() && !collisions_changed {
-            *own = tools;
-            return Vec::new();
-        }
-        let waiting: Vec<Arc<Server>> = self
-            .servers
-            .iter()
-            .filter(|s| s.name != server.name)
-            .filter(|s| {
-                lock(&s.collisions)
-                    .iter()
-                    .any(|c| removed.iter().any(|r| **r == *c.name))
-            })
-            .cloned()
-            .collect();
-        let current = self.merged.load();
-        let mut next = current.tools.clone();
-        for key in &removed {
-            next.remove(key);
-        }
-        for (key, tool) in &tools {
-            next.insert(key.clone(), tool.clone());
-        }
-        let generation = current.generation + 1;
-        let collisions = self
-            .servers
-            .iter()
-            .flat_map(|s| lock(&s.collisions).clone())
-            .collect();
-        self.merged.store(Arc::new(HostTools {
-            generation,
-            tools: next,
-            collisions,
-        }));
-        *own = tools;
-        let _ = self.changes.send(HostChange {
-            generation,
-            server: server.name.clone(),
-            added,
-            removed,
-            changed,
-        });
-        waiting
-    }
-}
-
-impl Inner {
-    /// `server`'s tools (sorted by name) less those whose name another tool has: one of the
-    /// same server's listed before it, or another server's in the snapshot now. Each one left
-    /// out is a [`NameCollision`], which the snapshot carries (nothing is logged here).
-    fn without_collisions(
-        &self,
-        server: &Server,
-        tools: Vec<(Arc<str>, HostTool)>,
-    ) -> (Vec<(Arc<str>, HostTool)>, Vec<NameCollision>) {
-        let current = self.merged.load();
-        let mut kept: Vec<(Arc<str>, HostTool)> = Vec::with_capacity(tools.len());
-        let mut collisions = Vec::new();
-        for (name, tool) in tools {
-            let holder = match kept.last() {
-                Some((last, other)) if *last == name => Some(other.clone()),
-                _ => current
-                    .tools
-                    .get(&name)
-                    .filter(|other| other.server != server.name)
-                    .cloned(),
-            };
-            match holder {
-                Some(other) => {
-                    let collision = NameCollision {
-                        name: name.to_string(),
-                        kept_server: other.server.to_string(),
-                        kept_tool: other.tool.name.clone(),
-                        server: server.name.to_string(),
-                        tool: tool.tool.name.clone(),
-                    };
-                    collisions.push(collision);
-                }
-                None => kept.push((name, tool)),
-            }
-        }
-        (kept, collisions)
-    }
 }
 
 /// Failures are the caller's to report: the state carries them, nothing is logged here.
 fn fail(server: &Server, reason: String) {
     server.state.send_replace(ServerState::Failed { reason });
+}
+
+/// What [`HostBuilder::start`] and [`Host::reload`] refuse in `config`: a server whose name
+/// contains the separator.
+fn check(config: &ServersConfig, separator: &str) -> Result<(), HostError> {
+    match config.servers.iter().find(|s| s.name.contains(separator)) {
+        Some(server) => Err(HostError::NameHasSeparator {
+            server: server.name.clone(),
+            separator: separator.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }

@@ -65,7 +65,7 @@ pub mod trust;
 
 pub use host::{
     DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostMatch, HostTool, HostTools,
-    HostToolsRef, ServerState,
+    HostToolsRef, Reloaded, ServerState,
 };
 
 pub use names::{NameCollision, Naming, is_provider_safe, provider_safe};

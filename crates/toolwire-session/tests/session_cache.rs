@@ -241,6 +241,20 @@ fn a_fresh_read_is_served_without_a_round_trip_until_an_update_evicts_it() {
 }
 
 #[test]
+fn a_kept_answer_says_how_much_of_its_freshness_is_left() {
+    let mut p = Peer::ready_modern(true);
+    let sent = p.read(CacheMode::Use, 0).unwrap();
+    p.reply(&sent, read_result("one", json!(60_000)), 1_000);
+    p.events();
+    // Received at 1 s with 60 s to live: at 21 s, 40 s are left.
+    let kept = p.read(CacheMode::Use, 21_000).unwrap_err();
+    let kept: Value = serde_json::from_str(&kept).unwrap();
+    assert_eq!(kept["ttlMs"], 40_000, "{kept}");
+    assert_eq!(kept["contents"][0]["text"], "one");
+    assert_eq!(kept["cacheScope"], "private");
+}
+
+#[test]
 fn an_absent_zero_or_negative_ttl_keeps_nothing() {
     for ttl in [Value::Null, json!(0), json!(-1)] {
         let mut p = Peer::ready_modern(true);

@@ -341,13 +341,90 @@ pub(super) fn fleet_checks(
         "Python, TypeScript and CLI clients keep their sessions across replicas",
         outcome,
     );
+    let outcome = start_fleet(bin, running, peers)
+        .and_then(|mut fleet| replica_killed(&mut fleet, peers, root));
+    push(
+        rows,
+        FLEET,
+        "a replica killed mid-run",
+        "a legacy session's calls go on at the others; none is lost that was not sent to it",
+        outcome,
+    );
+}
+
+/// A Python client calls 40 times, 100 ms apart, in one legacy session while replica 1 is
+/// killed (SIGKILL) a second in: every call succeeds but those nginx had already sent to the
+/// killed replica (logged there with a 5xx).
+fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool, String), String> {
+    const CALLS: usize = 40;
+    let child = Command::new(&peers.python)
+        .arg(root.join("xtask/interop/py_client.py"))
+        .args([
+            &fleet.url,
+            "legacy",
+            "ref__echo",
+            r#"{"text": "fleet"}"#,
+            &CALLS.to_string(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("py_client.py: {e}"))?;
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let killed = fleet.replicas[0];
+    fleet.processes.kill(1)?;
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    let printed: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
+        format!(
+            "py_client.py printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })?;
+    let calls = printed["calls"].as_array().cloned().unwrap_or_default();
+    let failed = calls.iter().filter(|c| c.get("error").is_some()).count();
+    let log = std::fs::read_to_string(fleet.dir.join("access.log")).unwrap_or_default();
+    // Requests nginx had sent to the killed replica and got no answer for.
+    let cut = log
+        .lines()
+        .filter(|line| {
+            let fields: Vec<&str> = line.split('|').collect();
+            matches!(fields[..], [_, _, upstream, status]
+                if upstream.ends_with(&format!(":{killed}")) && status.starts_with('5'))
+        })
+        .count();
+    // Requests it answered before it died, and those nginx found it dead for and sent on.
+    let at_killed = format!("127.0.0.1:{killed}");
+    let served = log
+        .lines()
+        .filter(|line| line.split('|').nth(2) == Some(at_killed.as_str()))
+        .count();
+    let moved = log
+        .lines()
+        .filter(|line| {
+            line.split('|')
+                .nth(2)
+                .is_some_and(|u| u.starts_with(&at_killed) && u.contains(','))
+        })
+        .count();
+    let ok = calls.len() == CALLS && failed <= cut && served > 0;
+    Ok((
+        ok,
+        format!(
+            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut} were cut there",
+            calls.len() - failed
+        ),
+    ))
 }
 
 /// The fleet: three replicas and nginx; stopped when dropped.
 struct Fleet {
-    _processes: Processes,
+    /// The reference server, the three replicas, nginx, in that order.
+    processes: Processes,
     url: String,
     dir: PathBuf,
+    /// The replicas' ports.
+    replicas: Vec<u16>,
 }
 
 fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, String> {
@@ -417,8 +494,9 @@ fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, St
     )?;
     wait_for_port(nginx_port, "nginx", &log)?;
     Ok(Fleet {
-        _processes: processes,
+        processes,
         url: format!("http://127.0.0.1:{nginx_port}/mcp"),
         dir,
+        replicas,
     })
 }

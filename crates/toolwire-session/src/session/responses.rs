@@ -62,6 +62,17 @@ fn key_of<P: Serialize>(method: &str, params: &P) -> Option<(String, Option<Stri
     Some((format!("{method} {value}"), uri))
 }
 
+/// `raw` with its `ttlMs` set to `left` (whole milliseconds, rounded down); as it is when it
+/// is not an object.
+fn with_ttl(raw: &RawValue, left: Duration) -> Box<RawValue> {
+    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(raw.get()) else {
+        return raw.to_owned();
+    };
+    let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+    object.insert("ttlMs".to_owned(), millis.into());
+    serde_json::value::to_raw_value(&object).unwrap_or_else(|_| raw.to_owned())
+}
+
 impl ResponseCache {
     /// For a request of method `M` with `params` in `mode`: the kept answer if it may serve
     /// (`Ok`), else what the request needs to store its answer (`Err`, `None` if it must not
@@ -83,7 +94,12 @@ impl ResponseCache {
             && let Some(entry) = self.entries.get(&key)
             && now < entry.until
         {
-            return Ok(entry.raw.clone());
+            // What is left of its freshness, not what it had when it arrived: whoever keeps
+            // it next (a gateway's client) must not keep it longer than the server allowed.
+            return Ok(with_ttl(
+                &entry.raw,
+                entry.until.saturating_duration_since(now),
+            ));
         }
         Err(Some(Pending {
             key,
@@ -131,7 +147,9 @@ impl ResponseCache {
     /// The answer kept under `key`, fresh or not (for a re-fetch that failed; evicted
     /// answers are gone).
     pub(super) fn stale(&self, key: &str) -> Option<Box<RawValue>> {
-        self.entries.get(key).map(|e| e.raw.clone())
+        self.entries
+            .get(key)
+            .map(|e| with_ttl(&e.raw, Duration::ZERO))
     }
 
     /// The client now speaks as another identity (a new bearer token): the answers that were
