@@ -10,6 +10,7 @@ use toolwire::types::methods::method;
 use toolwire::{Client, ServerCapabilities};
 use toolwire_host::HostError;
 use toolwire_server::{Answer, RpcError};
+use toolwire_types::Cacheable;
 use toolwire_types::error::code;
 
 use crate::{Gateway, relayed, upstream_error, uris};
@@ -39,19 +40,104 @@ impl Listing {
         }
     }
 
-    /// Every item `client` lists, as JSON.
-    async fn fetch(self, client: &Client) -> Result<Vec<Value>, toolwire::Error> {
-        let items = match self {
-            Self::Resources => serde_json::to_value(client.list_all_resources().await?),
-            Self::ResourceTemplates => {
-                serde_json::to_value(client.list_all_resource_templates().await?)
+    /// One page `client` lists after `cursor`: its items as JSON, the next cursor, and how
+    /// long it may be kept.
+    async fn page(
+        self,
+        client: &Client,
+        cursor: Option<String>,
+    ) -> Result<(Value, Option<String>, Freshness), toolwire::Error> {
+        Ok(match self {
+            Self::Resources => {
+                let page = client.list_resources(cursor).await?;
+                (
+                    json!(page.resources),
+                    page.next_cursor.clone(),
+                    Freshness::of(&page),
+                )
             }
-            Self::Prompts => serde_json::to_value(client.list_all_prompts().await?),
-        };
-        Ok(match items {
-            Ok(Value::Array(items)) => items,
-            _ => Vec::new(),
+            Self::ResourceTemplates => {
+                let page = client.list_resource_templates(cursor).await?;
+                let fresh = Freshness::of(&page);
+                (json!(page.resource_templates), page.next_cursor, fresh)
+            }
+            Self::Prompts => {
+                let page = client.list_prompts(cursor).await?;
+                (
+                    json!(page.prompts),
+                    page.next_cursor.clone(),
+                    Freshness::of(&page),
+                )
+            }
         })
+    }
+
+    /// Every item `client` lists, as JSON (at most [`MAX_PAGES`] pages; a cursor given before
+    /// ends the walk), and how long the whole may be kept.
+    async fn fetch(self, client: &Client) -> Result<(Vec<Value>, Freshness), toolwire::Error> {
+        let (mut all, mut fresh, mut cursor) = (Vec::new(), Freshness::FOREVER, None);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let (items, next, page) = self.page(client, cursor.take()).await?;
+            fresh = fresh.and(page);
+            if let Value::Array(items) = items {
+                all.extend(items);
+            }
+            match next {
+                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
+                _ => break,
+            }
+        }
+        Ok((all, fresh))
+    }
+}
+
+/// The most pages of one upstream's listing the gateway walks.
+const MAX_PAGES: usize = 1_000;
+
+/// How long a merged answer may be kept (SEP-2549): the least `ttlMs` of the pages it was
+/// made of, and shared across callers (`public`) only if every page was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Freshness {
+    ttl_ms: u64,
+    public: bool,
+}
+
+impl Freshness {
+    /// Nothing merged yet.
+    const FOREVER: Self = Self {
+        ttl_ms: u64::MAX,
+        public: true,
+    };
+
+    /// A page's hints (absent: not to be kept, and private).
+    fn of(page: &impl Cacheable) -> Self {
+        Self {
+            ttl_ms: page.ttl_ms(),
+            public: page.is_public(),
+        }
+    }
+
+    fn and(self, other: Self) -> Self {
+        Self {
+            ttl_ms: self.ttl_ms.min(other.ttl_ms),
+            public: self.public && other.public,
+        }
+    }
+
+    /// Writes itself into a 2026-07-28 result (`FOREVER`, from no page at all, is 0).
+    fn stamp(self, result: &mut Value) {
+        let ttl = if self == Self::FOREVER {
+            0
+        } else {
+            self.ttl_ms
+        };
+        result["ttlMs"] = json!(ttl);
+        result["cacheScope"] = json!(if self.public && ttl > 0 {
+            "public"
+        } else {
+            "private"
+        });
     }
 }
 
@@ -98,9 +184,13 @@ impl Gateway {
         .await;
         let separator = self.host.separator();
         let mut items = Vec::new();
+        let mut fresh = Freshness::FOREVER;
         for ((server, _), result) in upstreams.iter().zip(fetched) {
             let mut listed = match result {
-                Ok(listed) => listed,
+                Ok((listed, kept)) => {
+                    fresh = fresh.and(kept);
+                    listed
+                }
                 Err(error) => {
                     tracing::warn!(%server, listing = listing.key(), error = %toolwire::ErrorChain(&error), "an upstream's listing is left out");
                     continue;
@@ -121,7 +211,9 @@ impl Gateway {
             }
             items.extend(listed);
         }
-        Ok(json!({ listing.key(): items }))
+        let mut result = json!({ listing.key(): items });
+        fresh.stamp(&mut result);
+        Ok(result)
     }
 
     /// The server and its own URI behind a URI the gateway gave out.
@@ -243,5 +335,35 @@ pub(crate) fn rename_uri(item: &mut Value, key: &str, server: &str, separator: &
         && let Some(renamed) = uris::outward(server, separator, uri)
     {
         item[key] = json!(renamed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(ttl: Option<i64>, scope: Option<&str>) -> Freshness {
+        let hints: toolwire_types::CacheHints =
+            serde_json::from_value(json!({"ttlMs": ttl, "cacheScope": scope})).unwrap();
+        Freshness::of(&hints)
+    }
+
+    fn stamped(fresh: Freshness) -> (Value, Value) {
+        let mut result = json!({});
+        fresh.stamp(&mut result);
+        (result["ttlMs"].clone(), result["cacheScope"].clone())
+    }
+
+    #[test]
+    fn a_merge_keeps_the_least_ttl_and_is_public_only_if_every_page_is() {
+        let all_public = page(Some(60_000), Some("public")).and(page(Some(5_000), Some("public")));
+        assert_eq!(stamped(all_public), (json!(5_000), json!("public")));
+        let one_private = all_public.and(page(Some(90_000), Some("private")));
+        assert_eq!(stamped(one_private), (json!(5_000), json!("private")));
+        // A page with no hints (a legacy upstream) is not to be kept at all.
+        let one_legacy = all_public.and(page(None, None));
+        assert_eq!(stamped(one_legacy), (json!(0), json!("private")));
+        // Nothing merged: nothing to keep.
+        assert_eq!(stamped(Freshness::FOREVER), (json!(0), json!("private")));
     }
 }
