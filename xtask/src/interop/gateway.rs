@@ -102,6 +102,40 @@ pub(super) fn gateway_checks(
     };
     let url = gateway.url.as_str();
 
+    // The Python SDK's client answering elicitation, each era: two clients at once, each
+    // asked by the upstream through the gateway and greeted by its own name (not the other's).
+    for (mode, era) in [("auto", "2026-07-28"), ("legacy", "initialize")] {
+        let outcome = client_json(
+            Command::new(&peers.python)
+                .arg(root.join("xtask/interop/py_elicit.py"))
+                .args([url, mode, "ref__ask_client"]),
+            "py_elicit.py",
+        )
+        .map(|r| {
+            let clients = r["clients"].as_array().cloned().unwrap_or_default();
+            let each_own = clients.len() == 2
+                && clients.iter().all(|c| {
+                    let name = c["name"].as_str().unwrap_or("?");
+                    c["text"] == format!("Hello, {name}!")
+                        && c["asked"] == serde_json::json!(["What is your name?"])
+                });
+            let said: Vec<String> = clients
+                .iter()
+                .map(|c| format!("{} heard {}", c["name"], c["text"]))
+                .collect();
+            (each_own, said.join("; "))
+        });
+        push(
+            rows,
+            "Python mcp 2.3 client",
+            "gateway, HTTP",
+            &format!(
+                "{era}: an upstream's elicitation reaches the client whose call asked, its answer returns"
+            ),
+            outcome,
+        );
+    }
+
     // The Python SDK's client, each era: every server listed, a call through to server-everything.
     for (mode, era) in [("auto", "2026-07-28"), ("legacy", "initialize")] {
         let outcome = client_json(
