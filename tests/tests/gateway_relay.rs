@@ -2,6 +2,8 @@
 //! gateway to the downstream client whose call caused them, in every pairing of eras: a legacy
 //! client is sent the request on its call's stream, a 2026-07-28 client gets `input_required`
 //! and retries; a legacy upstream asks on the call's stream, a 2026-07-28 one in an MRTR round.
+//! Also what else travels with a call: URL elicitation completions, tasks, a 2026-07-28
+//! caller's log messages.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -354,5 +356,67 @@ async fn a_client_that_does_not_follow_tasks_gets_the_result_and_never_a_task() 
         };
         let expected = if mode == LEGACY { -32601 } else { -32602 };
         assert_eq!(e.code, expected, "{mode:?}: {e:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_modern_callers_log_level_reaches_the_upstream_and_only_it_hears_the_messages() {
+    // Both upstreams answer on SSE streams, where log messages can travel with the answer.
+    let new = reference(
+        toolwire_refserver::Eras::Modern,
+        toolwire_refserver::Framing::Sse,
+    )
+    .await;
+    let old = reference(
+        toolwire_refserver::Eras::Legacy,
+        toolwire_refserver::Framing::Sse,
+    )
+    .await;
+    let servers = json!({"new": {"url": new.url()}, "old": {"url": old.url()}});
+    let gateway =
+        toolwire_gateway::Gateway::builder(host(servers, Naming::Qualified).await).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let watcher = client(&front.url(), LEGACY);
+    watcher
+        .set_log_level(toolwire::LoggingLevel::Debug)
+        .await
+        .unwrap();
+    let mut overheard = watcher.notifications();
+    let caller = Client::builder("downstream", "0")
+        .log_level(toolwire::LoggingLevel::Warning)
+        .connect_http(HttpTransport::builder(front.url()))
+        .unwrap();
+    let mut heard = caller.notifications();
+    for upstream in ["new", "old"] {
+        caller
+            .call_tool(&format!("{upstream}__log"), json!({"message": "m"}))
+            .await
+            .unwrap();
+    }
+    let mut messages = Vec::new();
+    while let Ok(Some(notice)) =
+        tokio::time::timeout(std::time::Duration::from_millis(300), heard.recv()).await
+    {
+        if notice.method == "notifications/message" {
+            let params: Value =
+                serde_json::from_str(notice.params.as_deref().unwrap().get()).unwrap();
+            messages.push((params["logger"].clone(), params["data"].clone()));
+        }
+    }
+    let expected = [
+        (json!("new/refserver"), json!("warning: m")),
+        (json!("new/refserver"), json!("error: m")),
+        (json!("old/refserver"), json!("warning: m")),
+        (json!("old/refserver"), json!("error: m")),
+    ];
+    assert_eq!(messages, expected);
+    // The legacy session next door heard none of the modern caller's messages.
+    while let Ok(Some(notice)) =
+        tokio::time::timeout(std::time::Duration::from_millis(100), overheard.recv()).await
+    {
+        assert_ne!(notice.method, "notifications/message", "{notice:?}");
     }
 }

@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
-use toolwire::{CallHooks, CallOptions, ClientCapabilities, ProgressParams};
+use toolwire::{CallHooks, CallOptions, ClientCapabilities, LoggingLevel, ProgressParams};
 use toolwire_host::HostError;
 use toolwire_server::{Answer, Era, Notifier, Request, RpcError};
-use toolwire_types::error::code;
+use toolwire_types::{error::code, meta_key};
 
 use crate::metrics::Outcome;
-use crate::relay::{self, Question, Running};
+use crate::relay::{self, Question, Relay, Running};
 use crate::{Gateway, upstream_error};
 
 /// What a call's work upstream ends with, and what the answer needs of it.
@@ -24,9 +24,10 @@ pub(crate) struct Called {
     result: Result<toolwire::Called, HostError>,
 }
 
-/// Where a call's progress goes now: the notifier of the client's latest request for it
-/// and that request's token (a 2026-07-28 call's rounds are requests of their own).
-type ProgressTo = Arc<Mutex<Option<(Notifier, Value)>>>;
+/// Locks where a call's news goes.
+fn lock(to: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
+    to.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// `notifications/progress` for the client, under its `token`.
 fn progress(token: &Value, p: &ProgressParams) -> Value {
@@ -46,6 +47,16 @@ fn token(params: &Value) -> Option<Value> {
         .get("progressToken")
         .filter(|t| t.is_string() || t.is_number())
         .cloned()
+}
+
+/// Where the news of the call `params` asks for goes: its notifier, its progress token, the
+/// log level it asked for (2026-07-28).
+fn relay(params: &Value, notifier: &Notifier) -> Relay {
+    Relay {
+        notifier: notifier.clone(),
+        token: token(params),
+        level: serde_json::from_value(params["_meta"][meta_key::LOG_LEVEL].clone()).ok(),
+    }
 }
 
 impl Gateway {
@@ -76,16 +87,14 @@ impl Gateway {
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
         let began = std::time::Instant::now();
-        let progress_to: ProgressTo = Arc::new(Mutex::new(
-            token(params).map(|token| (notifier.clone(), token)),
-        ));
+        let relay_to = Arc::new(Mutex::new(relay(params, notifier)));
         let mut hooks = CallHooks::new();
         if token(params).is_some() {
-            let to = progress_to.clone();
+            let to = relay_to.clone();
             hooks = hooks.on_progress(move |p: &ProgressParams| {
-                let to = to.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some((notifier, token)) = &*to {
-                    notifier.send(progress(token, p));
+                let to = lock(&to);
+                if let Some(token) = &to.token {
+                    to.notifier.send(progress(token, p));
                 }
             });
         }
@@ -123,6 +132,31 @@ impl Gateway {
             };
             return self.finish(called);
         }
+        // 2026-07-28: the log level is the request's; the upstream's messages about the call
+        // reach the client as far as that level lets them, and never anyone else.
+        if let Some(level) = lock(&relay_to).level {
+            options = options.with_log_level(level);
+        }
+        if let Some(server) = server.clone() {
+            let to = relay_to.clone();
+            hooks = hooks.on_log(move |message: &toolwire_types::Notification| {
+                let to = lock(&to);
+                let Some(asked) = to.level else {
+                    return;
+                };
+                let params: Value = message
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or_default();
+                let level: Option<LoggingLevel> =
+                    serde_json::from_value(params["level"].clone()).ok();
+                if level.is_some_and(|level| level >= asked) {
+                    to.notifier
+                        .send(crate::subscriptions::log_message(&server, params));
+                }
+            });
+        }
         let (questions_to, questions) = mpsc::unbounded_channel();
         let with_tasks = crate::tasks::declared(client.as_ref());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
@@ -147,7 +181,7 @@ impl Gateway {
         let running = Running {
             task,
             questions,
-            progress_to,
+            relay_to,
         };
         self.wait(running).await
     }
@@ -161,12 +195,7 @@ impl Gateway {
                 "requestState names no call waiting here: it expired, was used already, or was given by another gateway replica; call the tool again",
             ));
         };
-        *parked
-            .running
-            .progress_to
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) =
-            token(params).map(|token| (notifier.clone(), token));
+        *lock(&parked.running.relay_to) = relay(params, notifier);
         parked.answer(&params["inputResponses"]);
         self.wait(parked.running).await
     }

@@ -196,8 +196,17 @@ fn gone(method: &str) -> ErrorObject {
 pub(crate) struct Running<T> {
     pub(crate) task: JoinHandle<T>,
     pub(crate) questions: mpsc::UnboundedReceiver<Question>,
-    /// Where its progress goes: the client's latest request for it, and that request's token.
-    pub(crate) progress_to: Arc<Mutex<Option<(Notifier, Value)>>>,
+    /// Where its news goes: the client's latest request for it.
+    pub(crate) relay_to: Arc<Mutex<Relay>>,
+}
+
+/// Where what the upstream says about a call goes now: the notifier of the client's latest
+/// request for it (a 2026-07-28 call's rounds are requests of their own), that request's
+/// progress token, and the log level it asked for (2026-07-28; none, no log messages).
+pub(crate) struct Relay {
+    pub(crate) notifier: Notifier,
+    pub(crate) token: Option<Value>,
+    pub(crate) level: Option<toolwire::LoggingLevel>,
 }
 
 impl<T> Drop for Running<T> {
@@ -311,12 +320,16 @@ mod tests {
     fn running() -> (Running<()>, mpsc::UnboundedSender<Question>) {
         let (tx, questions) = mpsc::unbounded_channel();
         let task = tokio::spawn(std::future::pending::<()>());
-        let progress_to = Arc::default();
+        let relay_to = Arc::new(Mutex::new(Relay {
+            notifier: Notifier::new(mpsc::unbounded_channel().0),
+            token: None,
+            level: None,
+        }));
         (
             Running {
                 task,
                 questions,
-                progress_to,
+                relay_to,
             },
             tx,
         )

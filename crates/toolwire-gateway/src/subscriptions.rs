@@ -165,7 +165,7 @@ impl Gateway {
 
 /// `server`'s log message as the gateway's clients hear it: its logger named after the server
 /// (`server` or `server/logger`), the rest as sent.
-fn log_message(server: &str, mut params: Value) -> Value {
+pub(crate) fn log_message(server: &str, mut params: Value) -> Value {
     let logger = match params["logger"].as_str() {
         Some(logger) => format!("{server}/{logger}"),
         None => server.to_owned(),

@@ -252,12 +252,22 @@ pub struct CallOptions {
     /// session's (a gateway declares what the client it calls for declared). Ignored in the
     /// legacy era, whose capabilities belong to the session.
     pub capabilities: Option<ClientCapabilities>,
+    /// 2026-07-28: the log level this call asks for in its `_meta`, instead of the session's
+    /// (a gateway asks for what its caller asked). Ignored in the legacy era, whose level is
+    /// the session's (`logging/setLevel`).
+    pub log_level: Option<toolwire_types::LoggingLevel>,
 }
 
 impl CallOptions {
     /// Declares `capabilities` for this call only (2026-07-28).
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities = Some(capabilities);
+        self
+    }
+
+    /// Asks for log messages at `level` and above for this call only (2026-07-28).
+    pub fn with_log_level(mut self, level: toolwire_types::LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 

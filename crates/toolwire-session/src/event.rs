@@ -74,6 +74,15 @@ pub enum Event {
     /// A notification from the server that the session does not handle itself (a
     /// `tools/list_changed` is handled, marking the cache stale, and passed up too).
     Notification(toolwire_types::Notification),
+    /// A log message (`notifications/message`) that came on the response stream of a
+    /// `tools/call`: about that call (a 2026-07-28 server logs on the stream of the request
+    /// that asked for a level).
+    CallLog {
+        /// The call's operation.
+        op: OpId,
+        /// The notification.
+        notification: toolwire_types::Notification,
+    },
     /// A request from the server for the caller to answer ([`Session::respond`](crate::Session::respond)
     /// with `id`), decoded; the session answered the others itself (see
     /// [`SessionConfig::max_server_requests`](crate::SessionConfig::max_server_requests)).

@@ -418,6 +418,38 @@ fn a_call_with_capabilities_of_its_own_declares_those_and_the_next_the_sessions_
 }
 
 #[test]
+fn a_calls_own_log_level_is_in_its_envelope_and_its_log_messages_are_about_it() {
+    let mut p = Peer::ready_modern(false);
+    let options = CallOptions::default().with_log_level(toolwire_types::LoggingLevel::Warning);
+    let op = p.session.call_tool("x", None, options, p.at(1)).unwrap();
+    let (call, _) = p.sent();
+    assert_eq!(
+        call["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+        "warning"
+    );
+    let call_id: toolwire_types::RequestId = serde_json::from_value(call["id"].clone()).unwrap();
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "error", "data": "d"}})
+    .to_string();
+    // On the call's stream: about the call. Elsewhere (the standalone stream): for anyone.
+    p.session
+        .handle_inbound_on(log.as_bytes(), Some(&call_id), p.at(2));
+    let Event::CallLog {
+        op: about,
+        notification,
+    } = p.event()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (about, notification.method.as_str()),
+        (op, "notifications/message")
+    );
+    p.session.handle_inbound_on(log.as_bytes(), None, p.at(3));
+    assert!(matches!(p.event(), Event::Notification(_)));
+}
+
+#[test]
 fn calls_carry_headers_from_the_cached_plan() {
     let mut p = Peer::ready_modern(true);
     let tool: Tool = serde_json::from_value(region_tool("execute_sql")).unwrap();

@@ -33,7 +33,12 @@ pub type ProgressCallback = Arc<dyn Fn(&toolwire_types::ProgressParams) + Send +
 pub struct CallHooks {
     pub(crate) progress: Option<ProgressCallback>,
     pub(crate) requests: Option<ServerRequestHandler>,
+    pub(crate) log: Option<LogCallback>,
 }
+
+/// A per-call callback for the log messages (`notifications/message`) a server sends about
+/// the call.
+pub type LogCallback = Arc<dyn Fn(&toolwire_types::Notification) + Send + Sync>;
 
 impl CallHooks {
     /// No hooks.
@@ -49,6 +54,18 @@ impl CallHooks {
         on_progress: impl Fn(&toolwire_types::ProgressParams) + Send + Sync + 'static,
     ) -> Self {
         self.progress = Some(Arc::new(on_progress));
+        self
+    }
+
+    /// Hands the log messages that come on this call's response stream (a 2026-07-28 server
+    /// logs there at the level the call asked for, `CallOptions::with_log_level`) to `on_log`
+    /// rather than to [`crate::Client::notifications`].
+    #[must_use]
+    pub fn on_log(
+        mut self,
+        on_log: impl Fn(&toolwire_types::Notification) + Send + Sync + 'static,
+    ) -> Self {
+        self.log = Some(Arc::new(on_log));
         self
     }
 
@@ -71,6 +88,7 @@ impl std::fmt::Debug for CallHooks {
         f.debug_struct("CallHooks")
             .field("progress", &self.progress.is_some())
             .field("requests", &self.requests.is_some())
+            .field("log", &self.log.is_some())
             .finish()
     }
 }

@@ -83,7 +83,9 @@ mod tasks;
 mod test_peer;
 
 pub use client::{Called, Client, TOOLS_STALE_META, ToolMatch, tools_may_be_stale};
-pub use config::{CallHooks, ClientBuilder, Connector, ProgressCallback, ServerRequestHandler};
+pub use config::{
+    CallHooks, ClientBuilder, Connector, LogCallback, ProgressCallback, ServerRequestHandler,
+};
 pub use error::{ConnectionError, Error, ErrorChain, InputError, ProtocolError, UsageError};
 pub use notices::{Notice, Notifications};
 pub use reconnect::{ConnectionState, ReconnectPolicy};

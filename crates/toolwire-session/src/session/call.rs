@@ -250,17 +250,23 @@ impl Session {
                 Some(Rendered::new(meta))
             }
         };
-        // Capabilities of the call's own replace the session's in its envelope.
-        let meta = match (&options.capabilities, version.is_modern()) {
-            (Some(capabilities), true) => {
-                let mut own = match meta {
-                    Some(meta) => meta.get().clone(),
-                    None => self.call_meta(&version).get().clone(),
-                };
+        // Capabilities or a log level of the call's own replace the session's in its
+        // envelope.
+        let own_envelope = options.capabilities.is_some() || options.log_level.is_some();
+        let meta = if own_envelope && version.is_modern() {
+            let mut own = match meta {
+                Some(meta) => meta.get().clone(),
+                None => self.call_meta(&version).get().clone(),
+            };
+            if let Some(capabilities) = &options.capabilities {
                 own.client_capabilities = Some(Rendered::new(capabilities.clone()));
-                Some(Rendered::new(own))
             }
-            _ => meta,
+            if let Some(level) = options.log_level {
+                own.log_level = Some(level);
+            }
+            Some(Rendered::new(own))
+        } else {
+            meta
         };
         let params = CallToolRequestParams {
             name,

@@ -258,12 +258,21 @@ impl Session {
                     "notifications/subscriptions/acknowledged" => {
                         self.acknowledged(&notification, now)
                     }
+                    "notifications/message" if let Some(op) = self.arrived_on_call() => {
+                        return self.events.push_back(Event::CallLog { op, notification });
+                    }
                     // A list change evicts the answers its methods' cache policies name.
                     method => self.responses.notified(method, None),
                 }
                 self.events.push_back(Event::Notification(notification));
             }
         }
+    }
+
+    /// The `tools/call` whose response stream the bytes being handled came on, if they did.
+    fn arrived_on_call(&self) -> Option<OpId> {
+        let op = self.arrived_on?;
+        self.pending.is_tool_call(op).then_some(op)
     }
 
     /// Routes a progress notification to its operation and pushes the deadline forward.

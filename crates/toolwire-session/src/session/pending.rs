@@ -79,6 +79,13 @@ impl PendingTable {
         self.requests.get(id).and_then(Pending::op)
     }
 
+    /// Whether operation `op` is a `tools/call` in flight.
+    pub(super) fn is_tool_call(&self, op: OpId) -> bool {
+        self.requests
+            .values()
+            .any(|p| matches!(p.kind, PendingKind::ToolCall { op: o, .. } if o == op))
+    }
+
     /// Whether request `id` is in flight.
     pub(super) fn contains(&self, id: &RequestId) -> bool {
         self.requests.contains_key(id)

@@ -57,6 +57,15 @@ impl Driver {
         });
     }
 
+    /// A notification for whoever listens ([`crate::Client::notifications`]).
+    fn notice(&self, n: toolwire_types::Notification) {
+        tracing::debug!(method = %n.method, "notification");
+        // Decoded only for someone who listens.
+        if self.link.notices.receiver_count() > 0 {
+            let _ = self.link.notices.send(Arc::new(crate::Notice::new(n)));
+        }
+    }
+
     pub(super) fn handle_events(&mut self) {
         self.dispatch_events();
         let listening = self.session.is_listening();
@@ -157,13 +166,17 @@ impl Driver {
                         callback(&params);
                     }
                 }
-                Event::Notification(n) => {
-                    tracing::debug!(method = %n.method, "notification");
-                    // Decoded only for someone who listens.
-                    if self.link.notices.receiver_count() > 0 {
-                        let _ = self.link.notices.send(Arc::new(crate::Notice::new(n)));
-                    }
-                }
+                Event::CallLog { op, notification } => match self.waiters.get(&op) {
+                    Some(Waiter::Call {
+                        hooks:
+                            CallHooks {
+                                log: Some(on_log), ..
+                            },
+                        ..
+                    }) => on_log(&notification),
+                    _ => self.notice(notification),
+                },
+                Event::Notification(n) => self.notice(n),
                 Event::Malformed(e) => {
                     tracing::warn!(error = %e, "malformed message from the server")
                 }
