@@ -189,12 +189,10 @@ async fn a_retry_with_a_request_state_the_gateway_never_gave_is_refused() {
     assert!(message.contains("requestState"), "{message}");
 }
 
-/// A gateway over the reference server as stdio children: `old` (legacy only) and `new`
-/// (2026-07-28 only), and its HTTP front.
-async fn over_stdio() -> (Arc<toolwire_gateway::Gateway>, toolwire_server::HttpServer) {
-    const REF: &str = env!("CARGO_BIN_EXE_toolwire-ref-stdio");
-    let servers = json!({"old": {"command": REF, "args": ["legacy"]},
-        "new": {"command": REF, "args": ["modern"]}});
+/// A gateway over the entries `servers` (an `mcpServers` object), and its HTTP front.
+async fn front_over(
+    servers: Value,
+) -> (Arc<toolwire_gateway::Gateway>, toolwire_server::HttpServer) {
     let gateway =
         toolwire_gateway::Gateway::builder(host(servers, Naming::Qualified).await).build();
     let front = gateway
@@ -202,6 +200,15 @@ async fn over_stdio() -> (Arc<toolwire_gateway::Gateway>, toolwire_server::HttpS
         .await
         .unwrap();
     (gateway, front)
+}
+
+/// A gateway over the reference server as stdio children: `old` (legacy only) and `new`
+/// (2026-07-28 only), and its HTTP front.
+async fn over_stdio() -> (Arc<toolwire_gateway::Gateway>, toolwire_server::HttpServer) {
+    const REF: &str = env!("CARGO_BIN_EXE_toolwire-ref-stdio");
+    front_over(json!({"old": {"command": REF, "args": ["legacy"]},
+        "new": {"command": REF, "args": ["modern"]}}))
+    .await
 }
 
 #[tokio::test]
@@ -298,12 +305,7 @@ async fn with_task_fixtures() -> (
     let mut o = toolwire_refserver::Options::default();
     o.task_fixtures = true;
     let upstream = toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap();
-    let host = host(json!({"ref": {"url": upstream.url()}}), Naming::Qualified).await;
-    let gateway = toolwire_gateway::Gateway::builder(host).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
+    let (gateway, front) = front_over(json!({"ref": {"url": upstream.url()}})).await;
     (gateway, front, upstream)
 }
 
@@ -373,12 +375,7 @@ async fn a_modern_callers_log_level_reaches_the_upstream_and_only_it_hears_the_m
     )
     .await;
     let servers = json!({"new": {"url": new.url()}, "old": {"url": old.url()}});
-    let gateway =
-        toolwire_gateway::Gateway::builder(host(servers, Naming::Qualified).await).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
+    let (_gateway, front) = front_over(servers).await;
     let watcher = client(&front.url(), LEGACY);
     watcher
         .set_log_level(toolwire::LoggingLevel::Debug)
