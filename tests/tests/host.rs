@@ -574,3 +574,47 @@ async fn a_reload_starts_stops_and_restarts_only_the_entries_that_changed() {
     })
     .await;
 }
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_stdio_server_stops_keeps_its_tools_and_starts_again_when_called() {
+    let host = Host::builder(Client::builder("host-e2e", "0"))
+        .stop_idle(Duration::from_millis(300))
+        .start(&marked(&[("lazy", "idle-lazy")]))
+        .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+    let first = procs::children("idle-lazy");
+    assert_eq!(first.len(), 1);
+    eventually("stopped while idle, its child gone", || {
+        matches!(host.state("lazy"), Some(ServerState::Idle { tools }) if tools > 0)
+            && procs::children("idle-lazy").is_empty()
+    })
+    .await;
+    assert!(
+        host.tools().get("lazy__echo").is_some(),
+        "its tools stay listed"
+    );
+    let mut changes = host.subscribe();
+    let echoed = host
+        .call_tool("lazy__echo", json!({"text": "awake"}))
+        .await
+        .unwrap();
+    assert!(!echoed.content.is_empty());
+    let second = procs::children("idle-lazy");
+    assert_eq!(second.len(), 1, "a new child");
+    assert_ne!(second, first);
+    eventually("ready again", || {
+        matches!(host.state("lazy"), Some(ServerState::Ready { .. }))
+    })
+    .await;
+    assert!(host.tools().get("lazy__echo").is_some());
+    assert!(
+        changes.try_recv().is_err(),
+        "the listing never changed on the way"
+    );
+    host.shutdown().await;
+    eventually("no child outlives the host", || {
+        procs::children("idle-lazy").is_empty()
+    })
+    .await;
+}

@@ -345,4 +345,8 @@ pub(crate) struct GatewayArgs {
     /// session another began. Also TOOLWIRE_GATEWAY_SESSION_KEY.
     #[arg(long, value_name = "FILE")]
     pub(crate) session_key_file: Option<PathBuf>,
+    /// Stop a stdio server's child once nothing used it for this many seconds (its tools stay
+    /// listed; the next call starts it again).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) stop_idle: Option<f64>,
 }

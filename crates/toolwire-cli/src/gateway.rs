@@ -16,7 +16,18 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     // The upstreams' requests (elicitation, sampling, roots) go to the client whose call they
     // are about, never to this terminal.
     let upstream = toolwire_gateway::upstream_client(client_builder(cli)?);
-    let host = Host::builder(upstream).naming(args.names);
+    let mut host = Host::builder(upstream).naming(args.names);
+    if let Some(secs) = args.stop_idle {
+        let limit = Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|limit| !limit.is_zero())
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "--stop-idle {secs}: must be a positive number of seconds"
+                ))
+            })?;
+        host = host.stop_idle(limit);
+    }
     host.check(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     if args.check.is_some() {

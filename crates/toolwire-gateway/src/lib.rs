@@ -270,6 +270,7 @@ impl Gateway {
                         ("reconnecting", json!({"attempt": attempt}))
                     }
                     Some(ServerState::Disabled) => ("disabled", json!({})),
+                    Some(ServerState::Idle { tools }) => ("idle", json!({"tools": tools})),
                     Some(ServerState::Failed { reason }) => ("failed", json!({"reason": reason})),
                     Some(ServerState::NeedsLogin { reason }) => {
                         ("needs-login", json!({"reason": reason}))

@@ -91,7 +91,7 @@ impl Metrics {
         );
         registry.register(
             "upstream_state",
-            "1 for each upstream's current state (ready, starting, reconnecting, failed, needs-login, disabled)",
+            "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
             states.clone(),
         );
         Self {

@@ -20,6 +20,7 @@ use toolwire::{
 use crate::names::{NameCollision, Naming};
 
 mod calls;
+mod idle;
 mod merge;
 mod reload;
 use crate::{ConnectError, ServerConfig, ServersConfig};
@@ -55,6 +56,12 @@ pub enum ServerState {
     Failed {
         /// Why, as one line.
         reason: String,
+    },
+    /// A stdio server stopped because nobody used it ([`HostBuilder::stop_idle`]): its child
+    /// ended, its tools stay in the snapshot, and the next call starts it again.
+    Idle {
+        /// How many of its tools are in the merged snapshot.
+        tools: usize,
     },
     /// Like `Failed`, for one reason a person can fix: the server wants an OAuth login and
     /// none could run here (the OAuth handler cannot interact, or there is none). Log in (the
@@ -219,9 +226,20 @@ pub struct HostBuilder {
     naming: Naming,
     reconnect: Option<ReconnectPolicy>,
     oauth: Option<OAuthConfig>,
+    idle: Option<Duration>,
 }
 
 impl HostBuilder {
+    /// Stops a stdio server's child once nothing has used the server for `limit` (no call
+    /// routed to it, its client not handed out) and no call to it is in flight: its tools stay
+    /// in the snapshot, its state is [`ServerState::Idle`], and the next use starts it again (a
+    /// new child and handshake; its tools listed anew). Off by default; remote servers are never
+    /// stopped.
+    pub fn stop_idle(mut self, limit: Duration) -> Self {
+        self.idle = Some(limit);
+        self
+    }
+
     /// How servers whose connection dies are brought back (default:
     /// [`ReconnectPolicy::default`]); `None` leaves them failed.
     pub fn reconnect(mut self, policy: Option<ReconnectPolicy>) -> Self {
@@ -272,6 +290,7 @@ impl HostBuilder {
             start: Start {
                 client,
                 oauth: self.oauth,
+                idle: self.idle,
             },
             separator: self.separator,
             naming: self.naming,
@@ -325,6 +344,14 @@ struct Server {
     collisions: Mutex<Vec<NameCollision>>,
     /// Set when a reload removed or replaced it: it stops, and its tools leave for good.
     retired: watch::Sender<bool>,
+    /// When it was last used (a call routed to it, its client handed out).
+    used: Mutex<std::time::Instant>,
+    /// Calls routed to it now.
+    busy: std::sync::atomic::AtomicUsize,
+    /// Stopped while idle: its child is gone, its tools stay, its cache is not merged.
+    parked: std::sync::atomic::AtomicBool,
+    /// Being started again after it was stopped while idle.
+    waking: std::sync::atomic::AtomicBool,
 }
 
 /// What starting a server takes.
@@ -332,6 +359,8 @@ struct Server {
 struct Start {
     client: ClientBuilder,
     oauth: Option<OAuthConfig>,
+    /// [`HostBuilder::stop_idle`].
+    idle: Option<Duration>,
 }
 
 impl Server {
@@ -349,6 +378,10 @@ impl Server {
             tools: Mutex::new(Vec::new()),
             collisions: Mutex::new(Vec::new()),
             retired: watch::channel(false).0,
+            used: Mutex::new(std::time::Instant::now()),
+            busy: std::sync::atomic::AtomicUsize::new(0),
+            parked: std::sync::atomic::AtomicBool::new(false),
+            waking: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -367,6 +400,7 @@ impl Host {
             naming: Naming::default(),
             reconnect: Some(ReconnectPolicy::default()),
             oauth: None,
+            idle: None,
         }
     }
 
@@ -444,6 +478,7 @@ impl Host {
             .inner
             .server(server)
             .ok_or_else(|| HostError::UnknownServer(server.to_owned()))?;
+        self.inner.touch(&s);
         let client = lock(&s.client).clone();
         client.ok_or_else(|| HostError::NotRunning {
             server: server.to_owned(),
@@ -471,6 +506,7 @@ fn describe(state: &ServerState) -> String {
         ServerState::Reconnecting { attempt } => format!("reconnecting (attempt {attempt})"),
         ServerState::Failed { reason } => format!("failed: {reason}"),
         ServerState::NeedsLogin { reason } => format!("needs a login: {reason}"),
+        ServerState::Idle { tools } => format!("stopped while idle, {tools} tools"),
     }
 }
 
@@ -555,9 +591,15 @@ impl Inner {
         if !now.is_ready() && !self.follow(server, &client, now) {
             return;
         }
+        let idle = self.start.idle.filter(|_| server.may_idle());
+        // Checked four times per limit: a server stops at most a quarter late.
+        let mut idle_check = tokio::time::interval(idle.map_or(Duration::MAX / 2, |l| {
+            (l / 4).max(Duration::from_millis(10))
+        }));
         loop {
             let change = tokio::select! {
-                change = changes.recv() => change,
+                change = changes.recv() => Some(change),
+                _ = idle_check.tick(), if idle.is_some() => None,
                 Ok(()) = connection.changed() => {
                     let state = connection.borrow_and_update().clone();
                     if !self.follow(server, &client, state) {
@@ -567,6 +609,12 @@ impl Inner {
                 }
                 _ = closing.wait_for(|closed| *closed) => return,
             };
+            let Some(change) = change else {
+                if let Some(limit) = idle {
+                    self.stop_if_idle(server, &client, limit).await;
+                }
+                continue;
+            };
             // A server that failed keeps its tools out, whatever its cache does later.
             let failed = matches!(
                 *server.state.borrow(),
@@ -574,6 +622,10 @@ impl Inner {
             );
             if failed || matches!(change, Err(broadcast::error::RecvError::Closed)) {
                 return;
+            }
+            // Stopped while idle, its cache is empty and its tools stay as they were.
+            if server.parked.load(std::sync::atomic::Ordering::SeqCst) {
+                continue;
             }
             // A change, or changes missed (`Lagged`): either way the cache is read anew.
             let count = self.merge(server, &client);
@@ -610,6 +662,8 @@ impl Inner {
                     .state
                     .send_replace(ServerState::Reconnecting { attempt });
             }
+            // Started again after it was stopped while idle: `wake` lists and merges.
+            ConnectionState::Ready if server.parked.load(std::sync::atomic::Ordering::SeqCst) => {}
             ConnectionState::Ready => {
                 let count = self.merge(server, client);
                 if let Some(version) = client.protocol_version() {

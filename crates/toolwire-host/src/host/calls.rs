@@ -4,6 +4,7 @@
 use serde_json::Value;
 use toolwire::{CallHooks, CallOptions, CallToolResult, Called, Client, ProgressParams, Tool};
 
+use super::idle::InUse;
 use super::{Arc, Host, HostError, HostMatch};
 
 impl Host {
@@ -41,7 +42,7 @@ impl Host {
         qualified: &str,
         arguments: Value,
     ) -> Result<CallToolResult, HostError> {
-        let (client, server, name) = self.route(qualified)?;
+        let (client, server, name, _held) = self.route(qualified)?;
         let result = client.call_tool(&name, arguments).await;
         result.map_err(|error| HostError::Call {
             server: server.to_string(),
@@ -74,7 +75,7 @@ impl Host {
         options: CallOptions,
         hooks: CallHooks,
     ) -> Result<CallToolResult, HostError> {
-        let (client, server, name) = self.route(qualified)?;
+        let (client, server, name, _held) = self.route(qualified)?;
         let result = client
             .call_tool_with_hooks(&name, arguments, options, hooks)
             .await;
@@ -93,7 +94,7 @@ impl Host {
         options: CallOptions,
         hooks: CallHooks,
     ) -> Result<(Arc<str>, Called), HostError> {
-        let (client, server, name) = self.route(qualified)?;
+        let (client, server, name, _held) = self.route(qualified)?;
         match client
             .call_tool_as_task_with_hooks(&name, arguments, options, hooks)
             .await
@@ -106,8 +107,9 @@ impl Host {
         }
     }
 
-    /// The client, server and server's own tool name `qualified` routes to.
-    fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String), HostError> {
+    /// The client, server and server's own tool name `qualified` routes to, and the hold that
+    /// keeps that server from being stopped while idle until the call ends.
+    fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String, InUse), HostError> {
         let merged = self.load();
         let Some(entry) = merged.get(qualified) else {
             return Err(HostError::UnknownTool(
@@ -118,7 +120,12 @@ impl Host {
         let server = entry.server.clone();
         let name = entry.tool.name.clone();
         drop(merged);
-        Ok((self.client(&server)?, server, name))
+        let held = self
+            .inner
+            .server(&server)
+            .map(|s| self.inner.hold(&s))
+            .ok_or_else(|| HostError::UnknownServer(server.to_string()))?;
+        Ok((self.client(&server)?, server, name, held))
     }
 
     /// Pre-loads tool definitions on one server (see `Client::add_known_tools`); they reach
