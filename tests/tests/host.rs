@@ -258,6 +258,52 @@ async fn a_server_name_with_the_separator_is_refused() {
     host.shutdown().await;
 }
 
+#[test]
+fn two_tools_aliased_alike_are_refused_naming_both_and_the_remedy() {
+    let text = json!({"mcpServers": {
+        "github": {"command": "x", "aliases": {"create_issue": "new_issue"}},
+        "gitlab": {"command": "x", "aliases": {"open_issue": "new_issue"}},
+        "off": {"command": "x", "aliases": {"other": "new_issue"}, "disabled": true},
+    }});
+    let config = ServersConfig::parse(&text.to_string(), |_| None).unwrap();
+    let err = Host::builder(Client::builder("host-e2e", "0"))
+        .check(&config)
+        .unwrap_err();
+    let HostError::AliasTaken {
+        alias,
+        server,
+        tool,
+        other_server,
+        other_tool,
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert_eq!(
+        (alias.as_str(), server.as_str(), tool.as_str()),
+        ("new_issue", "github", "create_issue")
+    );
+    assert_eq!(
+        (other_server.as_str(), other_tool.as_str()),
+        ("gitlab", "open_issue")
+    );
+    assert!(
+        err.to_string().ends_with("give one of them another alias"),
+        "{err}"
+    );
+    // The disabled entry's alias takes nothing: one of the two alone is fine.
+    let text = json!({"mcpServers": {
+        "github": {"command": "x", "aliases": {"create_issue": "new_issue"}},
+        "off": {"command": "x", "aliases": {"other": "new_issue"}, "disabled": true},
+    }});
+    let config = ServersConfig::parse(&text.to_string(), |_| None).unwrap();
+    assert!(
+        Host::builder(Client::builder("host-e2e", "0"))
+            .check(&config)
+            .is_ok()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_tools_added_to_one_server_reach_the_merged_snapshot() {
     let server = reference().await;

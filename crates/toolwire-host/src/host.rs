@@ -188,6 +188,22 @@ pub enum HostError {
         /// The separator.
         separator: String,
     },
+    /// Two entries' `aliases` give two tools the same name.
+    #[error(
+        "tool `{tool}` of server `{server}` and tool `{other_tool}` of server `{other_server}` are both aliased `{alias}`; give one of them another alias"
+    )]
+    AliasTaken {
+        /// The name both would have.
+        alias: String,
+        /// The first entry (in the file's order) with the alias.
+        server: String,
+        /// Its tool.
+        tool: String,
+        /// The other entry.
+        other_server: String,
+        /// Its tool.
+        other_tool: String,
+    },
     /// No server has this name.
     #[error("no server is named `{0}`")]
     UnknownServer(String),
@@ -270,7 +286,8 @@ impl HostBuilder {
     }
 
     /// What [`Self::start`] would refuse in `config`, without starting anything: a server
-    /// whose name contains the separator.
+    /// whose name contains the separator, two enabled entries' aliases that name two tools
+    /// alike ([`HostError::AliasTaken`]).
     pub fn check(&self, config: &ServersConfig) -> Result<(), HostError> {
         check(config, &self.separator)
     }
@@ -692,11 +709,25 @@ fn fail(server: &Server, reason: String) {
 /// What [`HostBuilder::start`] and [`Host::reload`] refuse in `config`: a server whose name
 /// contains the separator.
 fn check(config: &ServersConfig, separator: &str) -> Result<(), HostError> {
-    match config.servers.iter().find(|s| s.name.contains(separator)) {
-        Some(server) => Err(HostError::NameHasSeparator {
+    if let Some(server) = config.servers.iter().find(|s| s.name.contains(separator)) {
+        return Err(HostError::NameHasSeparator {
             server: server.name.clone(),
             separator: separator.to_owned(),
-        }),
-        None => Ok(()),
+        });
     }
+    let mut taken: HashMap<&str, (&str, &str)> = HashMap::new();
+    for server in config.servers.iter().filter(|s| !s.disabled) {
+        for (tool, alias) in &server.aliases {
+            if let Some((other_server, other_tool)) = taken.insert(alias, (&server.name, tool)) {
+                return Err(HostError::AliasTaken {
+                    alias: alias.clone(),
+                    server: other_server.to_owned(),
+                    tool: other_tool.to_owned(),
+                    other_server: server.name.clone(),
+                    other_tool: tool.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
