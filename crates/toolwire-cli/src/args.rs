@@ -305,6 +305,10 @@ pub(crate) struct ServeArgs {
     /// Also serve the tools the conformance suite's tasks scenarios call.
     #[arg(long)]
     pub(crate) task_fixtures: bool,
+    /// Also serve N synthetic tools (synthetic_0000, …) of a real tool's size, for load and
+    /// memory measurements.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) synthetic_tools: usize,
 }
 
 #[derive(Debug, clap::Args)]

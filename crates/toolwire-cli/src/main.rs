@@ -617,6 +617,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.server.faults.exit_after_calls = args.exit_after_calls;
     options.server.sse = args.sse;
     options.task_fixtures = args.task_fixtures;
+    options.synthetic_tools = args.synthetic_tools;
     if args.stdio {
         toolwire_refserver::serve_stdio(options)
             .await

@@ -111,6 +111,7 @@ impl Core {
         let tools = tools::base_tools()
             .into_iter()
             .chain(fixtures.into_iter().flatten())
+            .chain((0..options.synthetic_tools).map(tools::synthetic))
             .map(Entry::new)
             .collect();
         Arc::new_cyclic(|me| Self {
@@ -256,6 +257,7 @@ impl Core {
         let str_arg = |k: &str| args[k].as_str().unwrap_or("").to_owned();
         Ok(match name {
             "echo" => tools::text(str_arg("text")),
+            synthetic if synthetic.starts_with("synthetic_") => tools::text(args.to_string()),
             "add" => {
                 let (Some(a), Some(b)) = (args["a"].as_i64(), args["b"].as_i64()) else {
                     return Err((code::INVALID_PARAMS, "add needs integers a and b".into()));

@@ -54,6 +54,10 @@ pub struct Options {
     /// `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
     /// `test_tool_with_task`; default off).
     pub task_fixtures: bool,
+    /// Also serve this many synthetic tools (`synthetic_0000`, …), each with a description and
+    /// a schema of the size real servers' tools have, answering with their arguments (for
+    /// load and memory measurements; default 0).
+    pub synthetic_tools: usize,
 }
 
 impl Default for Options {
@@ -63,6 +67,7 @@ impl Default for Options {
             register_delay: Duration::from_millis(200),
             broken_tools: false,
             task_fixtures: false,
+            synthetic_tools: 0,
         }
     }
 }

@@ -412,3 +412,17 @@ pub(crate) fn client_answered(
         }
     })
 }
+
+/// Synthetic tool `n` ([`crate::Options::synthetic_tools`]): about the size of a real server's
+/// tool (a sentence of description, four parameters with descriptions, one required).
+pub(crate) fn synthetic(n: usize) -> Value {
+    json!({"name": format!("synthetic_{n:04}"),
+        "description": format!("Synthetic tool {n}: looks up records in a collection by a query, with paging and a sort order, and returns them as text."),
+        "inputSchema": {"type": "object", "properties": {
+            "collection": {"type": "string", "description": "The collection to search."},
+            "query": {"type": "string", "description": "What to look for."},
+            "limit": {"type": "integer", "description": "At most this many records.", "minimum": 1, "maximum": 100},
+            "order": {"type": "string", "enum": ["asc", "desc"], "description": "Sort order."}},
+            "required": ["query"]},
+        "annotations": {"readOnlyHint": true}})
+}
