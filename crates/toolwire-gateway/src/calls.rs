@@ -161,7 +161,7 @@ impl Gateway {
         let with_tasks = crate::tasks::declared(client.as_ref());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
         let (host, name) = (self.host.clone(), name.to_owned());
-        let task = tokio::spawn(async move {
+        let task = Box::pin(async move {
             let result = if with_tasks {
                 host.call_tool_as_task_with_hooks(&name, arguments, options, hooks)
                     .await
@@ -204,7 +204,7 @@ impl Gateway {
     /// `input_required` answer carrying the questions, the call parked until the retry.
     async fn wait(&self, mut running: Running<Called>) -> Answer {
         enum Next {
-            Done(Box<Result<Called, tokio::task::JoinError>>),
+            Done(Box<Called>),
             Asked(Question),
         }
         let next = tokio::select! {
@@ -212,15 +212,7 @@ impl Gateway {
             Some(question) = running.questions.recv() => Next::Asked(question),
         };
         let first = match next {
-            Next::Done(done) => match *done {
-                Ok(called) => return self.finish(called),
-                Err(e) => {
-                    return Err(RpcError::new(
-                        code::INTERNAL_ERROR,
-                        format!("the call's work failed: {e}"),
-                    ));
-                }
-            },
+            Next::Done(called) => return self.finish(*called),
             Next::Asked(question) => question,
         };
         // Questions an upstream asks together (an MRTR round's several input requests) are

@@ -22,7 +22,6 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use toolwire::{ClientBuilder, ClientCapabilities, ErrorObject, ServerRequest};
 use toolwire_server::{Notifier, RpcError};
@@ -191,10 +190,11 @@ fn gone(method: &str) -> ErrorObject {
     )
 }
 
-/// A call's work upstream, on a task of its own; dropped, it is aborted (which cancels the
-/// call upstream).
+/// A call's work upstream: polled while its client waits, set aside while it is parked
+/// (what the upstream says meanwhile is handled by its client's own task), dropped to cancel
+/// the call upstream.
 pub(crate) struct Running<T> {
-    pub(crate) task: JoinHandle<T>,
+    pub(crate) task: BoxFuture<'static, T>,
     pub(crate) questions: mpsc::UnboundedReceiver<Question>,
     /// Where its news goes: the client's latest request for it.
     pub(crate) relay_to: Arc<Mutex<Relay>>,
@@ -207,12 +207,6 @@ pub(crate) struct Relay {
     pub(crate) notifier: Notifier,
     pub(crate) token: Option<Value>,
     pub(crate) level: Option<toolwire::LoggingLevel>,
-}
-
-impl<T> Drop for Running<T> {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// A call answered `input_required`, waiting for the client's retry.
@@ -319,7 +313,7 @@ mod tests {
 
     fn running() -> (Running<()>, mpsc::UnboundedSender<Question>) {
         let (tx, questions) = mpsc::unbounded_channel();
-        let task = tokio::spawn(std::future::pending::<()>());
+        let task = Box::pin(std::future::pending::<()>());
         let relay_to = Arc::new(Mutex::new(Relay {
             notifier: Notifier::new(mpsc::unbounded_channel().0),
             token: None,
@@ -356,13 +350,20 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_call_whose_client_never_retries_expires_and_its_work_is_aborted() {
         let parked = Parked::default();
-        let (run, _tx) = running();
-        let task = run.task.abort_handle();
+        let (mut run, _tx) = running();
+        // Work that says when it is dropped.
+        let (held, dropped) = oneshot::channel::<()>();
+        run.task = Box::pin(async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        });
         let state = parked.park(run, Vec::new()).unwrap();
         tokio::time::advance(PARKED_FOR + Duration::from_secs(1)).await;
         assert!(parked.take(&state).is_none(), "expired");
-        tokio::task::yield_now().await;
-        assert!(task.is_finished(), "its work was aborted");
+        assert!(
+            dropped.await.is_err(),
+            "its work was dropped, which cancels the call"
+        );
     }
 
     #[test]
