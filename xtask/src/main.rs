@@ -354,6 +354,34 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
     if quick {
         args.push("--quick");
     }
+    // `mcp-proxy` 0.6 (crates.io), the Rust gateway users pick today, side by side with
+    // Toolwire's: installed once into the peers' cache. Without it, its rows are left out.
+    let dir = conformance::cache_dir().join("mcp-proxy");
+    let proxy = dir.join("bin").join("mcp-proxy");
+    if !proxy.exists() {
+        let root_arg = dir.display().to_string();
+        let installed = run(
+            root,
+            "cargo",
+            &[
+                "install",
+                "mcp-proxy",
+                "--version",
+                "0.6.0",
+                "--locked",
+                "--root",
+                &root_arg,
+            ],
+            &[],
+        );
+        if let Err(e) = installed {
+            eprintln!("xtask: mcp-proxy could not be installed ({e}); its rows are left out");
+        }
+    }
+    let proxy = proxy.display().to_string();
+    if std::path::Path::new(&proxy).exists() {
+        args.extend(["--mcp-proxy", proxy.as_str()]);
+    }
     run(root, &compare, &args, &[])
 }
 

@@ -56,11 +56,15 @@ use toolwire_bench::{Measurement, best_runs, gateway_table, ratios, splice, tabl
 const TOOL: &str = "execute_sql";
 /// The same tool through the gateway, whose upstream entry is named `ref`.
 const GATEWAY_TOOL: &str = "ref__execute_sql";
+/// The same tool through `mcp-proxy`, whose backend is named `ref` (its separator is `/`).
+const MCP_PROXY_TOOL: &str = "ref/execute_sql";
 
 /// The name a case calls the tool by.
 fn tool(case: &str) -> &'static str {
     if case.starts_with("gateway") {
         GATEWAY_TOOL
+    } else if case.starts_with("mcp-proxy") {
+        MCP_PROXY_TOOL
     } else {
         TOOL
     }
@@ -455,6 +459,41 @@ fn gateway(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
     start_server(command)
 }
 
+/// Starts `mcp-proxy` (the binary at `bin`, 0.6) over HTTP in front of `upstream`, its
+/// backend named `ref`, logging warnings only (its default logs every message at debug).
+fn mcp_proxy(bin: &Path, upstream: &str) -> Result<Server, Error> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-mcp-proxy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[proxy]\nname = \"bench\"\nseparator = \"/\"\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\
+             [observability]\nlog_level = \"warn\"\n\
+             [[backends]]\nname = \"ref\"\ntransport = \"http\"\nurl = \"{upstream}\"\n"
+        ),
+    )?;
+    let child = Command::new(bin)
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("mcp-proxy did not listen within 30 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(server)
+}
+
 /// Upstreams and tools per upstream of the gateway's memory measurement.
 const MEMORY_UPSTREAMS: usize = 50;
 const MEMORY_TOOLS: usize = 200;
@@ -647,6 +686,11 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
     let rmcp_server = serve_rmcp()?;
     let through = gateway(&toolwire, &fast.url)?;
+    // `mcp-proxy` 0.6 in front of the same server, when `cargo xtask bench` installed it.
+    let proxy = match flag("--mcp-proxy") {
+        Some(bin) => Some(mcp_proxy(Path::new(bin), &fast.url)?),
+        None => None,
+    };
     let bin = toolwire.display().to_string();
     let http = ["floor", "toolwire", "rmcp-default", "rmcp-keepalive"];
     let mut jobs: Vec<Planned> = Vec::new();
@@ -676,13 +720,36 @@ fn parent(args: &[String]) -> Result<(), Error> {
     for case in ["gateway-legacy-seq", "gateway-modern-seq"] {
         jobs.push((case, "toolwire", through.url.clone(), sizes.sequential, 1));
     }
-    jobs.push((
-        "gateway-concurrent-64",
-        "toolwire",
-        through.url.clone(),
-        sizes.concurrent_per_task,
-        TASKS,
-    ));
+    for (case, url) in [
+        ("gateway-concurrent-64", &through.url),
+        ("gateway-legacy-concurrent-64", &through.url),
+        ("http-legacy-concurrent-64", &fast.url),
+    ] {
+        jobs.push((
+            case,
+            "toolwire",
+            url.clone(),
+            sizes.concurrent_per_task,
+            TASKS,
+        ));
+    }
+    // `mcp-proxy` speaks the legacy era only.
+    if let Some(proxy) = &proxy {
+        jobs.push((
+            "mcp-proxy-legacy-seq",
+            "toolwire",
+            proxy.url.clone(),
+            sizes.sequential,
+            1,
+        ));
+        jobs.push((
+            "mcp-proxy-legacy-concurrent-64",
+            "toolwire",
+            proxy.url.clone(),
+            sizes.concurrent_per_task,
+            TASKS,
+        ));
+    }
     for client in ["toolwire", "rmcp-default", "rmcp-keepalive", "floor"] {
         jobs.push(("http-stall", client, stalling.url.clone(), sizes.stall, 1));
     }
@@ -724,7 +791,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
             runs.push(m);
         }
     }
-    drop((through, fast, stalling, rmcp_server));
+    drop((through, proxy, fast, stalling, rmcp_server));
     let memory = gateway_memory(&toolwire)?;
     eprintln!("  {memory}");
     let best = best_runs(&runs);
@@ -751,9 +818,10 @@ fn parent(args: &[String]) -> Result<(), Error> {
              clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
              profiles showed and what remains: [`performance.md`](performance.md).\n\n\
              ### Results\n\n{}\n### Ratios\n\n{}\n### The gateway\n\n`toolwire gateway` \
-             (JSON answers, in its own process) in front of the same reference server as the \
-             `http-*` cases, called by Toolwire's client; \"direct\" is that client on the \
-             server itself in the same run.\n\n{}\n{memory}\n{search}",
+             (JSON answers, in its own process) and `mcp-proxy` 0.6 (crates.io; the legacy era \
+             only, so its cases and their direct runs are 2025-11-25 ones) in front of the same \
+             reference server as the `http-*` cases, called by Toolwire's client; \"direct\" is \
+             that client on the server itself in the same run.\n\n{}\n{memory}\n{search}",
             if quick {
                 "cargo xtask bench --quick"
             } else {

@@ -225,8 +225,8 @@ pub fn table(runs: &[Measurement]) -> String {
 /// The ratios table: per case, Toolwire against the floor and each rmcp client.
 pub fn ratios(runs: &[Measurement]) -> String {
     let mut cases: Vec<&str> = Vec::new();
-    // The gateway's cases have their own table (`gateway_table`).
-    for m in runs.iter().filter(|m| !m.case.starts_with("gateway")) {
+    // The cases through a gateway have their own table (`gateway_table`).
+    for m in runs.iter().filter(|m| !through_a_gateway(&m.case)) {
         if !cases.contains(&m.case.as_str()) {
             cases.push(&m.case);
         }
@@ -262,6 +262,12 @@ pub fn ratios(runs: &[Measurement]) -> String {
     t
 }
 
+/// Whether `case` runs through a gateway (Toolwire's, or `mcp-proxy`) rather than on the
+/// server itself.
+pub fn through_a_gateway(case: &str) -> bool {
+    case.starts_with("gateway") || case.starts_with("mcp-proxy")
+}
+
 /// What the gateway adds: for each `gateway-*` case, Toolwire's client through the gateway
 /// against the same client on the server directly (`http-*`): p50 and p99 added per
 /// sequential call, the throughput ratio with 64 callers.
@@ -273,7 +279,13 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
     );
     for (gateway, direct) in [
         ("gateway-legacy-seq", "http-legacy-seq"),
+        ("mcp-proxy-legacy-seq", "http-legacy-seq"),
         ("gateway-modern-seq", "http-modern-seq"),
+        ("gateway-legacy-concurrent-64", "http-legacy-concurrent-64"),
+        (
+            "mcp-proxy-legacy-concurrent-64",
+            "http-legacy-concurrent-64",
+        ),
         ("gateway-concurrent-64", "http-concurrent-64"),
     ] {
         let (Some(g), Some(d)) = (
