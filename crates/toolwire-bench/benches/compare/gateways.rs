@@ -1,0 +1,163 @@
+//! The gateways in front of the reference server: Toolwire's (`toolwire gateway`) and
+//! `mcp-proxy` 0.6, started for the latency cases, and the gateway's memory over many
+//! upstreams.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{Error, Server, serve, start_server};
+
+/// Starts `toolwire gateway` over HTTP (JSON answers) in front of `upstream`, named `ref`.
+pub(super) fn gateway(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
+    let servers = json!({"ref": {"url": upstream}});
+    start_gateway(toolwire, "bench-gateway.json", &servers)
+}
+
+/// Starts `toolwire gateway` over HTTP (JSON answers) over the entries `servers` (an
+/// `mcpServers` object), written to `file` in cargo's scratch folder.
+fn start_gateway(toolwire: &Path, file: &str, servers: &Value) -> Result<Server, Error> {
+    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    std::fs::write(&config, json!({ "mcpServers": servers }).to_string())?;
+    let mut command = Command::new(toolwire);
+    command
+        .args(["gateway", "--config"])
+        .arg(&config)
+        .args(["--http", "127.0.0.1:0", "--json-responses"])
+        .env("TOOLWIRE_TRUST", "1");
+    start_server(command)
+}
+
+/// Starts `mcp-proxy` (the binary at `bin`, 0.6) over HTTP in front of `upstream`, its
+/// backend named `ref`, logging warnings only (its default logs every message at debug).
+pub(super) fn mcp_proxy(bin: &Path, upstream: &str) -> Result<Server, Error> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-mcp-proxy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[proxy]\nname = \"bench\"\nseparator = \"/\"\n[proxy.listen]\nhost = \"127.0.0.1\"\nport = {port}\n\
+             [observability]\nlog_level = \"warn\"\n\
+             [[backends]]\nname = \"ref\"\ntransport = \"http\"\nurl = \"{upstream}\"\n"
+        ),
+    )?;
+    let child = Command::new(bin)
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}/"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err("mcp-proxy did not listen within 30 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(server)
+}
+
+/// Upstreams and tools per upstream of the gateway's memory measurement.
+const MEMORY_UPSTREAMS: usize = 50;
+const MEMORY_TOOLS: usize = 200;
+
+/// The gateway's memory with [`MEMORY_UPSTREAMS`] upstreams of [`MEMORY_TOOLS`] tools each
+/// (every entry the same reference server with that many synthetic tools more, so one server
+/// process serves them all): its resident set once every upstream is ready and listed, read
+/// from `/proc` (Linux), as a markdown paragraph.
+pub(super) fn gateway_memory(toolwire: &Path) -> Result<String, Error> {
+    let synthetic = MEMORY_TOOLS.to_string();
+    let upstream = serve(
+        toolwire,
+        &["--json-responses", "--synthetic-tools", &synthetic],
+    )?;
+    let entries: Map<String, Value> = (0..MEMORY_UPSTREAMS)
+        .map(|n| (format!("u{n:02}"), json!({"url": upstream.url})))
+        .collect();
+    let gateway = start_gateway(
+        toolwire,
+        "bench-gateway-memory.json",
+        &Value::Object(entries),
+    )?;
+    let addr = gateway
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Ready: every upstream listed with all its tools.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let tools = loop {
+        let (status, body) = http_get(&addr, "/readyz")?;
+        let servers: Value = serde_json::from_str(&body).unwrap_or_default();
+        let counts: Vec<u64> = servers["servers"]
+            .as_object()
+            .map(|s| s.values().filter_map(|v| v["tools"].as_u64()).collect())
+            .unwrap_or_default();
+        if status == 200
+            && counts.len() == MEMORY_UPSTREAMS
+            && counts.iter().all(|&c| c >= MEMORY_TOOLS as u64)
+        {
+            break counts.iter().sum::<u64>();
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the gateway was not ready in 120 s: {status} {body}").into());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (rss, peak) = resident(gateway.child.id());
+    let per_tool = rss.map(|kb| kb as f64 * 1024.0 / tools as f64);
+    Ok(format!(
+        "With {MEMORY_UPSTREAMS} upstreams of {MEMORY_TOOLS} tools each ({tools} tools merged, \
+         the reference server's own among them), once every upstream is listed: resident set \
+         **{}**, peak {} (target ≤ 64 MB), about {} per tool.\n",
+        rss.map_or("not measured".into(), |kb| format!(
+            "{:.1} MB",
+            kb as f64 / 1024.0
+        )),
+        peak.map_or("not measured".into(), |kb| format!(
+            "{:.1} MB",
+            kb as f64 / 1024.0
+        )),
+        per_tool.map_or("—".into(), |b| format!("{:.1} KB", b / 1024.0)),
+    ))
+}
+
+/// `GET path` on `addr` (HTTP/1.0, so the body arrives whole): the status and the body.
+fn http_get(addr: &str, path: &str) -> Result<(u16, String), Error> {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    write!(stream, "GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, body)| body)
+        .to_owned();
+    Ok((status, body))
+}
+
+/// A process's resident set and its peak, in KiB (`VmRSS`, `VmHWM`; Linux only).
+fn resident(pid: u32) -> (Option<u64>, Option<u64>) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse().ok())
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
