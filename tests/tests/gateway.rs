@@ -28,12 +28,7 @@ async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new", "old"]).await;
 
     for (mode, version) in [
         (ProtocolMode::Auto, ProtocolVersion::V2026_07_28),
@@ -99,12 +94,7 @@ async fn upstream_errors_reach_the_client_as_the_upstream_sent_them() {
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new", "old"]).await;
     let client = client(&front.url(), LEGACY);
 
     // A JSON-RPC error: code and message as the upstream wrote them.
@@ -312,12 +302,7 @@ async fn a_tool_registered_upstream_reaches_the_listing_and_the_client_hears_it(
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new"]).await;
     let client = client(&front.url(), LEGACY);
     let before = client.list_tools().await.unwrap().tools.len();
     let mut notices = client.notifications();
@@ -361,12 +346,7 @@ async fn progress_reaches_the_client_in_order_under_its_own_token_in_both_eras()
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |_, old| json!({"old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["old"]).await;
     for mode in [ProtocolMode::Auto, LEGACY] {
         let client = client(&front.url(), mode);
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -402,12 +382,7 @@ async fn a_call_the_client_drops_is_cancelled_on_the_upstream() {
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |_, old| json!({"old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["old"]).await;
     let old = &_upstreams[1];
     let client = client(&front.url(), LEGACY);
     client.ready().await.unwrap();
@@ -455,12 +430,7 @@ async fn resources_prompts_and_completions_of_every_server_under_the_gateways_na
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new", "old"]).await;
     let direct = Client::builder("direct", "0")
         .connect_http(HttpTransport::builder(_upstreams[1].url()))
         .unwrap();
@@ -546,12 +516,7 @@ async fn updates_of_a_subscribed_resource_reach_the_client_under_the_gateways_ur
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new", "old"]).await;
     // `write_file` (which announces what it wrote) comes with `unlock_files`.
     let unlocker = client(&front.url(), LEGACY);
     for server in ["new", "old"] {

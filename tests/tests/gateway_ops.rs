@@ -28,12 +28,7 @@ async fn inbound_headers_are_checked_against_the_body_under_the_gateways_names()
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new"]).await;
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "new__execute_sql", "arguments": {"region": "us-east-1", "query": "SELECT 1"},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
@@ -65,12 +60,7 @@ async fn a_page_from_another_origin_is_refused_on_loopback() {
         gateway,
         front,
         _upstreams,
-    } = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    } = serving(&["new"]).await;
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
     let modern = [

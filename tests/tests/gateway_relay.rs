@@ -57,16 +57,6 @@ fn everything() -> Value {
 
 const MODERN: ProtocolMode = ProtocolMode::Auto;
 
-/// A gateway over `new` (2026-07-28 only) and `old` (legacy only, SSE answers).
-async fn both() -> Setup {
-    setup(
-        |new, old| json!({"new": {"url": new.url()}, "old": {"url": old.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await
-}
-
 /// `ask_client` with `what`, called through the gateway on the upstream `server`.
 async fn ask(client: &Client, server: &str, what: &str) -> String {
     let result = client
@@ -78,7 +68,7 @@ async fn ask(client: &Client, server: &str, what: &str) -> String {
 
 #[tokio::test]
 async fn an_elicitation_reaches_the_client_that_called_in_every_pairing_of_eras() {
-    let s = both().await;
+    let s = serving(&["new", "old"]).await;
     for (downstream, mode) in [("legacy", LEGACY), ("modern", MODERN)] {
         let (client, heard) = answering(&s.front.url(), mode, "Ada", everything());
         for upstream in ["old", "new"] {
@@ -104,7 +94,7 @@ async fn an_elicitation_reaches_the_client_that_called_in_every_pairing_of_eras(
 
 #[tokio::test]
 async fn sampling_and_roots_are_relayed_and_their_answers_come_back() {
-    let s = both().await;
+    let s = serving(&["new", "old"]).await;
     for mode in [LEGACY, MODERN] {
         let (client, _) = answering(&s.front.url(), mode, "Grace", everything());
         for upstream in ["old", "new"] {
@@ -122,7 +112,7 @@ async fn sampling_and_roots_are_relayed_and_their_answers_come_back() {
 
 #[tokio::test]
 async fn a_request_the_calling_client_did_not_declare_is_refused_without_asking_it() {
-    let s = both().await;
+    let s = serving(&["new", "old"]).await;
     for mode in [LEGACY, MODERN] {
         // Elicitation only: no sampling.
         let declared = json!({"elicitation": {"form": {}}});
@@ -145,7 +135,7 @@ async fn a_request_the_calling_client_did_not_declare_is_refused_without_asking_
 
 #[tokio::test]
 async fn concurrent_callers_on_one_upstream_each_answer_their_own_question() {
-    let s = both().await;
+    let s = serving(&["new", "old"]).await;
     for mode in [LEGACY, MODERN] {
         let names = ["Ada", "Grace", "Alan", "Edsger"];
         let clients: Vec<_> = names
@@ -165,12 +155,7 @@ async fn concurrent_callers_on_one_upstream_each_answer_their_own_question() {
 
 #[tokio::test]
 async fn a_retry_with_a_request_state_the_gateway_never_gave_is_refused() {
-    let s = setup(
-        |new, _| json!({"new": {"url": new.url()}}),
-        Naming::Qualified,
-        None,
-    )
-    .await;
+    let s = serving(&["new"]).await;
     let addr = s.front.addr();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "new__ask_client", "arguments": {"what": "name"},
@@ -262,7 +247,7 @@ async fn over_stdio_a_legacy_upstreams_request_during_two_calls_is_refused_not_g
 
 #[tokio::test]
 async fn a_url_elicitation_an_upstream_completes_is_announced_to_legacy_clients() {
-    let s = both().await;
+    let s = serving(&["new", "old"]).await;
     let (client, _) = answering(&s.front.url(), LEGACY, "Ada", everything());
     let mut notices = client.notifications();
     let refused = client

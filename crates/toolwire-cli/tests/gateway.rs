@@ -203,34 +203,23 @@ fn many_clients_over_http_share_one_child_per_entry_and_none_outlive_the_gateway
 #[test]
 fn check_reads_the_file_and_says_what_it_would_serve() {
     let config = config("check");
-    let out = toolwire(&[
-        "gateway",
-        "--config",
-        config.path.to_str().unwrap(),
-        "--check",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout(&out).contains("2 servers (2 enabled)"),
-        "{}",
-        stdout(&out)
-    );
-    // The file may follow --check itself.
-    let out = toolwire(&["gateway", "--check", config.path.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout(&out).contains("2 servers (2 enabled)"),
-        "{}",
-        stdout(&out)
-    );
+    let path = config.path.to_str().unwrap();
+    // The file given with --config, or following --check itself.
+    let with_config: &[&str] = &["gateway", "--config", path, "--check"];
+    let after_check: &[&str] = &["gateway", "--check", path];
+    for args in [with_config, after_check] {
+        let out = toolwire(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout(&out).contains("2 servers (2 enabled)"),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+    }
 
     // A broken file: exit 2, the problem named.
     std::fs::write(&config.path, r#"{"mcpServers": {"x": {"command": 5}}}"#).unwrap();

@@ -72,6 +72,25 @@ pub(crate) async fn setup(
     }
 }
 
+/// [`setup`] with the reference servers `entries` names (`new`, `old` or both) as entries of
+/// those names, qualified names, pages of the default size.
+pub(crate) async fn serving(entries: &[&str]) -> Setup {
+    setup(
+        |new, old| {
+            let mut servers = json!({});
+            for (name, server) in [("new", new), ("old", old)] {
+                if entries.contains(&name) {
+                    servers[name] = json!({"url": server.url()});
+                }
+            }
+            servers
+        },
+        Naming::Qualified,
+        None,
+    )
+    .await
+}
+
 pub(crate) fn client(url: &str, mode: ProtocolMode) -> Client {
     Client::builder("downstream", "0")
         .mode(mode)
