@@ -61,7 +61,7 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call(name, arguments, options, CallHooks::default())
+        self.call_tool_with_hooks(name, arguments, options, CallHooks::default())
             .await
     }
 
@@ -75,7 +75,8 @@ impl Client {
         on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, Error> {
         let hooks = CallHooks::new().on_progress(on_progress);
-        self.call(name, arguments, options, hooks).await
+        self.call_tool_with_hooks(name, arguments, options, hooks)
+            .await
     }
 
     /// Calls a tool with hooks of its own: its progress, and a handler for the requests the
@@ -87,19 +88,6 @@ impl Client {
         options: CallOptions,
         hooks: CallHooks,
     ) -> Result<CallToolResult, Error> {
-        self.call(name, arguments, options, hooks).await
-    }
-
-    async fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        mut options: CallOptions,
-        hooks: CallHooks,
-    ) -> Result<CallToolResult, Error> {
-        if hooks.progress.is_some() {
-            options = options.with_progress();
-        }
         match self
             .call_inner(name, arguments, options, hooks, true)
             .await?
@@ -119,7 +107,7 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<Called, Error> {
-        self.call_inner(name, arguments, options, CallHooks::default(), false)
+        self.call_tool_as_task_with_hooks(name, arguments, options, CallHooks::default())
             .await
     }
 
@@ -130,12 +118,9 @@ impl Client {
         &self,
         name: &str,
         arguments: Value,
-        mut options: CallOptions,
+        options: CallOptions,
         hooks: CallHooks,
     ) -> Result<Called, Error> {
-        if hooks.progress.is_some() {
-            options = options.with_progress();
-        }
         self.call_inner(name, arguments, options, hooks, false)
             .await
     }
@@ -148,6 +133,10 @@ impl Client {
         hooks: CallHooks,
         follow: bool,
     ) -> Result<Called, Error> {
+        // A progress hook asks the server for progress.
+        if hooks.progress.is_some() {
+            options = options.with_progress();
+        }
         let arguments = match arguments {
             Value::Object(map) => Some(Arc::new(map)),
             Value::Null => None,
