@@ -491,16 +491,9 @@ impl Host {
 
     /// The client of a running server, for anything the host does not wrap.
     pub fn client(&self, server: &str) -> Result<Client, HostError> {
-        let s = self
-            .inner
-            .server(server)
-            .ok_or_else(|| HostError::UnknownServer(server.to_owned()))?;
+        let s = self.inner.named(server)?;
         self.inner.touch(&s);
-        let client = lock(&s.client).clone();
-        client.ok_or_else(|| HostError::NotRunning {
-            server: server.to_owned(),
-            state: describe(&s.state.borrow()),
-        })
+        running(&s)
     }
 
     /// Ends every server: their sessions close and their child processes stop.
@@ -538,6 +531,12 @@ impl Inner {
 }
 
 impl Inner {
+    /// The server named `name`, or [`HostError::UnknownServer`].
+    fn named(&self, name: &str) -> Result<Arc<Server>, HostError> {
+        self.server(name)
+            .ok_or_else(|| HostError::UnknownServer(name.to_owned()))
+    }
+
     fn server(&self, name: &str) -> Option<Arc<Server>> {
         self.servers
             .load()
@@ -699,6 +698,15 @@ impl Inner {
         }
         true
     }
+}
+
+/// `server`'s client, or why it has none ([`HostError::NotRunning`]).
+fn running(server: &Server) -> Result<Client, HostError> {
+    let client = lock(&server.client).clone();
+    client.ok_or_else(|| HostError::NotRunning {
+        server: server.name.to_string(),
+        state: describe(&server.state.borrow()),
+    })
 }
 
 /// Failures are the caller's to report: the state carries them, nothing is logged here.

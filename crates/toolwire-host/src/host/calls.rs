@@ -120,12 +120,9 @@ impl Host {
         let server = entry.server.clone();
         let name = entry.tool.name.clone();
         drop(merged);
-        let held = self
-            .inner
-            .server(&server)
-            .map(|s| self.inner.hold(&s))
-            .ok_or_else(|| HostError::UnknownServer(server.to_string()))?;
-        Ok((self.client(&server)?, server, name, held))
+        let s = self.inner.named(&server)?;
+        let held = self.inner.hold(&s);
+        Ok((super::running(&s)?, server, name, held))
     }
 
     /// Pre-loads tool definitions on one server (see `Client::add_known_tools`); they reach
