@@ -54,7 +54,7 @@ async fn clients_of_either_era_reach_servers_of_either_era_by_qualified_name() {
             .find(|t| t.name == "new__execute_sql")
             .unwrap();
         assert_eq!(
-            sql.input_schema["properties"]["region"]["x-mcp-header"],
+            sql.input_schema.decode().unwrap()["properties"]["region"]["x-mcp-header"],
             "Region"
         );
 

@@ -20,7 +20,7 @@ use toolwire_test_support::threads::per_thread;
 use toolwire_types::Tool;
 
 mod common;
-use common::tool;
+use common::{catalog, tool};
 
 fn bench(c: &mut Criterion) {
     let cache = ToolCache::default();
@@ -79,6 +79,29 @@ fn bench(c: &mut Criterion) {
             |(cache, tools)| {
                 let mut listing = cache.begin_listing();
                 listing.add_page(tools);
+                cache.commit_listing(listing);
+                cache
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    // As a client ingests a listing: the page's text decoded, then committed. Real servers'
+    // definitions, most without `x-mcp-header`.
+    let page = format!("{{\"tools\":[{}]}}", catalog(10_000).join(","));
+    group.bench_function("decode a 10,000-tool page of real tools", |b| {
+        b.iter_batched(
+            || (),
+            |()| serde_json::from_str::<toolwire_types::ListToolsResult>(&page).unwrap(),
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("decode and commit a 10,000-tool page of real tools", |b| {
+        b.iter_batched(
+            ToolCache::default,
+            |cache| {
+                let page: toolwire_types::ListToolsResult = serde_json::from_str(&page).unwrap();
+                let mut listing = cache.begin_listing();
+                listing.add_page(page.tools);
                 cache.commit_listing(listing);
                 cache
             },

@@ -4,6 +4,7 @@
 #![allow(
     missing_docs,
     clippy::print_stdout,
+    clippy::expect_used,
     reason = "bench harness reports on stdout"
 )]
 
@@ -14,7 +15,7 @@ use toolwire_cache::ToolCache;
 use toolwire_types::Tool;
 
 mod common;
-use common::tool;
+use common::{catalog, tool};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -25,20 +26,35 @@ fn live() -> isize {
     stats.bytes_allocated as isize - stats.bytes_deallocated as isize
 }
 
-fn main() {
-    const N: usize = 10_000;
+/// Live heap per tool once `tools` (decoded, `N` of them) are in a cache: (total, of which
+/// the decoded definitions).
+fn measure(make: impl FnOnce() -> Vec<Tool>) -> (isize, isize, usize) {
     let before = live();
-    let tools: Vec<Tool> = (0..N).map(tool).collect();
+    let tools = make();
+    let n = tools.len();
     let decoded = live() - before;
     let cache = ToolCache::default();
     let mut listing = cache.begin_listing();
     listing.add_page(tools);
     cache.commit_listing(listing);
     let total = live() - before;
+    assert_eq!(cache.load().len(), n);
+    (total / n as isize, decoded / n as isize, n)
+}
+
+fn main() {
+    const N: usize = 10_000;
+    let (total, decoded, n) = measure(|| (0..N).map(tool).collect());
     println!(
-        "memory: {} bytes per cached tool ({} of them the decoded definition; the rest plan, entry, map), {} tools",
-        total / N as isize,
-        decoded / N as isize,
-        cache.load().len()
+        "memory: {total} bytes per cached tool ({decoded} of them the decoded definition; the rest plan, entry, map), {n} tools"
+    );
+    let (total, decoded, n) = measure(|| {
+        catalog(N)
+            .iter()
+            .map(|text| serde_json::from_str(text).expect("a catalog tool decodes"))
+            .collect()
+    });
+    println!(
+        "memory, real servers' tools: {total} bytes per cached tool ({decoded} of them the decoded definition), {n} tools"
     );
 }

@@ -48,7 +48,7 @@
 //! # Dependencies
 //! - `arc-swap`: lock-free loads of the current snapshot (readers do not contend on a
 //!   reference count, unlike `RwLock` or `Arc` cloning); see the `cache` bench.
-//! - `serde_json`: to hash a definition as its canonical JSON.
+//! - `serde_json`: to hash a definition as its JSON.
 //!
 //! # Performance
 //! `cargo bench -p toolwire-cache`; figures in `docs/benchmarks.md`.

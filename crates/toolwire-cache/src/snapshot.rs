@@ -57,8 +57,9 @@ impl CachedTool {
         self.discovered
     }
 
-    /// A hash of the whole definition (its canonical JSON), stable for the life of the
-    /// process: equal definitions hash equally. Diffs compare the definitions themselves.
+    /// A hash of the whole definition (its JSON as written, schemas in the server's member
+    /// order), stable for the life of the process: the same definition hashes the same. Diffs
+    /// compare the definitions themselves.
     pub fn definition_hash(&self) -> u64 {
         *self.hash.get_or_init(|| definition_hash(&self.tool))
     }
@@ -78,8 +79,8 @@ impl std::io::Write for HashWriter<'_> {
     }
 }
 
-/// A hash of a tool's definition: its canonical JSON (object keys are sorted), hashed as it is
-/// written.
+/// A hash of a tool's definition: its JSON (object keys sorted, except inside the schemas,
+/// which are written as the server ordered them), hashed as it is written.
 pub(crate) fn definition_hash(tool: &Tool) -> u64 {
     let mut hasher = DefaultHasher::new();
     // Writing into a hasher cannot fail, and a `Tool` always serialises; on the impossible

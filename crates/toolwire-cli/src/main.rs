@@ -521,7 +521,8 @@ async fn call(
     let snapshot = client.tools();
     let properties = snapshot
         .get(name)
-        .and_then(|t| t.tool().input_schema.get("properties").cloned());
+        .and_then(|t| t.tool().input_schema.decode_object().ok())
+        .and_then(|mut schema| schema.remove("properties"));
     let mut arguments = Map::new();
     for p in params {
         let (key, raw) = p

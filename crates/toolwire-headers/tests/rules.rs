@@ -706,6 +706,25 @@ proptest! {
     }
 
     #[test]
+    fn a_schema_kept_as_text_yields_the_plan_its_tree_yields(schema in arb_json()) {
+        if let Value::Object(map) = &schema {
+            let summary = |plan: Result<HeaderPlan, InvalidToolHeaders>| match plan {
+                Ok(plan) => Ok(plan
+                    .params()
+                    .iter()
+                    .map(|p| (p.header_name().to_owned(), p.path().join("."), p.kind()))
+                    .collect::<Vec<_>>()),
+                Err(e) => Err(e.problems),
+            };
+            let text = toolwire_types::Schema::from(map);
+            prop_assert_eq!(
+                summary(HeaderPlan::for_schema("t", &text)),
+                summary(HeaderPlan::from_input_schema("t", map))
+            );
+        }
+    }
+
+    #[test]
     fn any_header_bytes_decode_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
         let _ = decode_value(&bytes);
         let mut wrapped = b"=?base64?".to_vec();
@@ -764,4 +783,49 @@ fn the_server_side_name_table_agrees_with_each_methods_mcp_name() {
         json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": "v"}}),
         None,
     );
+}
+
+/// `depth` levels of `properties` around an annotated property.
+fn nested(depth: usize) -> Value {
+    let mut schema = json!({"type": "string", "x-mcp-header": "Deep"});
+    for _ in 0..depth {
+        schema = json!({"type": "object", "properties": {"p": schema}});
+    }
+    schema
+}
+
+#[test]
+fn an_annotation_nested_past_the_depth_limit_is_refused_from_tree_and_text() {
+    let rules = |r: Result<HeaderPlan, InvalidToolHeaders>| {
+        r.unwrap_err()
+            .problems
+            .into_iter()
+            .map(|p| p.rule)
+            .collect::<Vec<_>>()
+    };
+    let deep = nested(MAX_SCHEMA_DEPTH + 1);
+    assert_eq!(
+        rules(HeaderPlan::from_input_schema("t", &obj(deep.clone()))),
+        vec![HeaderRule::TooDeep]
+    );
+    let text = toolwire_types::Schema::from(&deep);
+    assert_eq!(
+        rules(HeaderPlan::for_schema("t", &text)),
+        vec![HeaderRule::TooDeep]
+    );
+    // Within the limit, both find it.
+    let shallow = nested(3);
+    let plan = HeaderPlan::for_schema("t", &toolwire_types::Schema::from(&shallow)).unwrap();
+    assert_eq!(plan.params().len(), 1);
+    assert_eq!(plan.params()[0].header_name(), "Mcp-Param-Deep");
+}
+
+#[test]
+fn a_schema_without_annotations_has_an_empty_plan_at_any_depth() {
+    let mut deep = json!({"type": "string"});
+    for _ in 0..(MAX_SCHEMA_DEPTH + 10) {
+        deep = json!({"type": "object", "properties": {"p": deep}});
+    }
+    let plan = HeaderPlan::for_schema("t", &toolwire_types::Schema::from(&deep)).unwrap();
+    assert!(plan.params().is_empty());
 }

@@ -226,11 +226,8 @@ pub fn document(tool: &Tool) -> String {
         text.push(' ');
         text.push_str(&words(part));
     }
-    if let Some(properties) = tool
-        .input_schema
-        .get("properties")
-        .and_then(|p| p.as_object())
-    {
+    let schema = tool.input_schema.decode_object().unwrap_or_default();
+    if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
         for parameter in properties.keys() {
             text.push(' ');
             text.push_str(&words(parameter));

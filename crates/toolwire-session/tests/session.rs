@@ -656,8 +656,7 @@ fn legacy_calls_carry_no_sep2243_headers_and_no_envelope() {
 #[test]
 fn the_headers_a_call_would_carry_follow_the_version_and_the_transport() {
     let tool: Tool = serde_json::from_value(region_tool("query")).unwrap();
-    let plan =
-        toolwire_headers::HeaderPlan::from_input_schema("query", &tool.input_schema).unwrap();
+    let plan = toolwire_headers::HeaderPlan::for_schema("query", &tool.input_schema).unwrap();
     let args = json!({"region": "eu", "query": "q"});
     let names = |version: ProtocolVersion, carries: bool| -> Vec<String> {
         call_headers_at(&version, carries, "query", Some(&plan), args.as_object())

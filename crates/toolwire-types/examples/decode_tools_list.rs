@@ -66,10 +66,8 @@ fn run(bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
             tool.name,
             tool.description.as_deref().unwrap_or("")
         );
-        let properties = tool
-            .input_schema
-            .get("properties")
-            .and_then(Value::as_object);
+        let schema = tool.input_schema.decode_object()?;
+        let properties = schema.get("properties").and_then(Value::as_object);
         for (name, schema) in properties.into_iter().flatten() {
             let ty = schema.get("type").and_then(Value::as_str).unwrap_or("?");
             match schema.get("x-mcp-header").and_then(Value::as_str) {

@@ -14,6 +14,8 @@
 //!   [`Meta::extra`]), so a message from a newer peer survives a decode/encode round trip.
 //! - The modern era's per-request envelope is [`Meta`]; its `input_required` results are
 //!   [`InputRequiredResult`] inside an [`Outcome`].
+//! - A tool's schemas are kept as their compact JSON text ([`Schema`]), about a tenth of what
+//!   a decoded tree costs, and decoded where they are read.
 //! - Outbound messages encode straight from typed params ([`encode_request`]) without a
 //!   `serde_json::Value` round trip.
 //!
@@ -39,6 +41,10 @@
 //! # Dependencies
 //! - `serde`, `serde_json` (with `raw_value`, for two-phase decoding without re-parsing into a
 //!   `Value`).
+//! - `serde_transcode`, to write a tool's schemas as compact text straight from the decoder
+//!   ([`Schema`]) behind any deserializer, with no `Value` tree in between; the alternative,
+//!   `serde_json`'s `RawValue`, cannot be captured inside structs with a flattened member
+//!   (every struct here), and a hand-written transcoder would repeat the crate.
 //! - `thiserror`, for the error enums.
 
 mod apps;
@@ -58,6 +64,7 @@ mod printable;
 mod prompts;
 mod rendered;
 mod resources;
+mod schema;
 mod skills;
 mod tasks;
 mod tools;
@@ -117,6 +124,7 @@ pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
     Resource, ResourceTemplate, ResourceUriParams,
 };
+pub use schema::Schema;
 pub use skills::{
     DIRECTORY_MIME_TYPE, GetSkillParams, GetSkillResult, ListSkillsResult, ReadDirectoryParams,
     ReadDirectoryResult, SKILLS_EXTENSION, Skill, SkillFile,

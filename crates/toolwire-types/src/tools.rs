@@ -1,13 +1,15 @@
 //! Tools: definitions, `tools/list`, `tools/call`.
 
+mod decode;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::common::{CacheScope, Cacheable, Icon, JsonObject, ResultType};
-use crate::{ContentBlock, Meta, Rendered};
+use crate::{ContentBlock, Meta, Rendered, Schema};
 
-/// A tool the server offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A tool the server offers. Decoded by hand (`tools/decode.rs`), in one pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// The tool's name (unique per server, case-sensitive).
@@ -21,11 +23,12 @@ pub struct Tool {
     /// Icons for display.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<Icon>>,
-    /// JSON Schema (2020-12 unless `$schema` says otherwise) of the arguments; never `null`.
-    pub input_schema: JsonObject,
+    /// JSON Schema (2020-12 unless `$schema` says otherwise) of the arguments: an object,
+    /// never `null`. Kept as its JSON text ([`Schema`]); decode it where it is read.
+    pub input_schema: Schema,
     /// JSON Schema of `structuredContent`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Schema>,
     /// Behaviour hints; untrusted unless the server is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
@@ -48,7 +51,7 @@ impl Tool {
             title: None,
             description: None,
             icons: None,
-            input_schema,
+            input_schema: Schema::from(input_schema),
             output_schema: None,
             annotations: None,
             execution: None,
@@ -115,8 +118,8 @@ pub struct ListParams {
     pub extra: JsonObject,
 }
 
-/// `tools/list` result: one page of tools.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `tools/list` result: one page of tools. Decoded by hand (`tools/decode.rs`), in one pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// `resultType` (modern).
@@ -297,7 +300,7 @@ impl CallToolParams {
 /// A tool that failed answers with `is_error: true` here; that is a result for the model, not a
 /// protocol error.
 ///
-/// Decoded by hand (see `CallToolResultVisitor`): a derived decoder with a flattened `extra`
+/// Decoded by hand (`tools/decode.rs`): a derived decoder with a flattened `extra`
 /// buffers the whole result, content included, before it reads a field, and this is the one
 /// result every tool call decodes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -378,128 +381,6 @@ pub(crate) fn decode_call_tool(
         return Ok(crate::Outcome::Complete(result));
     }
     crate::decode_outcome("tools/call", raw)
-}
-
-/// The members of a `tools/call` result, as its decoder tells them apart.
-enum ResultMember {
-    ResultType,
-    Content,
-    StructuredContent,
-    IsError,
-    Registers,
-    Unregisters,
-    Updates,
-    Meta,
-    Other(String),
-}
-
-impl ResultMember {
-    const NAMES: [&'static str; 8] = [
-        "resultType",
-        "content",
-        "structuredContent",
-        "isError",
-        "registers",
-        "unregisters",
-        "updates",
-        "_meta",
-    ];
-
-    /// Its bit in the set of members seen (`Other` has none).
-    fn bit(&self) -> u8 {
-        match self {
-            Self::ResultType => 1,
-            Self::Content => 1 << 1,
-            Self::StructuredContent => 1 << 2,
-            Self::IsError => 1 << 3,
-            Self::Registers => 1 << 4,
-            Self::Unregisters => 1 << 5,
-            Self::Updates => 1 << 6,
-            Self::Meta => 1 << 7,
-            Self::Other(_) => 0,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for ResultMember {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NameVisitor;
-        impl serde::de::Visitor<'_> for NameVisitor {
-            type Value = ResultMember;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ResultMember, E> {
-                Ok(match name {
-                    "resultType" => ResultMember::ResultType,
-                    "content" => ResultMember::Content,
-                    "structuredContent" => ResultMember::StructuredContent,
-                    "isError" => ResultMember::IsError,
-                    "registers" => ResultMember::Registers,
-                    "unregisters" => ResultMember::Unregisters,
-                    "updates" => ResultMember::Updates,
-                    "_meta" => ResultMember::Meta,
-                    other => ResultMember::Other(other.to_owned()),
-                })
-            }
-        }
-        deserializer.deserialize_str(NameVisitor)
-    }
-}
-
-/// Decodes a [`CallToolResult`] in one pass: known members into their fields (a member twice
-/// is an error, `null` is absent except for `structuredContent`, where it is kept), the rest
-/// into `extra`.
-struct CallToolResultVisitor;
-
-impl<'de> serde::de::Visitor<'de> for CallToolResultVisitor {
-    type Value = CallToolResult;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a tools/call result")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> Result<CallToolResult, A::Error> {
-        let mut result = CallToolResult::new(Vec::new());
-        let mut seen = 0u8;
-        while let Some(member) = map.next_key::<ResultMember>()? {
-            let bit = member.bit();
-            if seen & bit != 0 {
-                let name = ResultMember::NAMES[bit.trailing_zeros() as usize];
-                return Err(serde::de::Error::duplicate_field(name));
-            }
-            seen |= bit;
-            match member {
-                ResultMember::ResultType => result.result_type = map.next_value()?,
-                ResultMember::Content => result.content = map.next_value()?,
-                ResultMember::StructuredContent => {
-                    result.structured_content = Some(map.next_value()?)
-                }
-                ResultMember::IsError => result.is_error = map.next_value()?,
-                ResultMember::Registers => result.registers = map.next_value()?,
-                ResultMember::Unregisters => result.unregisters = map.next_value()?,
-                ResultMember::Updates => result.updates = map.next_value()?,
-                ResultMember::Meta => result.meta = map.next_value()?,
-                ResultMember::Other(name) => {
-                    let value = map.next_value()?;
-                    result.extra.insert(name, value);
-                }
-            }
-        }
-        // `content` is required by the schema, yet servers leave it out next to
-        // `structuredContent` (or entirely); rmcp and the Python SDK accept that, and so does
-        // this: it is read as no content.
-        Ok(result)
-    }
-}
-
-impl<'de> Deserialize<'de> for CallToolResult {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(CallToolResultVisitor)
-    }
 }
 
 #[cfg(test)]

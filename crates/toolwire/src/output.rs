@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
+use toolwire_types::Schema;
 
 use crate::Error;
 
@@ -156,16 +157,25 @@ impl std::fmt::Debug for OutputValidators {
 }
 
 impl OutputValidators {
-    fn compiled(&self, schema: &Value) -> Arc<Compiled> {
-        let key = schema.to_string();
+    fn compiled(&self, text: &Schema) -> Arc<Compiled> {
         // The map only ever gains whole entries, so a panicked holder left it consistent.
         let mut map = self.compiled.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = map.get(&key) {
+        if let Some(c) = map.get(text.as_json()) {
             return c.clone();
         }
         if map.len() >= MAX_COMPILED {
             map.clear();
         }
+        let key = text.as_json().to_owned();
+        let schema = match text.decode() {
+            Ok(schema) => schema,
+            Err(e) => {
+                let compiled = Arc::new(Compiled::Unusable(e.to_string()));
+                map.insert(key, compiled.clone());
+                return compiled;
+            }
+        };
+        let schema = &schema;
         // Remote `$ref`s cannot resolve: the resolvers that would fetch them are not built.
         let cost = evaluation_cost(schema);
         let compiled = Arc::new(if cost > MAX_EVALUATION_COST {
@@ -187,7 +197,7 @@ impl OutputValidators {
     pub(crate) fn check(
         &self,
         tool: &str,
-        schema: &Value,
+        schema: &Schema,
         structured: &Value,
     ) -> Result<(), Error> {
         match &*self.compiled(schema) {
@@ -245,7 +255,9 @@ mod tests {
         assert!(evaluation_cost(&schema) > MAX_EVALUATION_COST);
         let validators = OutputValidators::default();
         let started = std::time::Instant::now();
-        let err = validators.check("t", &schema, &instance).unwrap_err();
+        let err = validators
+            .check("t", &Schema::from(&schema), &instance)
+            .unwrap_err();
         // Refused without running: at k = 20 a run would take minutes.
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         match err {
@@ -262,7 +274,9 @@ mod tests {
         let (schema, instance) = explosive(6);
         assert!(evaluation_cost(&schema) <= MAX_EVALUATION_COST);
         let validators = OutputValidators::default();
-        validators.check("t", &schema, &instance).unwrap();
+        validators
+            .check("t", &Schema::from(&schema), &instance)
+            .unwrap();
         // A tree: recursion through `items` counts once per level.
         let tree = json!({
             "type": "object",
@@ -271,9 +285,9 @@ mod tests {
         });
         assert!(evaluation_cost(&tree) < 10);
         let value = json!({"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]});
-        validators.check("t", &tree, &value).unwrap();
+        validators.check("t", &Schema::from(&tree), &value).unwrap();
         let bad = json!({"name": "a", "children": [{"children": []}]});
-        assert!(validators.check("t", &tree, &bad).is_err());
+        assert!(validators.check("t", &Schema::from(&tree), &bad).is_err());
         // Anchors resolve too, and cycles between definitions terminate.
         let anchored = json!({
             "$defs": {"a": {"$anchor": "A", "anyOf": [{"$ref": "#B"}, {"type": "null"}]},

@@ -98,7 +98,7 @@ pub struct TaskHandle {
     interval: Duration,
     deadline: Instant,
     limit: Duration,
-    output_schema: Option<serde_json::Value>,
+    output_schema: Option<toolwire_types::Schema>,
     /// Input request keys already answered.
     answered: BTreeSet<String>,
     rounds: usize,
@@ -124,7 +124,7 @@ impl TaskHandle {
         tool: &str,
         task: Task,
         (deadline, limit): (Instant, Duration),
-        output_schema: Option<serde_json::Value>,
+        output_schema: Option<toolwire_types::Schema>,
     ) -> Self {
         tracing::debug!(task = %task.task_id, tool, "the call goes on as a task");
         Self {

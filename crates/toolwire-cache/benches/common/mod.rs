@@ -21,3 +21,30 @@ pub(crate) fn tool(i: usize) -> Tool {
     ));
     t
 }
+
+/// The definitions of real servers' tools (`toolwire-bench/data/catalog.json`: 313 tools of
+/// 26 servers from npm and PyPI) as JSON text, repeated under new names up to `n`.
+#[allow(dead_code, reason = "each bench uses part of this module")]
+pub(crate) fn catalog(n: usize) -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../toolwire-bench/data/catalog.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let catalog: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let tools: Vec<serde_json::Value> = catalog["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["tools"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(!tools.is_empty(), "the catalog at {path} has tools");
+    (0..n)
+        .map(|i| {
+            let mut tool = tools[i % tools.len()].clone();
+            let name = format!("{}_{i:05}", tool["name"].as_str().unwrap_or("tool"));
+            tool["name"] = name.into();
+            tool.to_string()
+        })
+        .collect()
+}

@@ -168,14 +168,15 @@ async fn run() -> Result<(), toolwire::Error> {
             let takes_schema = |name: &str| {
                 snapshot
                     .get(name)
-                    .is_some_and(|t| t.tool().input_schema["properties"].get("schema").is_some())
+                    .and_then(|t| t.tool().input_schema.decode().ok())
+                    .is_some_and(|s| s["properties"].get("schema").is_some())
             };
             let mut result = Ok(());
             for echo in tools.iter().filter(|n| takes_schema(n)) {
                 for focal in tools.iter().filter(|n| !takes_schema(n)) {
                     let schema = snapshot
                         .get(focal)
-                        .map(|t| Value::Object(t.tool().input_schema.clone()))
+                        .and_then(|t| t.tool().input_schema.decode().ok())
                         .unwrap_or(Value::Null);
                     if let Err(e) = client.call_tool(echo, json!({ "schema": schema })).await {
                         result = Err(e);

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Number, Value};
-use toolwire_types::{JsonObject, Tool};
+use toolwire_types::{JsonObject, Schema, Tool};
 
 use crate::standard::{MCP_NAME, method_header};
 use crate::value::{Header, HeaderName, HeaderValue, encode_value};
@@ -331,9 +331,30 @@ impl HeaderPlan {
         Ok(Self::new(tool, params.into()))
     }
 
-    /// [`HeaderPlan::from_input_schema`] for a tool definition.
+    /// [`HeaderPlan::for_schema`] for a tool definition.
     pub fn for_tool(tool: &Tool) -> Result<Self, InvalidToolHeaders> {
-        Self::from_input_schema(&tool.name, &tool.input_schema)
+        Self::for_schema(&tool.name, &tool.input_schema)
+    }
+
+    /// [`HeaderPlan::from_input_schema`] for a schema kept as text. One whose text names no
+    /// `x-mcp-header` has nothing to find and is not decoded (most tools: the check is a
+    /// substring search); its depth is then no concern either, as there is no annotation to
+    /// look for. (A schema decoded from a peer's message nests at most 128 levels anyway.)
+    pub fn for_schema(tool: &str, schema: &Schema) -> Result<Self, InvalidToolHeaders> {
+        if !schema.mentions(ANNOTATION) {
+            return Ok(Self::new(tool, Vec::new().into()));
+        }
+        match schema.decode_object() {
+            Ok(object) => Self::from_input_schema(tool, &object),
+            // Nested past what the decoder takes, which is past `MAX_SCHEMA_DEPTH` as well.
+            Err(_) => Err(InvalidToolHeaders {
+                tool: tool.to_owned(),
+                problems: vec![HeaderProblem {
+                    pointer: String::new(),
+                    rule: HeaderRule::TooDeep,
+                }],
+            }),
+        }
     }
 
     /// A plan from a per-call map of top-level argument name → header annotation (the

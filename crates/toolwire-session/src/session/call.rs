@@ -189,7 +189,7 @@ impl Session {
         let cached = snapshot.get(name);
         let plan = match (&options.tool, &options.header_map) {
             (Some(tool), _) => Some(
-                HeaderPlan::from_input_schema(name, &tool.input_schema)
+                HeaderPlan::for_schema(name, &tool.input_schema)
                     .map_err(RequestError::InvalidTool)?,
             ),
             (None, Some(map)) => Some(

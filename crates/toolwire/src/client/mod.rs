@@ -414,7 +414,7 @@ impl Client {
     pub(crate) fn validate(
         &self,
         name: &str,
-        output_schema: Option<&Value>,
+        output_schema: Option<&toolwire_types::Schema>,
         result: &CallToolResult,
     ) -> Result<(), Error> {
         if let (Some(validators), Some(schema), Some(structured), false) = (
