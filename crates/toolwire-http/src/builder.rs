@@ -533,37 +533,6 @@ impl HttpTransportBuilder {
         self
     }
 
-    pub(crate) fn tls_config(&self) -> Result<rustls::ClientConfig, HttpError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = match &self.tls {
-            TlsRoots::Config(config) => (**config).clone(),
-            roots => {
-                let mut store = rustls::RootCertStore::empty();
-                if matches!(roots, TlsRoots::Native) {
-                    let found = rustls_native_certs::load_native_certs();
-                    for e in &found.errors {
-                        tracing::debug!(error = %e, "a native root certificate could not be loaded");
-                    }
-                    let (added, _) = store.add_parsable_certificates(found.certs);
-                    if added == 0 {
-                        return Err(HttpError::NoNativeRoots);
-                    }
-                } else {
-                    store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-                }
-                rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(HttpError::Tls)?
-                    .with_root_certificates(store)
-                    .with_no_client_auth()
-            }
-        };
-        // hyper-rustls offers `h2` and `http/1.1` itself (and refuses a config that already
-        // names protocols).
-        config.alpn_protocols.clear();
-        Ok(config)
-    }
-
     /// The proxy rules, `None` for no proxy at all.
     fn matcher(&self) -> Result<Option<Matcher>, HttpError> {
         Ok(match &self.proxy {
@@ -619,7 +588,7 @@ impl HttpTransportBuilder {
                 url: toolwire_types::redacted_url(&self.url).into_owned(),
             });
         }
-        let tls = self.tls_config()?;
+        let tls = crate::tls::client_config(&self.tls)?;
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.enforce_http(false);

@@ -126,6 +126,7 @@ mod response;
 mod route;
 mod sse;
 mod sse_transport;
+mod tls;
 
 use quickack::QuickAckConnector;
 
