@@ -353,4 +353,12 @@ pub(crate) struct GatewayArgs {
     /// listed; the next call starts it again).
     #[arg(long, value_name = "SECS")]
     pub(crate) stop_idle: Option<f64>,
+    /// Above this many tools, list `search_tools`, `describe_tool` and `call_tool` in place
+    /// of every tool (progressive discovery; the tools stay callable by name).
+    #[arg(long, value_name = "N")]
+    pub(crate) progressive_above_tools: Option<usize>,
+    /// The same, above this estimate of the definitions' tokens (a token per four bytes of
+    /// their JSON).
+    #[arg(long, value_name = "N")]
+    pub(crate) progressive_above_tokens: Option<usize>,
 }

@@ -58,7 +58,12 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let host = host
         .start(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
-    let gateway = Gateway::builder(host).build();
+    let gateway = Gateway::builder(host)
+        .progressive(toolwire_gateway::Progressive {
+            above_tools: args.progressive_above_tools,
+            above_tokens: args.progressive_above_tokens,
+        })
+        .build();
     let reloading = tokio::spawn(reload_on_change(gateway.host().clone(), file.to_owned()));
     let outcome = serve(&gateway, args, options).await;
     reloading.abort();

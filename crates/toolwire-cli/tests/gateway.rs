@@ -103,6 +103,44 @@ fn a_stdio_gateway_serves_both_servers_to_clients_of_both_eras() {
     }
 }
 
+#[test]
+fn progressive_above_tools_lists_the_three_discovery_tools_and_they_reach_the_rest() {
+    let config = config("progressive");
+    let gateway = stdio_gateway(&config) + " --progressive-above-tools 5";
+    let list = toolwire(&["--stdio", &gateway, "--json", "tools", "list"]);
+    assert!(
+        list.status.success(),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    // The CLI lists in name order.
+    assert_eq!(
+        tool_names(&json(&list)),
+        ["call_tool", "describe_tool", "search_tools"]
+    );
+    let found = toolwire(&[
+        "--stdio",
+        &gateway,
+        "--json",
+        "tools",
+        "call",
+        "search_tools",
+        "query=add two integers",
+        "limit=1",
+    ]);
+    assert!(
+        found.status.success(),
+        "{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    let first = &json(&found)["structuredContent"]["tools"][0]["name"];
+    assert!(
+        first == "ref__add" || first == "old__add",
+        "{}",
+        json(&found)
+    );
+}
+
 /// The pids of the children of `parent` (Linux's /proc) whose command line contains `needle`.
 #[cfg(target_os = "linux")]
 fn children(parent: u32, needle: &str) -> Vec<u32> {

@@ -21,6 +21,9 @@
 //!   each one's state as JSON; 503 until then), `/metrics` (Prometheus: calls by upstream,
 //!   tool and outcome, their latency, each upstream's state).
 //! - **Pagination**: `tools/list` pages of [`GatewayBuilder::page_size`] tools, in name order.
+//! - **Progressive discovery** (opt-in, [`GatewayBuilder::progressive`]): above a number of
+//!   tools or an estimate of their tokens, `tools/list` lists `search_tools`, `describe_tool`
+//!   and `call_tool` in place of every tool; the tools stay callable by name.
 //! - **Resources, prompts, completions**: every upstream's, merged; a resource's URI carries
 //!   its server's name in front of its authority (`toolwire://readme` of `docs` is
 //!   `toolwire://docs__readme`; the scheme is kept, so a tool's `ui://` view stays one), a
@@ -90,6 +93,7 @@ use crate::metrics::Metrics;
 use crate::surface::Listing;
 
 mod calls;
+mod discovery;
 mod metrics;
 mod relay;
 mod subscriptions;
@@ -111,6 +115,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
+pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
 
 /// Settings of a [`Gateway`].
@@ -119,9 +124,18 @@ pub struct GatewayBuilder {
     host: Host,
     page_size: usize,
     startup_wait: Duration,
+    progressive: Progressive,
 }
 
 impl GatewayBuilder {
+    /// Lists the three discovery tools in place of every tool once the catalog is larger
+    /// than `when` says (default: never; see [`Progressive`]).
+    #[must_use]
+    pub fn progressive(mut self, when: Progressive) -> Self {
+        self.progressive = when;
+        self
+    }
+
     /// Tools per `tools/list` page (default [`DEFAULT_PAGE_SIZE`]; 0 is taken as 1).
     #[must_use]
     pub fn page_size(mut self, tools: usize) -> Self {
@@ -146,6 +160,8 @@ impl GatewayBuilder {
             host: self.host,
             page_size: self.page_size,
             startup_wait: self.startup_wait,
+            progressive: self.progressive,
+            sizes: discovery::Sizes::default(),
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
             metrics: Metrics::new(),
@@ -200,6 +216,9 @@ pub struct Gateway {
     host: Host,
     page_size: usize,
     startup_wait: Duration,
+    progressive: Progressive,
+    /// The catalog's size, for `progressive`.
+    sizes: discovery::Sizes,
     /// Set once the upstreams have started (or the wait ran out).
     started: tokio::sync::OnceCell<()>,
     changes: broadcast::Sender<Change>,
@@ -219,6 +238,7 @@ impl Gateway {
             host,
             page_size: DEFAULT_PAGE_SIZE,
             startup_wait: DEFAULT_STARTUP_WAIT,
+            progressive: Progressive::default(),
         }
     }
 
@@ -302,22 +322,7 @@ impl Gateway {
             .iter()
             .skip(offset)
             .take(self.page_size)
-            .filter_map(|name| {
-                let entry = merged.get(name)?;
-                let mut tool = serde_json::to_value(&*entry.tool).ok()?;
-                tool["name"] = json!(name);
-                // A tool's MCP Apps view is read through the gateway, under its name there.
-                if tool["_meta"]["ui"]["resourceUri"].is_string() {
-                    let separator = self.host.separator();
-                    surface::rename_uri(
-                        &mut tool["_meta"]["ui"],
-                        "resourceUri",
-                        &entry.server,
-                        separator,
-                    );
-                }
-                Some(tool)
-            })
+            .filter_map(|name| self.listed(name, merged.get(name)?))
             .collect();
         let mut result = json!({ "tools": page });
         let next = offset.saturating_add(self.page_size);
@@ -325,6 +330,23 @@ impl Gateway {
             result["nextCursor"] = json!(next.to_string());
         }
         Ok(result)
+    }
+
+    /// A tool's definition as this gateway lists it: under its name here, its MCP Apps view
+    /// (read through the gateway) renamed to match.
+    fn listed(&self, name: &str, entry: &toolwire_host::HostTool) -> Option<Value> {
+        let mut tool = serde_json::to_value(&*entry.tool).ok()?;
+        tool["name"] = json!(name);
+        if tool["_meta"]["ui"]["resourceUri"].is_string() {
+            let separator = self.host.separator();
+            surface::rename_uri(
+                &mut tool["_meta"]["ui"],
+                "resourceUri",
+                &entry.server,
+                separator,
+            );
+        }
+        Some(tool)
     }
 }
 
@@ -392,8 +414,12 @@ impl Service for Gateway {
             .get_or_init(|| self.host.settled(self.startup_wait))
             .await;
         let answer = match request.method {
+            "tools/list" if self.progressive_now() => Ok(self.discovery_listing()),
             "tools/list" => self.list(request.params),
-            "tools/call" => self.call(request, notifier).await,
+            "tools/call" => match self.discovery_call(request, notifier).await {
+                Some(answer) => answer,
+                None => self.call(request, notifier).await,
+            },
             "resources/list" => self.merged(Listing::Resources).await,
             "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
             "resources/read" => self.read(request.params).await,
