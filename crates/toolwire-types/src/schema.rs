@@ -70,19 +70,27 @@ impl Schema {
         serde_json::from_str(self.as_json())
     }
 
-    /// Whether its text holds `needle` as a JSON string (a member name or a value): a check
-    /// that needs no decoding. Exact, because the text is canonical: a string is written with
-    /// no escape a name of printable characters could hide behind.
+    /// Whether its text holds `needle` (printable, no `"` or `\`) as a whole JSON string, a
+    /// member name or a value: a check that needs no decoding. Exact, because the text is
+    /// canonical: such a string is written with no escape it could hide behind.
     pub fn mentions(&self, needle: &str) -> bool {
         let text = self.as_json();
+        let Some(first) = needle.chars().next() else {
+            return false;
+        };
         let mut from = 0;
         while let Some(at) = text.get(from..).and_then(|rest| rest.find(needle)) {
             let start = from + at;
             let end = start + needle.len();
-            if text[..start].ends_with('"') && text[end..].starts_with('"') {
+            // Opened by a quote that is not itself escaped (an even run of `\` before it),
+            // and closed right after.
+            if let Some(before) = text[..start].strip_suffix('"')
+                && (before.len() - before.trim_end_matches('\\').len()) % 2 == 0
+                && text[end..].starts_with('"')
+            {
                 return true;
             }
-            from = start + 1;
+            from = start + first.len_utf8();
         }
         false
     }
@@ -258,6 +266,13 @@ mod tests {
         assert!(!schema.mentions("Regio"));
         let near = Schema::from(json!({"d": "see x-mcp-header", "x-mcp-headerx": 1}));
         assert!(!near.mentions("x-mcp-header"));
+        // Quotes inside a string are not the string's ends.
+        let quoted = Schema::from(json!({"d": "a \"x-mcp-header\" b", "e": "\\"}));
+        assert!(!quoted.mentions("x-mcp-header"));
+        let escaped_quote = Schema::from(json!({"d": "\\\"x-mcp-header"}));
+        assert_eq!(escaped_quote.as_json(), r#"{"d":"\\\"x-mcp-header"}"#);
+        assert!(!escaped_quote.mentions("x-mcp-header"));
+        assert!(!quoted.mentions(""));
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,
     DecodeError, ElicitAction, ElicitParams, ElicitResult, ErrorObject, Implementation, JsonObject,
     ListRootsResult, LoggingLevel, LoggingMessageParams, ProgressParams, ProtocolVersion, Root,
-    ServerCapabilities, ServerNotification, ServerRequest, Tool,
+    Schema, ServerCapabilities, ServerNotification, ServerRequest, Tool,
 };
 
 /// Every protocol type (the `toolwire-types` crate), for what the names above leave out: the
