@@ -77,12 +77,7 @@ impl Gateway {
                 (count, estimate)
             }
             _ => {
-                let estimate = merged
-                    .names()
-                    .iter()
-                    .filter_map(|name| merged.get(name))
-                    .map(|t| tokens(&t.tool))
-                    .sum();
+                let estimate = merged.iter().map(|(_, t)| tokens(&t.tool)).sum();
                 *sizes = Some((merged.generation(), merged.len(), estimate));
                 (merged.len(), estimate)
             }
@@ -189,35 +184,27 @@ impl Gateway {
             .as_u64()
             .map_or(DEFAULT_LIMIT, |n| usize::try_from(n).unwrap_or(MAX_LIMIT))
             .clamp(1, MAX_LIMIT);
-        let found: Vec<Value> = self
-            .host
-            .search_tools(query, limit)
-            .into_iter()
-            .map(|hit| {
-                let mut entry = json!({"name": &*hit.name});
-                if let Some(title) = &hit.tool.tool.title {
-                    entry["title"] = json!(title);
-                }
-                if let Some(description) = &hit.tool.tool.description {
+        let mut found = Vec::new();
+        let mut lines = Vec::new();
+        for hit in self.host.search_tools(query, limit) {
+            let (name, tool) = (&*hit.name, &hit.tool.tool);
+            let mut entry = json!({ "name": name });
+            if let Some(title) = &tool.title {
+                entry["title"] = json!(title);
+            }
+            match &tool.description {
+                Some(description) => {
                     entry["description"] = json!(description);
+                    lines.push(format!("{name}: {description}"));
                 }
-                entry
-            })
-            .collect();
-        let text = if found.is_empty() {
+                None => lines.push(name.to_owned()),
+            }
+            found.push(entry);
+        }
+        let text = if lines.is_empty() {
             format!("No tool matches \"{query}\".")
         } else {
-            found
-                .iter()
-                .map(|t| {
-                    let name = t["name"].as_str().unwrap_or("");
-                    match t["description"].as_str() {
-                        Some(d) => format!("{name}: {d}"),
-                        None => name.to_owned(),
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
+            lines.join("\n")
         };
         json!({"content": [{"type": "text", "text": text}], "structuredContent": {"tools": found}})
     }
