@@ -144,6 +144,27 @@ enum Compiled {
     Unusable(String),
 }
 
+/// `text` decoded and compiled, or why it cannot be used (nested past the decoder's limit,
+/// too costly to evaluate, not a schema the validator takes).
+fn compile(text: &Schema) -> Compiled {
+    let schema = match text.decode() {
+        Ok(schema) => schema,
+        Err(e) => return Compiled::Unusable(e.to_string()),
+    };
+    // Remote `$ref`s cannot resolve: the resolvers that would fetch them are not built.
+    let cost = evaluation_cost(&schema);
+    if cost > MAX_EVALUATION_COST {
+        return Compiled::Unusable(format!(
+            "it is too complex to validate safely: one value may take {cost} subschema \
+             evaluations (the limit is {MAX_EVALUATION_COST})"
+        ));
+    }
+    match jsonschema::validator_for(&schema) {
+        Ok(v) => Compiled::Usable(v),
+        Err(e) => Compiled::Unusable(e.to_string()),
+    }
+}
+
 /// Compiled output schemas, by their JSON text: each schema is compiled once.
 #[derive(Default)]
 pub(crate) struct OutputValidators {
@@ -166,30 +187,8 @@ impl OutputValidators {
         if map.len() >= MAX_COMPILED {
             map.clear();
         }
-        let key = text.as_json().to_owned();
-        let schema = match text.decode() {
-            Ok(schema) => schema,
-            Err(e) => {
-                let compiled = Arc::new(Compiled::Unusable(e.to_string()));
-                map.insert(key, compiled.clone());
-                return compiled;
-            }
-        };
-        let schema = &schema;
-        // Remote `$ref`s cannot resolve: the resolvers that would fetch them are not built.
-        let cost = evaluation_cost(schema);
-        let compiled = Arc::new(if cost > MAX_EVALUATION_COST {
-            Compiled::Unusable(format!(
-                "it is too complex to validate safely: one value may take {cost} subschema \
-                 evaluations (the limit is {MAX_EVALUATION_COST})"
-            ))
-        } else {
-            match jsonschema::validator_for(schema) {
-                Ok(v) => Compiled::Usable(v),
-                Err(e) => Compiled::Unusable(e.to_string()),
-            }
-        });
-        map.insert(key, compiled.clone());
+        let compiled = Arc::new(compile(text));
+        map.insert(text.as_json().to_owned(), compiled.clone());
         compiled
     }
 
