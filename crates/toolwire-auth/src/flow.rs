@@ -54,7 +54,7 @@ pub(crate) struct Flow<'a> {
 
 /// `Some(json)` for a 200 with a JSON object, `None` for any other status (try the next
 /// candidate); an error when the request itself failed.
-async fn fetch_json(http: &HttpExecutor, url: &str) -> Result<Option<Value>, AuthError> {
+pub(crate) async fn fetch_json(http: &HttpExecutor, url: &str) -> Result<Option<Value>, AuthError> {
     let mut headers = HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
     let response = http.get(url, headers).await.map_err(|e| AuthError::Http {

@@ -86,6 +86,7 @@ mod scope;
 mod secret;
 mod store;
 mod token;
+pub mod verify;
 
 pub use authorize::{AuthorizationRequest, CallbackParams, authorization_url, check_callback};
 pub use challenge::{AuthChallenge, Scheme};

@@ -337,6 +337,17 @@ pub(crate) struct GatewayArgs {
     /// (anyone who reaches the address may call every tool with the gateway's credentials).
     #[arg(long)]
     pub(crate) allow_unauthenticated: bool,
+    /// Require an OAuth access token (a JWT) from this issuer; its keys are found through its
+    /// metadata (repeatable; also the file's `gateway.authorizationServers`).
+    #[arg(long = "auth-issuer", value_name = "URL")]
+    pub(crate) auth_issuers: Vec<String>,
+    /// The audience tokens must name (default: the gateway's public URL).
+    #[arg(long, value_name = "URI")]
+    pub(crate) auth_audience: Option<String>,
+    /// The gateway's MCP endpoint as its callers reach it (default http://ADDR/mcp): what its
+    /// tokens are for and its resource metadata names (also `gateway.resource`).
+    #[arg(long, value_name = "URL")]
+    pub(crate) public_url: Option<String>,
     /// Also accept this host name in Host and Origin on a loopback address (repeatable; for a
     /// local proxy that keeps its own name).
     #[arg(long = "allow-host", value_name = "NAME")]

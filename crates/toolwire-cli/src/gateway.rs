@@ -30,6 +30,20 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     }
     host.check(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
+    let mut access = match &config.gateway {
+        Some(section) => toolwire_gateway::AccessConfig::from_json(section)
+            .map_err(|e| Failure::Usage(format!("{}: {}", file.display(), one_line(&e))))?,
+        None => toolwire_gateway::AccessConfig::default(),
+    };
+    access
+        .authorization_servers
+        .extend(args.auth_issuers.iter().cloned());
+    if let Some(audience) = &args.auth_audience {
+        access.audience = Some(audience.clone());
+    }
+    if let Some(url) = &args.public_url {
+        access.resource = Some(url.clone());
+    }
     if args.check.is_some() {
         let enabled = config.servers.iter().filter(|s| !s.disabled).count();
         say!(
@@ -42,11 +56,31 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && !args.allow_unauthenticated
+        && !access.authenticates()
     {
         return Err(Failure::Usage(format!(
-            "--http {addr}: the gateway does not authenticate its callers, so it serves only loopback addresses; give --allow-unauthenticated to serve {addr} anyway"
+            "--http {addr}: the gateway does not authenticate its callers, so it serves only loopback addresses; give --auth-issuer (or API keys in the file), or --allow-unauthenticated to serve {addr} anyway"
         )));
     }
+    if args.stdio && access.authenticates() {
+        tracing::warn!(
+            "over stdio nobody is authenticated: the caller is whoever started the gateway (the policy's rules without callers apply)"
+        );
+    }
+    let endpoint = match (args.unix_socket.as_ref(), args.http) {
+        (Some(_), _) => "http://localhost/mcp".to_owned(),
+        (None, Some(addr)) => format!("http://{addr}/mcp"),
+        (None, None) => "http://127.0.0.1:8808/mcp".to_owned(),
+    };
+    let access = if access.authenticates() || access.policy.is_some() {
+        Some(
+            toolwire_gateway::Access::new(&access, &endpoint)
+                .await
+                .map_err(|e| Failure::Usage(one_line(&e)))?,
+        )
+    } else {
+        None
+    };
     let mut options = toolwire_server::Options::default();
     options.allowed_hosts.clone_from(&args.allowed_hosts);
     options.session_keys = session_keys(args.session_key_file.as_deref())?;
@@ -58,12 +92,14 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let host = host
         .start(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
-    let gateway = Gateway::builder(host)
-        .progressive(toolwire_gateway::Progressive {
-            above_tools: args.progressive_above_tools,
-            above_tokens: args.progressive_above_tokens,
-        })
-        .build();
+    let mut gateway = Gateway::builder(host).progressive(toolwire_gateway::Progressive {
+        above_tools: args.progressive_above_tools,
+        above_tokens: args.progressive_above_tokens,
+    });
+    if let Some(access) = access {
+        gateway = gateway.access(access);
+    }
+    let gateway = gateway.build();
     let reloading = tokio::spawn(reload_on_change(gateway.host().clone(), file.to_owned()));
     let outcome = serve(&gateway, args, options).await;
     reloading.abort();

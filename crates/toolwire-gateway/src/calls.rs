@@ -17,6 +17,8 @@ use crate::{Gateway, upstream_error};
 
 /// What a call's work upstream ends with, and what the answer needs of it.
 pub(crate) struct Called {
+    /// Who called (`-` when callers are not authenticated), for the audit line.
+    caller: String,
     name: String,
     server: Option<Arc<str>>,
     began: std::time::Instant,
@@ -86,6 +88,7 @@ impl Gateway {
             }
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
+        let caller = crate::access::principal(request.caller).to_owned();
         let began = std::time::Instant::now();
         let relay_to = Arc::new(Mutex::new(relay(params, notifier)));
         let mut hooks = CallHooks::new();
@@ -125,6 +128,7 @@ impl Gateway {
                 .await
                 .map(toolwire::Called::Done);
             let called = Called {
+                caller,
                 name: name.to_owned(),
                 server,
                 began,
@@ -172,6 +176,7 @@ impl Gateway {
                     .map(toolwire::Called::Done)
             };
             Called {
+                caller,
                 name,
                 server,
                 began,
@@ -245,18 +250,30 @@ impl Gateway {
     /// names renamed as clients see them.
     fn finish(&self, called: Called) -> Answer {
         let Called {
+            caller,
             name,
             server,
             began,
             result,
         } = called;
+        let outcome = match &result {
+            Ok(toolwire::Called::Done(r)) if r.is_error == Some(true) => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(_) => Outcome::Error,
+        };
+        let took = began.elapsed();
+        // One line per call: who, where, what, how it ended, how long (never its arguments).
+        tracing::info!(
+            target: "toolwire_gateway::audit",
+            caller,
+            upstream = server.as_deref().unwrap_or("-"),
+            tool = name,
+            outcome = outcome.as_str(),
+            micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            "call"
+        );
         if let Some(server) = &server {
-            let outcome = match &result {
-                Ok(toolwire::Called::Done(r)) if r.is_error == Some(true) => Outcome::ToolError,
-                Ok(_) => Outcome::Ok,
-                Err(_) => Outcome::Error,
-            };
-            self.metrics.call(server, &name, outcome, began.elapsed());
+            self.metrics.call(server, &name, outcome, took);
         }
         let mut result = match result.map_err(|e| upstream_error(&e))? {
             toolwire::Called::Done(result) => result,

@@ -142,6 +142,7 @@ impl Gateway {
         &self,
         request: Request<'_>,
         notifier: &Notifier,
+        view: &crate::access::View<'_>,
     ) -> Option<Answer> {
         let name = request.params["name"].as_str()?;
         if !matches!(name, SEARCH_TOOLS | DESCRIBE_TOOL | CALL_TOOL) || !self.progressive_now() {
@@ -149,7 +150,7 @@ impl Gateway {
         }
         let arguments = &request.params["arguments"];
         Some(match name {
-            SEARCH_TOOLS => Ok(self.search(arguments)),
+            SEARCH_TOOLS => Ok(self.search(arguments, view)),
             DESCRIBE_TOOL => Ok(self.describe(arguments)),
             _ => {
                 let Some(target) = arguments["name"].as_str() else {
@@ -173,7 +174,7 @@ impl Gateway {
         })
     }
 
-    fn search(&self, arguments: &Value) -> Value {
+    fn search(&self, arguments: &Value, view: &crate::access::View<'_>) -> Value {
         let query = arguments["query"].as_str().unwrap_or("").trim();
         if query.is_empty() {
             return tool_error(
@@ -186,7 +187,19 @@ impl Gateway {
             .clamp(1, MAX_LIMIT);
         let mut found = Vec::new();
         let mut lines = Vec::new();
-        for hit in self.host.search_tools(query, limit) {
+        // Ranked among every tool, then what the caller may not see is left out (over-asked,
+        // so a caller with a narrow view still gets up to `limit` of its own).
+        let asked = if view.is_everything() {
+            limit
+        } else {
+            limit.saturating_mul(4).max(50)
+        };
+        let hits = self.host.search_tools(query, asked);
+        let visible = hits
+            .iter()
+            .filter(|hit| view.item(&hit.tool.server, &hit.name))
+            .take(limit);
+        for hit in visible {
             let (name, tool) = (&*hit.name, &hit.tool.tool);
             let mut entry = json!({ "name": name });
             if let Some(title) = &tool.title {

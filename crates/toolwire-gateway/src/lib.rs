@@ -92,6 +92,7 @@ use toolwire_types::error::code;
 use crate::metrics::Metrics;
 use crate::surface::Listing;
 
+mod access;
 mod calls;
 mod discovery;
 mod metrics;
@@ -115,6 +116,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
+pub use access::{Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, RuleConfig};
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
 
@@ -125,9 +127,18 @@ pub struct GatewayBuilder {
     page_size: usize,
     startup_wait: Duration,
     progressive: Progressive,
+    access: Option<Access>,
 }
 
 impl GatewayBuilder {
+    /// Who may call the gateway and what each caller sees ([`Access`]): without it, every
+    /// caller is served everything (fit for stdio and loopback).
+    #[must_use]
+    pub fn access(mut self, access: Access) -> Self {
+        self.access = Some(access);
+        self
+    }
+
     /// Lists the three discovery tools in place of every tool once the catalog is larger
     /// than `when` says (default: never; see [`Progressive`]).
     #[must_use]
@@ -161,6 +172,7 @@ impl GatewayBuilder {
             page_size: self.page_size,
             startup_wait: self.startup_wait,
             progressive: self.progressive,
+            access: self.access,
             sizes: discovery::Sizes::default(),
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
@@ -217,6 +229,8 @@ pub struct Gateway {
     page_size: usize,
     startup_wait: Duration,
     progressive: Progressive,
+    /// Who may call, and what each caller sees.
+    access: Option<Access>,
     /// The catalog's size, for `progressive`.
     sizes: discovery::Sizes,
     /// Set once the upstreams have started (or the wait ran out).
@@ -239,6 +253,7 @@ impl Gateway {
             page_size: DEFAULT_PAGE_SIZE,
             startup_wait: DEFAULT_STARTUP_WAIT,
             progressive: Progressive::default(),
+            access: None,
         }
     }
 
@@ -306,7 +321,7 @@ impl Gateway {
 
     /// One page of the merged listing, after `cursor` (an offset into the tools in name
     /// order, as this gateway wrote it).
-    fn list(&self, params: &Value) -> Answer {
+    fn list(&self, params: &Value, view: &access::View<'_>) -> Answer {
         let offset = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(cursor) => cursor
@@ -317,7 +332,10 @@ impl Gateway {
                 })?,
         };
         let merged = self.host.load();
-        let names = merged.names();
+        let mut names = merged.names();
+        if !view.is_everything() {
+            names.retain(|name| merged.get(name).is_some_and(|t| view.item(&t.server, name)));
+        }
         let page: Vec<Value> = names
             .iter()
             .skip(offset)
@@ -413,10 +431,12 @@ impl Service for Gateway {
         self.started
             .get_or_init(|| self.host.settled(self.startup_wait))
             .await;
+        let view = self.view(request.caller);
+        self.admit(&request, &view)?;
         let answer = match request.method {
             "tools/list" if self.progressive_now() => Ok(self.discovery_listing()),
-            "tools/list" => self.list(request.params),
-            "tools/call" => match self.discovery_call(request, notifier).await {
+            "tools/list" => self.list(request.params, &view),
+            "tools/call" => match self.discovery_call(request, notifier, &view).await {
                 Some(answer) => answer,
                 None => self.call(request, notifier).await,
             },
@@ -443,10 +463,28 @@ impl Service for Gateway {
                 format!("Method not found: {other}"),
             )),
         };
-        answer.map(|result| for_era(result, request.era))
+        answer.map(|result| {
+            for_era(
+                self.only_allowed(&view, request.method, result),
+                request.era,
+            )
+        })
+    }
+
+    async fn authenticate(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<Option<toolwire_server::Caller>, toolwire_server::Denial> {
+        match &self.access {
+            Some(access) => access.authenticate(request).await,
+            None => Ok(None),
+        }
     }
 
     fn page(&self, path: &str) -> Option<Page> {
+        if let Some(metadata) = self.access.as_ref().and_then(|a| a.page(path)) {
+            return Some(metadata);
+        }
         match path {
             // The process is up and serving.
             "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),

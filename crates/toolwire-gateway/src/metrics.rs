@@ -23,7 +23,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::ToolError => "tool_error",

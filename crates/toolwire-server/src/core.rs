@@ -189,12 +189,14 @@ impl<S: Service> Core<S> {
     /// and nothing is answered), and only there. `streams` says the front end delivers what
     /// goes to `notify` to the client while the request runs, so a legacy request may carry
     /// the server's own requests to it ([`Notifier::ask`]); their answers come back here.
+    /// `caller` is who sent it, when the service authenticated it.
     pub(crate) async fn handle(
         self: &Arc<Self>,
         message: &Value,
         notify: &mpsc::UnboundedSender<Value>,
         scope: Option<&str>,
         streams: bool,
+        caller: Option<&crate::Caller>,
     ) -> Handled {
         let Some(method) = message["method"].as_str() else {
             // A response: to one of this server's requests, or to nothing.
@@ -291,6 +293,7 @@ impl<S: Service> Core<S> {
                     params,
                     era,
                     client: declared.as_ref(),
+                    caller,
                 };
                 let asks = (streams && era == Era::Legacy).then(|| self.asks.clone());
                 let notifier = Notifier::asking(notify.clone(), asks);

@@ -37,7 +37,7 @@ use tokio::sync::mpsc;
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, error, lock, request_version};
-use crate::{Change, Eras, Framing, Service};
+use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
 pub(crate) type Body = Channel<Bytes, std::io::Error>;
 
@@ -48,11 +48,16 @@ const EVENT_LOG: usize = 1000;
 
 #[derive(Default)]
 struct Session {
+    /// The tag of the caller that began it ([`Caller::tag`]; zeros for no caller).
+    owner: [u8; 16],
     requests: u64,
     next_stream: u64,
     /// (stream, sequence, event data) for `Last-Event-ID` replays.
     events: Vec<(u64, u64, Bytes)>,
 }
+
+/// A 2024-11-05 SSE session: where its stream takes messages, and who began it.
+pub(crate) type SseSession = (mpsc::UnboundedSender<Value>, Option<Arc<Caller>>);
 
 /// The HTTP side's state: sessions and fault counters.
 pub(crate) struct Front<S> {
@@ -61,7 +66,7 @@ pub(crate) struct Front<S> {
     /// Sealed session ids deleted here: another replica may still accept them, this one not.
     deleted: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
-    pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, mpsc::UnboundedSender<Value>>>,
+    pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, SseSession>>,
     posts: AtomicU64,
     sse_answers: AtomicU64,
     /// Faults injected so far (every kind), for tests that must know a fault happened.
@@ -121,6 +126,22 @@ pub(crate) fn with_body(
         HeaderValue::from_static(content_type),
     );
     r
+}
+
+/// The answer to a request refused before it was read.
+fn denied(denial: &Denial) -> Response<Body> {
+    tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request's credentials");
+    let mut response = json_response(denial.status_code(), &denial.body());
+    if let Some(challenge) = denial
+        .challenge
+        .as_deref()
+        .and_then(|c| HeaderValue::try_from(c).ok())
+    {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
@@ -266,35 +287,43 @@ impl<S: Service> Front<S> {
                 );
             }
         }
-        if options.sse {
-            let base = options.path.trim_end_matches('/');
-            let path = req.uri().path();
-            if path == format!("{base}/sse") && req.method() == Method::GET {
-                return self.sse_stream(base);
-            }
-            if path == format!("{base}/messages") && req.method() == Method::POST {
-                let query = req.uri().query().map(str::to_owned);
-                return self.sse_post(query.as_deref(), req.into_body()).await;
-            }
-        }
-        if req.uri().path() != options.path {
-            // The service's own pages (health, metrics), GET only.
-            if req.method() == Method::GET
-                && let Some(page) = self.core.service.page(req.uri().path())
+        let (parts, body) = req.into_parts();
+        let base = options.path.trim_end_matches('/');
+        let path = parts.uri.path();
+        let sse_get = options.sse && path == format!("{base}/sse") && parts.method == Method::GET;
+        let sse_post =
+            options.sse && path == format!("{base}/messages") && parts.method == Method::POST;
+        if path != options.path && !sse_get && !sse_post {
+            // The service's own pages (health, metrics, resource metadata), GET only, never
+            // behind authentication.
+            if parts.method == Method::GET
+                && let Some(page) = self.core.service.page(path)
             {
                 let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
                 return with_body(status, page.content_type, Bytes::from(page.body));
             }
             return empty(StatusCode::NOT_FOUND);
         }
-        let (parts, body) = req.into_parts();
+        let caller = match self.core.service.authenticate(&parts).await {
+            Ok(caller) => caller.map(Arc::new),
+            Err(denial) => return denied(&denial),
+        };
+        let owner = Caller::tag(caller.as_deref());
+        if sse_get {
+            return self.sse_stream(base, caller);
+        }
+        if sse_post {
+            return self
+                .sse_post(parts.uri.query(), body, caller.as_ref())
+                .await;
+        }
         if !options.latency.is_zero() {
             tokio::time::sleep(options.latency).await;
         }
         match parts.method {
             Method::POST => {}
-            Method::GET => return self.get(&parts).await,
-            Method::DELETE => return self.delete(&parts),
+            Method::GET => return self.get(&parts, owner).await,
+            Method::DELETE => return self.delete(&parts, owner),
             _ => return empty(StatusCode::METHOD_NOT_ALLOWED),
         }
         let n = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
@@ -391,7 +420,8 @@ impl<S: Service> Front<S> {
                 }
                 return empty(StatusCode::BAD_REQUEST);
             };
-            if !self.knows(sid) {
+            if self.owner(sid) != Some(owner) {
+                // Unknown, or begun by another caller: the same answer either way.
                 return empty(StatusCode::NOT_FOUND);
             }
             let mut sessions = lock(&self.sessions);
@@ -414,14 +444,15 @@ impl<S: Service> Front<S> {
         let framing = options.framing;
         let core = self.core.clone();
         let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
+        let who = caller.as_deref();
         if !is_request {
             let _ = core
-                .handle(&message, &notify, session.as_deref(), false)
+                .handle(&message, &notify, session.as_deref(), false, who)
                 .await;
             return empty(StatusCode::ACCEPTED);
         }
         if method == "subscriptions/listen" && modern {
-            return match core.handle(&message, &notify, None, false).await {
+            return match core.handle(&message, &notify, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
@@ -429,7 +460,7 @@ impl<S: Service> Front<S> {
         }
         let new_session = if method == "initialize" && options.sessions && !modern {
             let minted = match &options.session_keys {
-                Some(keys) => keys.seal(std::time::SystemTime::now()),
+                Some(keys) => keys.seal(std::time::SystemTime::now(), owner),
                 None => Some(crate::session_id::random()),
             };
             let Some(minted) = minted else {
@@ -441,13 +472,19 @@ impl<S: Service> Front<S> {
             None
         };
         if let Some(sid) = &new_session {
-            lock(&self.sessions).insert(sid.clone(), Session::default());
+            lock(&self.sessions).insert(
+                sid.clone(),
+                Session {
+                    owner,
+                    ..Session::default()
+                },
+            );
             session = Some(sid.clone());
         }
         let mut response = match framing {
             Framing::Json => {
                 let answer = match core
-                    .handle(&message, &notify, session.as_deref(), false)
+                    .handle(&message, &notify, session.as_deref(), false, who)
                     .await
                 {
                     Handled::Answer(a) => a,
@@ -476,7 +513,13 @@ impl<S: Service> Front<S> {
                             .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
                             .await;
                     }
-                    let handling = core.handle(&message, &notify, session.as_deref(), true);
+                    let handling = core.handle(
+                        &message,
+                        &notify,
+                        session.as_deref(),
+                        true,
+                        caller.as_deref(),
+                    );
                     tokio::pin!(handling);
                     let answer = loop {
                         tokio::select! {
@@ -541,20 +584,25 @@ impl<S: Service> Front<S> {
         tx.send_data(sse(id.as_deref(), data)).await.is_ok()
     }
 
-    /// Whether `sid` is a live session here: one this process holds, or (with keys) one any
-    /// replica sealed and nobody deleted here, which this process then holds from now on.
-    fn knows(&self, sid: &str) -> bool {
-        if lock(&self.sessions).contains_key(sid) {
-            return true;
+    /// The owner tag of `sid` when it is a live session here: one this process holds, or
+    /// (with keys) one any replica sealed and nobody deleted here, which this process then
+    /// holds from now on.
+    fn owner(&self, sid: &str) -> Option<[u8; 16]> {
+        if let Some(session) = lock(&self.sessions).get(sid) {
+            return Some(session.owner);
         }
-        let Some(keys) = &self.core.options.session_keys else {
-            return false;
-        };
-        if lock(&self.deleted).contains(sid) || !keys.opens(sid, std::time::SystemTime::now()) {
-            return false;
+        let keys = self.core.options.session_keys.as_ref()?;
+        if lock(&self.deleted).contains(sid) {
+            return None;
         }
-        lock(&self.sessions).entry(sid.to_owned()).or_default();
-        true
+        let owner = keys.opens(sid, std::time::SystemTime::now())?;
+        lock(&self.sessions)
+            .entry(sid.to_owned())
+            .or_insert(Session {
+                owner,
+                ..Session::default()
+            });
+        Some(owner)
     }
 
     fn open_stream(&self, sid: &str) -> u64 {
@@ -603,7 +651,11 @@ impl<S: Service> Front<S> {
     }
 
     /// GET: the legacy server-message stream, or a replay after `Last-Event-ID`.
-    async fn get(self: &Arc<Self>, parts: &http::request::Parts) -> Response<Body> {
+    async fn get(
+        self: &Arc<Self>,
+        parts: &http::request::Parts,
+        owner: [u8; 16],
+    ) -> Response<Body> {
         let options = &self.core.options;
         if options.eras == Eras::Modern || !options.sessions {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
@@ -611,7 +663,7 @@ impl<S: Service> Front<S> {
         let Some(sid) = header(parts, "mcp-session-id").map(str::to_owned) else {
             return empty(StatusCode::BAD_REQUEST);
         };
-        if !self.knows(&sid) {
+        if self.owner(&sid) != Some(owner) {
             return empty(StatusCode::NOT_FOUND);
         }
         let (mut tx, response) = sse_response();
@@ -665,13 +717,13 @@ impl<S: Service> Front<S> {
         response
     }
 
-    fn delete(&self, parts: &http::request::Parts) -> Response<Body> {
+    fn delete(&self, parts: &http::request::Parts, owner: [u8; 16]) -> Response<Body> {
         let options = &self.core.options;
         if options.eras == Eras::Modern || !options.sessions {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
         }
         match header(parts, "mcp-session-id") {
-            Some(sid) if self.knows(sid) => {
+            Some(sid) if self.owner(sid) == Some(owner) => {
                 lock(&self.sessions).remove(sid);
                 self.core.forget(sid);
                 if self.core.options.session_keys.is_some() {

@@ -14,6 +14,9 @@
 //!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
 //! - **Any replica**: with [`Options::session_keys`], a legacy session id is a sealed token
 //!   (ChaCha20-Poly1305) any replica holding the key accepts, for [`SESSION_LIFETIME`].
+//! - **Callers** ([`Service::authenticate`]): a service that checks credentials says who
+//!   sent each HTTP request ([`Caller`]) or how it is refused ([`Denial`]: 401/403 with
+//!   `WWW-Authenticate`); a legacy session is bound to the caller that began it.
 //! - **DNS rebinding**: on a loopback address, a request whose `Host` or `Origin` names
 //!   another host ([`Options::allowed_hosts`] aside) is refused with 403, as the transport
 //!   spec asks of local servers.
@@ -31,6 +34,7 @@
 
 mod asks;
 mod core;
+mod guard;
 mod http;
 mod service;
 mod session_id;
@@ -42,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use guard::{Caller, Denial};
 pub use service::{
     Answer, Change, Era, Notifier, Page, Request, RpcError, ServerInfo, Service,
     legacy_notification,

@@ -11,6 +11,7 @@ use toolwire_headers::HeaderPlan;
 use toolwire_types::error::code;
 
 use crate::asks::Asks;
+use crate::guard::{Caller, Denial};
 
 /// The era a request arrived in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub struct Request<'a> {
     /// request's `_meta` (2026-07-28). `None` when they are not known here (a legacy session
     /// another replica began).
     pub client: Option<&'a Value>,
+    /// Who sent it, when the service authenticates callers ([`Service::authenticate`]).
+    pub caller: Option<&'a Caller>,
 }
 
 /// A JSON-RPC error to answer with.
@@ -246,6 +249,20 @@ pub trait Service: Send + Sync + 'static {
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
         let _ = name;
         None
+    }
+
+    /// Who sent an HTTP request to the MCP endpoint, from its credentials (the headers of
+    /// `request`: `Authorization`, `DPoP`), before anything else of it is read: a
+    /// [`Caller`] the request is served for (and its legacy session bound to), a
+    /// [`Denial`] answered instead, or None for a server that does not authenticate
+    /// (the default). Not asked over stdio, whose caller is whoever started the process, nor
+    /// for [`Service::page`]s.
+    fn authenticate<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> impl Future<Output = Result<Option<Caller>, Denial>> + Send + 'a {
+        let _ = request;
+        std::future::ready(Ok(None))
     }
 
     /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP; None is a 404. None

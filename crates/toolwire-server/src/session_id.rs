@@ -2,8 +2,10 @@
 //! accepts.
 //!
 //! With [`SessionKeys`], an id is `base64url(nonce ‖ ChaCha20-Poly1305(issued-at ‖ 16 random
-//! bytes))`: a replica that did not mint it opens it, checks its age and serves the session,
-//! with no shared store. Rotation: the first key seals, every key opens, so a fleet moves to a
+//! bytes ‖ owner))`, the owner being 16 bytes of SHA-256 of the caller's principal (zeros
+//! when callers are not authenticated): a replica that did not mint it opens it, checks its
+//! age and its owner, and serves the session, with no shared store. Rotation: the first key
+//! seals, every key opens, so a fleet moves to a
 //! new key by adding it first and dropping the old one a session lifetime later.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -81,8 +83,8 @@ impl SessionKeys {
         Self::new(keys)
     }
 
-    /// A new session id sealed with the first key.
-    pub(crate) fn seal(&self, now: SystemTime) -> Option<String> {
+    /// A new session id sealed with the first key, for the caller whose tag is `owner`.
+    pub(crate) fn seal(&self, now: SystemTime, owner: [u8; 16]) -> Option<String> {
         let rng = SystemRandom::new();
         let mut nonce = [0u8; NONCE_LEN];
         rng.fill(&mut nonce).ok()?;
@@ -91,6 +93,7 @@ impl SessionKeys {
         let mut unique = [0u8; 16];
         rng.fill(&mut unique).ok()?;
         body.extend_from_slice(&unique);
+        body.extend_from_slice(&owner);
         self.keys
             .first()?
             .seal_in_place_append_tag(
@@ -104,30 +107,28 @@ impl SessionKeys {
         Some(URL_SAFE_NO_PAD.encode(token))
     }
 
-    /// Whether `id` is a session id one of the keys sealed, no older than
-    /// [`SESSION_LIFETIME`] at `now`.
-    pub(crate) fn opens(&self, id: &str, now: SystemTime) -> bool {
-        let Ok(token) = URL_SAFE_NO_PAD.decode(id) else {
-            return false;
-        };
+    /// The owner tag of `id` when it is a session id one of the keys sealed, no older than
+    /// [`SESSION_LIFETIME`] at `now` (an id sealed before owners were, all zeros).
+    pub(crate) fn opens(&self, id: &str, now: SystemTime) -> Option<[u8; 16]> {
+        let token = URL_SAFE_NO_PAD.decode(id).ok()?;
         if token.len() < NONCE_LEN {
-            return false;
+            return None;
         }
         let (nonce, sealed) = token.split_at(NONCE_LEN);
-        self.keys.iter().any(|key| {
-            let Ok(nonce) = Nonce::try_assume_unique_for_key(nonce) else {
-                return false;
-            };
+        self.keys.iter().find_map(|key| {
+            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
             let mut sealed = sealed.to_vec();
-            let Ok(body) = key.open_in_place(nonce, Aad::from(AAD), &mut sealed) else {
-                return false;
-            };
-            let Some(issued) = body.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
-                return false;
-            };
+            let body = key.open_in_place(nonce, Aad::from(AAD), &mut sealed).ok()?;
+            let issued = body.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok())?;
             let issued = UNIX_EPOCH + Duration::from_secs(u64::from_be_bytes(issued));
-            now.duration_since(issued)
-                .is_ok_and(|age| age <= SESSION_LIFETIME)
+            let fresh = now
+                .duration_since(issued)
+                .is_ok_and(|age| age <= SESSION_LIFETIME);
+            let owner = body
+                .get(24..40)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .unwrap_or([0; 16]);
+            fresh.then_some(owner)
         })
     }
 }
@@ -158,36 +159,71 @@ mod tests {
         // A whole second: ids carry their minting time in seconds.
         let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let a = keys(&[1]);
-        let id = a.seal(now).unwrap();
-        assert!(a.opens(&id, now));
-        assert!(a.opens(&id, now + SESSION_LIFETIME));
-        assert!(!a.opens(&id, now + SESSION_LIFETIME + Duration::from_secs(1)));
+        let id = a.seal(now, [0; 16]).unwrap();
+        assert!(a.opens(&id, now).is_some());
+        assert!(a.opens(&id, now + SESSION_LIFETIME).is_some());
+        assert!(
+            a.opens(&id, now + SESSION_LIFETIME + Duration::from_secs(1))
+                .is_none()
+        );
         // Two ids are never the same.
-        assert_ne!(id, a.seal(now).unwrap());
+        assert_ne!(id, a.seal(now, [0; 16]).unwrap());
     }
 
     #[test]
     fn another_key_a_changed_byte_or_junk_does_not_open() {
         let now = SystemTime::now();
-        let id = keys(&[1]).seal(now).unwrap();
-        assert!(!keys(&[2]).opens(&id, now));
+        let id = keys(&[1]).seal(now, [0; 16]).unwrap();
+        assert!(keys(&[2]).opens(&id, now).is_none());
         let mut bytes = URL_SAFE_NO_PAD.decode(&id).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        assert!(!keys(&[1]).opens(&URL_SAFE_NO_PAD.encode(bytes), now));
+        assert!(
+            keys(&[1])
+                .opens(&URL_SAFE_NO_PAD.encode(bytes), now)
+                .is_none()
+        );
         for junk in ["", "abc", "not base64!", &random()] {
-            assert!(!keys(&[1]).opens(junk, now), "{junk}");
+            assert!(keys(&[1]).opens(junk, now).is_none(), "{junk}");
         }
+    }
+
+    #[test]
+    fn a_sealed_id_carries_its_owner_and_an_id_sealed_without_one_opens_as_ownerless() {
+        let now = SystemTime::now();
+        let k = keys(&[1]);
+        let owned = k.seal(now, [9; 16]).unwrap();
+        assert_eq!(k.opens(&owned, now), Some([9; 16]));
+        // An id of the earlier form (no owner bytes) still opens, owned by nobody.
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce[0] = 1;
+        let issued = now.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let mut body = issued.to_be_bytes().to_vec();
+        body.extend_from_slice(&[5; 16]);
+        k.keys[0]
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(AAD),
+                &mut body,
+            )
+            .unwrap();
+        let mut token = nonce.to_vec();
+        token.extend_from_slice(&body);
+        assert_eq!(k.opens(&URL_SAFE_NO_PAD.encode(token), now), Some([0; 16]));
     }
 
     #[test]
     fn rotation_seals_with_the_first_key_and_opens_with_every_key() {
         let now = SystemTime::now();
         let (old, rotated) = (keys(&[1]), keys(&[2, 1]));
-        assert!(rotated.opens(&old.seal(now).unwrap(), now));
-        let new_id = rotated.seal(now).unwrap();
-        assert!(rotated.opens(&new_id, now));
-        assert!(!old.opens(&new_id, now), "sealed with the old key");
+        assert!(
+            rotated
+                .opens(&old.seal(now, [0; 16]).unwrap(), now)
+                .is_some()
+        );
+        let new_id = rotated.seal(now, [0; 16]).unwrap();
+        assert!(rotated.opens(&new_id, now).is_some());
+        assert!(old.opens(&new_id, now).is_none(), "sealed with the old key");
     }
 
     #[test]
@@ -199,7 +235,11 @@ mod tests {
         );
         let parsed = SessionKeys::parse(&text).unwrap();
         let now = SystemTime::now();
-        assert!(keys(&[7, 8]).opens(&parsed.seal(now).unwrap(), now));
+        assert!(
+            keys(&[7, 8])
+                .opens(&parsed.seal(now, [0; 16]).unwrap(), now)
+                .is_some()
+        );
         assert!(parsed.keys.len() == 2);
         let shown = format!("{parsed:?}");
         assert!(!shown.contains("Bwc"), "{shown}");

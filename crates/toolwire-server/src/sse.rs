@@ -12,9 +12,9 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::Change;
 use crate::core::{Handled, error, lock};
 use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
+use crate::{Caller, Change};
 
 /// One `message` event.
 fn message(data: &Value) -> Bytes {
@@ -23,10 +23,14 @@ fn message(data: &Value) -> Bytes {
 
 impl<S: crate::Service> Front<S> {
     /// `GET …/sse`: a new session and its stream.
-    pub(crate) fn sse_stream(self: &Arc<Self>, base: &str) -> Response {
+    pub(crate) fn sse_stream(
+        self: &Arc<Self>,
+        base: &str,
+        caller: Option<Arc<Caller>>,
+    ) -> Response {
         let id = crate::session_id::random();
         let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
-        lock(&self.sse_sessions).insert(id.clone(), messages);
+        lock(&self.sse_sessions).insert(id.clone(), (messages, caller));
         let (mut tx, response) = sse_response();
         let mut changes = self.core.subscribe();
         let front = self.clone();
@@ -68,12 +72,17 @@ impl<S: crate::Service> Front<S> {
         self: &Arc<Self>,
         query: Option<&str>,
         body: Incoming,
+        caller: Option<&Arc<Caller>>,
     ) -> Response {
         let id = query
             .unwrap_or("")
             .split('&')
             .find_map(|pair| pair.strip_prefix("session_id="));
-        let Some(stream) = id.and_then(|id| lock(&self.sse_sessions).get(id).cloned()) else {
+        let session = id.and_then(|id| lock(&self.sse_sessions).get(id).cloned());
+        // Unknown, or begun by another caller: the same answer either way.
+        let Some((stream, owner)) = session.filter(|(_, owner)| {
+            owner.as_ref().map(|o| &o.principal) == caller.map(|c| &c.principal)
+        }) else {
             return empty(StatusCode::NOT_FOUND);
         };
         let Ok(body) = http_body_util::Limited::new(body, MAX_BODY).collect().await else {
@@ -116,8 +125,9 @@ impl<S: crate::Service> Front<S> {
                     let _ = forward.send(note);
                 }
             });
-            if let Handled::Answer(answer) =
-                core.handle(&message, &notify, Some(&scope), true).await
+            if let Handled::Answer(answer) = core
+                .handle(&message, &notify, Some(&scope), true, owner.as_deref())
+                .await
             {
                 let _ = stream.send(answer);
             }

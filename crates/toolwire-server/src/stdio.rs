@@ -115,7 +115,7 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     // One client on the other end: the whole connection is one scope.
-                    match core.handle(&message, &notify, Some("stdio"), true).await {
+                    match core.handle(&message, &notify, Some("stdio"), true, None).await {
                         Handled::Answer(answer) => {
                             let _ = out.send(answer);
                             if message["method"] == "tools/call" {

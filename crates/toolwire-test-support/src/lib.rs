@@ -24,6 +24,7 @@
 
 pub mod forward;
 pub mod http;
+pub mod issuer;
 pub mod logs;
 pub mod oauth;
 pub mod proxy;

@@ -116,6 +116,29 @@ pub(crate) async fn exchange(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> (u16, Option<String>, Value) {
+    let (status, head, json) = exchange_whole(addr, headers, body).await;
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    (status, session, json)
+}
+
+/// The value of header `name` in a response's `head`.
+pub(crate) fn header_of<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|line| {
+        let (n, value) = line.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| value.trim())
+    })
+}
+
+/// [`post`], with the response's head (status line and headers) whole.
+pub(crate) async fn exchange_whole(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, String, Value) {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -132,11 +155,6 @@ pub(crate) async fn exchange(
     stream.read_to_string(&mut response).await.unwrap();
     let status = response[9..12].parse().unwrap();
     let (head, rest) = response.split_once("\r\n\r\n").unwrap();
-    let session = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("mcp-session-id")
-            .then(|| value.trim().to_owned())
-    });
     // A JSON body, or the data of an SSE stream's events (between chunk sizes).
     let json = rest
         .lines()
@@ -145,7 +163,7 @@ pub(crate) async fn exchange(
         })
         .find(Value::is_object)
         .unwrap_or(Value::Null);
-    (status, session, json)
+    (status, head.to_owned(), json)
 }
 
 /// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the

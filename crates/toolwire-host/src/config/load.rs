@@ -230,6 +230,7 @@ impl ServersConfig {
             Ok(Self {
                 file: None,
                 servers,
+                gateway: root.get("gateway").cloned(),
             })
         } else {
             Err(invalid(reader.problems))

@@ -30,6 +30,9 @@ pub struct ServersConfig {
     pub file: Option<PathBuf>,
     /// The servers, sorted by name.
     pub servers: Vec<ServerConfig>,
+    /// The file's `gateway` member as written (no `${VAR}` filled in), for the gateway that
+    /// serves these servers to read its own settings from.
+    pub gateway: Option<serde_json::Value>,
 }
 
 /// One server entry.

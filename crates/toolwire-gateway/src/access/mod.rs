@@ -1,0 +1,432 @@
+//! Who may call the gateway, and what each caller sees: the gateway as an OAuth 2.1 resource
+//! server, API keys, and the policy.
+//!
+//! - **Protected resource metadata** (RFC 9728) at `/.well-known/oauth-protected-resource` and
+//!   at the same path followed by the endpoint's path, naming the configured authorization
+//!   servers.
+//! - **401** with `WWW-Authenticate: Bearer resource_metadata="…"` (and `scope`, and
+//!   `error="invalid_token"` when a token was given) for a request without valid
+//!   credentials; **403** `insufficient_scope` for a token without the scopes required;
+//!   **503** when the issuer's keys cannot be fetched (nothing could be checked).
+//! - **JWT access tokens** checked against each issuer's JWK set (`toolwire_auth::verify`):
+//!   signature, `iss`, `aud` (the gateway's resource, or the configured audience),
+//!   `exp`/`nbf` with a minute of skew; a DPoP-bound token (`cnf.jkt`) only with the `DPoP`
+//!   scheme and a fresh proof for this request.
+//! - **API keys**: kept in the config as SHA-256 hashes, presented as bearer tokens.
+//! - **Policy** ([`RuleConfig`]): what each caller may see and call.
+//!
+//! Tokens and keys never reach a log, an error or `Debug`.
+
+mod gate;
+mod policy;
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolwire::auth::verify::{AccessToken, DpopVerifier, Jwks, JwtVerifier, TokenError};
+use toolwire_server::{Caller, Denial, Page};
+
+pub(crate) use gate::principal;
+pub(crate) use policy::View;
+pub use policy::{CallerMatchConfig, RuleConfig};
+
+/// What went wrong setting up access control.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccessError {
+    /// The `gateway` section does not hold together.
+    #[error("gateway access: {0}")]
+    Config(String),
+    /// An authorization server's metadata or keys could not be found.
+    #[error("gateway access: authorization server {issuer}: {error}")]
+    Issuer {
+        /// The issuer.
+        issuer: String,
+        /// Why.
+        #[source]
+        error: toolwire::auth::AuthError,
+    },
+}
+
+/// An API key of the config: its name and the SHA-256 of the key, in hex (the key itself is
+/// never written down: `printf %s "$KEY" | sha256sum`).
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// Its name, which is who the caller is.
+    pub name: String,
+    /// 64 hexadecimal digits.
+    pub sha256: String,
+}
+
+/// The `gateway` section of the mcpServers file: who may call, and what.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccessConfig {
+    /// The gateway's MCP endpoint as its callers reach it (`https://gw.example/mcp`): the
+    /// resource of its metadata, the audience tokens must name, the URL DPoP proofs are for.
+    /// Defaults to the address it serves.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The issuers whose tokens are accepted (their keys found through their metadata).
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    /// The `aud` tokens must name, when it is not the resource.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Scopes every request needs (403 `insufficient_scope` without them).
+    #[serde(default)]
+    pub scopes_required: Vec<String>,
+    /// API keys accepted as bearer tokens.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+    /// Who may see and call what; absent, every authenticated caller may do everything.
+    #[serde(default)]
+    pub policy: Option<Vec<RuleConfig>>,
+}
+
+impl AccessConfig {
+    /// The settings of an mcpServers file's `gateway` member.
+    pub fn from_json(section: &Value) -> Result<Self, AccessError> {
+        serde_json::from_value(section.clone())
+            .map_err(|e| AccessError::Config(format!("the \"gateway\" section: {e}")))
+    }
+
+    /// Whether callers must authenticate (issuers or keys are configured).
+    pub fn authenticates(&self) -> bool {
+        !self.authorization_servers.is_empty() || !self.api_keys.is_empty()
+    }
+}
+
+/// Access control, ready to check requests ([`crate::GatewayBuilder::access`]).
+pub struct Access {
+    resource: String,
+    /// Where the metadata is served: the root path and the endpoint's.
+    metadata_paths: [String; 2],
+    /// The URL challenges name.
+    metadata_url: String,
+    authorization_servers: Vec<String>,
+    verifiers: Vec<JwtVerifier>,
+    dpop: DpopVerifier,
+    /// SHA-256 of each key → its name.
+    api_keys: HashMap<[u8; 32], String>,
+    scopes_required: Vec<String>,
+    policy: Option<policy::Policy>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field("resource", &self.resource)
+            .field("authorization_servers", &self.authorization_servers)
+            .field("api_keys", &self.api_keys.len())
+            .field("policy", &self.policy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    toolwire::auth::verify::sha256(text.as_bytes())
+}
+
+/// `text` made safe inside a quoted header parameter.
+fn quotable(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .map(|c| if matches!(c, '"' | '\\') { '\'' } else { c })
+        .collect()
+}
+
+/// The origin and path of an absolute `http(s)` URL.
+fn split_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let cut = rest.find('/').unwrap_or(rest.len());
+    let origin = url.get(..url.len() - rest.len() + cut)?;
+    Some((origin, rest.get(cut..).unwrap_or("")))
+}
+
+impl Access {
+    /// Access control from `config`; `resource` is the endpoint's URL when the config does
+    /// not name one. Each authorization server's metadata is fetched now, so a wrong issuer
+    /// stops the gateway at start rather than refusing every caller later.
+    pub async fn new(config: &AccessConfig, resource: &str) -> Result<Self, AccessError> {
+        let resource = config
+            .resource
+            .clone()
+            .unwrap_or_else(|| resource.to_owned());
+        let (origin, path) = split_url(&resource).ok_or_else(|| {
+            AccessError::Config(format!("resource {resource:?} is not an http(s) URL"))
+        })?;
+        let path = path.trim_end_matches('/');
+        let metadata_paths = [
+            "/.well-known/oauth-protected-resource".to_owned(),
+            format!("/.well-known/oauth-protected-resource{path}"),
+        ];
+        let metadata_url = format!("{origin}{}", metadata_paths[1]);
+        let audience = config.audience.clone().unwrap_or_else(|| resource.clone());
+        let mut verifiers = Vec::new();
+        for issuer in &config.authorization_servers {
+            let http = toolwire::HttpTransport::builder(issuer.as_str())
+                .build()
+                .map_err(|e| AccessError::Config(format!("authorization server {issuer}: {e}")))?
+                .executor();
+            let keys = Jwks::discover(issuer, http)
+                .await
+                .map_err(|error| AccessError::Issuer {
+                    issuer: issuer.clone(),
+                    error,
+                })?;
+            verifiers.push(JwtVerifier::new(issuer.clone(), audience.clone(), keys));
+        }
+        let mut api_keys = HashMap::new();
+        for key in &config.api_keys {
+            let hex = key.sha256.trim().to_ascii_lowercase();
+            let bytes: Option<Vec<u8>> = (hex.len() == 64)
+                .then(|| {
+                    (0..32)
+                        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+                        .collect()
+                })
+                .flatten();
+            let Some(digest) = bytes.and_then(|b| <[u8; 32]>::try_from(b).ok()) else {
+                return Err(AccessError::Config(format!(
+                    "API key {:?}: sha256 must be 64 hexadecimal digits",
+                    key.name
+                )));
+            };
+            if api_keys.insert(digest, key.name.clone()).is_some() {
+                return Err(AccessError::Config(format!(
+                    "API key {:?}: the same key is configured twice",
+                    key.name
+                )));
+            }
+        }
+        let policy = config
+            .policy
+            .as_deref()
+            .map(policy::Policy::new)
+            .transpose()?;
+        Ok(Self {
+            resource,
+            metadata_paths,
+            metadata_url,
+            authorization_servers: config.authorization_servers.clone(),
+            verifiers,
+            dpop: DpopVerifier::default(),
+            api_keys,
+            scopes_required: config.scopes_required.clone(),
+            policy,
+        })
+    }
+
+    /// The resource (the endpoint's public URL).
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Whether callers must authenticate.
+    pub fn authenticates(&self) -> bool {
+        !self.verifiers.is_empty() || !self.api_keys.is_empty()
+    }
+
+    /// What `caller` may see and call.
+    pub(crate) fn view(&self, caller: Option<&Caller>) -> View<'_> {
+        self.policy
+            .as_ref()
+            .map_or_else(View::everything, |p| p.view(caller))
+    }
+
+    /// The protected resource metadata, at its paths.
+    pub(crate) fn page(&self, path: &str) -> Option<Page> {
+        if self.verifiers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
+            return None;
+        }
+        let mut metadata = json!({
+            "resource": self.resource,
+            "authorization_servers": self.authorization_servers,
+            "bearer_methods_supported": ["header"],
+            "dpop_signing_alg_values_supported": ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
+        });
+        if !self.scopes_required.is_empty() {
+            metadata["scopes_supported"] = json!(self.scopes_required);
+        }
+        Some(Page::new(200, "application/json", metadata.to_string()))
+    }
+
+    /// A challenge of `scheme`, with an error when there is one.
+    fn challenge(&self, scheme: &str, error: Option<(&str, &str)>) -> String {
+        let mut challenge = format!(r#"{scheme} resource_metadata="{}""#, self.metadata_url);
+        if !self.scopes_required.is_empty() {
+            challenge.push_str(&format!(r#", scope="{}""#, self.scopes_required.join(" ")));
+        }
+        if let Some((code, description)) = error {
+            challenge.push_str(&format!(
+                r#", error="{code}", error_description="{}""#,
+                quotable(description)
+            ));
+        }
+        challenge
+    }
+
+    fn invalid(&self, scheme: &str, why: &str) -> Denial {
+        Denial::unauthorized(
+            self.challenge(scheme, Some(("invalid_token", why))),
+            "invalid_token",
+            why,
+        )
+    }
+
+    /// Who sent `request`, or how it is refused (see the module's documentation).
+    pub(crate) async fn authenticate(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<Option<Caller>, Denial> {
+        if !self.authenticates() {
+            return Ok(None);
+        }
+        let authorization = request
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let Some((scheme, token)) = authorization.and_then(|a| a.trim().split_once(' ')) else {
+            return Err(Denial::unauthorized(
+                self.challenge("Bearer", None),
+                "invalid_request",
+                "this gateway needs credentials: an access token or an API key",
+            ));
+        };
+        let token = token.trim();
+        let dpop = scheme.eq_ignore_ascii_case("DPoP");
+        if !dpop && !scheme.eq_ignore_ascii_case("Bearer") {
+            return Err(self.invalid("Bearer", "only the Bearer and DPoP schemes are accepted"));
+        }
+        let caller = if !dpop && let Some(name) = self.api_keys.get(&sha256(token)) {
+            let mut caller = Caller::new(format!("key:{name}"));
+            caller.api_key = Some(name.clone());
+            caller
+        } else if JwtVerifier::looks_like_jwt(token) && !self.verifiers.is_empty() {
+            let Some(verifier) = self
+                .verifiers
+                .iter()
+                .find(|v| v.claims_issuer(token))
+                .or_else(|| self.verifiers.first())
+            else {
+                return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+            };
+            let scheme_name = if dpop { "DPoP" } else { "Bearer" };
+            let verified = match verifier.verify(token).await {
+                Ok(verified) => verified,
+                Err(TokenError::KeysUnavailable(why)) => {
+                    tracing::warn!(issuer = %verifier.issuer(), %why, "cannot check tokens: the issuer's keys are unavailable");
+                    return Err(Denial::unavailable(
+                        "the authorization server's keys are unavailable; try again later",
+                    ));
+                }
+                Err(e) => return Err(self.invalid(scheme_name, &e.to_string())),
+            };
+            self.check_binding(request, token, dpop, &verified)?;
+            caller_of(verified)
+                .ok_or_else(|| self.invalid(scheme_name, "the token names no subject or client"))?
+        } else {
+            return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+        };
+        if !caller.has_scopes(self.scopes_required.iter().map(String::as_str)) {
+            let needed = self.scopes_required.join(" ");
+            return Err(Denial::forbidden(
+                self.challenge(
+                    "Bearer",
+                    Some((
+                        "insufficient_scope",
+                        &format!("this gateway needs scope {needed}"),
+                    )),
+                ),
+                format!("this gateway needs scope {needed}"),
+            ));
+        }
+        Ok(Some(caller))
+    }
+
+    /// A DPoP-bound token only with the `DPoP` scheme and a valid proof; the `DPoP` scheme only
+    /// with a bound token (RFC 9449 §7).
+    fn check_binding(
+        &self,
+        request: &http::request::Parts,
+        token: &str,
+        dpop: bool,
+        verified: &AccessToken,
+    ) -> Result<(), Denial> {
+        match (&verified.dpop_jkt, dpop) {
+            (None, false) => Ok(()),
+            (None, true) => Err(self.invalid("DPoP", "the token is not DPoP-bound")),
+            (Some(_), false) => Err(self.invalid(
+                "DPoP",
+                "the token is DPoP-bound: present it with the DPoP scheme and a proof",
+            )),
+            (Some(jkt), true) => {
+                let proofs: Vec<&str> = request
+                    .headers
+                    .get_all("dpop")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .collect();
+                let [proof] = proofs.as_slice() else {
+                    return Err(Denial::unauthorized(
+                        self.challenge(
+                            "DPoP",
+                            Some(("invalid_dpop_proof", "one DPoP proof is needed")),
+                        ),
+                        "invalid_dpop_proof",
+                        "one DPoP proof is needed",
+                    ));
+                };
+                self.dpop
+                    .check(proof, request.method.as_str(), &self.resource, token, jkt)
+                    .map_err(|e| {
+                        let why = e.to_string();
+                        Denial::unauthorized(
+                            self.challenge("DPoP", Some(("invalid_dpop_proof", &why))),
+                            "invalid_dpop_proof",
+                            why,
+                        )
+                    })
+            }
+        }
+    }
+}
+
+/// The caller a verified token stands for; None for a token that names neither a subject nor
+/// a client.
+fn caller_of(token: AccessToken) -> Option<Caller> {
+    let who = token.subject.as_ref().or(token.client_id.as_ref())?;
+    let mut caller = Caller::new(format!("{}#{who}", token.issuer));
+    caller.subject = token.subject;
+    caller.client_id = token.client_id;
+    caller.scopes = token.scopes;
+    caller.claims = token.claims;
+    Some(caller)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_splits_into_its_origin_and_path() {
+        assert_eq!(
+            split_url("https://gw.example:8443/mcp"),
+            Some(("https://gw.example:8443", "/mcp"))
+        );
+        assert_eq!(split_url("http://h"), Some(("http://h", "")));
+        assert_eq!(split_url("ftp://h/x"), None);
+    }
+
+    #[test]
+    fn challenge_text_from_a_token_cannot_break_the_header() {
+        assert_eq!(quotable("kid \"x\"\r\n\\y"), "kid 'x''y");
+    }
+}
