@@ -116,6 +116,8 @@ struct Job {
     target: String,
     calls: usize,
     tasks: usize,
+    /// An access token the client presents (the token-checking case).
+    bearer: Option<String>,
 }
 
 fn modern_meta() -> Value {
@@ -281,7 +283,11 @@ async fn toolwire(job: &Job) -> Result<Measurement, Error> {
             ["serve", "--stdio"],
         ))?
     } else {
-        builder.connect_http(toolwire::HttpTransport::builder(job.target.as_str()))?
+        let mut http = toolwire::HttpTransport::builder(job.target.as_str());
+        if let Some(token) = &job.bearer {
+            http = http.bearer_token(token.as_str());
+        }
+        builder.connect_http(http)?
     };
     client.list_tools().await?;
     let client = Arc::new(client);
@@ -468,9 +474,16 @@ fn start_server(mut command: Command) -> Result<Server, Error> {
     Ok(Server { child, url })
 }
 
+/// Where a child finds the access token it presents (never on its command line).
+const TOKEN_VAR: &str = "TOOLWIRE_BENCH_TOKEN";
+
 fn run_job(job: &Job) -> Result<Measurement, Error> {
     let exe = std::env::current_exe()?;
-    let output = Command::new(exe)
+    let mut command = Command::new(exe);
+    if let Some(token) = &job.bearer {
+        command.env(TOKEN_VAR, token);
+    }
+    let output = command
         .args([
             "--run",
             &job.case,
@@ -535,6 +548,9 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
     let rmcp_server = serve_rmcp()?;
     let through = gateway(&toolwire, &fast.url)?;
+    // The same gateway checking a JWT access token (its key cached after the first call).
+    let issuer = issuer::start()?;
+    let guarded = gateway_with_tokens(&toolwire, &fast.url, &issuer.url, issuer::AUDIENCE)?;
     // `mcp-proxy` 0.6 in front of the same server, when `cargo xtask bench` installed it.
     let proxy = match flag("--mcp-proxy") {
         Some(bin) => Some(mcp_proxy(Path::new(bin), &fast.url)?),
@@ -569,6 +585,13 @@ fn parent(args: &[String]) -> Result<(), Error> {
     for case in ["gateway-legacy-seq", "gateway-modern-seq"] {
         jobs.push((case, "toolwire", through.url.clone(), sizes.sequential, 1));
     }
+    jobs.push((
+        "gateway-jwt-modern-seq",
+        "toolwire",
+        guarded.url.clone(),
+        sizes.sequential,
+        1,
+    ));
     for (case, url) in [
         ("gateway-concurrent-64", &through.url),
         ("gateway-legacy-concurrent-64", &through.url),
@@ -627,6 +650,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
                 target: target.clone(),
                 calls: *calls,
                 tasks: *tasks,
+                bearer: case.contains("jwt").then(|| issuer.token.clone()),
             };
             let m = run_job(&job)?;
             eprintln!(
@@ -640,7 +664,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
             runs.push(m);
         }
     }
-    drop((through, proxy, fast, stalling, rmcp_server));
+    drop((through, guarded, proxy, fast, stalling, rmcp_server));
     let memory = gateway_memory(&toolwire)?;
     eprintln!("  {memory}");
     let best = best_runs(&runs);
@@ -670,7 +694,10 @@ fn parent(args: &[String]) -> Result<(), Error> {
              (JSON answers, in its own process) and `mcp-proxy` 0.6 (crates.io; the legacy era \
              only, so its cases and their direct runs are 2025-11-25 ones) in front of the same \
              reference server as the `http-*` cases, called by Toolwire's client; \"direct\" is \
-             that client on the server itself in the same run.\n\n{}\n{memory}\n{search}",
+             that client on the server itself in the same run. `gateway-jwt-modern-seq` is \
+             the gateway requiring an OAuth access token (`--auth-issuer`; a JWT signed ES256, \
+             the issuer's key and the verified token cached after the first call), its \
+             \"direct\" the same gateway without authentication (`gateway-modern-seq`).\n\n{}\n{memory}\n{search}",
             if quick {
                 "cargo xtask bench --quick"
             } else {
@@ -709,6 +736,7 @@ fn main() -> std::process::ExitCode {
                 target: target.clone(),
                 calls: calls.parse().unwrap_or(0),
                 tasks: tasks.parse().unwrap_or(1),
+                bearer: std::env::var(TOKEN_VAR).ok(),
             },
             _ => {
                 eprintln!("usage: compare --run CASE CLIENT TARGET CALLS TASKS");
@@ -737,4 +765,6 @@ mod rmcp_server;
 
 #[path = "compare/gateways.rs"]
 mod gateways;
-use gateways::{gateway, gateway_memory, mcp_proxy};
+use gateways::{gateway, gateway_memory, gateway_with_tokens, mcp_proxy};
+#[path = "compare/issuer.rs"]
+mod issuer;

@@ -287,6 +287,8 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             "http-legacy-concurrent-64",
         ),
         ("gateway-concurrent-64", "http-concurrent-64"),
+        // Checking a JWT access token: against the same gateway without authentication.
+        ("gateway-jwt-modern-seq", "gateway-modern-seq"),
     ] {
         let (Some(g), Some(d)) = (
             find(runs, gateway, "toolwire"),

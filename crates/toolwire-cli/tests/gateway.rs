@@ -422,3 +422,71 @@ fn the_gateway_applies_its_file_again_when_it_changes_and_on_sighup() {
         .status();
     assert!(gateway.wait().unwrap().success());
 }
+
+#[test]
+fn with_an_issuer_a_public_address_is_served_to_callers_with_its_tokens_only() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let issuer = runtime.block_on(toolwire_test_support::issuer::Issuer::start());
+    let config = config("issuer");
+    let public = "https://gw.example/mcp";
+    let (mut gateway, line) = spawn_listening(
+        "gateway",
+        &[
+            "--config",
+            config.path.to_str().unwrap(),
+            "--http",
+            "0.0.0.0:0",
+            "--auth-issuer",
+            &issuer.url(),
+            "--public-url",
+            public,
+        ],
+    );
+    let port = line
+        .trim()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp");
+    assert!(port.parse::<u16>().is_ok(), "not listening: {line}");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+
+    let token = issuer.token("k2", public, "alice", &serde_json::json!({}));
+    let with_token = toolwire(&["--url", &url, "--bearer", &token, "--json", "tools", "list"]);
+    assert!(
+        with_token.status.success(),
+        "{}",
+        String::from_utf8_lossy(&with_token.stderr)
+    );
+    assert!(tool_names(&json(&with_token)).contains(&"ref__echo"));
+
+    // Without one, or with one for another resource: refused, and the client says so.
+    let foreign = issuer.token(
+        "k1",
+        "https://other.example/mcp",
+        "alice",
+        &serde_json::json!({}),
+    );
+    for args in [
+        vec!["--url", url.as_str(), "tools", "list"],
+        vec![
+            "--url",
+            url.as_str(),
+            "--bearer",
+            foreign.as_str(),
+            "tools",
+            "list",
+        ],
+    ] {
+        let out = toolwire(&args);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("401") || stderr.to_lowercase().contains("auth"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(&foreign), "the token was shown: {stderr}");
+    }
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}

@@ -116,7 +116,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
-pub use access::{Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, RuleConfig};
+pub use access::{
+    Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, RuleConfig, TOKEN_RECHECK,
+};
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
 
@@ -474,7 +476,7 @@ impl Service for Gateway {
     async fn authenticate(
         &self,
         request: &http::request::Parts,
-    ) -> Result<Option<toolwire_server::Caller>, toolwire_server::Denial> {
+    ) -> Result<Option<Arc<toolwire_server::Caller>>, toolwire_server::Denial> {
         match &self.access {
             Some(access) => access.authenticate(request).await,
             None => Ok(None),

@@ -305,7 +305,7 @@ impl<S: Service> Front<S> {
             return empty(StatusCode::NOT_FOUND);
         }
         let caller = match self.core.service.authenticate(&parts).await {
-            Ok(caller) => caller.map(Arc::new),
+            Ok(caller) => caller,
             Err(denial) => return denied(&denial),
         };
         let owner = Caller::tag(caller.as_deref());

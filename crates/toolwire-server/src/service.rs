@@ -260,7 +260,7 @@ pub trait Service: Send + Sync + 'static {
     fn authenticate<'a>(
         &'a self,
         request: &'a http::request::Parts,
-    ) -> impl Future<Output = Result<Option<Caller>, Denial>> + Send + 'a {
+    ) -> impl Future<Output = Result<Option<Arc<Caller>>, Denial>> + Send + 'a {
         let _ = request;
         std::future::ready(Ok(None))
     }

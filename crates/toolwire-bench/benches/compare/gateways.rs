@@ -17,9 +17,31 @@ pub(super) fn gateway(toolwire: &Path, upstream: &str) -> Result<Server, Error> 
     start_gateway(toolwire, "bench-gateway.json", &servers)
 }
 
+/// The same, accepting only access tokens of `issuer` for `audience`.
+pub(super) fn gateway_with_tokens(
+    toolwire: &Path,
+    upstream: &str,
+    issuer: &str,
+    audience: &str,
+) -> Result<Server, Error> {
+    let servers = json!({"ref": {"url": upstream}});
+    let flags = ["--auth-issuer", issuer, "--public-url", audience];
+    start_gateway_with(toolwire, "bench-gateway-jwt.json", &servers, &flags)
+}
+
 /// Starts `toolwire gateway` over HTTP (JSON answers) over the entries `servers` (an
 /// `mcpServers` object), written to `file` in cargo's scratch folder.
 fn start_gateway(toolwire: &Path, file: &str, servers: &Value) -> Result<Server, Error> {
+    start_gateway_with(toolwire, file, servers, &[])
+}
+
+/// [`start_gateway`] with more flags.
+fn start_gateway_with(
+    toolwire: &Path,
+    file: &str,
+    servers: &Value,
+    flags: &[&str],
+) -> Result<Server, Error> {
     let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
     std::fs::write(&config, json!({ "mcpServers": servers }).to_string())?;
     let mut command = Command::new(toolwire);
@@ -27,6 +49,7 @@ fn start_gateway(toolwire: &Path, file: &str, servers: &Value) -> Result<Server,
         .args(["gateway", "--config"])
         .arg(&config)
         .args(["--http", "127.0.0.1:0", "--json-responses"])
+        .args(flags)
         .env("TOOLWIRE_TRUST", "1");
     start_server(command)
 }

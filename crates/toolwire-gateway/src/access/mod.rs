@@ -21,6 +21,7 @@ mod gate;
 mod policy;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -115,6 +116,8 @@ pub struct Access {
     api_keys: HashMap<[u8; 32], String>,
     scopes_required: Vec<String>,
     policy: Option<policy::Policy>,
+    /// Credentials verified before, by the SHA-256 of the credential.
+    known: Mutex<HashMap<[u8; 32], Known>>,
 }
 
 impl std::fmt::Debug for Access {
@@ -126,6 +129,26 @@ impl std::fmt::Debug for Access {
             .field("policy", &self.policy.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// How long a verified token is trusted without being checked again (seconds).
+pub const TOKEN_RECHECK: u64 = 300;
+
+/// The most tokens remembered as verified.
+const MAX_KNOWN: usize = 10_000;
+
+/// A credential verified before: who it stands for, the DPoP key it is bound to, until when
+/// it is trusted without another check.
+struct Known {
+    caller: Arc<Caller>,
+    jkt: Option<String>,
+    until: u64,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn sha256(text: &str) -> [u8; 32] {
@@ -221,6 +244,7 @@ impl Access {
             api_keys,
             scopes_required: config.scopes_required.clone(),
             policy,
+            known: Mutex::new(HashMap::new()),
         })
     }
 
@@ -281,11 +305,13 @@ impl Access {
         )
     }
 
-    /// Who sent `request`, or how it is refused (see the module's documentation).
+    /// Who sent `request`, or how it is refused (see the module's documentation). A token
+    /// seen before is not checked again until [`TOKEN_RECHECK`] seconds have passed (or it
+    /// expired); its DPoP proof, when bound, is checked every time.
     pub(crate) async fn authenticate(
         &self,
         request: &http::request::Parts,
-    ) -> Result<Option<Caller>, Denial> {
+    ) -> Result<Option<Arc<Caller>>, Denial> {
         if !self.authenticates() {
             return Ok(None);
         }
@@ -305,36 +331,30 @@ impl Access {
         if !dpop && !scheme.eq_ignore_ascii_case("Bearer") {
             return Err(self.invalid("Bearer", "only the Bearer and DPoP schemes are accepted"));
         }
-        let caller = if !dpop && let Some(name) = self.api_keys.get(&sha256(token)) {
-            let mut caller = Caller::new(format!("key:{name}"));
-            caller.api_key = Some(name.clone());
-            caller
-        } else if JwtVerifier::looks_like_jwt(token) && !self.verifiers.is_empty() {
-            let Some(verifier) = self
-                .verifiers
-                .iter()
-                .find(|v| v.claims_issuer(token))
-                .or_else(|| self.verifiers.first())
-            else {
-                return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
-            };
-            let scheme_name = if dpop { "DPoP" } else { "Bearer" };
-            let verified = match verifier.verify(token).await {
-                Ok(verified) => verified,
-                Err(TokenError::KeysUnavailable(why)) => {
-                    tracing::warn!(issuer = %verifier.issuer(), %why, "cannot check tokens: the issuer's keys are unavailable");
-                    return Err(Denial::unavailable(
-                        "the authorization server's keys are unavailable; try again later",
-                    ));
+        let digest = sha256(token);
+        let now = unix_now();
+        let cached = self
+            .known()
+            .get(&digest)
+            .filter(|known| known.until > now)
+            .map(|known| (known.caller.clone(), known.jkt.clone()));
+        let (caller, jkt) = match cached {
+            Some(known) => known,
+            None => {
+                let known = self.identify(token, &digest, dpop, now).await?;
+                let found = (known.caller.clone(), known.jkt.clone());
+                let mut cache = self.known();
+                if cache.len() >= MAX_KNOWN {
+                    cache.retain(|_, k| k.until > now);
+                    if cache.len() >= MAX_KNOWN {
+                        cache.clear();
+                    }
                 }
-                Err(e) => return Err(self.invalid(scheme_name, &e.to_string())),
-            };
-            self.check_binding(request, token, dpop, &verified)?;
-            caller_of(verified)
-                .ok_or_else(|| self.invalid(scheme_name, "the token names no subject or client"))?
-        } else {
-            return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+                cache.insert(digest, known);
+                found
+            }
         };
+        self.check_binding(request, token, dpop, jkt.as_deref())?;
         if !caller.has_scopes(self.scopes_required.iter().map(String::as_str)) {
             let needed = self.scopes_required.join(" ");
             return Err(Denial::forbidden(
@@ -351,6 +371,62 @@ impl Access {
         Ok(Some(caller))
     }
 
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Known>> {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Who `token` stands for: an API key's name, or a JWT's issuer and subject once verified.
+    async fn identify(
+        &self,
+        token: &str,
+        digest: &[u8; 32],
+        dpop: bool,
+        now: u64,
+    ) -> Result<Known, Denial> {
+        if !dpop && let Some(name) = self.api_keys.get(digest) {
+            let mut caller = Caller::new(format!("key:{name}"));
+            caller.api_key = Some(name.clone());
+            return Ok(Known {
+                caller: Arc::new(caller),
+                jkt: None,
+                until: now + TOKEN_RECHECK,
+            });
+        }
+        if !JwtVerifier::looks_like_jwt(token) {
+            return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+        }
+        let Some(verifier) = self
+            .verifiers
+            .iter()
+            .find(|v| v.claims_issuer(token))
+            .or_else(|| self.verifiers.first())
+        else {
+            return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+        };
+        let scheme = if dpop { "DPoP" } else { "Bearer" };
+        let verified = match verifier.verify(token).await {
+            Ok(verified) => verified,
+            Err(TokenError::KeysUnavailable(why)) => {
+                tracing::warn!(issuer = %verifier.issuer(), %why, "cannot check tokens: the issuer's keys are unavailable");
+                return Err(Denial::unavailable(
+                    "the authorization server's keys are unavailable; try again later",
+                ));
+            }
+            Err(e) => return Err(self.invalid(scheme, &e.to_string())),
+        };
+        let until = verified.expires_at.min(now + TOKEN_RECHECK);
+        let jkt = verified.dpop_jkt.clone();
+        let caller = caller_of(verified)
+            .ok_or_else(|| self.invalid(scheme, "the token names no subject or client"))?;
+        Ok(Known {
+            caller: Arc::new(caller),
+            jkt,
+            until,
+        })
+    }
+
     /// A DPoP-bound token only with the `DPoP` scheme and a valid proof; the `DPoP` scheme only
     /// with a bound token (RFC 9449 §7).
     fn check_binding(
@@ -358,9 +434,9 @@ impl Access {
         request: &http::request::Parts,
         token: &str,
         dpop: bool,
-        verified: &AccessToken,
+        jkt: Option<&str>,
     ) -> Result<(), Denial> {
-        match (&verified.dpop_jkt, dpop) {
+        match (jkt, dpop) {
             (None, false) => Ok(()),
             (None, true) => Err(self.invalid("DPoP", "the token is not DPoP-bound")),
             (Some(_), false) => Err(self.invalid(
