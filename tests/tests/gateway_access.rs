@@ -49,17 +49,11 @@ fn sha256_hex(text: &str) -> String {
 /// the API key `ci`, with `extra` members in its `gateway` section.
 async fn guarded(extra: Value) -> Guarded {
     let issuer = Issuer::start().await;
-    let new = reference(Eras::Modern, Framing::Json).await;
-    let old = reference(Eras::Legacy, Framing::Sse).await;
-    let proxies = [
-        FaultProxy::start(new.addr(), Rule::connections(Fault::Pass, 0)).await,
-        FaultProxy::start(old.addr(), Rule::connections(Fault::Pass, 0)).await,
-    ];
-    let host = host(
-        json!({"new": {"url": proxies[0].url("/mcp")}, "old": {"url": proxies[1].url("/mcp")}}),
-        Naming::Qualified,
-    )
-    .await;
+    let Proxied {
+        host,
+        proxies,
+        upstreams,
+    } = proxied().await;
     let mut section = json!({
         "resource": RESOURCE,
         "authorizationServers": [issuer.url()],
@@ -80,7 +74,7 @@ async fn guarded(extra: Value) -> Guarded {
         gateway,
         front,
         proxies,
-        _upstreams: [new, old],
+        _upstreams: upstreams,
     }
 }
 
@@ -426,4 +420,79 @@ async fn a_legacy_session_answers_only_the_caller_that_began_it() {
     let (status, _, answer) = exchange(g.front.addr(), &as_alice, &legacy_call("new__echo")).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(g.upstream_calls(), 1, "only alice's call went through");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused() {
+    use toolwire_test_support::issuer::INTROSPECTION_CLIENT;
+    let issuer = Issuer::start().await;
+    let section = json!({"introspection": {"issuer": issuer.url(),
+        "endpoint": format!("{}/introspect", issuer.url()),
+        "clientId": INTROSPECTION_CLIENT.0,
+        "clientSecretEnv": "TOOLWIRE_TEST_UNSET_INTROSPECTION_SECRET"}});
+    let mut config = AccessConfig::from_json(&section).unwrap();
+    // The secret's variable unset: a clear error at start that names it.
+    let missing = Access::new(&config, RESOURCE).await.unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains("TOOLWIRE_TEST_UNSET_INTROSPECTION_SECRET"),
+        "{missing}"
+    );
+    config.introspection.as_mut().unwrap().client_secret =
+        Some(toolwire::auth::Secret::new(INTROSPECTION_CLIENT.1));
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let proxy = FaultProxy::start(new.addr(), Rule::connections(Fault::Pass, 0)).await;
+    let host = host(
+        json!({"new": {"url": proxy.url("/mcp")}}),
+        Naming::Qualified,
+    )
+    .await;
+    let access = Access::new(&config, RESOURCE).await.unwrap();
+    let gateway = Gateway::builder(host).access(access).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    // The metadata names the introspecting issuer.
+    let (_, page) = get(front.addr(), "/.well-known/oauth-protected-resource/mcp").await;
+    assert!(page.contains(&issuer.url()), "{page}");
+
+    let active = issuer.opaque(RESOURCE, "alice", &json!({}));
+    let client = Client::builder("downstream", "0")
+        .connect_http(HttpTransport::builder(front.url()).bearer_token(active.as_str()))
+        .unwrap();
+    for _ in 0..3 {
+        client
+            .call_tool("new__echo", json!({"text": "x"}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(issuer.introspections(), 1, "asked once, then remembered");
+
+    // Revoked before its first use, for another resource, or never issued: 401.
+    let revoked = issuer.opaque(RESOURCE, "bob", &json!({}));
+    issuer.revoke(&revoked);
+    let elsewhere = issuer.opaque("https://other.example/mcp", "carol", &json!({}));
+    for token in [revoked.as_str(), elsewhere.as_str(), "opaque-never-issued"] {
+        let auth = format!("Bearer {token}");
+        let (status, head, _) = exchange_whole(
+            front.addr(),
+            &[("authorization", &auth)],
+            &legacy_call("new__echo"),
+        )
+        .await;
+        assert_eq!(status, 401, "{token}");
+        assert!(
+            header_of(&head, "www-authenticate")
+                .unwrap()
+                .contains("invalid_token")
+        );
+    }
+    assert_eq!(
+        proxy.sent_count("\"tools/call\""),
+        3,
+        "only the active token's calls"
+    );
+    let _ = new;
 }

@@ -315,3 +315,43 @@ async fn a_hundred_sessions_share_one_stdio_child_and_none_outlives_the_gateway(
     gateway.host().shutdown().await;
     assert!(procs::children(SCRIPTED).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_trace_context_reaches_its_upstream_in_either_era() {
+    let Proxied {
+        host,
+        proxies,
+        upstreams: _upstreams,
+    } = proxied().await;
+    let gateway = Gateway::builder(host).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    for (n, (mode, tool, proxy)) in [
+        (ProtocolMode::Auto, "new__echo", &proxies[0]),
+        (LEGACY, "old__echo", &proxies[1]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let trace = format!("4bf92f3577b34da6a3ce929d0e0e47{n:02}");
+        let parent = format!("00-{trace}-00f067aa0ba902b7-01");
+        let client = client(&front.url(), mode.clone());
+        let options = toolwire::CallOptions::default()
+            .with_meta("traceparent", parent.as_str())
+            .with_meta("tracestate", "vendor=1")
+            .with_meta("baggage", "user=alice");
+        client
+            .call_tool_with(tool, json!({"text": "traced"}), options)
+            .await
+            .unwrap();
+        assert_eq!(
+            proxy.sent_count(&parent),
+            1,
+            "{mode:?}: the upstream never saw the trace"
+        );
+        assert_eq!(proxy.sent_count("vendor=1"), 1, "{mode:?}");
+        assert_eq!(proxy.sent_count("user=alice"), 1, "{mode:?}");
+    }
+}

@@ -43,6 +43,12 @@
 //!   [`LoopbackRedirect`] bound exactly, `localhost` on both loopback families), the URL shown
 //!   by the application's [`Presenter`] ([`open_browser`] opens one).
 //!
+//! - **The resource server's side** ([`verify`]): JWT access tokens checked against an
+//!   issuer's JWK set (found through its metadata, fetched again as it rotates) and DPoP
+//!   proofs, for a server or gateway that requires tokens. Verification is hand-written over
+//!   ring (about a hundred lines of JWS and JWK): `jsonwebtoken` has no ring backend (it wants
+//!   aws-lc, a C build, or RustCrypto's `rsa`, with an open timing advisory).
+//!
 //! Secrets ([`Secret`]: tokens, client secrets, codes, verifiers) never appear in `Debug`,
 //! errors or logs; the headers carrying them are marked sensitive.
 //!

@@ -72,12 +72,20 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         (None, Some(addr)) => format!("http://{addr}/mcp"),
         (None, None) => "http://127.0.0.1:8808/mcp".to_owned(),
     };
+    if access.authenticates()
+        && access.resource.is_none()
+        && args.http.is_some_and(|addr| addr.ip().is_unspecified())
+    {
+        tracing::warn!(
+            "tokens must name {endpoint} as their audience: give --public-url with the URL callers use"
+        );
+    }
     let access = if access.authenticates() || access.policy.is_some() {
-        Some(
-            toolwire_gateway::Access::new(&access, &endpoint)
-                .await
-                .map_err(|e| Failure::Usage(one_line(&e)))?,
-        )
+        let built = toolwire_gateway::Access::new(&access, &endpoint).await;
+        Some(built.map_err(|e| match e {
+            toolwire_gateway::AccessError::Config(_) => Failure::Usage(one_line(&e)),
+            _ => Failure::Remote(one_line(&e)),
+        })?)
     } else {
         None
     };

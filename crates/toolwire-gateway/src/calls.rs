@@ -26,6 +26,10 @@ pub(crate) struct Called {
     result: Result<toolwire::Called, HostError>,
 }
 
+/// The W3C trace context members of a call's `_meta` (as the MCP trace-context convention
+/// carries them) that go on with it to its upstream.
+pub(crate) const TRACE_CONTEXT: [&str; 3] = ["traceparent", "tracestate", "baggage"];
+
 /// Locks where a call's news goes.
 fn lock(to: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
     to.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -105,6 +109,12 @@ impl Gateway {
         // A 2026-07-28 upstream hears exactly what the calling client declared: it asks only
         // what that client can answer, and makes a task only for a client that follows one.
         let mut options = CallOptions::default();
+        // The caller's trace goes on upstream, so one trace follows the call end to end.
+        for key in TRACE_CONTEXT {
+            if let Some(value) = params["_meta"].get(key).filter(|v| v.is_string()) {
+                options = options.with_meta(key, value.clone());
+            }
+        }
         if let Some(declared) = client
             .as_ref()
             .and_then(|c| serde_json::from_value::<ClientCapabilities>(c.clone()).ok())

@@ -38,6 +38,15 @@
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
 //!   a call the client cancels (`notifications/cancelled` over stdio or in its legacy session)
 //!   is cancelled upstream.
+//! - **Callers** ([`Access`], [`GatewayBuilder::access`]; over HTTP): an OAuth 2.1 resource
+//!   server (protected resource metadata, 401/403 challenges, JWT access tokens checked
+//!   against each issuer's rotating keys, DPoP-bound tokens with their proofs, opaque tokens
+//!   introspected), API keys kept
+//!   as hashes, and a policy of who sees and calls which servers, tools and prompts (what a
+//!   caller may not see is absent and refused as unknown). One audit line per call under
+//!   `toolwire_gateway::audit`: caller, upstream, tool, outcome, duration.
+//! - **Trace context**: a call's `traceparent`, `tracestate` and `baggage` (`_meta`) go on
+//!   with it to its upstream.
 //! - **The upstream's requests** (elicitation, sampling, roots) reach the client whose call
 //!   they are about: on the call's stream for a legacy client, as `input_required` for a
 //!   2026-07-28 one ([`PARKED_FOR`]); build the host's client with [`upstream_client`] so
@@ -70,7 +79,11 @@
 //! `serde_json` (messages relayed as JSON, unknown members kept), `futures-util` (listings
 //! fetched from every upstream at once), `percent-encoding` (a server's name inside a URI;
 //! already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
-//! for `/metrics`: the text format and histograms, not hand-written).
+//! for `/metrics`: the text format and histograms, not hand-written), `globset` (the policy's
+//! globs compiled to one matcher per rule; BurntSushi's, over `regex-automata` already in the
+//! tree), `serde` (the file's `gateway` section, unknown members refused: a typo in an access
+//! rule must not pass silently), `http` (the request head a caller is authenticated from),
+//! `thiserror`. Token checks are `toolwire::auth::verify`'s (ring, already the client's).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -117,7 +130,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 pub use access::{
-    Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, RuleConfig, TOKEN_RECHECK,
+    Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, INTROSPECTION_RECHECK,
+    IntrospectionConfig, RuleConfig, TOKEN_RECHECK,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};

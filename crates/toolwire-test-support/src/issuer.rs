@@ -170,7 +170,14 @@ pub fn now() -> u64 {
 struct State {
     keys: Vec<Arc<TestKey>>,
     jwks_fetches: u32,
+    /// Opaque tokens issued, and what introspection says of each while it is active.
+    opaque: std::collections::HashMap<String, Value>,
+    /// Introspection requests answered (with the right client credentials).
+    introspections: u32,
 }
+
+/// The client a resource server introspects as, and its secret.
+pub const INTROSPECTION_CLIENT: (&str, &str) = ("gateway", "gw-secret");
 
 /// The scripted authorization server: `/.well-known/oauth-authorization-server` and
 /// `/.well-known/openid-configuration` naming `jwks_uri` `/jwks`, and the set of the keys it
@@ -194,7 +201,7 @@ impl Issuer {
                 Arc::new(TestKey::es256("k1")),
                 Arc::new(TestKey::rs256("k2")),
             ],
-            jwks_fetches: 0,
+            ..State::default()
         }));
         let shared = state.clone();
         let peer = HttpPeer::start(move |req| {
@@ -211,6 +218,27 @@ impl Issuer {
                             "code_challenge_methods_supported": ["S256"]})
                         .to_string(),
                     )
+                }
+                "/introspect" => {
+                    let expected = format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode(format!(
+                            "{}:{}",
+                            INTROSPECTION_CLIENT.0, INTROSPECTION_CLIENT.1
+                        ))
+                    );
+                    if req.header("authorization") != expected {
+                        return Reply::json(401, r#"{"error":"invalid_client"}"#);
+                    }
+                    s.introspections += 1;
+                    let form = crate::oauth::form(&req.body);
+                    let token = crate::oauth::get(&form, "token").unwrap_or("");
+                    let answer = s
+                        .opaque
+                        .get(token)
+                        .cloned()
+                        .unwrap_or_else(|| json!({"active": false}));
+                    Reply::json(200, answer.to_string())
                 }
                 "/jwks" => {
                     s.jwks_fetches += 1;
@@ -250,6 +278,27 @@ impl Issuer {
         s.keys.push(key.clone());
         s.keys.remove(0);
         key
+    }
+
+    /// An opaque token that introspection describes with these claims (and `active: true`)
+    /// until [`Issuer::revoke`].
+    pub fn opaque(&self, audience: &str, subject: &str, extra: &Value) -> String {
+        let mut claims = self.claims(audience, subject, extra);
+        claims["active"] = json!(true);
+        let mut s = self.state();
+        let token = format!("opaque-{}", s.opaque.len() + 1);
+        s.opaque.insert(token.clone(), claims);
+        token
+    }
+
+    /// Revokes an opaque token: introspection says it is not active from now on.
+    pub fn revoke(&self, token: &str) {
+        self.state().opaque.remove(token);
+    }
+
+    /// How many introspection requests were answered.
+    pub fn introspections(&self) -> u32 {
+        self.state().introspections
     }
 
     /// How many times the JWK set was fetched.

@@ -72,6 +72,35 @@ pub(crate) async fn setup(
     }
 }
 
+/// `new` (2026-07-28) and `old` (legacy) behind pass-through proxies that record what each
+/// upstream received, and a host over them.
+pub(crate) struct Proxied {
+    pub(crate) host: Host,
+    /// In front of `new` and `old`.
+    pub(crate) proxies: [toolwire_test_support::proxy::FaultProxy; 2],
+    pub(crate) upstreams: [toolwire_refserver::HttpServer; 2],
+}
+
+pub(crate) async fn proxied() -> Proxied {
+    use toolwire_test_support::proxy::{Fault, FaultProxy, Rule};
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let old = reference(Eras::Legacy, Framing::Sse).await;
+    let proxies = [
+        FaultProxy::start(new.addr(), Rule::connections(Fault::Pass, 0)).await,
+        FaultProxy::start(old.addr(), Rule::connections(Fault::Pass, 0)).await,
+    ];
+    let host = host(
+        json!({"new": {"url": proxies[0].url("/mcp")}, "old": {"url": proxies[1].url("/mcp")}}),
+        Naming::Qualified,
+    )
+    .await;
+    Proxied {
+        host,
+        proxies,
+        upstreams: [new, old],
+    }
+}
+
 /// [`setup`] with the reference servers `entries` names (`new`, `old` or both) as entries of
 /// those names, qualified names, pages of the default size.
 pub(crate) async fn serving(entries: &[&str]) -> Setup {

@@ -7,18 +7,21 @@
 //!   this resource, `exp`/`nbf`/`iat` within a small skew. `none`, HMAC and critical header
 //!   extensions are refused; a key verifies only the algorithms its type (and its `alg`)
 //!   allows.
+//! - [`Introspector`]: an opaque token, asked about at the authorization server (RFC 7662).
 //! - [`DpopVerifier`]: the proof a DPoP-bound token (`cnf.jkt`) must come with (RFC 9449
 //!   §4.3 and §7), with a `jti` replay window.
 //!
 //! Tokens never appear in errors, logs or `Debug`.
 
 mod dpop;
+mod introspect;
 mod jwks;
 mod jws;
 
 use serde_json::{Map, Value};
 
 pub use dpop::DpopVerifier;
+pub use introspect::Introspector;
 pub use jwks::Jwks;
 pub use jws::PublicKey;
 
@@ -73,6 +76,9 @@ pub enum TokenError {
     /// The token is DPoP-bound and its proof is missing or wrong.
     #[error("DPoP: {0}")]
     Dpop(&'static str),
+    /// The authorization server says the token is not active (revoked, expired, unknown).
+    #[error("the token is not active")]
+    Inactive,
     /// The DPoP proof was presented before.
     #[error("DPoP: the proof was used before")]
     DpopReplay,
@@ -109,6 +115,21 @@ pub struct JwtVerifier {
     keys: Jwks,
     leeway: u64,
     clock: Clock,
+}
+
+/// `scope` (space-separated) or `scp` (a list, or space-separated), in order.
+fn scopes_of(claims: &Map<String, Value>) -> Vec<String> {
+    match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => {
+            s.split_ascii_whitespace().map(str::to_owned).collect()
+        }
+        (None, Some(Value::Array(list))) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `a` and `b` are the same resource, a trailing `/` aside.
@@ -210,17 +231,7 @@ impl JwtVerifier {
         {
             return Err(TokenError::NotYetValid);
         }
-        let scopes = match (claims.get("scope"), claims.get("scp")) {
-            (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => {
-                s.split_ascii_whitespace().map(str::to_owned).collect()
-            }
-            (None, Some(Value::Array(list))) => list
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
-            _ => Vec::new(),
-        };
+        let scopes = scopes_of(&claims);
         Ok(AccessToken {
             issuer: self.issuer.clone(),
             subject: text("sub").map(str::to_owned),

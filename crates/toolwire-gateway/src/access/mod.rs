@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolwire::auth::verify::{AccessToken, DpopVerifier, Jwks, JwtVerifier, TokenError};
+use toolwire::auth::verify::{
+    AccessToken, DpopVerifier, Introspector, Jwks, JwtVerifier, TokenError,
+};
 use toolwire_server::{Caller, Denial, Page};
 
 pub(crate) use gate::principal;
@@ -62,6 +64,26 @@ pub struct ApiKeyConfig {
     pub sha256: String,
 }
 
+/// Opaque tokens, checked at their authorization server's introspection endpoint (RFC 7662).
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntrospectionConfig {
+    /// The issuer whose tokens these are.
+    pub issuer: String,
+    /// Its introspection endpoint.
+    pub endpoint: String,
+    /// The client the gateway introspects as.
+    pub client_id: String,
+    /// The environment variable holding that client's secret (a file never holds the secret
+    /// itself).
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The secret itself, for a program that has it at hand (never read from a file).
+    #[serde(skip)]
+    pub client_secret: Option<toolwire::auth::Secret>,
+}
+
 /// The `gateway` section of the mcpServers file: who may call, and what.
 // tidy: not an MCP shape
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -84,6 +106,9 @@ pub struct AccessConfig {
     /// API keys accepted as bearer tokens.
     #[serde(default)]
     pub api_keys: Vec<ApiKeyConfig>,
+    /// Opaque (non-JWT) tokens, introspected.
+    #[serde(default)]
+    pub introspection: Option<IntrospectionConfig>,
     /// Who may see and call what; absent, every authenticated caller may do everything.
     #[serde(default)]
     pub policy: Option<Vec<RuleConfig>>,
@@ -98,7 +123,9 @@ impl AccessConfig {
 
     /// Whether callers must authenticate (issuers or keys are configured).
     pub fn authenticates(&self) -> bool {
-        !self.authorization_servers.is_empty() || !self.api_keys.is_empty()
+        !self.authorization_servers.is_empty()
+            || !self.api_keys.is_empty()
+            || self.introspection.is_some()
     }
 }
 
@@ -111,6 +138,7 @@ pub struct Access {
     metadata_url: String,
     authorization_servers: Vec<String>,
     verifiers: Vec<JwtVerifier>,
+    introspector: Option<Introspector>,
     dpop: DpopVerifier,
     /// SHA-256 of each key → its name.
     api_keys: HashMap<[u8; 32], String>,
@@ -133,6 +161,10 @@ impl std::fmt::Debug for Access {
 
 /// How long a verified token is trusted without being checked again (seconds).
 pub const TOKEN_RECHECK: u64 = 300;
+
+/// How long an introspected token is trusted without asking again (seconds): a revoked token
+/// stops working within this.
+pub const INTROSPECTION_RECHECK: u64 = 60;
 
 /// The most tokens remembered as verified.
 const MAX_KNOWN: usize = 10_000;
@@ -206,6 +238,36 @@ impl Access {
                 })?;
             verifiers.push(JwtVerifier::new(issuer.clone(), audience.clone(), keys));
         }
+        let introspector = match &config.introspection {
+            None => None,
+            Some(i) => {
+                let secret = match (&i.client_secret, &i.client_secret_env) {
+                    (Some(secret), _) => secret.clone(),
+                    (None, Some(var)) => std::env::var(var).map(toolwire::auth::Secret::new).map_err(|_| {
+                        AccessError::Config(format!(
+                            "introspection: the environment variable {var} (the client secret) is not set"
+                        ))
+                    })?,
+                    (None, None) => {
+                        return Err(AccessError::Config(
+                            "introspection: no client secret (clientSecretEnv names the variable that holds it)".into(),
+                        ));
+                    }
+                };
+                let http = toolwire::HttpTransport::builder(i.endpoint.as_str())
+                    .build()
+                    .map_err(|e| AccessError::Config(format!("introspection: {e}")))?
+                    .executor();
+                Some(Introspector::new(
+                    i.endpoint.clone(),
+                    i.issuer.clone(),
+                    audience.clone(),
+                    i.client_id.clone(),
+                    secret,
+                    http,
+                ))
+            }
+        };
         let mut api_keys = HashMap::new();
         for key in &config.api_keys {
             let hex = key.sha256.trim().to_ascii_lowercase();
@@ -238,8 +300,17 @@ impl Access {
             resource,
             metadata_paths,
             metadata_url,
-            authorization_servers: config.authorization_servers.clone(),
+            authorization_servers: {
+                let mut servers = config.authorization_servers.clone();
+                if let Some(i) = &config.introspection
+                    && !servers.contains(&i.issuer)
+                {
+                    servers.push(i.issuer.clone());
+                }
+                servers
+            },
             verifiers,
+            introspector,
             dpop: DpopVerifier::default(),
             api_keys,
             scopes_required: config.scopes_required.clone(),
@@ -255,7 +326,7 @@ impl Access {
 
     /// Whether callers must authenticate.
     pub fn authenticates(&self) -> bool {
-        !self.verifiers.is_empty() || !self.api_keys.is_empty()
+        !self.verifiers.is_empty() || !self.api_keys.is_empty() || self.introspector.is_some()
     }
 
     /// What `caller` may see and call.
@@ -267,7 +338,7 @@ impl Access {
 
     /// The protected resource metadata, at its paths.
     pub(crate) fn page(&self, path: &str) -> Option<Page> {
-        if self.verifiers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
+        if self.authorization_servers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
             return None;
         }
         let mut metadata = json!({
@@ -394,8 +465,14 @@ impl Access {
                 until: now + TOKEN_RECHECK,
             });
         }
-        if !JwtVerifier::looks_like_jwt(token) {
-            return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+        let scheme = if dpop { "DPoP" } else { "Bearer" };
+        if !JwtVerifier::looks_like_jwt(token) || self.verifiers.is_empty() {
+            let Some(introspector) = &self.introspector else {
+                return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
+            };
+            let checked = introspector.check(token).await;
+            // Asked again after a minute, so a revocation takes effect soon.
+            return self.known_from(checked, scheme, now + INTROSPECTION_RECHECK);
         }
         let Some(verifier) = self
             .verifiers
@@ -405,18 +482,29 @@ impl Access {
         else {
             return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
         };
-        let scheme = if dpop { "DPoP" } else { "Bearer" };
-        let verified = match verifier.verify(token).await {
+        let verified = verifier.verify(token).await;
+        self.known_from(verified, scheme, now + TOKEN_RECHECK)
+    }
+
+    /// What a check of a token found, as a remembered credential trusted until `recheck` (or
+    /// its expiry), or its refusal.
+    fn known_from(
+        &self,
+        checked: Result<AccessToken, TokenError>,
+        scheme: &str,
+        recheck: u64,
+    ) -> Result<Known, Denial> {
+        let verified = match checked {
             Ok(verified) => verified,
             Err(TokenError::KeysUnavailable(why)) => {
-                tracing::warn!(issuer = %verifier.issuer(), %why, "cannot check tokens: the issuer's keys are unavailable");
+                tracing::warn!(%why, "cannot check tokens: the authorization server is unavailable");
                 return Err(Denial::unavailable(
-                    "the authorization server's keys are unavailable; try again later",
+                    "the authorization server cannot be reached to check the token; try again later",
                 ));
             }
             Err(e) => return Err(self.invalid(scheme, &e.to_string())),
         };
-        let until = verified.expires_at.min(now + TOKEN_RECHECK);
+        let until = verified.expires_at.min(recheck);
         let jkt = verified.dpop_jkt.clone();
         let caller = caller_of(verified)
             .ok_or_else(|| self.invalid(scheme, "the token names no subject or client"))?;
