@@ -424,11 +424,11 @@ async fn a_legacy_session_answers_only_the_caller_that_began_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused() {
-    use toolwire_test_support::issuer::INTROSPECTION_CLIENT;
+    use toolwire_test_support::issuer::GATEWAY_CLIENT;
     let issuer = Issuer::start().await;
     let section = json!({"introspection": {"issuer": issuer.url(),
         "endpoint": format!("{}/introspect", issuer.url()),
-        "clientId": INTROSPECTION_CLIENT.0,
+        "clientId": GATEWAY_CLIENT.0,
         "clientSecretEnv": "TOOLWIRE_TEST_UNSET_INTROSPECTION_SECRET"}});
     let mut config = AccessConfig::from_json(&section).unwrap();
     // The secret's variable unset: a clear error at start that names it.
@@ -440,7 +440,7 @@ async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused(
         "{missing}"
     );
     config.introspection.as_mut().unwrap().client_secret =
-        Some(toolwire::auth::Secret::new(INTROSPECTION_CLIENT.1));
+        Some(toolwire::auth::Secret::new(GATEWAY_CLIENT.1));
     let new = reference(Eras::Modern, Framing::Json).await;
     let proxy = FaultProxy::start(new.addr(), Rule::connections(Fault::Pass, 0)).await;
     let host = host(

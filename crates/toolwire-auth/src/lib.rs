@@ -48,6 +48,8 @@
 //!   proofs, for a server or gateway that requires tokens. Verification is hand-written over
 //!   ring (about a hundred lines of JWS and JWK): `jsonwebtoken` has no ring backend (it wants
 //!   aws-lc, a C build, or RustCrypto's `rsa`, with an open timing advisory).
+//! - **Token exchange** ([`TokenExchange`], RFC 8693): a caller's token exchanged for one
+//!   whose audience is the server a gateway calls on the caller's behalf.
 //!
 //! Secrets ([`Secret`]: tokens, client secrets, codes, verifiers) never appear in `Debug`,
 //! errors or logs; the headers carrying them are marked sensitive.
@@ -81,6 +83,7 @@ mod clock;
 mod config;
 mod discovery;
 mod error;
+mod exchange;
 mod flow;
 mod handler;
 mod jwt;
@@ -101,6 +104,7 @@ pub use clock::Clock;
 pub use config::{Assertion, Grant, OAuthConfig, StaticClient};
 pub use discovery::{resource_metadata_urls, server_metadata_urls};
 pub use error::{AuthError, Cause};
+pub use exchange::TokenExchange;
 pub use handler::{AuthorizationHandler, FetchRedirect, NoInteraction};
 pub use jwt::{DpopKey, SigningKey};
 pub use loopback::{APPROVAL_WAIT, LoopbackBrowser, LoopbackRedirect, Presenter, open_browser};

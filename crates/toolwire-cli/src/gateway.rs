@@ -44,6 +44,24 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     if let Some(url) = &args.public_url {
         access.resource = Some(url.clone());
     }
+    // An upstream called with its callers' credentials is known by its entry's URL.
+    for (name, upstream) in &mut access.upstreams {
+        let entry = config.get(name).map(|s| &s.transport);
+        match entry {
+            None => {
+                return Err(Failure::Usage(format!(
+                    "{}: gateway.upstreams names `{name}`, which has no entry",
+                    file.display()
+                )));
+            }
+            Some(toolwire_host::ServerTransport::Http { url, .. })
+                if upstream.resource.is_none() =>
+            {
+                upstream.resource = Some(url.clone());
+            }
+            _ => {}
+        }
+    }
     if args.check.is_some() {
         let enabled = config.servers.iter().filter(|s| !s.disabled).count();
         say!(

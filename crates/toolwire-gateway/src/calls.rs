@@ -121,6 +121,14 @@ impl Gateway {
         {
             options = options.with_capabilities(declared);
         }
+        // An upstream called with its callers' credentials gets this caller's.
+        if let (Some(server), Some(access)) = (&server, &self.access)
+            && let Some(header) = access
+                .upstream_authorization(server, request.caller)
+                .await?
+        {
+            options = options.with_authorization(header);
+        }
         if request.era == Era::Legacy {
             // A URL elicitation the call asks for (`-32042`) is completed by a notification
             // from its server: forwarded from the first call on.

@@ -43,7 +43,9 @@
 //!   against each issuer's rotating keys, DPoP-bound tokens with their proofs, opaque tokens
 //!   introspected), API keys kept
 //!   as hashes, and a policy of who sees and calls which servers, tools and prompts (what a
-//!   caller may not see is absent and refused as unknown). One audit line per call under
+//!   caller may not see is absent and refused as unknown); upstreams called with the caller's
+//!   token (only where the token names them) or a token exchanged for it (RFC 8693), per
+//!   entry. One audit line per call under
 //!   `toolwire_gateway::audit`: caller, upstream, tool, outcome, duration.
 //! - **Trace context**: a call's `traceparent`, `tracestate` and `baggage` (`_meta`) go on
 //!   with it to its upstream.
@@ -130,8 +132,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 pub use access::{
-    Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, INTROSPECTION_RECHECK,
-    IntrospectionConfig, RuleConfig, TOKEN_RECHECK,
+    Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
+    INTROSPECTION_RECHECK, IntrospectionConfig, RuleConfig, TOKEN_RECHECK, UpstreamConfig,
+    UpstreamCredentials,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};

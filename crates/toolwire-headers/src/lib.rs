@@ -62,8 +62,8 @@ pub use plan::{
 };
 pub use server::{Mismatch, MismatchKind, ReceivedHeaders, check_request};
 pub use standard::{
-    MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, method_header, name_header, name_source,
-    protocol_version_header, standard_headers,
+    AUTHORIZATION, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, authorization_header, method_header,
+    name_header, name_source, protocol_version_header, standard_headers,
 };
 pub use value::{
     BASE64_PREFIX, BASE64_SUFFIX, Header, HeaderName, HeaderValue, ValueDecodeError, decode_value,

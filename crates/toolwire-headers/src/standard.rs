@@ -10,6 +10,21 @@ pub const MCP_METHOD: HeaderName = HeaderName::from_static("Mcp-Method", "mcp-me
 /// `Mcp-Name`.
 pub const MCP_NAME: HeaderName = HeaderName::from_static("Mcp-Name", "mcp-name");
 
+/// `Authorization`.
+pub const AUTHORIZATION: HeaderName = HeaderName::from_static("Authorization", "authorization");
+
+/// `Authorization: <credentials>` for one request (a gateway calling an upstream on its
+/// caller's behalf), marked sensitive: it never shows in `Debug` or `Display`, and HTTP/2 keeps
+/// it out of its header tables. None for credentials a header cannot carry (control
+/// characters, non-ASCII).
+pub fn authorization_header(credentials: &str) -> Option<Header> {
+    let value = http::HeaderValue::from_str(credentials).ok()?;
+    Some(Header {
+        name: AUTHORIZATION,
+        value: HeaderValue::sensitive(value),
+    })
+}
+
 /// Which params member `Mcp-Name` mirrors for a method: `name` for `tools/call` and
 /// `prompts/get`, `uri` for `resources/read`, `taskId` for the tasks extension's `tasks/get`,
 /// `tasks/update` and `tasks/cancel`; `None` for every other method.

@@ -89,6 +89,11 @@ impl HeaderValue {
     }
 
     /// An integer in decimal (always plain ASCII).
+    pub(crate) fn sensitive(mut value: http::HeaderValue) -> Self {
+        value.set_sensitive(true);
+        Self(value)
+    }
+
     pub(crate) fn from_integer(i: i64) -> Self {
         Self(http::HeaderValue::from(i))
     }
@@ -117,12 +122,18 @@ impl HeaderValue {
 
 impl fmt::Debug for HeaderValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_sensitive() {
+            return f.write_str("<redacted>");
+        }
         fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for HeaderValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_sensitive() {
+            return f.write_str("<redacted>");
+        }
         f.write_str(self.as_str())
     }
 }

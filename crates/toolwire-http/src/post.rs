@@ -4,7 +4,9 @@
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use http::header::{ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE};
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT, WWW_AUTHENTICATE,
+};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -317,8 +319,16 @@ impl Inner {
             for (name, value) in &out.headers {
                 headers.insert(name, value.clone());
             }
-            let generation = self.authorize(&mut req, method).await?;
-            let uri = self.config.authorizer.is_some().then(|| req.uri().clone());
+            // Credentials of the message's own (a gateway calling for its caller) go as they
+            // are: the transport's are not added, and a refusal of them is reported, not
+            // answered with the transport's own login.
+            let own = headers.contains_key(AUTHORIZATION);
+            let generation = if own {
+                0
+            } else {
+                self.authorize(&mut req, method).await?
+            };
+            let uri = (self.config.authorizer.is_some() && !own).then(|| req.uri().clone());
             if let Some(hook) = &self.config.on_sending {
                 hook(method.unwrap_or("(response)"));
             }

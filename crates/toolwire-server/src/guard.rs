@@ -27,6 +27,31 @@ pub struct Caller {
     pub api_key: Option<String>,
     /// The token's other claims (empty for an API key), for policies that look at them.
     pub claims: Map<String, Value>,
+    /// The access token it presented, for a service that calls on its behalf (passed on or
+    /// exchanged); never for an API key.
+    pub credential: Option<Credential>,
+}
+
+/// A caller's access token: `Debug` shows nothing of it, and there is no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credential(std::sync::Arc<str>);
+
+impl Credential {
+    /// Wraps a token.
+    pub fn new(token: &str) -> Self {
+        Self(token.into())
+    }
+
+    /// The token itself, at the point it is sent.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl Caller {
@@ -39,6 +64,7 @@ impl Caller {
             scopes: Vec::new(),
             api_key: None,
             claims: Map::new(),
+            credential: None,
         }
     }
 

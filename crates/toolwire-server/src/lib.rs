@@ -46,7 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use guard::{Caller, Denial};
+pub use guard::{Caller, Credential, Denial};
 pub use service::{
     Answer, Change, Era, Notifier, Page, Request, RpcError, ServerInfo, Service,
     legacy_notification,

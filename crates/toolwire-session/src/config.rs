@@ -256,9 +256,22 @@ pub struct CallOptions {
     /// (a gateway asks for what its caller asked). Ignored in the legacy era, whose level is
     /// the session's (`logging/setLevel`).
     pub log_level: Option<toolwire_types::LoggingLevel>,
+    /// Credentials for this call only, instead of the transport's
+    /// ([`toolwire_headers::authorization_header`]: a gateway calling on its caller's behalf).
+    /// Only a transport that carries headers can send them
+    /// ([`RequestError::CallCredentials`](crate::RequestError::CallCredentials) otherwise); a
+    /// refusal of them is reported, never answered with the transport's own login.
+    pub authorization: Option<toolwire_headers::Header>,
 }
 
 impl CallOptions {
+    /// Sends this call with `header` (an `Authorization` header) instead of the transport's
+    /// own credentials.
+    pub fn with_authorization(mut self, header: toolwire_headers::Header) -> Self {
+        self.authorization = Some(header);
+        self
+    }
+
     /// Declares `capabilities` for this call only (2026-07-28).
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
         self.capabilities = Some(capabilities);

@@ -107,6 +107,11 @@ pub enum RequestError {
     /// may use only what was negotiated).
     #[error("the server did not declare the `{0}` capability")]
     NotAdvertised(Capability),
+    /// Credentials for one call ([`CallOptions::authorization`](crate::CallOptions::authorization))
+    /// over a transport that carries no headers (stdio): the call would have gone with
+    /// another identity, so it is not sent.
+    #[error("credentials for one call need a transport that carries headers (HTTP)")]
+    CallCredentials,
     /// The caller's `_meta` sets a key the session owns (`io.modelcontextprotocol/…` and other
     /// reserved prefixes, `progressToken`).
     #[error("`_meta` key `{0}` is the session's to set")]

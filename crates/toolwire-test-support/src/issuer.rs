@@ -174,10 +174,21 @@ struct State {
     opaque: std::collections::HashMap<String, Value>,
     /// Introspection requests answered (with the right client credentials).
     introspections: u32,
+    /// Token exchanges granted: (the subject token's `sub`, `resource`, the token issued).
+    exchanges: Vec<(String, String, String)>,
 }
 
-/// The client a resource server introspects as, and its secret.
-pub const INTROSPECTION_CLIENT: (&str, &str) = ("gateway", "gw-secret");
+/// The client a resource server introspects and exchanges tokens as, and its secret.
+pub const GATEWAY_CLIENT: (&str, &str) = ("gateway", "gw-secret");
+
+/// `Authorization` of [`GATEWAY_CLIENT`] (`client_secret_basic`).
+fn gateway_basic() -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", GATEWAY_CLIENT.0, GATEWAY_CLIENT.1))
+    )
+}
 
 /// The scripted authorization server: `/.well-known/oauth-authorization-server` and
 /// `/.well-known/openid-configuration` naming `jwks_uri` `/jwks`, and the set of the keys it
@@ -219,15 +230,36 @@ impl Issuer {
                         .to_string(),
                     )
                 }
+                "/token" => {
+                    if req.header("authorization") != gateway_basic() {
+                        return Reply::json(401, r#"{"error":"invalid_client"}"#);
+                    }
+                    let form = crate::oauth::form(&req.body);
+                    let field = |name| crate::oauth::get(&form, name).unwrap_or("").to_owned();
+                    if field("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" {
+                        return Reply::json(400, r#"{"error":"unsupported_grant_type"}"#);
+                    }
+                    let subject_token = field("subject_token");
+                    // A token this issuer made: one of its JWTs, or an opaque one it knows.
+                    let subject = s.opaque.get(&subject_token).cloned().or_else(|| {
+                        let claims = crate::oauth::claims(&subject_token);
+                        (claims["iss"] == base.as_str()).then_some(claims)
+                    });
+                    let Some(subject) = subject else {
+                        return Reply::json(400, r#"{"error":"invalid_grant"}"#);
+                    };
+                    let sub = subject["sub"].as_str().unwrap_or("").to_owned();
+                    let token = format!("xchg-{}-{sub}", s.exchanges.len() + 1);
+                    s.exchanges.push((sub, field("resource"), token.clone()));
+                    Reply::json(
+                        200,
+                        json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+                        .to_string(),
+                    )
+                }
                 "/introspect" => {
-                    let expected = format!(
-                        "Basic {}",
-                        base64::engine::general_purpose::STANDARD.encode(format!(
-                            "{}:{}",
-                            INTROSPECTION_CLIENT.0, INTROSPECTION_CLIENT.1
-                        ))
-                    );
-                    if req.header("authorization") != expected {
+                    if req.header("authorization") != gateway_basic() {
                         return Reply::json(401, r#"{"error":"invalid_client"}"#);
                     }
                     s.introspections += 1;
@@ -294,6 +326,12 @@ impl Issuer {
     /// Revokes an opaque token: introspection says it is not active from now on.
     pub fn revoke(&self, token: &str) {
         self.state().opaque.remove(token);
+    }
+
+    /// The token exchanges granted: (the subject's `sub`, the `resource` asked for, the token
+    /// issued).
+    pub fn exchanges(&self) -> Vec<(String, String, String)> {
+        self.state().exchanges.clone()
     }
 
     /// How many introspection requests were answered.

@@ -224,7 +224,8 @@ impl From<RequestError> for Error {
             | RequestError::Argument(_)
             | RequestError::Encode(_)
             | RequestError::NotAdvertised(_)
-            | RequestError::ReservedMeta(_)) => UsageError::InvalidCall(Arc::new(e)).into(),
+            | RequestError::ReservedMeta(_)
+            | RequestError::CallCredentials) => UsageError::InvalidCall(Arc::new(e)).into(),
             e => ProtocolError::Session(Arc::new(e)).into(),
         }
     }

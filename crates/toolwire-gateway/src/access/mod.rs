@@ -19,6 +19,7 @@
 
 mod gate;
 mod policy;
+mod upstream;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,7 @@ use toolwire_server::{Caller, Denial, Page};
 pub(crate) use gate::principal;
 pub(crate) use policy::View;
 pub use policy::{CallerMatchConfig, RuleConfig};
+pub use upstream::{ExchangeConfig, UpstreamConfig, UpstreamCredentials};
 
 /// What went wrong setting up access control.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +114,10 @@ pub struct AccessConfig {
     /// Who may see and call what; absent, every authenticated caller may do everything.
     #[serde(default)]
     pub policy: Option<Vec<RuleConfig>>,
+    /// Whose credentials each upstream is called with, by entry name (absent: the entry's
+    /// own).
+    #[serde(default)]
+    pub upstreams: std::collections::BTreeMap<String, UpstreamConfig>,
 }
 
 impl AccessConfig {
@@ -146,6 +152,8 @@ pub struct Access {
     policy: Option<policy::Policy>,
     /// Credentials verified before, by the SHA-256 of the credential.
     known: Mutex<HashMap<[u8; 32], Known>>,
+    /// Upstreams called with their callers' credentials, by entry name.
+    upstreams: HashMap<String, upstream::Upstream>,
 }
 
 impl std::fmt::Debug for Access {
@@ -296,6 +304,19 @@ impl Access {
             .as_deref()
             .map(policy::Policy::new)
             .transpose()?;
+        let mut upstreams = HashMap::new();
+        for (server, settings) in &config.upstreams {
+            if let Some(upstream) = upstream::Upstream::new(server, settings)? {
+                if !config.authenticates()
+                    || config.authorization_servers.is_empty() && config.introspection.is_none()
+                {
+                    return Err(AccessError::Config(format!(
+                        "upstream {server}: calling with the caller's credentials needs callers with access tokens (authorizationServers or introspection)"
+                    )));
+                }
+                upstreams.insert(server.clone(), upstream);
+            }
+        }
         Ok(Self {
             resource,
             metadata_paths,
@@ -316,6 +337,7 @@ impl Access {
             scopes_required: config.scopes_required.clone(),
             policy,
             known: Mutex::new(HashMap::new()),
+            upstreams,
         })
     }
 
@@ -327,6 +349,19 @@ impl Access {
     /// Whether callers must authenticate.
     pub fn authenticates(&self) -> bool {
         !self.verifiers.is_empty() || !self.api_keys.is_empty() || self.introspector.is_some()
+    }
+
+    /// The `Authorization` header a call of `caller` to `server` carries, when that upstream
+    /// is called with its callers' credentials.
+    pub(crate) async fn upstream_authorization(
+        &self,
+        server: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Option<toolwire_headers::Header>, toolwire_server::RpcError> {
+        match self.upstreams.get(server) {
+            Some(upstream) => upstream.authorization(server, caller).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// What `caller` may see and call.
@@ -472,7 +507,7 @@ impl Access {
             };
             let checked = introspector.check(token).await;
             // Asked again after a minute, so a revocation takes effect soon.
-            return self.known_from(checked, scheme, now + INTROSPECTION_RECHECK);
+            return self.known_from(checked, token, scheme, now + INTROSPECTION_RECHECK);
         }
         let Some(verifier) = self
             .verifiers
@@ -483,7 +518,7 @@ impl Access {
             return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
         };
         let verified = verifier.verify(token).await;
-        self.known_from(verified, scheme, now + TOKEN_RECHECK)
+        self.known_from(verified, token, scheme, now + TOKEN_RECHECK)
     }
 
     /// What a check of a token found, as a remembered credential trusted until `recheck` (or
@@ -491,6 +526,7 @@ impl Access {
     fn known_from(
         &self,
         checked: Result<AccessToken, TokenError>,
+        token: &str,
         scheme: &str,
         recheck: u64,
     ) -> Result<Known, Denial> {
@@ -506,7 +542,7 @@ impl Access {
         };
         let until = verified.expires_at.min(recheck);
         let jkt = verified.dpop_jkt.clone();
-        let caller = caller_of(verified)
+        let caller = caller_of(verified, token)
             .ok_or_else(|| self.invalid(scheme, "the token names no subject or client"))?;
         Ok(Known {
             caller: Arc::new(caller),
@@ -565,9 +601,10 @@ impl Access {
 
 /// The caller a verified token stands for; None for a token that names neither a subject nor
 /// a client.
-fn caller_of(token: AccessToken) -> Option<Caller> {
+fn caller_of(token: AccessToken, raw: &str) -> Option<Caller> {
     let who = token.subject.as_ref().or(token.client_id.as_ref())?;
     let mut caller = Caller::new(format!("{}#{who}", token.issuer));
+    caller.credential = Some(toolwire_server::Credential::new(raw));
     caller.subject = token.subject;
     caller.client_id = token.client_id;
     caller.scopes = token.scopes;

@@ -214,6 +214,13 @@ impl Session {
         } else {
             Vec::new()
         };
+        let mut headers = headers;
+        if let Some(authorization) = &options.authorization {
+            if !self.carries_headers {
+                return Err(RequestError::CallCredentials);
+            }
+            headers.push(authorization.clone());
+        }
         let definition = options.tool.as_ref().or(cached.map(|t| &**t.tool()));
         let retry_safe = options
             .retry_safe

@@ -1,0 +1,252 @@
+//! With whose credentials each upstream is called: the entry's own (the default), the
+//! caller's token passed on (only to an upstream the token names as its audience), or a token
+//! exchanged for the caller's at the authorization server (RFC 8693), kept per caller and
+//! upstream until it nears its expiry.
+//!
+//! Only `tools/call` goes with the caller's credentials; the upstream's listings, and the
+//! connection itself, stay the entry's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toolwire::auth::{Secret, TokenExchange};
+use toolwire_headers::Header;
+use toolwire_server::{Caller, RpcError};
+use toolwire_types::error::code;
+
+use super::AccessError;
+
+/// How one upstream is called, in the `gateway.upstreams` map of the file.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Whose credentials.
+    #[serde(default)]
+    pub credentials: UpstreamCredentials,
+    /// The upstream's URL as its tokens name it (its audience). Defaults to the entry's URL.
+    #[serde(default)]
+    pub resource: Option<String>,
+}
+
+/// Whose credentials an upstream's calls carry.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum UpstreamCredentials {
+    /// The entry's own (its headers, or the gateway's stored login).
+    #[default]
+    Own,
+    /// The caller's access token, as it came: only when the token names this upstream among
+    /// its audiences (checked on every call; the MCP spec forbids passing a token on to a
+    /// server it was not issued for).
+    Passthrough,
+    /// A token for this upstream, exchanged for the caller's at an authorization server.
+    Exchange(ExchangeConfig),
+}
+
+/// Token exchange settings.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExchangeConfig {
+    /// The authorization server's token endpoint.
+    pub token_endpoint: String,
+    /// The client the gateway exchanges as.
+    pub client_id: String,
+    /// The environment variable holding its secret (a file never holds the secret itself).
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The secret itself, for a program that has it at hand (never read from a file).
+    #[serde(skip)]
+    pub client_secret: Option<Secret>,
+    /// `audience`, when the authorization server names the upstream otherwise than by its URL.
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// The scope to ask for.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+/// An exchanged token, until when it is used.
+struct Exchanged {
+    token: Secret,
+    until: u64,
+}
+
+enum Mode {
+    Passthrough,
+    Exchange {
+        client: Box<TokenExchange>,
+        audience: Option<String>,
+        scope: Option<String>,
+        /// (caller's principal, upstream) → its token.
+        tokens: Mutex<HashMap<(String, String), Exchanged>>,
+    },
+}
+
+/// How one upstream is called, ready.
+pub(crate) struct Upstream {
+    resource: String,
+    mode: Mode,
+}
+
+/// The most exchanged tokens kept.
+const MAX_EXCHANGED: usize = 10_000;
+
+/// An exchanged token is replaced this long before it expires (seconds).
+const EARLY: u64 = 30;
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn failed(server: &str, why: impl std::fmt::Display) -> RpcError {
+    RpcError::new(
+        code::INTERNAL_ERROR,
+        format!("server `{server}`: no credentials for this caller: {why}"),
+    )
+}
+
+impl Upstream {
+    /// `config` for the upstream `server`, whose URL is `resource`; None for the entry's own
+    /// credentials.
+    pub(crate) fn new(server: &str, config: &UpstreamConfig) -> Result<Option<Self>, AccessError> {
+        let needs_url = || {
+            AccessError::Config(format!(
+                "upstream {server}: credentials per caller need its URL (an HTTP entry, or \"resource\")"
+            ))
+        };
+        let mode = match &config.credentials {
+            UpstreamCredentials::Own => return Ok(None),
+            UpstreamCredentials::Passthrough => Mode::Passthrough,
+            UpstreamCredentials::Exchange(x) => {
+                let secret = match (&x.client_secret, &x.client_secret_env) {
+                    (Some(secret), _) => secret.clone(),
+                    (None, Some(var)) => std::env::var(var).map(Secret::new).map_err(|_| {
+                        AccessError::Config(format!(
+                            "upstream {server}: the environment variable {var} (the exchange client's secret) is not set"
+                        ))
+                    })?,
+                    (None, None) => {
+                        return Err(AccessError::Config(format!(
+                            "upstream {server}: token exchange needs clientSecretEnv"
+                        )));
+                    }
+                };
+                let http = toolwire::HttpTransport::builder(x.token_endpoint.as_str())
+                    .build()
+                    .map_err(|e| AccessError::Config(format!("upstream {server}: {e}")))?
+                    .executor();
+                Mode::Exchange {
+                    client: Box::new(TokenExchange::new(
+                        &x.token_endpoint,
+                        &x.client_id,
+                        secret,
+                        http,
+                    )),
+                    audience: x.audience.clone(),
+                    scope: x.scope.clone(),
+                    tokens: Mutex::new(HashMap::new()),
+                }
+            }
+        };
+        let resource = config.resource.clone().ok_or_else(needs_url)?;
+        Ok(Some(Self { resource, mode }))
+    }
+
+    /// The `Authorization` header of a call of `caller` to `server`.
+    pub(crate) async fn authorization(
+        &self,
+        server: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Header, RpcError> {
+        let Some((caller, credential)) = caller.and_then(|c| c.credential.as_ref().map(|t| (c, t)))
+        else {
+            return Err(failed(
+                server,
+                "it calls with its callers' tokens, and this caller presented none (an API key is not passed on)",
+            ));
+        };
+        let token = match &self.mode {
+            Mode::Passthrough => {
+                if !names_audience(&caller.claims, &self.resource) {
+                    tracing::info!(target: "toolwire_gateway::audit", caller = %caller.principal, upstream = server, "refused: the caller's token is not for this upstream");
+                    return Err(failed(
+                        server,
+                        format!(
+                            "the caller's token is not issued for {}, so it is not passed on",
+                            self.resource
+                        ),
+                    ));
+                }
+                Secret::new(credential.expose())
+            }
+            Mode::Exchange {
+                client,
+                audience,
+                scope,
+                tokens,
+            } => {
+                let key = (caller.principal.clone(), server.to_owned());
+                let now = now();
+                let held = lock(tokens)
+                    .get(&key)
+                    .filter(|t| t.until > now)
+                    .map(|t| t.token.clone());
+                match held {
+                    Some(token) => token,
+                    None => {
+                        let got = client
+                            .exchange(
+                                credential.expose(),
+                                &self.resource,
+                                audience.as_deref(),
+                                scope.as_deref(),
+                            )
+                            .await
+                            .map_err(|e| failed(server, toolwire::ErrorChain(&e)))?;
+                        let until = got
+                            .expires_at
+                            .map_or(now + 300, |at| at.saturating_sub(EARLY));
+                        let mut held = lock(tokens);
+                        if held.len() >= MAX_EXCHANGED {
+                            held.retain(|_, t| t.until > now);
+                            if held.len() >= MAX_EXCHANGED {
+                                held.clear();
+                            }
+                        }
+                        held.insert(
+                            key,
+                            Exchanged {
+                                token: got.access_token.clone(),
+                                until,
+                            },
+                        );
+                        got.access_token
+                    }
+                }
+            }
+        };
+        toolwire_headers::authorization_header(&format!("Bearer {}", token.expose()))
+            .ok_or_else(|| failed(server, "the token cannot travel in a header"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether the claims' `aud` names `resource` (a trailing `/` aside).
+fn names_audience(claims: &serde_json::Map<String, Value>, resource: &str) -> bool {
+    let same = |aud: &str| aud.trim_end_matches('/') == resource.trim_end_matches('/');
+    match claims.get("aud") {
+        Some(Value::String(aud)) => same(aud),
+        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(same),
+        _ => false,
+    }
+}
