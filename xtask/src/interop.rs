@@ -33,6 +33,7 @@ use serde_json::Value;
 use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_install};
 
 mod gateway;
+mod gateway_auth;
 
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
@@ -1648,6 +1649,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     );
     gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
     gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
+    gateway_auth::gateway_auth_checks(&mut rows, &bin, &peers);
 
     push(
         &mut rows,

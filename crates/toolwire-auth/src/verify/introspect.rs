@@ -90,11 +90,18 @@ impl Introspector {
             .execute(request)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
+        let answer: Option<Value> = serde_json::from_slice(response.body()).ok();
+        // Some servers answer an inactive token with an error status and `active: false`
+        // (the TypeScript SDK's example does, with 401): what it says is what counts.
+        if let Some(answer) = &answer
+            && answer["active"] == Value::Bool(false)
+        {
+            return Err(TokenError::Inactive);
+        }
         if !response.status().is_success() {
             return Err(unavailable(format!("HTTP {}", response.status())));
         }
-        let answer: Value = serde_json::from_slice(response.body())
-            .map_err(|_| unavailable("the answer is not JSON".into()))?;
+        let answer = answer.ok_or_else(|| unavailable("the answer is not JSON".into()))?;
         self.read(&answer)
     }
 

@@ -275,3 +275,41 @@ fn the_thumbprint_of_a_jwk_is_rfc_7638s() {
         "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
     );
 }
+
+#[tokio::test]
+async fn an_inactive_answer_is_inactive_whatever_its_status_and_a_broken_server_is_unavailable() {
+    use toolwire_test_support::http::{HttpPeer, Reply};
+    let peer = HttpPeer::start(|req| match req.path.as_str() {
+        // As the TypeScript SDK's example answers an unknown token.
+        "/401" => Reply::json(401, r#"{"active":false,"error":"Unauthorized"}"#),
+        "/200" => Reply::json(200, r#"{"active":false}"#),
+        _ => Reply::status(500),
+    })
+    .await;
+    let base = format!("http://{}", peer.addr);
+    let at = |path: &str| {
+        Introspector::new(
+            format!("{base}{path}"),
+            "https://as.example",
+            AUD,
+            "gw",
+            crate::Secret::new("s"),
+            http(&base),
+        )
+    };
+    assert_eq!(at("/401").check("t").await, Err(TokenError::Inactive));
+    assert_eq!(at("/200").check("t").await, Err(TokenError::Inactive));
+    assert!(matches!(
+        at("/500").check("t").await,
+        Err(TokenError::KeysUnavailable(_))
+    ));
+    // Every request authenticated the gateway as a client and named the token.
+    let asked = peer.requests();
+    assert_eq!(asked.len(), 3);
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.header("authorization").starts_with("Basic ")
+                && String::from_utf8_lossy(&r.body).contains("token=t"))
+    );
+}

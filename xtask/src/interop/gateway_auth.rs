@@ -1,0 +1,151 @@
+//! `toolwire gateway` as an OAuth resource server in front of a real authorization server:
+//! the TypeScript SDK's example authorization server (opaque tokens, its introspection
+//! endpoint) names the gateway's callers; `toolwire login` finds it through the gateway's
+//! protected resource metadata, logs in, and its token is introspected on the way through.
+
+use super::*;
+
+const PEER: &str = "toolwire gateway behind the TypeScript SDK's authorization server";
+
+/// The processes of the check; stopped when dropped.
+struct Fronted {
+    _processes: Processes,
+    url: String,
+    log: PathBuf,
+}
+
+fn start(bin: &Path, peers: &Peers) -> Result<Fronted, String> {
+    let logs = peers.cache.join("results/interop");
+    let mut processes = Processes::default();
+    let (mcp_port, as_port, ref_port, gateway_port) =
+        (free_port()?, free_port()?, free_port()?, free_port()?);
+    // Its own instance, without --oauth-strict: its tokens are for the resource the client
+    // names (the gateway), not for its own MCP endpoint.
+    let as_log = logs.join("gateway-auth-ts.log");
+    processes.spawn(
+        Command::new("node")
+            .args([TS_OAUTH_SERVER, "--oauth"])
+            .current_dir(peers.cache.join("tsoauth"))
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", as_port.to_string())
+            .env("PATH", &peers.path),
+        &as_log,
+    )?;
+    let ref_log = logs.join("gateway-auth-ref.log");
+    processes.spawn(
+        Command::new(bin).args(["serve", "--http", &format!("127.0.0.1:{ref_port}")]),
+        &ref_log,
+    )?;
+    wait_for_port(as_port, "the TypeScript authorization server", &as_log)?;
+    wait_for_port(ref_port, "the reference server", &ref_log)?;
+    // The issuer exactly as its metadata names it.
+    let issuer = format!("http://localhost:{as_port}/");
+    let file = logs.join("gateway-auth.json");
+    let config = serde_json::json!({
+        "mcpServers": {"ref": {"type": "http", "url": format!("http://127.0.0.1:{ref_port}/mcp")}},
+        "gateway": {"introspection": {"issuer": issuer,
+            "endpoint": format!("{issuer}introspect"),
+            "clientId": "toolwire-gateway", "clientSecretEnv": "GATEWAY_INTROSPECTION_SECRET"}}
+    });
+    std::fs::write(&file, config.to_string()).map_err(|e| format!("{}: {e}", file.display()))?;
+    let log = logs.join("gateway-auth.log");
+    processes.spawn(
+        Command::new(bin)
+            .args(["gateway", "--config", &file.display().to_string()])
+            .args(["--http", &format!("127.0.0.1:{gateway_port}"), "-v"])
+            // The example's introspection endpoint takes no client authentication; the
+            // gateway sends its own all the same.
+            .env("GATEWAY_INTROSPECTION_SECRET", "unused-by-this-server")
+            .env("TOOLWIRE_TRUST", "1"),
+        &log,
+    )?;
+    wait_for_port(gateway_port, "the gateway", &log)?;
+    Ok(Fronted {
+        _processes: processes,
+        url: format!("http://127.0.0.1:{gateway_port}/mcp"),
+        log,
+    })
+}
+
+pub(super) fn gateway_auth_checks(rows: &mut Vec<Row>, bin: &Path, peers: &Peers) {
+    let fronted = match start(bin, peers) {
+        Ok(fronted) => fronted,
+        Err(e) => {
+            push(
+                rows,
+                PEER,
+                "HTTP",
+                "the gateway starts with introspection",
+                Err(e),
+            );
+            return;
+        }
+    };
+    let dir = peers.cache.join("results/interop");
+    let credentials = dir.join("gateway-credentials.json");
+    let _ = std::fs::remove_file(&credentials);
+    let browser = browser(peers);
+    let toolwire = |args: &[&str]| {
+        let mut command = Command::new(bin);
+        command
+            .args(["--timeout", "30", "--url", fronted.url.as_str()])
+            .args(args)
+            .env("TOOLWIRE_CREDENTIALS", &credentials)
+            .env("BROWSER", &browser)
+            .current_dir(&dir);
+        run_limited(&mut command)
+    };
+
+    let (ok, out, err) = toolwire(&["--json", "tools", "list"]);
+    push(
+        rows,
+        PEER,
+        "CLI, no credentials",
+        "the gateway answers 401 and the CLI names the login command",
+        Ok((
+            !ok && err.contains("login`") && out.is_empty(),
+            one_line(&err),
+        )),
+    );
+
+    let (ok, out, err) = toolwire(&["--json", "login"]);
+    let outcome = serde_json::from_str::<Value>(&out)
+        .map(|status| (ok && status["client_id"].is_string(), format!("{status}")))
+        .map_err(|e| format!("{e}: {} {}", one_line(&out), one_line(&err)));
+    push(
+        rows,
+        PEER,
+        "CLI login",
+        "the authorization server found through the gateway's resource metadata; registration, PKCE, the token kept",
+        outcome,
+    );
+
+    let (ok, out, err) = toolwire(&[
+        "--json",
+        "tools",
+        "call",
+        "ref__execute_sql",
+        "region=us-west-2",
+        "query=SELECT 1",
+    ]);
+    let log = std::fs::read_to_string(&fronted.log).unwrap_or_default();
+    let audited = log.lines().any(|l| {
+        l.contains("toolwire_gateway::audit")
+            && l.contains("ref__execute_sql")
+            && l.contains("localhost")
+    });
+    push(
+        rows,
+        PEER,
+        "CLI, introspected token",
+        "a call through the gateway with the token the login got: introspected, served, one audit line naming the caller",
+        Ok((
+            ok && out.contains("region=us-west-2") && audited,
+            format!(
+                "audit line: {audited}; {} {}",
+                one_line(&out),
+                one_line(&err)
+            ),
+        )),
+    );
+}
