@@ -64,11 +64,7 @@ async fn guarded(extra: Value) -> Guarded {
     }
     let config = AccessConfig::from_json(&section).unwrap();
     let access = Access::new(&config, "http://unused/mcp").await.unwrap();
-    let gateway = Gateway::builder(host).access(access).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
+    let (gateway, front) = serve_guarded(host, access).await;
     Guarded {
         issuer,
         gateway,
@@ -449,11 +445,7 @@ async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused(
     )
     .await;
     let access = Access::new(&config, RESOURCE).await.unwrap();
-    let gateway = Gateway::builder(host).access(access).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
+    let (_gateway, front) = serve_guarded(host, access).await;
     // The metadata names the introspecting issuer.
     let (_, page) = get(front.addr(), "/.well-known/oauth-protected-resource/mcp").await;
     assert!(page.contains(&issuer.url()), "{page}");

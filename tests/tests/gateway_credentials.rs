@@ -54,11 +54,7 @@ async fn fronted(credentials: impl FnOnce(&Issuer) -> Value) -> Fronted {
         x.client_secret = Some(toolwire::auth::Secret::new(GATEWAY_CLIENT.1));
     }
     let access = Access::new(&config, RESOURCE).await.unwrap();
-    let gateway = Gateway::builder(host).access(access).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
+    let (gateway, front) = serve_guarded(host, access).await;
     Fronted {
         issuer,
         front,
@@ -182,5 +178,130 @@ async fn credentials_for_one_call_over_stdio_are_refused_not_dropped() {
     assert!(
         matches!(refused, toolwire::Error::Usage(_)) && chain.contains("headers"),
         "{chain}"
+    );
+}
+
+/// GETs `url` from `addr` (whatever host the URL names): the status and the `Location`.
+async fn follow(addr: std::net::SocketAddr, url: &str) -> (u16, Option<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("/");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {target} HTTP/1.0\r\nhost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (head, _) = response.split_once("\r\n\r\n").unwrap();
+    (status, header_of(head, "location").map(str::to_owned))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_calls_as_itself() {
+    let issuer = Issuer::start().await;
+    // An MCP server behind OAuth: the gateway's own token lists its tools; each caller's
+    // sign-in gets a token of its own, and the server accepts every token it issued.
+    let (upstream, upstream_as) = toolwire_test_support::oauth::protected_server(|s| {
+        s.reuse_detection = true;
+        s.live = vec!["gw-own".into()];
+    })
+    .await;
+    let host = host(
+        json!({"up": {"url": upstream.url(), "headers": {"Authorization": "Bearer gw-own"}}}),
+        toolwire_host::Naming::Qualified,
+    )
+    .await;
+    let section = json!({
+        "resource": RESOURCE,
+        "authorizationServers": [issuer.url()],
+        "upstreams": {"up": {"credentials": {"perUser": {}}, "resource": upstream.url()}},
+    });
+    let config = AccessConfig::from_json(&section).unwrap();
+    let access = Access::new(&config, RESOURCE).await.unwrap();
+    let (_gateway, front) = serve_guarded(host, access).await;
+    let client = |token: &str| {
+        Client::builder("downstream", "0")
+            .connect_http(HttpTransport::builder(front.url()).bearer_token(token))
+            .unwrap()
+    };
+    let alice = client(&issuer.token("k1", RESOURCE, "alice", &json!({})));
+    let bob = client(&issuer.token("k1", RESOURCE, "bob", &json!({})));
+    let link_of = |e: toolwire::Error| match e {
+        toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired {
+            elicitations,
+            ..
+        }) => elicitations[0].url.clone().unwrap(),
+        other => panic!("not a sign-in: {other}"),
+    };
+
+    // No login yet: a link to the upstream's own authorization page; asked again, the same.
+    let first = alice
+        .call_tool("up__echo", json!({"text": "a"}))
+        .await
+        .unwrap_err();
+    let link = link_of(first);
+    assert!(
+        link.starts_with(&format!("http://{}/authorize", upstream.addr)),
+        "{link}"
+    );
+    let again = alice
+        .call_tool("up__echo", json!({"text": "a"}))
+        .await
+        .unwrap_err();
+    assert_eq!(link_of(again), link);
+    assert!(
+        upstream.calls("tools/call").is_empty(),
+        "a call went without a login"
+    );
+
+    // The user agent: the authorization server approves and sends it to the gateway's
+    // callback (at its public origin: the path and query go to the gateway itself).
+    let (status, callback) = follow(upstream.addr, &link).await;
+    assert_eq!(status, 302);
+    let callback = callback.unwrap();
+    assert!(
+        callback.starts_with("https://gw.example/oauth/callback?"),
+        "{callback}"
+    );
+    let (status, _) = follow(front.addr(), &callback).await;
+    assert_eq!(status, 200);
+    // A callback nobody waits for.
+    let unknown = "https://gw.example/oauth/callback?code=x&state=nope";
+    assert_eq!(follow(front.addr(), unknown).await.0, 400);
+
+    // The login finishes in the background; then alice's call goes with her own token.
+    let mut said = None;
+    for _ in 0..100 {
+        match alice.call_tool("up__echo", json!({"text": "a"})).await {
+            Ok(result) => {
+                said = Some(result);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+    assert_eq!(text(&said.expect("alice's call never went through")), "a");
+    let calls = upstream.calls("tools/call");
+    assert_eq!(calls.len(), 1);
+    let used = calls[0].header("authorization").to_owned();
+    assert!(
+        used.starts_with("Bearer ") && used != "Bearer gw-own",
+        "{used}"
+    );
+    assert_eq!(upstream_as.lock().unwrap().authorizations, 1);
+
+    // Bob has no login of his own: he is asked to sign in, with a link of his own.
+    let bobs = link_of(
+        bob.call_tool("up__echo", json!({"text": "b"}))
+            .await
+            .unwrap_err(),
+    );
+    assert_ne!(bobs, link);
+    assert_eq!(
+        upstream.calls("tools/call").len(),
+        1,
+        "bob called with alice's login"
     );
 }

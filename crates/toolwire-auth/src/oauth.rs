@@ -420,6 +420,35 @@ impl OAuth {
             .ok_or_else(|| AuthError::store("no entry after login", None))
     }
 
+    /// The `Authorization` value of the stored token (`Bearer …`), refreshed first when it is
+    /// about to expire; None when nobody has logged in yet (or the refresh failed and no
+    /// token is left). For a service that sends it with requests of its own making (a gateway
+    /// calling on its caller's behalf). A DPoP-bound token needs a proof per request, which
+    /// such a service cannot add: it is an error.
+    pub async fn authorization(
+        &self,
+        http: &HttpExecutor,
+    ) -> Result<Option<crate::Secret>, AuthError> {
+        self.refreshed(http).await?;
+        let current = self.current();
+        let Some(tokens) = current.entry.as_ref().and_then(|e| e.tokens.as_ref()) else {
+            return Ok(None);
+        };
+        if tokens.token_type != "Bearer" {
+            return Err(AuthError::Config(format!(
+                "a {} token cannot be sent without this client's proof",
+                tokens.token_type
+            )));
+        }
+        if tokens.expires_within(self.shared.config.clock.now(), 0) {
+            return Ok(None);
+        }
+        Ok(Some(crate::Secret::new(format!(
+            "Bearer {}",
+            tokens.access_token.expose()
+        ))))
+    }
+
     /// Forgets this server's credentials (every issuer), revoking the refresh token where
     /// the server has a revocation endpoint (best effort). How many entries were removed.
     pub async fn logout(&self, http: Option<&HttpExecutor>) -> Result<usize, AuthError> {
@@ -492,8 +521,9 @@ impl OAuth {
         Ok(entries.iter().map(AuthStatus::of).collect())
     }
 
-    async fn credentials_inner(&self, request: &AuthRequest<'_>) -> Result<Credentials, AuthError> {
-        let http = request.http;
+    /// Loads the stored entry, and refreshes its token first when it is about to expire (a
+    /// failed refresh leaves the old token: a refusal of it starts the flow).
+    async fn refreshed(&self, http: &HttpExecutor) -> Result<(), AuthError> {
         self.load().await?;
         let skew = self.shared.config.refresh_skew.as_secs();
         let (expiring, generation) = {
@@ -511,10 +541,14 @@ impl OAuth {
             let _flight = self.shared.flight.lock().await;
             let still = self.current().generation == generation;
             if still && let Err(e) = self.refresh_locked(http).await {
-                // The old token goes out; a refusal starts the flow.
                 tracing::info!(error = %e, "refreshing before expiry failed");
             }
         }
+        Ok(())
+    }
+
+    async fn credentials_inner(&self, request: &AuthRequest<'_>) -> Result<Credentials, AuthError> {
+        self.refreshed(request.http).await?;
         let current = self.current();
         let mut headers = HeaderMap::new();
         if let Some(tokens) = current.entry.as_ref().and_then(|e| e.tokens.as_ref()) {

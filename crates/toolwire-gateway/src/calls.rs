@@ -124,7 +124,7 @@ impl Gateway {
         // An upstream called with its callers' credentials gets this caller's.
         if let (Some(server), Some(access)) = (&server, &self.access)
             && let Some(header) = access
-                .upstream_authorization(server, request.caller)
+                .upstream_authorization(server, request.caller, &self.changes)
                 .await?
         {
             options = options.with_authorization(header);

@@ -44,8 +44,8 @@
 //!   introspected), API keys kept
 //!   as hashes, and a policy of who sees and calls which servers, tools and prompts (what a
 //!   caller may not see is absent and refused as unknown); upstreams called with the caller's
-//!   token (only where the token names them) or a token exchanged for it (RFC 8693), per
-//!   entry. One audit line per call under
+//!   token (only where the token names them), a token exchanged for it (RFC 8693), or each
+//!   user's own login to the upstream (a URL elicitation, `/oauth/callback`), per entry. One audit line per call under
 //!   `toolwire_gateway::audit`: caller, upstream, tool, outcome, duration.
 //! - **Trace context**: a call's `traceparent`, `tracestate` and `baggage` (`_meta`) go on
 //!   with it to its upstream.
@@ -133,8 +133,8 @@ pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
-    INTROSPECTION_RECHECK, IntrospectionConfig, RuleConfig, TOKEN_RECHECK, UpstreamConfig,
-    UpstreamCredentials,
+    INTROSPECTION_RECHECK, IntrospectionConfig, LOGIN_WAIT, PerUserConfig, RuleConfig,
+    TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
@@ -500,9 +500,9 @@ impl Service for Gateway {
         }
     }
 
-    fn page(&self, path: &str) -> Option<Page> {
-        if let Some(metadata) = self.access.as_ref().and_then(|a| a.page(path)) {
-            return Some(metadata);
+    fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+        if let Some(page) = self.access.as_ref().and_then(|a| a.page(path, query)) {
+            return Some(page);
         }
         match path {
             // The process is up and serving.

@@ -297,7 +297,7 @@ impl<S: Service> Front<S> {
             // The service's own pages (health, metrics, resource metadata), GET only, never
             // behind authentication.
             if parts.method == Method::GET
-                && let Some(page) = self.core.service.page(path)
+                && let Some(page) = self.core.service.page(path, parts.uri.query())
             {
                 let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
                 return with_body(status, page.content_type, Bytes::from(page.body));

@@ -265,10 +265,10 @@ pub trait Service: Send + Sync + 'static {
         std::future::ready(Ok(None))
     }
 
-    /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP; None is a 404. None
-    /// by default.
-    fn page(&self, path: &str) -> Option<Page> {
-        let _ = path;
+    /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
+    /// part after `?`, if any); None is a 404. None by default.
+    fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+        let _ = (path, query);
         None
     }
 

@@ -81,6 +81,19 @@ pub(crate) struct Proxied {
     pub(crate) upstreams: [toolwire_refserver::HttpServer; 2],
 }
 
+/// A gateway over `host` with `access`, serving over loopback HTTP.
+pub(crate) async fn serve_guarded(
+    host: Host,
+    access: toolwire_gateway::Access,
+) -> (Arc<Gateway>, toolwire_server::HttpServer) {
+    let gateway = Gateway::builder(host).access(access).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    (gateway, front)
+}
+
 pub(crate) async fn proxied() -> Proxied {
     use toolwire_test_support::proxy::{Fault, FaultProxy, Rule};
     let new = reference(Eras::Modern, Framing::Json).await;

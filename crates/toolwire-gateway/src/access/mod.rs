@@ -18,6 +18,7 @@
 //! Tokens and keys never reach a log, an error or `Debug`.
 
 mod gate;
+mod login;
 mod policy;
 mod upstream;
 
@@ -32,6 +33,7 @@ use toolwire::auth::verify::{
 use toolwire_server::{Caller, Denial, Page};
 
 pub(crate) use gate::principal;
+pub use login::{LOGIN_WAIT, PerUserConfig};
 pub(crate) use policy::View;
 pub use policy::{CallerMatchConfig, RuleConfig};
 pub use upstream::{ExchangeConfig, UpstreamConfig, UpstreamCredentials};
@@ -118,6 +120,10 @@ pub struct AccessConfig {
     /// own).
     #[serde(default)]
     pub upstreams: std::collections::BTreeMap<String, UpstreamConfig>,
+    /// Where callers' tokens for per-user upstreams are kept: a directory of files, one per
+    /// caller (0600); absent, in memory (lost on restart).
+    #[serde(default)]
+    pub vault: Option<std::path::PathBuf>,
 }
 
 impl AccessConfig {
@@ -154,6 +160,8 @@ pub struct Access {
     known: Mutex<HashMap<[u8; 32], Known>>,
     /// Upstreams called with their callers' credentials, by entry name.
     upstreams: HashMap<String, upstream::Upstream>,
+    /// Callers' logins to per-user upstreams.
+    logins: Option<login::Logins>,
 }
 
 impl std::fmt::Debug for Access {
@@ -225,6 +233,7 @@ impl Access {
         let (origin, path) = split_url(&resource).ok_or_else(|| {
             AccessError::Config(format!("resource {resource:?} is not an http(s) URL"))
         })?;
+        let origin = origin.to_owned();
         let path = path.trim_end_matches('/');
         let metadata_paths = [
             "/.well-known/oauth-protected-resource".to_owned(),
@@ -337,6 +346,10 @@ impl Access {
             scopes_required: config.scopes_required.clone(),
             policy,
             known: Mutex::new(HashMap::new()),
+            logins: upstreams
+                .values()
+                .any(upstream::Upstream::per_user)
+                .then(|| login::Logins::new(&origin, config.vault.clone())),
             upstreams,
         })
     }
@@ -357,9 +370,13 @@ impl Access {
         &self,
         server: &str,
         caller: Option<&Caller>,
+        announce: &tokio::sync::broadcast::Sender<toolwire_server::Change>,
     ) -> Result<Option<toolwire_headers::Header>, toolwire_server::RpcError> {
         match self.upstreams.get(server) {
-            Some(upstream) => upstream.authorization(server, caller).await.map(Some),
+            Some(upstream) => upstream
+                .authorization(server, caller, self.logins.as_ref(), announce)
+                .await
+                .map(Some),
             None => Ok(None),
         }
     }
@@ -372,7 +389,10 @@ impl Access {
     }
 
     /// The protected resource metadata, at its paths.
-    pub(crate) fn page(&self, path: &str) -> Option<Page> {
+    pub(crate) fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+        if path == login::CALLBACK_PATH {
+            return self.logins.as_ref().map(|l| l.callback(query));
+        }
         if self.authorization_servers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
             return None;
         }

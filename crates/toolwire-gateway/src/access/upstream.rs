@@ -45,6 +45,9 @@ pub enum UpstreamCredentials {
     Passthrough,
     /// A token for this upstream, exchanged for the caller's at an authorization server.
     Exchange(ExchangeConfig),
+    /// A token each caller gets by signing in to the upstream's authorization server through
+    /// the gateway (asked for with a URL elicitation, `-32042`).
+    PerUser(super::login::PerUserConfig),
 }
 
 /// Token exchange settings.
@@ -78,6 +81,10 @@ struct Exchanged {
 
 enum Mode {
     Passthrough,
+    PerUser {
+        config: super::login::PerUserConfig,
+        http: Box<toolwire::HttpExecutor>,
+    },
     Exchange {
         client: Box<TokenExchange>,
         audience: Option<String>,
@@ -124,6 +131,27 @@ impl Upstream {
         let mode = match &config.credentials {
             UpstreamCredentials::Own => return Ok(None),
             UpstreamCredentials::Passthrough => Mode::Passthrough,
+            UpstreamCredentials::PerUser(p) => {
+                let url = config.resource.clone().ok_or_else(needs_url)?;
+                let mut p = p.clone();
+                if p.client_secret.is_none()
+                    && let Some(var) = &p.client_secret_env
+                {
+                    p.client_secret = Some(std::env::var(var).map(Secret::new).map_err(|_| {
+                        AccessError::Config(format!(
+                            "upstream {server}: the environment variable {var} (the client's secret) is not set"
+                        ))
+                    })?);
+                }
+                let http = toolwire::HttpTransport::builder(url.as_str())
+                    .build()
+                    .map_err(|e| AccessError::Config(format!("upstream {server}: {e}")))?
+                    .executor();
+                Mode::PerUser {
+                    config: p,
+                    http: Box::new(http),
+                }
+            }
             UpstreamCredentials::Exchange(x) => {
                 let secret = match (&x.client_secret, &x.client_secret_env) {
                     (Some(secret), _) => secret.clone(),
@@ -160,11 +188,36 @@ impl Upstream {
     }
 
     /// The `Authorization` header of a call of `caller` to `server`.
+    /// Whether callers sign in to it through the gateway.
+    pub(crate) fn per_user(&self) -> bool {
+        matches!(self.mode, Mode::PerUser { .. })
+    }
+
     pub(crate) async fn authorization(
         &self,
         server: &str,
         caller: Option<&Caller>,
+        logins: Option<&super::login::Logins>,
+        announce: &tokio::sync::broadcast::Sender<toolwire_server::Change>,
     ) -> Result<Header, RpcError> {
+        if let Mode::PerUser { config, http } = &self.mode {
+            let (Some(caller), Some(logins)) = (caller, logins) else {
+                return Err(failed(
+                    server,
+                    "its callers sign in, and this one is not known",
+                ));
+            };
+            return logins
+                .authorization(
+                    server,
+                    &self.resource,
+                    config,
+                    &caller.principal,
+                    http,
+                    announce,
+                )
+                .await;
+        }
         let Some((caller, credential)) = caller.and_then(|c| c.credential.as_ref().map(|t| (c, t)))
         else {
             return Err(failed(
@@ -173,6 +226,7 @@ impl Upstream {
             ));
         };
         let token = match &self.mode {
+            Mode::PerUser { .. } => unreachable_per_user(server)?,
             Mode::Passthrough => {
                 if !names_audience(&caller.claims, &self.resource) {
                     tracing::info!(target: "toolwire_gateway::audit", caller = %caller.principal, upstream = server, "refused: the caller's token is not for this upstream");
@@ -235,6 +289,14 @@ impl Upstream {
         toolwire_headers::authorization_header(&format!("Bearer {}", token.expose()))
             .ok_or_else(|| failed(server, "the token cannot travel in a header"))
     }
+}
+
+/// Per-user upstreams are answered before the token is chosen.
+fn unreachable_per_user(server: &str) -> Result<Secret, RpcError> {
+    Err(failed(
+        server,
+        "a per-user upstream reached the shared-token path",
+    ))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,0 +1,302 @@
+//! Per-user logins to upstreams: an upstream configured `perUser` is called with a token the
+//! caller got by logging in to that upstream's authorization server through the gateway. A
+//! caller without one is answered with a URL elicitation (`-32042`): the link is the upstream
+//! authorization server's own authorization page, found and registered for by Toolwire's
+//! OAuth client (`toolwire_auth::OAuth`) with the gateway's callback as its redirect URI
+//! ([`CALLBACK_PATH`]). The callback finishes the login, the tokens are kept for that caller
+//! and upstream (refreshed as they near expiry), legacy clients hear
+//! `notifications/elicitation/complete`, and the retried call goes through.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::{broadcast, oneshot};
+use toolwire::HttpExecutor;
+use toolwire::auth::{
+    AuthChallenge, AuthError, AuthorizationHandler, CallbackParams, CredentialStore, FileStore,
+    MemoryStore, OAuth, OAuthConfig, Secret, StaticClient,
+};
+
+/// The future an [`AuthorizationHandler`] answers with.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+use toolwire_headers::Header;
+use toolwire_server::{Change, Page, RpcError};
+use toolwire_types::error::code;
+
+/// Where the upstreams' authorization servers send the user back.
+pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// How long a login link waits for its callback.
+pub const LOGIN_WAIT: Duration = Duration::from_secs(600);
+
+/// How long a call waits for the upstream's authorization server to be found and a link made.
+const LINK_WAIT: Duration = Duration::from_secs(20);
+
+/// Settings of a per-user upstream.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PerUserConfig {
+    /// A client registered with the upstream's authorization server (without one, the gateway
+    /// registers itself dynamically, RFC 7591).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// The environment variable holding that client's secret, if it has one.
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    /// The secret itself, for a program that has it at hand (never read from a file).
+    #[serde(skip)]
+    pub client_secret: Option<Secret>,
+    /// The scope to ask for.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+type Pending = Arc<Mutex<HashMap<String, oneshot::Sender<CallbackParams>>>>;
+
+/// A caller's principal and an upstream's name.
+type Key = (String, String);
+
+/// Logins under way: their link and elicitation id.
+type Underway = Arc<Mutex<HashMap<Key, (String, String)>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The authorization step of one caller's login to one upstream: the link goes to the call
+/// waiting for it, the callback comes back through the gateway's [`CALLBACK_PATH`].
+#[derive(Debug)]
+struct Handler {
+    redirect_uri: String,
+    pending: Pending,
+    /// Where the next authorization URL goes (the call that started the login).
+    link: Mutex<Option<oneshot::Sender<String>>>,
+}
+
+impl AuthorizationHandler for Handler {
+    fn redirect_uri<'a>(&'a self, _: Option<&'a str>) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(async move { Ok(self.redirect_uri.clone()) })
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+        _: &'a HttpExecutor,
+    ) -> BoxFuture<'a, Result<CallbackParams, AuthError>> {
+        Box::pin(async move {
+            let state = CallbackParams::from_url(url)?
+                .state
+                .ok_or_else(|| AuthError::handler("the authorization URL has no state", None))?;
+            let (tx, rx) = oneshot::channel();
+            lock(&self.pending).insert(state.clone(), tx);
+            if let Some(link) = lock(&self.link).take() {
+                let _ = link.send(url.to_owned());
+            }
+            match tokio::time::timeout(LOGIN_WAIT, rx).await {
+                Ok(Ok(params)) => Ok(params),
+                _ => {
+                    lock(&self.pending).remove(&state);
+                    Err(AuthError::handler(
+                        "the sign-in link was not followed in time",
+                        None,
+                    ))
+                }
+            }
+        })
+    }
+}
+
+/// One caller's OAuth client for one upstream.
+struct Login {
+    oauth: OAuth,
+    handler: Arc<Handler>,
+}
+
+/// Every per-user login of a gateway.
+pub(crate) struct Logins {
+    redirect_uri: String,
+    pending: Pending,
+    /// (caller's principal, upstream) → its OAuth client.
+    clients: Mutex<HashMap<Key, Arc<Login>>>,
+    /// (caller's principal, upstream) → the login under way: its link and elicitation id.
+    underway: Underway,
+    /// Each caller's tokens: in memory, or a file per caller in the vault directory (0600).
+    stores: Mutex<HashMap<String, Arc<dyn CredentialStore>>>,
+    vault: Option<PathBuf>,
+}
+
+fn failed(server: &str, why: impl std::fmt::Display) -> RpcError {
+    RpcError::new(
+        code::INTERNAL_ERROR,
+        format!("server `{server}`: no login for this caller: {why}"),
+    )
+}
+
+impl Logins {
+    /// Logins whose callbacks come to `origin` (the gateway's public origin), tokens kept in
+    /// `vault` (a directory) or in memory.
+    pub(crate) fn new(origin: &str, vault: Option<PathBuf>) -> Self {
+        Self {
+            redirect_uri: format!("{origin}{CALLBACK_PATH}"),
+            pending: Arc::default(),
+            clients: Mutex::default(),
+            underway: Arc::default(),
+            stores: Mutex::default(),
+            vault,
+        }
+    }
+
+    /// `principal`'s store.
+    fn store(&self, principal: &str) -> Arc<dyn CredentialStore> {
+        lock(&self.stores)
+            .entry(principal.to_owned())
+            .or_insert_with(|| match &self.vault {
+                Some(dir) => {
+                    let digest = toolwire::auth::verify::sha256(principal.as_bytes());
+                    let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+                    Arc::new(FileStore::new(dir.join(format!("{name}.json"))))
+                }
+                None => Arc::new(MemoryStore::new()),
+            })
+            .clone()
+    }
+
+    fn login(
+        &self,
+        principal: &str,
+        server: &str,
+        url: &str,
+        config: &PerUserConfig,
+    ) -> Arc<Login> {
+        let key = (principal.to_owned(), server.to_owned());
+        if let Some(login) = lock(&self.clients).get(&key) {
+            return login.clone();
+        }
+        let handler = Arc::new(Handler {
+            redirect_uri: self.redirect_uri.clone(),
+            pending: self.pending.clone(),
+            link: Mutex::new(None),
+        });
+        let mut oauth = OAuthConfig::new()
+            .client_name("Toolwire gateway")
+            .store(self.store(principal))
+            .handler(handler.clone());
+        if let Some(id) = &config.client_id {
+            let mut client = StaticClient::new(id.clone());
+            if let Some(secret) = &config.client_secret {
+                client = client.secret(secret.clone());
+            }
+            oauth = oauth.static_client(client);
+        }
+        if let Some(scope) = &config.scope {
+            oauth = oauth.scope(scope);
+        }
+        let login = Arc::new(Login {
+            oauth: OAuth::new(url, oauth),
+            handler,
+        });
+        lock(&self.clients).entry(key).or_insert(login).clone()
+    }
+
+    /// The `Authorization` of `principal`'s call to `server` (at `url`); without a login, a
+    /// `-32042` URL elicitation whose link logs the caller in (one login under way at a
+    /// time per caller and upstream: a second call gets the same link). `announce` hears the
+    /// login's completion.
+    pub(crate) async fn authorization(
+        &self,
+        server: &str,
+        url: &str,
+        config: &PerUserConfig,
+        principal: &str,
+        http: &HttpExecutor,
+        announce: &broadcast::Sender<Change>,
+    ) -> Result<Header, RpcError> {
+        let login = self.login(principal, server, url, config);
+        match login.oauth.authorization(http).await {
+            Ok(Some(value)) => {
+                return toolwire_headers::authorization_header(value.expose())
+                    .ok_or_else(|| failed(server, "the token cannot travel in a header"));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(failed(server, toolwire::ErrorChain(&e))),
+        }
+        let key = (principal.to_owned(), server.to_owned());
+        if let Some((link, id)) = lock(&self.underway).get(&key).cloned() {
+            return Err(sign_in(server, &link, &id));
+        }
+        let (tx, rx) = oneshot::channel();
+        *lock(&login.handler.link) = Some(tx);
+        let id = toolwire_server::random_id();
+        let (underway, announce, http) = (self.underway.clone(), announce.clone(), http.clone());
+        let (task_login, task_key, task_id) = (login.clone(), key.clone(), id.clone());
+        tokio::spawn(async move {
+            let outcome = task_login
+                .oauth
+                .login(&http, &AuthChallenge::default())
+                .await;
+            lock(&underway).remove(&task_key);
+            match outcome {
+                Ok(_) => {
+                    tracing::info!(target: "toolwire_gateway::audit", caller = %task_key.0, upstream = %task_key.1, "signed in to the upstream");
+                    let _ = announce.send(Change::ElicitationComplete(task_id));
+                }
+                Err(e) => {
+                    tracing::info!(caller = %task_key.0, upstream = %task_key.1, error = %toolwire::ErrorChain(&e), "a sign-in to an upstream did not finish");
+                }
+            }
+        });
+        let link = match tokio::time::timeout(LINK_WAIT, rx).await {
+            Ok(Ok(link)) => link,
+            _ => {
+                return Err(failed(
+                    server,
+                    "its authorization server could not be reached to make a sign-in link",
+                ));
+            }
+        };
+        lock(&self.underway).insert(key, (link.clone(), id.clone()));
+        Err(sign_in(server, &link, &id))
+    }
+
+    /// The page of `GET /oauth/callback?…`: the parameters go to the login that waits for
+    /// them.
+    pub(crate) fn callback(&self, query: Option<&str>) -> Page {
+        let params = CallbackParams::from_query(query.unwrap_or(""));
+        let waiting = params
+            .state
+            .as_ref()
+            .and_then(|state| lock(&self.pending).remove(state));
+        let delivered = waiting.is_some_and(|login| login.send(params).is_ok());
+        match delivered {
+            true => Page::new(
+                200,
+                "text/html; charset=utf-8",
+                "<!doctype html><title>Signed in</title><p>Signed in. You can close this window and go back to your agent.</p>\n",
+            ),
+            false => Page::new(
+                400,
+                "text/html; charset=utf-8",
+                "<!doctype html><title>Unknown sign-in</title><p>This sign-in link is unknown, used or expired. Ask your agent to try again.</p>\n",
+            ),
+        }
+    }
+}
+
+/// The `-32042` error that asks the caller to sign in at `link`.
+fn sign_in(server: &str, link: &str, id: &str) -> RpcError {
+    RpcError::new(
+        code::URL_ELICITATION_REQUIRED,
+        format!("Sign in to `{server}` to let the gateway call it for you"),
+    )
+    .with_data(json!({"elicitations": [{
+        "mode": "url",
+        "elicitationId": id,
+        "url": link,
+        "message": format!("Sign in to `{server}`: the gateway calls it with your account from then on."),
+    }]}))
+}
