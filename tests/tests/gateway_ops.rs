@@ -251,6 +251,9 @@ async fn readiness_names_both_tools_of_a_name_collision() {
     .await;
     let short = toolwire_host::provider_safe("a.b__echo").into_owned();
     let squatter = short.strip_prefix("a_b__").unwrap().to_owned();
+    // The host merges a server's new known tools when its client announces them: wait for
+    // that merge, not for time.
+    let mut merged = host.subscribe();
     host.add_known_tools(
         "a_b",
         [toolwire::Tool::new(
@@ -259,6 +262,13 @@ async fn readiness_names_both_tools_of_a_name_collision() {
         )],
     )
     .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while host.load().collisions().is_empty() {
+            let _ = merged.recv().await;
+        }
+    })
+    .await
+    .expect("the known tool was never merged");
     let gateway = Gateway::builder(host).build();
     let front = gateway
         .serve_http(LOOPBACK, toolwire_server::Options::default())

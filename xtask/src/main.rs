@@ -4,7 +4,7 @@
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings` (and the facade again without
 //!   its `oauth` feature), the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
-//!   build of the comparison bench, `windows`, each fuzz target built and
+//!   build of the comparison bench, `windows`, `wasm`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
 //!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
@@ -14,6 +14,8 @@
 //!   `docs/benchmarks.md` (`--quick` for a short run). See `crates/toolwire-bench`.
 //! - `windows`: the workspace checked for `x86_64-pc-windows-gnu`, and the stdio transport's
 //!   tests run under Wine.
+//! - `wasm`: the sans-IO core (types, wire, headers, cache, session) checked for
+//!   `wasm32-unknown-unknown`.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
 //! - `catalog`: the tools of real MCP servers from npm and PyPI, listed with the CLI into
@@ -47,10 +49,11 @@ fn main() -> ExitCode {
         Some("interop") => interop::run(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
+        Some("wasm") => wasm_check(&root),
         Some("catalog") => catalog::run(&root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|conformance|interop|windows|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|conformance|interop|windows|wasm|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -253,6 +256,7 @@ fn ci(root: &Path) -> Result<(), String> {
         &[],
     )?;
     windows_check(root)?;
+    wasm_check(root)?;
     fuzz_smoke(root)?;
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
@@ -397,6 +401,38 @@ fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
                 .is_some_and(|kinds| kinds.iter().any(|k| k == kind))
         })
         .find_map(|m| m["executable"].as_str().map(str::to_owned))
+}
+
+/// The sans-IO core for the browser: its crates checked for `wasm32-unknown-unknown`, where
+/// there is no OS clock behind `std::time::Instant` (the session takes `web_time::Instant`)
+/// and no socket. Nothing may pull an OS-only crate into them.
+const WASM_CORE: &[&str] = &[
+    "toolwire-types",
+    "toolwire-wire",
+    "toolwire-headers",
+    "toolwire-cache",
+    "toolwire-session",
+];
+
+fn wasm_check(root: &Path) -> Result<(), String> {
+    const TARGET: &str = "wasm32-unknown-unknown";
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == TARGET)
+        })
+        .unwrap_or(false);
+    if !installed {
+        run(root, "rustup", &["target", "add", TARGET], &[])?;
+    }
+    let mut args = vec!["check", "--locked", "--target", TARGET];
+    for krate in WASM_CORE {
+        args.extend(["-p", krate]);
+    }
+    run(root, "cargo", &args, &[])
 }
 
 /// The Windows build: the workspace checked for `x86_64-pc-windows-gnu` (the target from

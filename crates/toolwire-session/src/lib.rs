@@ -59,6 +59,10 @@
 //! - `tracing`: the warnings the spec asks a client to log (rejected tools, missing headers).
 //! - `foldhash` (already under the tool cache): the maps of requests in flight, looked up on
 //!   every answer; SipHash cost ~1 k instructions per call there.
+//! - `web-time`: the `Instant` every deadline is kept in. It is `std::time::Instant` itself on
+//!   native targets; on `wasm32-unknown-unknown`, where std's has no clock, the browser's
+//!   (`performance.now()`), so a page can drive a session (`cargo xtask wasm` checks the core
+//!   builds there).
 
 mod config;
 mod error;
@@ -74,7 +78,7 @@ pub use toolwire_cache::ToolCache;
 
 /// `now + d`, or a far future when that cannot be represented: a caller's
 /// `Duration::MAX` timeout or a server's huge `ttlMs` means "never", not a panic.
-pub fn later(now: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+pub fn later(now: web_time::Instant, d: std::time::Duration) -> web_time::Instant {
     /// About a century: further than any process lives.
     const FAR: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
     now.checked_add(d)

@@ -23,7 +23,9 @@ mod upkeep;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use bytes::Bytes;
 use serde::Serialize;

@@ -3,7 +3,7 @@
 //! ([`CallRequest`]), kept to reissue it after a header mismatch or on the next connection.
 
 use std::sync::Arc;
-use std::time::Instant;
+use web_time::Instant;
 
 use toolwire_headers::{ArgumentError, Header, HeaderPlan, standard_headers};
 use toolwire_types::methods::method;

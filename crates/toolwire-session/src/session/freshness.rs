@@ -4,7 +4,9 @@
 //! asked before an invalidation never makes the listing fresh again. A listing any page of
 //! which was not `cacheScope: public` belongs to the authorization context that fetched it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use toolwire_cache::{Commit, ListOutcome, SnapshotDiff};
 

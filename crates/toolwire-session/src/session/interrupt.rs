@@ -5,7 +5,7 @@
 //! request whose method is safe to repeat); any other may have run and fails. A log-level
 //! change completes: the next session carries the level.
 
-use std::time::Instant;
+use web_time::Instant;
 
 use toolwire_wire::RequestId;
 

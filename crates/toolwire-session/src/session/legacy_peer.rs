@@ -2,7 +2,7 @@
 //! server's side of its handshake.
 
 use std::sync::Arc;
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::{Value, json};
 use toolwire_cache::ToolCache;

@@ -4,7 +4,9 @@
 //! once the new one is acknowledged) when the subscriptions change, reopened with backoff
 //! when it drops.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_types::{ErrorObject, JsonObject, RequestId, SubscriptionFilter};

@@ -3,7 +3,7 @@
 //! verdict is still unconfirmed); [`after_refusal`] decides what follows a refused probe; the
 //! `Session` methods below send what they decide.
 
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_types::methods::method;

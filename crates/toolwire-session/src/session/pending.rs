@@ -2,7 +2,9 @@
 //! completes, and the progress tokens that name them. One type, so a request always leaves
 //! with its token, and every question about deadlines is asked in one place.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use toolwire_types::RequestId;
 

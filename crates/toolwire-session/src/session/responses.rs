@@ -9,7 +9,9 @@
 //! authorization context that fetched it: a change of identity drops it.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use web_time::Instant;
 
 use serde::Serialize;
 use serde_json::value::RawValue;

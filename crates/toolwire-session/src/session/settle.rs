@@ -2,7 +2,7 @@
 //! cache shows them (or its deadline passes), and a call answered with a header mismatch waits
 //! for a re-list to be reissued.
 
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_cache::ToolSnapshot;

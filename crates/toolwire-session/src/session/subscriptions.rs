@@ -5,7 +5,7 @@
 //! is the `resourceSubscriptions` of the listen stream (`listen.rs`), which is replaced when
 //! it changes.
 
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_types::{Capability, JsonObject, ResourceUriParams, methods::method};

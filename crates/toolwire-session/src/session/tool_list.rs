@@ -2,7 +2,7 @@
 //! one swap; the session's own refreshes after list changes ([`super::refresh::Refresh`]).
 
 use std::collections::HashSet;
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_cache::{ListOutcome, Listing};

@@ -5,7 +5,7 @@
 //! In the `2026-07-28` era neither exists: the level rides on every request's `_meta`, and
 //! there is no `ping`.
 
-use std::time::Instant;
+use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_types::{JsonObject, LoggingLevel, MetaOnlyParams, SetLevelParams, methods::method};
