@@ -414,20 +414,26 @@ const WASM_CORE: &[&str] = &[
     "toolwire-session",
 ];
 
-fn wasm_check(root: &Path) -> Result<(), String> {
-    const TARGET: &str = "wasm32-unknown-unknown";
+/// Adds rustup's `target` unless it is installed.
+fn ensure_target(root: &Path, target: &str) -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
         .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .any(|l| l.trim() == TARGET)
+                .any(|l| l.trim() == target)
         })
         .unwrap_or(false);
-    if !installed {
-        run(root, "rustup", &["target", "add", TARGET], &[])?;
+    if installed {
+        return Ok(());
     }
+    run(root, "rustup", &["target", "add", target], &[])
+}
+
+fn wasm_check(root: &Path) -> Result<(), String> {
+    const TARGET: &str = "wasm32-unknown-unknown";
+    ensure_target(root, TARGET)?;
     let mut args = vec!["check", "--locked", "--target", TARGET];
     for krate in WASM_CORE {
         args.extend(["-p", krate]);
@@ -440,18 +446,7 @@ fn wasm_check(root: &Path) -> Result<(), String> {
 /// transport's tests (`.cmd` shims, arguments, ending children) run under Debian's Wine.
 fn windows_check(root: &Path) -> Result<(), String> {
     const TARGET: &str = "x86_64-pc-windows-gnu";
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| l.trim() == TARGET)
-        })
-        .unwrap_or(false);
-    if !installed {
-        run(root, "rustup", &["target", "add", TARGET], &[])?;
-    }
+    ensure_target(root, TARGET)?;
     let gcc = interop::debian_package("x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")?;
     // MinGW's compiler and linker and Wine leave temporary files behind (`cc*`, `wine-*`):
     // they go to a folder under `target/`, not the shared `/tmp`.
