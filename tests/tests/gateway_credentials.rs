@@ -305,3 +305,115 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
         "bob called with alice's login"
     );
 }
+
+/// A legacy session's GET stream, as raw bytes read as they come.
+struct Stream(tokio::net::TcpStream, String);
+
+impl Stream {
+    async fn open(addr: std::net::SocketAddr, token: &str, sid: &str) -> Self {
+        use tokio::io::AsyncWriteExt;
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nauthorization: Bearer {token}\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-06-18\r\n\r\n"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut stream = Self(tcp, String::new());
+        stream.until("200 OK").await;
+        stream
+    }
+
+    /// Reads until `needle` has come (within 10 s); everything read so far.
+    async fn until(&mut self, needle: &str) -> &str {
+        use tokio::io::AsyncReadExt;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !self.1.contains(needle) {
+            let mut chunk = [0u8; 4096];
+            let n = tokio::time::timeout_at(deadline, self.0.read(&mut chunk))
+                .await
+                .unwrap_or_else(|_| panic!("never came: {needle}; got {}", self.1))
+                .unwrap();
+            assert!(n > 0, "the stream ended before {needle}: {}", self.1);
+            self.1.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+        &self.1
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
+    let issuer = Issuer::start().await;
+    let (upstream, _as) = toolwire_test_support::oauth::protected_server(|s| {
+        s.reuse_detection = true;
+        s.live = vec!["gw-own".into()];
+    })
+    .await;
+    let host = host(
+        json!({"up": {"url": upstream.url(), "headers": {"Authorization": "Bearer gw-own"}}}),
+        toolwire_host::Naming::Qualified,
+    )
+    .await;
+    let section = json!({
+        "resource": RESOURCE,
+        "authorizationServers": [issuer.url()],
+        "upstreams": {"up": {"credentials": {"perUser": {}}, "resource": upstream.url()}},
+    });
+    let access = Access::new(&AccessConfig::from_json(&section).unwrap(), RESOURCE)
+        .await
+        .unwrap();
+    let (gateway, front) = serve_guarded(host, access).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {"url": {}}},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let mut sessions = Vec::new();
+    for who in ["alice", "bob"] {
+        let token = issuer.token("k1", RESOURCE, who, &json!({}));
+        let auth = format!("Bearer {token}");
+        let (status, sid, _) =
+            exchange(front.addr(), &[("authorization", &auth)], &initialize).await;
+        assert_eq!(status, 200);
+        let sid = sid.unwrap();
+        let stream = Stream::open(front.addr(), &token, &sid).await;
+        sessions.push((token, sid, stream));
+    }
+
+    // Alice's call asks her to sign in; she does.
+    let (alice_token, alice_sid) = (sessions[0].0.clone(), sessions[0].1.clone());
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "up__echo", "arguments": {"text": "a"}}});
+    let auth = format!("Bearer {alice_token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("mcp-session-id", alice_sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let (_, _, answer) = exchange(front.addr(), &headers, &call).await;
+    assert_eq!(answer["error"]["code"], -32042, "{answer}");
+    let elicitation = &answer["error"]["data"]["elicitations"][0];
+    let id = elicitation["elicitationId"].as_str().unwrap().to_owned();
+    let (_, callback) = follow(upstream.addr, elicitation["url"].as_str().unwrap()).await;
+    assert_eq!(follow(front.addr(), &callback.unwrap()).await.0, 200);
+
+    // Alice's stream hears the completion of her elicitation.
+    let heard = sessions[0]
+        .2
+        .until("notifications/elicitation/complete")
+        .await;
+    assert!(heard.contains(&id), "{heard}");
+    // Then a change every session hears: Bob's stream has it, and nothing about Alice's
+    // sign-in before it.
+    gateway
+        .host()
+        .add_known_tools(
+            "up",
+            [toolwire::Tool::new(
+                "extra",
+                serde_json::from_value(json!({"type": "object"})).unwrap(),
+            )],
+        )
+        .unwrap();
+    let bobs = sessions[1]
+        .2
+        .until("notifications/tools/list_changed")
+        .await;
+    assert!(!bobs.contains("elicitation/complete"), "{bobs}");
+}

@@ -68,7 +68,7 @@ impl Interest {
                 .contains(uri)
                 .then(|| resource_updated(uri, Some(subscription))),
             // The 2026-07-28 era completes URL elicitations by retrying the request.
-            Change::ElicitationComplete(_) | Change::Log(_) => None,
+            Change::ElicitationComplete(_) | Change::Log(_) | Change::ForCaller { .. } => None,
         }
     }
 

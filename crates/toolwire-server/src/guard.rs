@@ -75,13 +75,16 @@ impl Caller {
             .all(|scope| self.scopes.iter().any(|s| s == scope))
     }
 
-    /// 16 bytes that stand for the principal inside a sealed session id.
+    /// 16 bytes that stand for the principal inside a sealed session id (zeros for nobody).
     pub(crate) fn tag(caller: Option<&Self>) -> [u8; 16] {
+        caller.map_or([0; 16], |c| Self::tag_of(&c.principal))
+    }
+
+    /// The tag of `principal`.
+    pub(crate) fn tag_of(principal: &str) -> [u8; 16] {
         let mut tag = [0u8; 16];
-        if let Some(caller) = caller {
-            let digest = ring::digest::digest(&ring::digest::SHA256, caller.principal.as_bytes());
-            tag.copy_from_slice(digest.as_ref().get(..16).unwrap_or(&[0; 16]));
-        }
+        let digest = ring::digest::digest(&ring::digest::SHA256, principal.as_bytes());
+        tag.copy_from_slice(digest.as_ref().get(..16).unwrap_or(&[0; 16]));
         tag
     }
 }

@@ -706,6 +706,9 @@ impl<S: Service> Front<S> {
                 if !lock(&front.sessions).contains_key(&sid) {
                     return ControlFlow::Break(());
                 }
+                if !change.reaches(owner) {
+                    return ControlFlow::Continue(None);
+                }
                 let Some(note) = front.core.legacy_notification(change) else {
                     return ControlFlow::Continue(None);
                 };

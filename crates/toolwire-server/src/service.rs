@@ -163,6 +163,25 @@ pub enum Change {
     /// A log message not tied to a request: this whole `notifications/message` (legacy era
     /// only: 2026-07-28 sends log messages on the request that asked for them).
     Log(Value),
+    /// `change` for the legacy sessions of one caller only (the [`Caller::principal`] that
+    /// began them): a URL elicitation completed for that caller reaches nobody else. Not sent
+    /// over stdio, whose caller is not authenticated.
+    ForCaller {
+        /// Whose sessions hear it.
+        principal: String,
+        /// What they hear.
+        change: Box<Change>,
+    },
+}
+
+impl Change {
+    /// Whether a legacy session begun by the caller whose tag is `owner` hears it.
+    pub(crate) fn reaches(&self, owner: [u8; 16]) -> bool {
+        match self {
+            Self::ForCaller { principal, .. } => Caller::tag_of(principal) == owner,
+            _ => true,
+        }
+    }
 }
 
 /// A page a service serves over HTTP beside the MCP endpoint (`GET` only): a health check,
@@ -309,5 +328,6 @@ pub fn legacy_notification(change: &Change) -> Option<Value> {
                 "params": {"elicitationId": id}})
         }
         Change::Log(message) => message.clone(),
+        Change::ForCaller { change, .. } => return legacy_notification(change),
     })
 }

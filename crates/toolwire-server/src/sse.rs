@@ -30,6 +30,7 @@ impl<S: crate::Service> Front<S> {
     ) -> Response {
         let id = crate::session_id::random();
         let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
+        let owner = Caller::tag(caller.as_deref());
         lock(&self.sse_sessions).insert(id.clone(), (messages, caller));
         let (mut tx, response) = sse_response();
         let mut changes = self.core.subscribe();
@@ -49,6 +50,9 @@ impl<S: crate::Service> Front<S> {
                                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Change::Tools,
                                 Err(_) => continue,
                             };
+                            if !change.reaches(owner) {
+                                continue;
+                            }
                             match front.core.legacy_notification(&change) {
                                 Some(note) => message(&note),
                                 None => continue,

@@ -145,7 +145,11 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Change::Tools,
                     Err(_) => continue,
                 };
-                if legacy && let Some(note) = core.legacy_notification(&change) {
+                // Nobody is authenticated over stdio: what is for one caller is for none here.
+                if legacy
+                    && !matches!(change, Change::ForCaller { .. })
+                    && let Some(note) = core.legacy_notification(&change)
+                {
                     let _ = out.send(note);
                 }
                 for (id, interest) in &listening {

@@ -243,7 +243,11 @@ impl Logins {
             match outcome {
                 Ok(_) => {
                     tracing::info!(target: "toolwire_gateway::audit", caller = %task_key.0, upstream = %task_key.1, "signed in to the upstream");
-                    let _ = announce.send(Change::ElicitationComplete(task_id));
+                    // Only the sessions of the caller who signed in hear it.
+                    let _ = announce.send(Change::ForCaller {
+                        principal: task_key.0.clone(),
+                        change: Box::new(Change::ElicitationComplete(task_id)),
+                    });
                 }
                 Err(e) => {
                     tracing::info!(caller = %task_key.0, upstream = %task_key.1, error = %toolwire::ErrorChain(&e), "a sign-in to an upstream did not finish");
