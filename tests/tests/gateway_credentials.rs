@@ -198,11 +198,19 @@ async fn follow(addr: std::net::SocketAddr, url: &str) -> (u16, Option<String>) 
     (status, header_of(head, "location").map(str::to_owned))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_calls_as_itself() {
+/// A gateway in front of `up`, an MCP server behind OAuth whose callers sign in per user:
+/// the gateway's own token lists its tools; each caller's sign-in gets a token of its own,
+/// and the server accepts every token it issued.
+struct PerUser {
+    issuer: Issuer,
+    upstream: toolwire_test_support::http::HttpPeer,
+    upstream_as: Arc<std::sync::Mutex<toolwire_test_support::oauth::As>>,
+    gateway: Arc<Gateway>,
+    front: toolwire_server::HttpServer,
+}
+
+async fn per_user() -> PerUser {
     let issuer = Issuer::start().await;
-    // An MCP server behind OAuth: the gateway's own token lists its tools; each caller's
-    // sign-in gets a token of its own, and the server accepts every token it issued.
     let (upstream, upstream_as) = toolwire_test_support::oauth::protected_server(|s| {
         s.reuse_detection = true;
         s.live = vec!["gw-own".into()];
@@ -220,7 +228,25 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
     });
     let config = AccessConfig::from_json(&section).unwrap();
     let access = Access::new(&config, RESOURCE).await.unwrap();
-    let (_gateway, front) = serve_guarded(host, access).await;
+    let (gateway, front) = serve_guarded(host, access).await;
+    PerUser {
+        issuer,
+        upstream,
+        upstream_as,
+        gateway,
+        front,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_calls_as_itself() {
+    let PerUser {
+        issuer,
+        upstream,
+        upstream_as,
+        front,
+        ..
+    } = per_user().await;
     let client = |token: &str| {
         Client::builder("downstream", "0")
             .connect_http(HttpTransport::builder(front.url()).bearer_token(token))
@@ -341,26 +367,13 @@ impl Stream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
-    let issuer = Issuer::start().await;
-    let (upstream, _as) = toolwire_test_support::oauth::protected_server(|s| {
-        s.reuse_detection = true;
-        s.live = vec!["gw-own".into()];
-    })
-    .await;
-    let host = host(
-        json!({"up": {"url": upstream.url(), "headers": {"Authorization": "Bearer gw-own"}}}),
-        toolwire_host::Naming::Qualified,
-    )
-    .await;
-    let section = json!({
-        "resource": RESOURCE,
-        "authorizationServers": [issuer.url()],
-        "upstreams": {"up": {"credentials": {"perUser": {}}, "resource": upstream.url()}},
-    });
-    let access = Access::new(&AccessConfig::from_json(&section).unwrap(), RESOURCE)
-        .await
-        .unwrap();
-    let (gateway, front) = serve_guarded(host, access).await;
+    let PerUser {
+        issuer,
+        upstream,
+        gateway,
+        front,
+        ..
+    } = per_user().await;
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {"url": {}}},
         "clientInfo": {"name": "raw", "version": "0"}}});
