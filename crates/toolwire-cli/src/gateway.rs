@@ -126,7 +126,11 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         gateway = gateway.access(access);
     }
     let gateway = gateway.build();
-    let reloading = tokio::spawn(reload_on_change(gateway.host().clone(), file.to_owned()));
+    let reloading = tokio::spawn(reload_on_change(
+        gateway.host().clone(),
+        file.to_owned(),
+        config.gateway.clone(),
+    ));
     let outcome = serve(&gateway, args, options).await;
     reloading.abort();
     gateway.host().shutdown().await;
@@ -199,7 +203,13 @@ const RELOAD_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// [`RELOAD_POLL`]): entries added start, removed ones stop, changed ones restart, the others
 /// go on untouched. A file that does not load, or that the host refuses, leaves the running
 /// configuration as it is; either way stderr says what happened.
-async fn reload_on_change(host: toolwire_host::Host, file: std::path::PathBuf) {
+/// The servers of the file are applied again; its `gateway` section (who may call, with
+/// whose credentials) is read at start only: a change of it is reported, not applied.
+async fn reload_on_change(
+    host: toolwire_host::Host,
+    file: std::path::PathBuf,
+    access: Option<serde_json::Value>,
+) {
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let mut last = std::fs::read(&file).ok();
@@ -227,6 +237,12 @@ async fn reload_on_change(host: toolwire_host::Host, file: std::path::PathBuf) {
         last = now;
         let why = if asked { "SIGHUP" } else { "the file changed" };
         let loaded = trust::load_config_unattended(&file).and_then(|config| {
+            if config.gateway != access {
+                say_err!(
+                    "toolwire gateway: the \"gateway\" section of {} changed; it applies when the gateway restarts",
+                    file.display()
+                );
+            }
             host.reload(&config)
                 .map_err(|e| Failure::Usage(one_line(&e)))
         });

@@ -490,3 +490,71 @@ fn with_an_issuer_a_public_address_is_served_to_callers_with_its_tokens_only() {
     let _ = gateway.kill();
     let _ = gateway.wait();
 }
+
+#[cfg(unix)]
+#[test]
+fn a_changed_gateway_section_is_reported_and_applies_only_after_a_restart() {
+    use std::io::BufRead as _;
+    let config = config("section");
+    let servers = serde_json::json!({
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+        "old": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
+    });
+    let with_policy = |tools: &str| {
+        serde_json::json!({"mcpServers": servers, "gateway": {"policy": [{"tools": [tools]}]}})
+            .to_string()
+    };
+    std::fs::write(&config.path, with_policy("ref__*")).unwrap();
+    let mut gateway = Command::new(BIN)
+        .args(["gateway", "--config", config.path.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0"])
+        .env("TOOLWIRE_TRUST", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, said) = std::sync::mpsc::channel();
+    let stderr = gateway.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let first = said
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    let url = first.trim().rsplit(' ').next().unwrap().to_owned();
+    let only_ref = |names: &[String]| {
+        names.iter().any(|n| n == "ref__echo") && !names.iter().any(|n| n.starts_with("old__"))
+    };
+    until_listed(&url, "the policy's tools only", only_ref);
+
+    std::fs::write(&config.path, with_policy("old__*")).unwrap();
+    let hup = Command::new("kill")
+        .args(["-HUP", &gateway.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = said
+            .recv_timeout(left)
+            .expect("the change was never reported");
+        if line.contains("\"gateway\" section") && line.contains("restarts") {
+            break;
+        }
+    }
+    // The running policy stays the one it started with.
+    assert!(only_ref(&listed(&url)));
+    let _ = Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status();
+    assert!(gateway.wait().unwrap().success());
+}
