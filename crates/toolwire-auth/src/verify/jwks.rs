@@ -200,7 +200,7 @@ impl Jwks {
             held.missing.insert(wanted.chars().take(64).collect(), now);
         }
         found.ok_or_else(|| TokenError::UnknownKey {
-            kid: kid.map(|k| k.chars().take(64).collect()),
+            kid: kid.map(|k| super::shown(k, 64)),
         })
     }
 }

@@ -39,7 +39,7 @@ impl Alg {
             "ES256" => Self::Es256,
             "ES384" => Self::Es384,
             "EdDSA" | "Ed25519" => Self::EdDsa,
-            other => return Err(TokenError::Algorithm(other.chars().take(32).collect())),
+            other => return Err(TokenError::Algorithm(super::shown(other, 32))),
         })
     }
 

@@ -117,6 +117,15 @@ pub struct JwtVerifier {
     clock: Clock,
 }
 
+/// At most `n` characters of `text` that a token chose, printable ASCII only: it goes into
+/// errors, logs and challenges, where a line break or escape sequence must not.
+pub(crate) fn shown(text: &str, n: usize) -> String {
+    text.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(n)
+        .collect()
+}
+
 /// `scope` (space-separated) or `scp` (a list, or space-separated), in order.
 fn scopes_of(claims: &Map<String, Value>) -> Vec<String> {
     match (claims.get("scope"), claims.get("scp")) {
@@ -199,7 +208,7 @@ impl JwtVerifier {
         if let Some(typ) = jws.header_str("typ") {
             let typ = typ.to_ascii_lowercase();
             if !matches!(typ.as_str(), "jwt" | "at+jwt" | "application/at+jwt") {
-                return Err(TokenError::Type(typ.chars().take(32).collect()));
+                return Err(TokenError::Type(shown(&typ, 32)));
             }
         }
         let now = self.clock.now();

@@ -313,3 +313,22 @@ async fn an_inactive_answer_is_inactive_whatever_its_status_and_a_broken_server_
                 && String::from_utf8_lossy(&r.body).contains("token=t"))
     );
 }
+
+#[tokio::test]
+async fn what_a_token_says_of_itself_reaches_errors_as_printable_text_only() {
+    let issuer = Issuer::start().await;
+    let v = verifier(&issuer).await;
+    let claims = URL_SAFE_NO_PAD.encode(issuer.claims(AUD, "a", &json!({})).to_string());
+    for header in [
+        json!({"alg": "RS256\r\nX-Injected: 1"}),
+        json!({"alg": "ES256", "kid": "k1", "typ": "jwt\u{1b}[31m"}),
+        json!({"alg": "ES256", "kid": "nope\nsecond line"}),
+    ] {
+        let token = format!(
+            "{}.{claims}.AAAA",
+            URL_SAFE_NO_PAD.encode(header.to_string())
+        );
+        let e = v.verify(&token).await.unwrap_err().to_string();
+        assert!(e.chars().all(|c| c.is_ascii_graphic() || c == ' '), "{e:?}");
+    }
+}
