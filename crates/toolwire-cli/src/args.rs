@@ -337,6 +337,10 @@ pub(crate) struct GatewayArgs {
     /// (anyone who reaches the address may call every tool with the gateway's credentials).
     #[arg(long)]
     pub(crate) allow_unauthenticated: bool,
+    /// Log one line per call (caller, upstream, tool, outcome, duration) and every refusal of
+    /// the policy on stderr, whatever -v says (the `toolwire_gateway::audit` target at info).
+    #[arg(long)]
+    pub(crate) audit: bool,
     /// Require an OAuth access token (a JWT) from this issuer; its keys are found through its
     /// metadata (repeatable; also the file's `gateway.authorizationServers`).
     #[arg(long = "auth-issuer", value_name = "URL")]

@@ -106,11 +106,28 @@ fn main() -> ExitCode {
         1 => tracing::Level::INFO,
         _ => tracing::Level::DEBUG,
     };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    // `gateway --audit`: its audit lines at info, whatever the rest is at.
+    let audit = matches!(&cli.command, Command::Gateway(args) if args.audit);
+    let audit_level = if audit {
+        level.max(tracing::Level::INFO)
+    } else {
+        level
+    };
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("toolwire_gateway::audit", audit_level);
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal()),
+            )
+            .with(filter)
+            .init();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

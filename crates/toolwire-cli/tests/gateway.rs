@@ -494,7 +494,6 @@ fn with_an_issuer_a_public_address_is_served_to_callers_with_its_tokens_only() {
 #[cfg(unix)]
 #[test]
 fn a_changed_gateway_section_is_reported_and_applies_only_after_a_restart() {
-    use std::io::BufRead as _;
     let config = config("section");
     let servers = serde_json::json!({
         "ref": {"command": BIN, "args": ["serve", "--stdio"]},
@@ -505,31 +504,7 @@ fn a_changed_gateway_section_is_reported_and_applies_only_after_a_restart() {
             .to_string()
     };
     std::fs::write(&config.path, with_policy("ref__*")).unwrap();
-    let mut gateway = Command::new(BIN)
-        .args(["gateway", "--config", config.path.to_str().unwrap()])
-        .args(["--http", "127.0.0.1:0"])
-        .env("TOOLWIRE_TRUST", "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (lines, said) = std::sync::mpsc::channel();
-    let stderr = gateway.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    let first = said
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .unwrap();
-    let url = first.trim().rsplit(' ').next().unwrap().to_owned();
+    let (mut gateway, url, said) = gateway_with_stderr(&config, &[]);
     let only_ref = |names: &[String]| {
         names.iter().any(|n| n == "ref__echo") && !names.iter().any(|n| n.starts_with("old__"))
     };
@@ -557,4 +532,98 @@ fn a_changed_gateway_section_is_reported_and_applies_only_after_a_restart() {
         .args(["-TERM", &gateway.id().to_string()])
         .status();
     assert!(gateway.wait().unwrap().success());
+}
+
+/// Starts `toolwire gateway --config FILE --http 127.0.0.1:0` with `extra` flags; its URL and
+/// a channel of its stderr lines.
+fn gateway_with_stderr(
+    config: &Config,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    String,
+    std::sync::mpsc::Receiver<String>,
+) {
+    use std::io::BufRead as _;
+    let mut gateway = Command::new(BIN)
+        .args(["gateway", "--config", config.path.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0"])
+        .args(extra)
+        .env("TOOLWIRE_TRUST", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, said) = std::sync::mpsc::channel();
+    let stderr = gateway.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let first = said
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    let url = first.trim().rsplit(' ').next().unwrap().to_owned();
+    (gateway, url, said)
+}
+
+#[test]
+fn audit_prints_one_line_per_call_without_verbose_logging() {
+    let config = config("audit");
+    for audit in [true, false] {
+        let flags: &[&str] = if audit { &["--audit"] } else { &[] };
+        let (mut gateway, url, said) = gateway_with_stderr(&config, flags);
+        let call = toolwire(&[
+            "--url",
+            &url,
+            "--json",
+            "tools",
+            "call",
+            "ref__echo",
+            "text=x",
+        ]);
+        assert!(
+            call.status.success(),
+            "{}",
+            String::from_utf8_lossy(&call.stderr)
+        );
+        // Everything it wrote, to the end of its stderr.
+        let _ = gateway.kill();
+        let _ = gateway.wait();
+        let lines: Vec<String> = said.iter().collect();
+        let audited: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.contains("toolwire_gateway::audit"))
+            .collect();
+        if audit {
+            assert_eq!(audited.len(), 1, "{lines:?}");
+            let line = audited[0];
+            assert!(
+                line.contains(r#"upstream="ref""#)
+                    && line.contains(r#"tool="ref__echo""#)
+                    && line.contains(r#"outcome="ok""#),
+                "{line}"
+            );
+            assert!(
+                !line.contains("text=x") && !line.contains("\"x\""),
+                "arguments logged: {line}"
+            );
+            // Nothing else at info without -v.
+            assert!(
+                lines
+                    .iter()
+                    .all(|l| !l.contains(" INFO ") || l.contains("audit")),
+                "{lines:?}"
+            );
+        } else {
+            assert!(audited.is_empty(), "{lines:?}");
+        }
+    }
 }
