@@ -2,6 +2,7 @@
 //! progress relayed under the client's token, the server's requests about it relayed to the
 //! client ([`crate::relay`]), and the tools its result names renamed as clients see them.
 
+use crate::lock;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -29,11 +30,6 @@ pub(crate) struct Called {
 /// The W3C trace context members of a call's `_meta` (as the MCP trace-context convention
 /// carries them) that go on with it to its upstream.
 pub(crate) const TRACE_CONTEXT: [&str; 3] = ["traceparent", "tracestate", "baggage"];
-
-/// Locks where a call's news goes.
-fn lock(to: &Mutex<Relay>) -> std::sync::MutexGuard<'_, Relay> {
-    to.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// `notifications/progress` for the client, under its `token`.
 fn progress(token: &Value, p: &ProgressParams) -> Value {

@@ -67,11 +67,7 @@ impl Gateway {
             return false;
         }
         let merged = self.host.load();
-        let mut sizes = self
-            .sizes
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sizes = crate::lock(&self.sizes.0);
         let (count, estimate) = match *sizes {
             Some((generation, count, estimate)) if generation == merged.generation() => {
                 (count, estimate)

@@ -117,6 +117,11 @@ mod surface;
 mod tasks;
 mod uris;
 
+/// Locks `m`, whatever a panicking holder left: every table the gateway keeps stays usable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How long the gateway waits after a change of the merged tools for more before it tells
 /// downstream clients: a burst (a server reconnecting, several servers starting) is one
 /// `notifications/tools/list_changed`.
@@ -543,10 +548,7 @@ impl Service for Gateway {
     /// The plan of the tool as listed here (its gateway name), built once per snapshot.
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
         let merged = self.host.load();
-        let mut plans = self
-            .plans
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut plans = lock(&self.plans);
         if plans.0 != merged.generation() {
             *plans = (merged.generation(), HashMap::new());
         }

@@ -123,10 +123,7 @@ impl Metrics {
 
     /// The text exposition, with `states` (upstream, state) as they are now.
     pub(crate) fn render(&self, states: &[(String, &'static str)]) -> String {
-        let _one = self
-            .encoding
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = crate::lock(&self.encoding);
         self.states.clear();
         for (upstream, state) in states {
             self.states

@@ -15,8 +15,9 @@
 //! a retry that reaches another replica, or comes later, is refused (`-32602`) and the upstream
 //! call is cancelled.
 
+use crate::lock;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -236,10 +237,6 @@ impl<T> Default for Parked<T> {
             calls: Mutex::new(HashMap::new()),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<T> Parked<T> {

@@ -3,8 +3,9 @@
 //! each upstream's `notifications/resources/updated` forwarded under the gateway's URI, and
 //! its log messages under a logger named after it.
 
+use crate::lock;
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolwire::{Client, LoggingLevel};
@@ -21,10 +22,6 @@ pub(crate) struct Subscriptions {
     /// The servers whose updates are forwarded already (until their client goes: a reload
     /// that restarts a server gives it a new one).
     forwarding: Arc<Mutex<HashSet<Arc<str>>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Subscriptions {

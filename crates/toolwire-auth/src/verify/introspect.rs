@@ -7,7 +7,7 @@
 use serde_json::Value;
 use toolwire_http::HttpExecutor;
 
-use super::{AccessToken, TokenError, same_resource, scopes_of};
+use super::{AccessToken, TokenError, names_audience, scopes_of};
 use crate::client_auth::{Form, TokenAuthMethod};
 use crate::{Clock, Secret};
 
@@ -117,13 +117,7 @@ impl Introspector {
         if text("iss").is_some_and(|iss| iss != self.issuer) {
             return Err(TokenError::Issuer);
         }
-        let for_us = |aud: &str| same_resource(&self.audience, aud);
-        let audience_ok = match claims.get("aud") {
-            Some(Value::String(aud)) => for_us(aud),
-            Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(for_us),
-            _ => false,
-        };
-        if !audience_ok {
+        if !names_audience(&claims, &self.audience) {
             return Err(TokenError::Audience);
         }
         let now = self.clock.now();

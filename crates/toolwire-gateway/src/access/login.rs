@@ -7,6 +7,7 @@
 //! and upstream (refreshed as they near expiry), legacy clients hear
 //! `notifications/elicitation/complete`, and the retried call goes through.
 
+use crate::lock;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -63,10 +64,6 @@ type Key = (String, String);
 
 /// Logins under way: their link and elicitation id.
 type Underway = Arc<Mutex<HashMap<Key, (String, String)>>>;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// The authorization step of one caller's login to one upstream: the link goes to the call
 /// waiting for it, the callback comes back through the gateway's [`CALLBACK_PATH`].

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use toolwire::auth::Secret;
 use toolwire::auth::verify::{
     AccessToken, DpopVerifier, Introspector, Jwks, JwtVerifier, TokenError,
 };
@@ -193,7 +194,37 @@ struct Known {
     until: u64,
 }
 
-fn unix_now() -> u64 {
+/// The HTTP client for `url`, the gateway's own requests there (`what` names it in errors).
+fn executor(url: &str, what: &str) -> Result<toolwire::HttpExecutor, AccessError> {
+    Ok(toolwire::HttpTransport::builder(url)
+        .build()
+        .map_err(|e| AccessError::Config(format!("{what}: {e}")))?
+        .executor())
+}
+
+/// A client secret given to a program (`given`), else read from the environment variable
+/// `env` names; None when neither is set. A variable named but unset is an error naming it
+/// (never a value).
+fn client_secret(
+    given: Option<&Secret>,
+    env: Option<&str>,
+    what: &str,
+) -> Result<Option<Secret>, AccessError> {
+    match (given, env) {
+        (Some(secret), _) => Ok(Some(secret.clone())),
+        (None, Some(var)) => std::env::var(var)
+            .map(|v| Some(Secret::new(v)))
+            .map_err(|_| {
+                AccessError::Config(format!(
+                    "{what}: the environment variable {var} (the client secret) is not set"
+                ))
+            }),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub(super) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -243,10 +274,7 @@ impl Access {
         let audience = config.audience.clone().unwrap_or_else(|| resource.clone());
         let mut verifiers = Vec::new();
         for issuer in &config.authorization_servers {
-            let http = toolwire::HttpTransport::builder(issuer.as_str())
-                .build()
-                .map_err(|e| AccessError::Config(format!("authorization server {issuer}: {e}")))?
-                .executor();
+            let http = executor(issuer, &format!("authorization server {issuer}"))?;
             let keys = Jwks::discover(issuer, http)
                 .await
                 .map_err(|error| AccessError::Issuer {
@@ -258,23 +286,17 @@ impl Access {
         let introspector = match &config.introspection {
             None => None,
             Some(i) => {
-                let secret = match (&i.client_secret, &i.client_secret_env) {
-                    (Some(secret), _) => secret.clone(),
-                    (None, Some(var)) => std::env::var(var).map(toolwire::auth::Secret::new).map_err(|_| {
-                        AccessError::Config(format!(
-                            "introspection: the environment variable {var} (the client secret) is not set"
-                        ))
-                    })?,
-                    (None, None) => {
-                        return Err(AccessError::Config(
-                            "introspection: no client secret (clientSecretEnv names the variable that holds it)".into(),
-                        ));
-                    }
-                };
-                let http = toolwire::HttpTransport::builder(i.endpoint.as_str())
-                    .build()
-                    .map_err(|e| AccessError::Config(format!("introspection: {e}")))?
-                    .executor();
+                let secret = client_secret(
+                    i.client_secret.as_ref(),
+                    i.client_secret_env.as_deref(),
+                    "introspection",
+                )?
+                .ok_or_else(|| {
+                    AccessError::Config(
+                        "introspection: no client secret (clientSecretEnv names the variable that holds it)".into(),
+                    )
+                })?;
+                let http = executor(&i.endpoint, "introspection")?;
                 Some(Introspector::new(
                     i.endpoint.clone(),
                     i.issuer.clone(),
@@ -498,9 +520,7 @@ impl Access {
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Known>> {
-        self.known
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        crate::lock(&self.known)
     }
 
     /// Who `token` stands for: an API key's name, or a JWT's issuer and subject once verified.

@@ -10,13 +10,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::Deserialize;
-use serde_json::Value;
+use toolwire::auth::verify::names_audience;
 use toolwire::auth::{Secret, TokenExchange};
 use toolwire_headers::Header;
 use toolwire_server::{Caller, RpcError};
 use toolwire_types::error::code;
 
-use super::AccessError;
+use super::{AccessError, client_secret, executor, unix_now};
+use crate::lock;
 
 /// How one upstream is called, in the `gateway.upstreams` map of the file.
 // tidy: not an MCP shape
@@ -106,12 +107,6 @@ const MAX_EXCHANGED: usize = 10_000;
 /// An exchanged token is replaced this long before it expires (seconds).
 const EARLY: u64 = 30;
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 fn failed(server: &str, why: impl std::fmt::Display) -> RpcError {
     RpcError::new(
         code::INTERNAL_ERROR,
@@ -133,43 +128,30 @@ impl Upstream {
             UpstreamCredentials::Passthrough => Mode::Passthrough,
             UpstreamCredentials::PerUser(p) => {
                 let url = config.resource.clone().ok_or_else(needs_url)?;
+                let what = format!("upstream {server}");
                 let mut p = p.clone();
-                if p.client_secret.is_none()
-                    && let Some(var) = &p.client_secret_env
-                {
-                    p.client_secret = Some(std::env::var(var).map(Secret::new).map_err(|_| {
-                        AccessError::Config(format!(
-                            "upstream {server}: the environment variable {var} (the client's secret) is not set"
-                        ))
-                    })?);
-                }
-                let http = toolwire::HttpTransport::builder(url.as_str())
-                    .build()
-                    .map_err(|e| AccessError::Config(format!("upstream {server}: {e}")))?
-                    .executor();
+                p.client_secret = client_secret(
+                    p.client_secret.as_ref(),
+                    p.client_secret_env.as_deref(),
+                    &what,
+                )?;
+                let http = executor(&url, &what)?;
                 Mode::PerUser {
                     config: p,
                     http: Box::new(http),
                 }
             }
             UpstreamCredentials::Exchange(x) => {
-                let secret = match (&x.client_secret, &x.client_secret_env) {
-                    (Some(secret), _) => secret.clone(),
-                    (None, Some(var)) => std::env::var(var).map(Secret::new).map_err(|_| {
-                        AccessError::Config(format!(
-                            "upstream {server}: the environment variable {var} (the exchange client's secret) is not set"
-                        ))
-                    })?,
-                    (None, None) => {
-                        return Err(AccessError::Config(format!(
-                            "upstream {server}: token exchange needs clientSecretEnv"
-                        )));
-                    }
-                };
-                let http = toolwire::HttpTransport::builder(x.token_endpoint.as_str())
-                    .build()
-                    .map_err(|e| AccessError::Config(format!("upstream {server}: {e}")))?
-                    .executor();
+                let what = format!("upstream {server}");
+                let secret = client_secret(
+                    x.client_secret.as_ref(),
+                    x.client_secret_env.as_deref(),
+                    &what,
+                )?
+                .ok_or_else(|| {
+                    AccessError::Config(format!("{what}: token exchange needs clientSecretEnv"))
+                })?;
+                let http = executor(&x.token_endpoint, &what)?;
                 Mode::Exchange {
                     client: Box::new(TokenExchange::new(
                         &x.token_endpoint,
@@ -187,12 +169,12 @@ impl Upstream {
         Ok(Some(Self { resource, mode }))
     }
 
-    /// The `Authorization` header of a call of `caller` to `server`.
     /// Whether callers sign in to it through the gateway.
     pub(crate) fn per_user(&self) -> bool {
         matches!(self.mode, Mode::PerUser { .. })
     }
 
+    /// The `Authorization` header of a call of `caller` to `server`.
     pub(crate) async fn authorization(
         &self,
         server: &str,
@@ -200,34 +182,27 @@ impl Upstream {
         logins: Option<&super::login::Logins>,
         announce: &tokio::sync::broadcast::Sender<toolwire_server::Change>,
     ) -> Result<Header, RpcError> {
-        if let Mode::PerUser { config, http } = &self.mode {
-            let (Some(caller), Some(logins)) = (caller, logins) else {
-                return Err(failed(
-                    server,
-                    "its callers sign in, and this one is not known",
-                ));
-            };
-            return logins
-                .authorization(
-                    server,
-                    &self.resource,
-                    config,
-                    &caller.principal,
-                    http,
-                    announce,
-                )
-                .await;
-        }
-        let Some((caller, credential)) = caller.and_then(|c| c.credential.as_ref().map(|t| (c, t)))
-        else {
-            return Err(failed(
-                server,
-                "it calls with its callers' tokens, and this caller presented none (an API key is not passed on)",
-            ));
-        };
         let token = match &self.mode {
-            Mode::PerUser { .. } => unreachable_per_user(server)?,
+            Mode::PerUser { config, http } => {
+                let (Some(caller), Some(logins)) = (caller, logins) else {
+                    return Err(failed(
+                        server,
+                        "its callers sign in, and this one is not known",
+                    ));
+                };
+                return logins
+                    .authorization(
+                        server,
+                        &self.resource,
+                        config,
+                        &caller.principal,
+                        http,
+                        announce,
+                    )
+                    .await;
+            }
             Mode::Passthrough => {
+                let (caller, credential) = presented(server, caller)?;
                 if !names_audience(&caller.claims, &self.resource) {
                     tracing::info!(target: "toolwire_gateway::audit", caller = %caller.principal, upstream = server, "refused: the caller's token is not for this upstream");
                     return Err(failed(
@@ -246,43 +221,43 @@ impl Upstream {
                 scope,
                 tokens,
             } => {
+                let (caller, credential) = presented(server, caller)?;
                 let key = (caller.principal.clone(), server.to_owned());
-                let now = now();
+                let now = unix_now();
                 let held = lock(tokens)
                     .get(&key)
                     .filter(|t| t.until > now)
                     .map(|t| t.token.clone());
-                match held {
-                    Some(token) => token,
-                    None => {
-                        let got = client
-                            .exchange(
-                                credential.expose(),
-                                &self.resource,
-                                audience.as_deref(),
-                                scope.as_deref(),
-                            )
-                            .await
-                            .map_err(|e| failed(server, toolwire::ErrorChain(&e)))?;
-                        let until = got
-                            .expires_at
-                            .map_or(now + 300, |at| at.saturating_sub(EARLY));
-                        let mut held = lock(tokens);
+                if let Some(token) = held {
+                    token
+                } else {
+                    let got = client
+                        .exchange(
+                            credential.expose(),
+                            &self.resource,
+                            audience.as_deref(),
+                            scope.as_deref(),
+                        )
+                        .await
+                        .map_err(|e| failed(server, toolwire::ErrorChain(&e)))?;
+                    let until = got
+                        .expires_at
+                        .map_or(now + 300, |at| at.saturating_sub(EARLY));
+                    let mut held = lock(tokens);
+                    if held.len() >= MAX_EXCHANGED {
+                        held.retain(|_, t| t.until > now);
                         if held.len() >= MAX_EXCHANGED {
-                            held.retain(|_, t| t.until > now);
-                            if held.len() >= MAX_EXCHANGED {
-                                held.clear();
-                            }
+                            held.clear();
                         }
-                        held.insert(
-                            key,
-                            Exchanged {
-                                token: got.access_token.clone(),
-                                until,
-                            },
-                        );
-                        got.access_token
                     }
+                    held.insert(
+                        key,
+                        Exchanged {
+                            token: got.access_token.clone(),
+                            until,
+                        },
+                    );
+                    got.access_token
                 }
             }
         };
@@ -291,24 +266,17 @@ impl Upstream {
     }
 }
 
-/// Per-user upstreams are answered before the token is chosen.
-fn unreachable_per_user(server: &str) -> Result<Secret, RpcError> {
-    Err(failed(
-        server,
-        "a per-user upstream reached the shared-token path",
-    ))
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Whether the claims' `aud` names `resource` (a trailing `/` aside).
-fn names_audience(claims: &serde_json::Map<String, Value>, resource: &str) -> bool {
-    let same = |aud: &str| aud.trim_end_matches('/') == resource.trim_end_matches('/');
-    match claims.get("aud") {
-        Some(Value::String(aud)) => same(aud),
-        Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(same),
-        _ => false,
-    }
+/// The caller and the access token it presented, for an upstream called with it.
+fn presented<'c>(
+    server: &str,
+    caller: Option<&'c Caller>,
+) -> Result<(&'c Caller, &'c toolwire_server::Credential), RpcError> {
+    caller
+        .and_then(|c| c.credential.as_ref().map(|t| (c, t)))
+        .ok_or_else(|| {
+            failed(
+                server,
+                "it calls with its callers' tokens, and this caller presented none (an API key is not passed on)",
+            )
+        })
 }
