@@ -98,15 +98,18 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             "tokens must name {endpoint} as their audience: give --public-url with the URL callers use"
         );
     }
-    let access = if access.authenticates() || access.policy.is_some() {
-        let built = toolwire_gateway::Access::new(&access, &endpoint).await;
-        Some(built.map_err(|e| match e {
-            toolwire_gateway::AccessError::Config(_) => Failure::Usage(one_line(&e)),
-            _ => Failure::Remote(one_line(&e)),
-        })?)
-    } else {
-        None
-    };
+    // Upstreams named for per-caller credentials without callers who authenticate are an
+    // error `Access::new` reports, never a section quietly ignored.
+    let access =
+        if access.authenticates() || access.policy.is_some() || !access.upstreams.is_empty() {
+            let built = toolwire_gateway::Access::new(&access, &endpoint).await;
+            Some(built.map_err(|e| match e {
+                toolwire_gateway::AccessError::Config(_) => Failure::Usage(one_line(&e)),
+                _ => Failure::Remote(one_line(&e)),
+            })?)
+        } else {
+            None
+        };
     let mut options = toolwire_server::Options::default();
     options.allowed_hosts.clone_from(&args.allowed_hosts);
     options.session_keys = session_keys(args.session_key_file.as_deref())?;

@@ -627,3 +627,25 @@ fn audit_prints_one_line_per_call_without_verbose_logging() {
         }
     }
 }
+
+#[test]
+fn upstream_credentials_without_authenticated_callers_are_refused_at_start() {
+    let config = config("upstreams");
+    let text = serde_json::json!({"mcpServers": {
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+    }, "gateway": {"upstreams": {"ref": {"credentials": "passthrough", "resource": "http://127.0.0.1:1/mcp"}}}});
+    std::fs::write(&config.path, text.to_string()).unwrap();
+    let out = toolwire(&[
+        "gateway",
+        "--config",
+        config.path.to_str().unwrap(),
+        "--http",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstream ref") && stderr.contains("access tokens"),
+        "{stderr}"
+    );
+}

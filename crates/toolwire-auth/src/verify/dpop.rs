@@ -85,8 +85,13 @@ impl DpopVerifier {
         if text("htu").map(|u| u.split(['?', '#']).next().unwrap_or(u)) != Some(target) {
             return Err(TokenError::Dpop("the proof is for another URL"));
         }
-        let digest = ring::digest::digest(&ring::digest::SHA256, token.as_bytes());
-        if text("ath") != Some(URL_SAFE_NO_PAD.encode(digest.as_ref()).as_str()) {
+        if text("ath")
+            != Some(
+                URL_SAFE_NO_PAD
+                    .encode(super::sha256(token.as_bytes()))
+                    .as_str(),
+            )
+        {
             return Err(TokenError::Dpop("the proof is for another access token"));
         }
         let now = self.clock.now();
