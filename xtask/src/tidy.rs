@@ -30,6 +30,8 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ("toolwire-headers", &["toolwire-types"]),
     ("toolwire-cache", &["toolwire-types", "toolwire-headers"]),
     ("toolwire-search", &["toolwire-types"]),
+    // Spans and trace context: used by the facade and the server side alike.
+    ("toolwire-telemetry", &["toolwire-types"]),
     (
         "toolwire-session",
         &[
@@ -51,6 +53,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-headers",
             "toolwire-cache",
             "toolwire-search",
+            "toolwire-telemetry",
             "toolwire-session",
             "toolwire-transport",
             "toolwire-stdio",
@@ -68,6 +71,7 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-refserver",
             "toolwire-gateway",
             "toolwire-server",
+            "toolwire-telemetry",
         ],
     ),
     (
@@ -78,10 +82,14 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
             "toolwire-server",
             "toolwire-headers",
             "toolwire-types",
+            "toolwire-telemetry",
         ],
     ),
     // The server side: the protocol around a `Service` (reference server, gateway).
-    ("toolwire-server", &["toolwire-types", "toolwire-headers"]),
+    (
+        "toolwire-server",
+        &["toolwire-types", "toolwire-headers", "toolwire-telemetry"],
+    ),
     (
         "toolwire-refserver",
         &["toolwire-types", "toolwire-headers", "toolwire-server"],

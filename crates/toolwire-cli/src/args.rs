@@ -62,6 +62,12 @@ pub(crate) struct Cli {
     /// Log to stderr (-v: info and warnings, -vv: debug; anywhere on the command line).
     #[arg(short, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
+    /// Export a trace span per MCP request (client, `serve` and `gateway` alike) over OTLP/HTTP
+    /// to this collector: its base URL (`http://localhost:4318`; `/v1/traces` is added) or its
+    /// traces URL. The service is named by `OTEL_SERVICE_NAME`, else `toolwire`.
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL", global = true)]
+    pub(crate) otlp_endpoint: Option<String>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }

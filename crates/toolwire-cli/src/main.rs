@@ -116,18 +116,6 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
         .with_target("toolwire_gateway::audit", audit_level);
-    {
-        use tracing_subscriber::layer::SubscriberExt as _;
-        use tracing_subscriber::util::SubscriberInitExt as _;
-        tracing_subscriber::registry()
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_ansi(std::io::stderr().is_terminal()),
-            )
-            .with(filter)
-            .init();
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -139,7 +127,39 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    #[cfg(feature = "otlp")]
+    let otlp = match cli.otlp_endpoint.as_deref().map(|endpoint| {
+        let _inside = runtime.enter();
+        let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "toolwire".into());
+        toolwire_telemetry::Otlp::new(endpoint, &service)
+    }) {
+        None => None,
+        Some(Ok(otlp)) => Some(otlp),
+        Some(Err(e)) => {
+            say_err!("toolwire: --otlp-endpoint: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        let logs = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter);
+        let registry = tracing_subscriber::registry().with(logs);
+        // The spans go to the collector whatever the log level (their own filter).
+        #[cfg(feature = "otlp")]
+        let registry = registry.with(otlp.as_ref().map(toolwire_telemetry::Otlp::layer));
+        registry.init();
+    }
     let outcome = runtime.block_on(run(cli));
+    // What is left goes out while the runtime that sends it still runs.
+    #[cfg(feature = "otlp")]
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
     // Not a drop, which would wait for blocking tasks: `serve --stdio` keeps one reading stdin,
     // and a server that is done must exit now, not after the client's next line.
     runtime.shutdown_background();
@@ -166,6 +186,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Gateway(args) = &cli.command {
         return gateway::run(&cli, args).await;
     }
+    // One trace per client command: its requests (the handshake among them) are the
+    // children of this span.
+    let root = toolwire_telemetry::internal("toolwire");
+    tracing::Instrument::instrument(client_command(cli), root).await
+}
+
+/// Every command that is a client of a server.
+async fn client_command(cli: Cli) -> Result<ExitCode, Failure> {
     if let Some(url) = &cli.url {
         let _ = login::NAMED.set(format!("--url {url}"));
     }

@@ -27,10 +27,6 @@ pub(crate) struct Called {
     result: Result<toolwire::Called, HostError>,
 }
 
-/// The W3C trace context members of a call's `_meta` (as the MCP trace-context convention
-/// carries them) that go on with it to its upstream.
-pub(crate) const TRACE_CONTEXT: [&str; 3] = ["traceparent", "tracestate", "baggage"];
-
 /// `notifications/progress` for the client, under its `token`.
 fn progress(token: &Value, p: &ProgressParams) -> Value {
     let mut params = json!({"progressToken": token, "progress": p.progress});
@@ -105,11 +101,15 @@ impl Gateway {
         // A 2026-07-28 upstream hears exactly what the calling client declared: it asks only
         // what that client can answer, and makes a task only for a client that follows one.
         let mut options = CallOptions::default();
-        // The caller's trace goes on upstream, so one trace follows the call end to end.
-        for key in TRACE_CONTEXT {
-            if let Some(value) = params["_meta"].get(key).filter(|v| v.is_string()) {
-                options = options.with_meta(key, value.clone());
-            }
+        // One trace follows the call end to end: the call upstream is made in the gateway's
+        // span, the child of the caller's context, and carries that span's own context. When
+        // the gateway makes no OpenTelemetry spans, the caller's context goes on as it came.
+        if toolwire_telemetry::current().is_none()
+            && let Some(trace) = params["_meta"]
+                .as_object()
+                .and_then(toolwire_types::TraceContext::from_meta)
+        {
+            trace.write_into(options.meta.get_or_insert_with(Default::default));
         }
         if let Some(declared) = client
             .as_ref()

@@ -47,8 +47,11 @@
 //!   token (only where the token names them), a token exchanged for it (RFC 8693), or each
 //!   user's own login to the upstream (a URL elicitation, `/oauth/callback`), per entry. One audit line per call under
 //!   `toolwire_gateway::audit`: caller, upstream, tool, outcome, duration.
-//! - **Trace context**: a call's `traceparent`, `tracestate` and `baggage` (`_meta`) go on
-//!   with it to its upstream.
+//! - **Traces**: each request is a server span (the OpenTelemetry conventions for MCP), the
+//!   child of the W3C context its `_meta` carried; the calls upstream are client spans inside
+//!   it whose own context goes upstream in `_meta`, so one trace runs from the agent to the
+//!   upstream (the `otel` feature and an OpenTelemetry layer). Without them, a call's
+//!   `traceparent`, `tracestate` and `baggage` go upstream as they came.
 //! - **The upstream's requests** (elicitation, sampling, roots) reach the client whose call
 //!   they are about: on the call's stream for a legacy client, as `input_required` for a
 //!   2026-07-28 one ([`PARKED_FOR`]); build the host's client with [`upstream_client`] so

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use toolwire_headers::HeaderPlan;
 use toolwire_types::{error::code, meta_key};
+use tracing::Instrument as _;
 
 use crate::asks::Asks;
 use crate::service::{Change, Era, Notifier, Request, RpcError, Service};
@@ -215,6 +216,38 @@ impl<S: Service> Core<S> {
             self.service.notified(message);
             return Handled::Nothing;
         };
+        let span = request_span(method, id, &message["params"], scope);
+        let handled = self
+            .handle_request(message, method, id, notify, scope, streams, caller)
+            .instrument(span.clone())
+            .await;
+        if let Handled::Answer(answer) = &handled
+            && !span.is_disabled()
+        {
+            if let Some(code) = answer["error"]["code"].as_i64() {
+                toolwire_telemetry::record_error(&span, &code);
+            } else if answer["result"]["isError"] == true {
+                toolwire_telemetry::record_error(&span, &"tool_error");
+            }
+        }
+        handled
+    }
+
+    /// [`ServerCore::handle`] for a request (`id`), inside its span.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "what `handle` was given, handed on"
+    )]
+    async fn handle_request(
+        self: &Arc<Self>,
+        message: &Value,
+        method: &str,
+        id: &Value,
+        notify: &mpsc::UnboundedSender<Value>,
+        scope: Option<&str>,
+        streams: bool,
+        caller: Option<&crate::Caller>,
+    ) -> Handled {
         let params = &message["params"];
         let modern = request_version(message);
         if self.modern_ok() && method != "initialize" {
@@ -354,6 +387,41 @@ impl<S: Service> Core<S> {
             }) => error(id, code, message, data),
         })
     }
+}
+
+/// The server span of one request, as the OpenTelemetry conventions for MCP name it: the
+/// child of the trace context its `_meta` carried, when it carried one.
+fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -> tracing::Span {
+    use toolwire_telemetry::Subject;
+    let text = |key: &str| params.get(key).and_then(Value::as_str);
+    let subject = match method {
+        "tools/call" => text("name").map_or(Subject::None, Subject::Tool),
+        "prompts/get" => text("name").map_or(Subject::None, Subject::Prompt),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            text("uri").map_or(Subject::None, Subject::Resource)
+        }
+        _ => Subject::None,
+    };
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let parent = meta.and_then(toolwire_types::TraceContext::from_meta);
+    let span = toolwire_telemetry::server(method, subject, parent.as_ref());
+    if !span.is_disabled() {
+        match id {
+            Value::String(id) => toolwire_telemetry::record_request_id(&span, id),
+            id => toolwire_telemetry::record_request_id(&span, id),
+        }
+        let version = meta
+            .and_then(|m| m.get(meta_key::PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        // stdio is a pipe; every other front end is HTTP over TCP.
+        let transport = if scope == Some("stdio") {
+            "pipe"
+        } else {
+            "tcp"
+        };
+        toolwire_telemetry::record_session(&span, version, transport, None);
+    }
+    span
 }
 
 /// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.

@@ -36,7 +36,7 @@ use toolwire_headers::{
 };
 use toolwire_types::{
     Capability, ClientCapabilities, EncodeError, ErrorObject, Frame, HasMeta, Implementation,
-    JsonObject, Message, Meta, ProtocolVersion, Rendered, RequestId, RequestMethod,
+    JsonObject, Message, Meta, ProtocolVersion, Rendered, RequestId, RequestMethod, TraceContext,
     encode_notification, encode_request, encode_result,
 };
 use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass, SessionStep};
@@ -91,6 +91,8 @@ enum PendingKind {
         pages: usize,
         cursors: HashSet<String>,
         clock: WalkClock,
+        /// The trace context of the walk's first page: its later pages carry it too.
+        trace: Option<TraceContext>,
     },
     /// A legacy `logging/setLevel`: the caller's (`op`), or one sent to a new session.
     LogLevel {
@@ -137,6 +139,9 @@ pub struct Session {
     /// The whole `_meta` of a modern `tools/call` without a progress token, for the version
     /// it was built for: the same on every call, so its bytes are written once.
     call_meta: Option<(ProtocolVersion, Rendered<Meta>)>,
+    /// The W3C trace context the requests queued from now on carry
+    /// ([`Session::set_trace_context`]).
+    trace: Option<TraceContext>,
     cache: Arc<ToolCache>,
     carries_headers: bool,
     /// Where negotiation is.
@@ -197,6 +202,7 @@ impl Session {
                 Rendered::new(config.client_info.clone()),
             ),
             call_meta: None,
+            trace: None,
             config,
             cache,
             carries_headers,
@@ -353,8 +359,23 @@ impl Session {
         OpId(self.next_op)
     }
 
-    /// Puts the modern envelope on `params` when `version` is modern.
+    /// Puts the modern envelope on `params` when `version` is modern, and the trace context
+    /// (both eras) when one is set.
     fn envelope<P: HasMeta>(&self, version: &ProtocolVersion, params: &mut P) {
+        self.modern_envelope(version, params);
+        self.stamp_trace(params);
+    }
+
+    /// Puts the trace context, when one is set, in `params`' `_meta`.
+    fn stamp_trace<P: HasMeta>(&self, params: &mut P) {
+        if let Some(trace) = &self.trace {
+            let meta = params.meta_mut().get_or_insert_with(Meta::default);
+            trace.write_into(&mut meta.extra);
+        }
+    }
+
+    /// The envelope every modern request shares (nothing in the legacy era).
+    fn modern_envelope<P: HasMeta>(&self, version: &ProtocolVersion, params: &mut P) {
         if version.is_modern() {
             let meta = params.meta_mut().get_or_insert_with(Meta::default);
             meta.protocol_version = Some(version.clone());
@@ -362,6 +383,14 @@ impl Session {
             meta.client_info = Some(self.envelope.1.clone());
             meta.log_level = self.config.log_level;
         }
+    }
+
+    /// The W3C trace context (`traceparent`, `tracestate`, `baggage` in `_meta`) that every
+    /// request queued from now on carries, in both eras, until it is changed: the driver sets
+    /// the context of the caller whose request it is about to queue. A call's own `_meta`
+    /// members ([`CallOptions::meta`](crate::CallOptions::meta)) override it.
+    pub fn set_trace_context(&mut self, trace: Option<TraceContext>) {
+        self.trace = trace;
     }
 
     /// Changes the log level asked of the server from the next request on (the

@@ -27,6 +27,7 @@ pub mod http;
 pub mod issuer;
 pub mod logs;
 pub mod oauth;
+pub mod otlp;
 pub mod proxy;
 pub mod sse;
 pub mod threads;

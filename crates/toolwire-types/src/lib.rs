@@ -68,6 +68,7 @@ mod schema;
 mod skills;
 mod tasks;
 mod tools;
+mod trace;
 mod version;
 
 pub use apps::{
@@ -134,4 +135,5 @@ pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,
     MalformedTool, Tool, ToolAnnotations, ToolChanges, ToolExecution,
 };
+pub use trace::{TRACE_CONTEXT_KEYS, TraceContext};
 pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

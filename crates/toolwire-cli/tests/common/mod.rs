@@ -60,9 +60,19 @@ pub(crate) fn serve_with(args: &[&str]) -> (Child, String) {
 /// `toolwire COMMAND ARGS...` (a command that listens: `serve`, `gateway`) as a child, once it
 /// said where it listens: the child and that first stderr line.
 pub(crate) fn spawn_listening(command: &str, args: &[&str]) -> (Child, String) {
+    spawn_listening_with(command, args, &[])
+}
+
+/// [`spawn_listening`] with variables `env` set for the child.
+pub(crate) fn spawn_listening_with(
+    command: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, String) {
     let mut child = Command::new(BIN)
         .arg(command)
         .args(args)
+        .envs(env.iter().copied())
         .env("TOOLWIRE_TRUST", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

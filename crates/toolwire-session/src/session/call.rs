@@ -108,7 +108,7 @@ impl Session {
             return meta.clone();
         }
         let mut params = MetaOnlyParams::default();
-        self.envelope(version, &mut params);
+        self.modern_envelope(version, &mut params);
         let meta = Rendered::new(params.meta.unwrap_or_default());
         self.call_meta = Some((version.clone(), meta.clone()));
         meta
@@ -238,18 +238,23 @@ impl Session {
         }) {
             return Err(RequestError::ReservedMeta(key.clone()));
         }
-        let meta = match (&token, own, version.is_modern()) {
-            (None, None, true) => Some(self.call_meta(&version)),
-            (None, None, false) => None,
-            // A token or members of its own make this call's `_meta` its own: the envelope
-            // (shared members) and them.
-            (token, own, modern) => {
+        // Cloned only when set: a trace context is per caller, never shared.
+        let trace = self.trace.clone();
+        let meta = match (&token, own, &trace, version.is_modern()) {
+            (None, None, None, true) => Some(self.call_meta(&version)),
+            (None, None, None, false) => None,
+            // A token, a trace context or members of its own make this call's `_meta` its
+            // own: the envelope (shared members) and them, its own members last.
+            (token, own, trace, modern) => {
                 let mut meta = if modern {
                     self.call_meta(&version).get().clone()
                 } else {
                     Meta::default()
                 };
                 meta.progress_token = token.clone();
+                if let Some(trace) = trace {
+                    trace.write_into(&mut meta.extra);
+                }
                 if let Some(own) = own {
                     meta.extra
                         .extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));

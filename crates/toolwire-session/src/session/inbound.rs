@@ -370,7 +370,13 @@ impl Session {
                 pages,
                 cursors,
                 clock,
-            } => self.page_answered(op, listing, (pages, cursors, clock), payload, now),
+                trace,
+            } => {
+                // The walk's later pages carry its first page's trace context.
+                let ambient = std::mem::replace(&mut self.trace, trace);
+                self.page_answered(op, listing, (pages, cursors, clock), payload, now);
+                self.trace = ambient;
+            }
             PendingKind::LogLevel { op } => {
                 self.level_answered(op, payload.map_err(|error| RequestError::Server { error }))
             }

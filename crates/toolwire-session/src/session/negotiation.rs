@@ -230,13 +230,15 @@ impl Session {
     }
 
     pub(super) fn send_initialize(&mut self, version: ProtocolVersion, now: Instant) {
-        let params = InitializeParams {
+        let mut params = InitializeParams {
             protocol_version: version.clone(),
             capabilities: self.config.capabilities.clone(),
             client_info: self.config.client_info.clone(),
             meta: None,
             extra: JsonObject::new(),
         };
+        // The legacy version: only the trace context.
+        self.envelope(&version, &mut params);
         let timeout = self.config.request_timeout;
         // The version header goes only on requests *after* initialize.
         let queued = self.queue_request(

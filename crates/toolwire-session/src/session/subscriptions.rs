@@ -84,11 +84,12 @@ impl Session {
         now: Instant,
     ) -> Result<(), RequestError> {
         let version = self.version().cloned().ok_or(RequestError::NotReady)?;
-        let params = ResourceUriParams {
+        let mut params = ResourceUriParams {
             uri: uri.to_owned(),
             meta: None,
             extra: JsonObject::new(),
         };
+        self.stamp_trace(&mut params);
         let name = if subscribe {
             <method::Subscribe as toolwire_types::Method>::NAME
         } else {

@@ -92,6 +92,7 @@ impl Session {
             pages,
             cursors,
             clock,
+            trace: self.trace.clone(),
         };
         let timeout = self.config.request_timeout;
         self.queue_request(

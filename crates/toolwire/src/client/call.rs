@@ -227,7 +227,7 @@ impl Client {
         Ok(Called::Done(result))
     }
 
-    /// One round of a call: one request, its decoded outcome.
+    /// One round of a call: one request, in its own client span, and its decoded outcome.
     async fn call_once(
         &self,
         name: &str,
@@ -236,39 +236,53 @@ impl Client {
         input: Option<Box<InputResponses>>,
         hooks: CallHooks,
     ) -> Result<Round, Error> {
-        let (commands, rx) = self.start()?;
-        let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
-        let mut request = Box::new(CallRequest::new(name, arguments, options));
-        request.input = input.map(|input| *input);
-        let command = Command::Call {
-            call,
-            hooks,
-            request,
-            reply,
+        // A result with `isError` is a failed call to the conventions, not to the caller.
+        let tool_error = |round: &Round| {
+            matches!(round, Round::Outcome(Outcome::Complete(r)) if r.is_error())
+                .then_some("tool_error")
         };
-        commands.send(command).map_err(|_| unsent(&rx))?;
-        let mut guard = CancelOnDrop {
-            commands: &commands,
-            call,
-            armed: true,
-        };
-        let raw = answer.await.map_err(|_| Error::Closed)?;
-        guard.armed = false;
-        let raw = raw?;
-        if self.inner.config.tasks && crate::tasks::is_task(&raw) {
-            let task = serde_json::from_str(raw.get()).map_err(|source| {
-                Error::Protocol(crate::ProtocolError::Decode(Arc::new(
-                    toolwire_types::DecodeError::InvalidResult {
-                        method: "tools/call".to_owned(),
-                        source,
-                    },
-                )))
-            })?;
-            return Ok(Round::Task(Box::new(task)));
-        }
-        CallTool::decode_result(&raw)
-            .map(Round::Outcome)
-            .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
+        in_span(
+            "tools/call",
+            Subject::Tool(name),
+            tool_error,
+            |trace| async move {
+                let (commands, rx) = self.start(&trace)?;
+                let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
+                let (reply, answer) = oneshot::channel();
+                let mut request = Box::new(CallRequest::new(name, arguments, options));
+                request.input = input.map(|input| *input);
+                let command = Command::Call {
+                    call,
+                    hooks,
+                    request,
+                    reply,
+                    trace,
+                };
+                commands.send(command).map_err(|_| unsent(&rx))?;
+                let mut guard = CancelOnDrop {
+                    commands: &commands,
+                    call,
+                    armed: true,
+                };
+                let raw = answer.await.map_err(|_| Error::Closed)?;
+                guard.armed = false;
+                let raw = raw?;
+                if self.inner.config.tasks && crate::tasks::is_task(&raw) {
+                    let task = serde_json::from_str(raw.get()).map_err(|source| {
+                        Error::Protocol(crate::ProtocolError::Decode(Arc::new(
+                            toolwire_types::DecodeError::InvalidResult {
+                                method: "tools/call".to_owned(),
+                                source,
+                            },
+                        )))
+                    })?;
+                    return Ok(Round::Task(Box::new(task)));
+                }
+                CallTool::decode_result(&raw)
+                    .map(Round::Outcome)
+                    .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
+            },
+        )
+        .await
     }
 }

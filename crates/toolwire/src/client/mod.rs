@@ -25,6 +25,8 @@ use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
 use crate::{CallHooks, CallOptions, ClientBuilder, Connector, Error};
 use toolwire_session::InputResponses;
+use toolwire_telemetry::{Subject, TraceContext};
+use tracing::Instrument as _;
 
 mod call;
 mod requests;
@@ -255,12 +257,24 @@ impl Client {
     /// no `logging`); the `2026-07-28` era puts it on every request. The messages arrive on
     /// [`Client::notifications`].
     pub async fn set_log_level(&self, level: toolwire_types::LoggingLevel) -> Result<(), Error> {
-        let (commands, rx) = self.start()?;
-        let (reply, answer) = oneshot::channel();
-        commands
-            .send(Command::SetLogLevel { level, reply })
-            .map_err(|_| unsent(&rx))?;
-        answer.await.map_err(|_| Error::Closed)?.map(drop)
+        in_span(
+            "logging/setLevel",
+            Subject::None,
+            no_failure,
+            |trace| async move {
+                let (commands, rx) = self.start(&trace)?;
+                let (reply, answer) = oneshot::channel();
+                commands
+                    .send(Command::SetLogLevel {
+                        level,
+                        reply,
+                        trace,
+                    })
+                    .map_err(|_| unsent(&rx))?;
+                answer.await.map_err(|_| Error::Closed)?.map(drop)
+            },
+        )
+        .await
     }
 
     /// Where the connection is now.
@@ -325,7 +339,8 @@ impl Client {
     /// Negotiates (once per connection, shared by every caller) and returns what was agreed;
     /// while the client reconnects, waits for the new connection.
     pub async fn ready(&self) -> Result<Arc<Negotiated>, Error> {
-        let (_, mut rx) = self.start()?;
+        // The handshake's requests belong to the caller's span.
+        let (_, mut rx) = self.start(&toolwire_telemetry::current())?;
         loop {
             // Cloned out of the guard: it must not be held across an await.
             let state = rx.borrow_and_update().clone();
@@ -361,14 +376,19 @@ impl Client {
     }
 
     /// The current connection, its negotiation started (without waiting for it: commands
-    /// sent meanwhile wait in the driver, each up to its deadline).
+    /// sent meanwhile wait in the driver, each up to its deadline); a handshake started here
+    /// carries `trace`, the context of the request that needs it.
     fn start(
         &self,
+        trace: &Option<TraceContext>,
     ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
         let (commands, rx) = self.connection()?;
         match &*rx.borrow() {
             Negotiation::NotStarted => {
-                commands.send(Command::Start).map_err(|_| Error::Closed)?;
+                let trace = trace.clone();
+                commands
+                    .send(Command::Start { trace })
+                    .map_err(|_| Error::Closed)?;
             }
             // Ended for good: say why, not only that.
             Negotiation::Closed { error: Some(e) } => {
@@ -393,12 +413,20 @@ impl Client {
     /// server, [`CacheMode::Bypass`] asks without making the answer the fresh listing (the
     /// tool cache still takes it: calls need its schemas for their headers).
     pub async fn list_tools_with(&self, mode: CacheMode) -> Result<ListOutcome, Error> {
-        let (commands, rx) = self.start()?;
-        let (reply, answer) = oneshot::channel();
-        commands
-            .send(Command::ListTools { mode, reply })
-            .map_err(|_| unsent(&rx))?;
-        answer.await.map_err(|_| Error::Closed)?
+        in_span(
+            "tools/list",
+            Subject::None,
+            no_failure,
+            |trace| async move {
+                let (commands, rx) = self.start(&trace)?;
+                let (reply, answer) = oneshot::channel();
+                commands
+                    .send(Command::ListTools { mode, reply, trace })
+                    .map_err(|_| unsent(&rx))?;
+                answer.await.map_err(|_| Error::Closed)?
+            },
+        )
+        .await
     }
 
     /// Lists the server's tools (every page) into the cache and returns them, in the server's
@@ -593,6 +621,59 @@ impl Client {
         let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
         close_connection(previous).await;
         self.inner.state.send_replace(ConnectionState::Closed);
+    }
+}
+
+/// Runs `send` in the client span of one `method` request (named and attributed as the
+/// OpenTelemetry conventions for MCP say), giving it the W3C trace context its requests carry
+/// (none when tracing is off), and marks the span failed when the request failed
+/// (`error.type`: the JSON-RPC code of an error answer, the kind of a local failure, or what
+/// `failed` finds in a result).
+async fn in_span<T, Fut>(
+    method: &str,
+    subject: Subject<'_>,
+    failed: impl FnOnce(&T) -> Option<&'static str>,
+    send: impl FnOnce(Option<TraceContext>) -> Fut,
+) -> Result<T, Error>
+where
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let span = toolwire_telemetry::client(method, subject);
+    let trace = toolwire_telemetry::context_of(&span);
+    let outcome = send(trace).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        match &outcome {
+            Ok(result) => {
+                if let Some(kind) = failed(result) {
+                    toolwire_telemetry::record_error(&span, &kind);
+                }
+            }
+            Err(Error::Server(error)) => toolwire_telemetry::record_error(&span, &error.code),
+            Err(other) => toolwire_telemetry::record_error(&span, &error_type(other)),
+        }
+    }
+    outcome
+}
+
+/// For [`in_span`]: a result that is never a failure.
+fn no_failure<T>(_: &T) -> Option<&'static str> {
+    None
+}
+
+/// A short, stable name for the kind of a failure that is not an error answer.
+fn error_type(error: &Error) -> &'static str {
+    match error {
+        Error::Server(_) => "server",
+        Error::Timeout(_) => "timeout",
+        Error::Connection(_) => "connection",
+        Error::Negotiation(_) => "negotiation",
+        Error::Protocol(_) => "protocol",
+        Error::Usage(_) => "usage",
+        Error::Input(_) => "input",
+        #[cfg(feature = "oauth")]
+        Error::Authorization(_) => "authorization",
+        Error::TaskEnded { .. } => "task",
+        Error::Closed => "closed",
     }
 }
 

@@ -21,14 +21,29 @@ impl Client {
 
     /// [`Client::request`] for `prompts/get` and `resources/read` (and `tools/call`): an
     /// `input_required` answer is met by the handler and the request retried (MRTR).
-    pub async fn request_with_input<M>(&self, mut params: M::Params) -> Result<M::Result, Error>
+    pub async fn request_with_input<M>(&self, params: M::Params) -> Result<M::Result, Error>
+    where
+        M: RequestMethod,
+        M::Params: HasMeta + RetryWithInput + Send + 'static,
+    {
+        self.request_with_input_about::<M>(params, Subject::None)
+            .await
+    }
+
+    /// [`Client::request_with_input`], its spans naming what the request is about.
+    async fn request_with_input_about<M>(
+        &self,
+        mut params: M::Params,
+        subject: Subject<'_>,
+    ) -> Result<M::Result, Error>
     where
         M: RequestMethod,
         M::Params: HasMeta + RetryWithInput + Send + 'static,
     {
         let mut rounds = 0;
         loop {
-            match self.request_once::<M>(params.clone()).await? {
+            let round = self.request_in::<M>(params.clone(), CacheMode::Use, subject);
+            match round.await? {
                 Outcome::Complete(result) => return Ok(result),
                 Outcome::InputRequired(required) => {
                     let (responses, state) = self.answer_input(required, &mut rounds).await?;
@@ -52,7 +67,7 @@ impl Client {
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        match self.request_in::<M>(params, mode).await? {
+        match self.request_in::<M>(params, mode, Subject::None).await? {
             Outcome::Complete(result) => Ok(result),
             Outcome::InputRequired(_) => Err(Error::Input(crate::InputError::NoHandler)),
         }
@@ -63,31 +78,41 @@ impl Client {
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        self.request_in::<M>(params, CacheMode::Use).await
+        self.request_in::<M>(params, CacheMode::Use, Subject::None)
+            .await
     }
 
+    /// One request of method `M`, in its own client span.
     async fn request_in<M>(
         &self,
         params: M::Params,
         mode: CacheMode,
+        subject: Subject<'_>,
     ) -> Result<Outcome<M::Result>, Error>
     where
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        let (commands, rx) = self.start()?;
-        let (reply, answer) = oneshot::channel();
-        // The method says whether it is safe to resend (reads and lists are) and the session
-        // whether a fresh kept answer may serve.
-        let issue = Box::new(move |session: &mut Session, now| {
-            session.request_cached::<M>(params.clone(), mode, now)
-        });
-        commands
-            .send(Command::Request { issue, reply })
-            .map_err(|_| unsent(&rx))?;
-        let raw = answer.await.map_err(|_| Error::Closed)??;
-        M::decode_result(&raw)
-            .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
+        in_span(M::NAME, subject, no_failure, |trace| async move {
+            let (commands, rx) = self.start(&trace)?;
+            let (reply, answer) = oneshot::channel();
+            // The method says whether it is safe to resend (reads and lists are) and the
+            // session whether a fresh kept answer may serve.
+            let issue = Box::new(move |session: &mut Session, now| {
+                session.request_cached::<M>(params.clone(), mode, now)
+            });
+            commands
+                .send(Command::Request {
+                    issue,
+                    reply,
+                    trace,
+                })
+                .map_err(|_| unsent(&rx))?;
+            let raw = answer.await.map_err(|_| Error::Closed)??;
+            M::decode_result(&raw)
+                .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
+        })
+        .await
     }
 
     /// `ping` (legacy era; a modern server has none and answers `-32601`).
@@ -143,7 +168,7 @@ impl Client {
             meta: None,
             extra: JsonObject::new(),
         };
-        self.request_with_input::<method::ReadResource>(params)
+        self.request_with_input_about::<method::ReadResource>(params, Subject::Resource(uri))
             .await
     }
 
@@ -166,19 +191,37 @@ impl Client {
     }
 
     async fn change_subscription(&self, uri: String, subscribe: bool) -> Result<(), Error> {
-        let (commands, rx) = self.start()?;
-        let (reply, answer) = oneshot::channel();
-        let issue = Box::new(move |session: &mut Session, now| {
-            if subscribe {
-                session.subscribe_resource(&uri, now)
-            } else {
-                session.unsubscribe_resource(&uri, now)
-            }
-        });
-        commands
-            .send(Command::Request { issue, reply })
-            .map_err(|_| unsent(&rx))?;
-        answer.await.map_err(|_| Error::Closed)?.map(drop)
+        let method = if subscribe {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        let shown = uri.clone();
+        in_span(
+            method,
+            Subject::Resource(&shown),
+            no_failure,
+            |trace| async move {
+                let (commands, rx) = self.start(&trace)?;
+                let (reply, answer) = oneshot::channel();
+                let issue = Box::new(move |session: &mut Session, now| {
+                    if subscribe {
+                        session.subscribe_resource(&uri, now)
+                    } else {
+                        session.unsubscribe_resource(&uri, now)
+                    }
+                });
+                commands
+                    .send(Command::Request {
+                        issue,
+                        reply,
+                        trace,
+                    })
+                    .map_err(|_| unsent(&rx))?;
+                answer.await.map_err(|_| Error::Closed)?.map(drop)
+            },
+        )
+        .await
     }
 
     /// One page of `prompts/list`.
@@ -210,7 +253,8 @@ impl Client {
             meta: None,
             extra: JsonObject::new(),
         };
-        self.request_with_input::<method::GetPrompt>(params).await
+        self.request_with_input_about::<method::GetPrompt>(params, Subject::Prompt(name))
+            .await
     }
 
     /// `completion/complete`: suggestions for `argument` of a prompt or resource template

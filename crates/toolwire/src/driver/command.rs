@@ -21,8 +21,13 @@ pub(crate) enum Negotiation {
 pub(crate) type IssueRequest =
     Box<dyn Fn(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
 
+/// Each command that sends requests carries the W3C trace context of the caller's span
+/// (`trace`): the session puts it in the `_meta` of every request the command queues.
 pub(crate) enum Command {
-    Start,
+    /// Negotiate; the requests of the handshake carry `trace`.
+    Start {
+        trace: Option<TraceContext>,
+    },
     Call {
         call: u64,
         hooks: CallHooks,
@@ -30,15 +35,18 @@ pub(crate) enum Command {
         /// `input_required` round); boxed, it moves into the session as it is.
         request: Box<CallRequest>,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        trace: Option<TraceContext>,
     },
     ListTools {
         mode: CacheMode,
         reply: oneshot::Sender<Result<ListOutcome, Error>>,
+        trace: Option<TraceContext>,
     },
     /// Any other request: issued on the session by the closure.
     Request {
         issue: IssueRequest,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        trace: Option<TraceContext>,
     },
     Close {
         reply: oneshot::Sender<()>,
@@ -51,6 +59,7 @@ pub(crate) enum Command {
     SetLogLevel {
         level: toolwire_types::LoggingLevel,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
+        trace: Option<TraceContext>,
     },
     /// A handler finished answering a server request.
     Respond {
@@ -59,10 +68,24 @@ pub(crate) enum Command {
     },
 }
 
+impl Command {
+    /// The trace context of the caller that sent it.
+    pub(super) fn trace(&self) -> Option<&TraceContext> {
+        match self {
+            Self::Start { trace }
+            | Self::Call { trace, .. }
+            | Self::ListTools { trace, .. }
+            | Self::Request { trace, .. }
+            | Self::SetLogLevel { trace, .. } => trace.as_ref(),
+            Self::Close { .. } | Self::Cancel { .. } | Self::Respond { .. } => None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Command {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Self::Start => "Start",
+            Self::Start { .. } => "Start",
             Self::Call { .. } => "Call",
             Self::ListTools { .. } => "ListTools",
             Self::Request { .. } => "Request",
@@ -95,6 +118,8 @@ pub(super) enum Waiter {
         call: u64,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
         hooks: CallHooks,
+        /// Sent again after a reconnect, the call carries its trace context again.
+        trace: Option<TraceContext>,
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
@@ -103,6 +128,7 @@ pub(super) enum Waiter {
     Request {
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
         issue: Option<IssueRequest>,
+        trace: Option<TraceContext>,
     },
 }
 
@@ -132,7 +158,7 @@ pub(super) fn fail_command(command: Command, error: Error) {
         Command::ListTools { reply, .. } => drop(reply.send(Err(error))),
         Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
         Command::Close { reply } => drop(reply.send(())),
-        Command::Start | Command::Cancel { .. } | Command::Respond { .. } => {}
+        Command::Start { .. } | Command::Cancel { .. } | Command::Respond { .. } => {}
     }
 }
 
@@ -140,29 +166,50 @@ impl Driver {
     pub(super) fn issue(&mut self, command: Command) {
         self.note_identity();
         let now = Instant::now();
+        // The requests this command queues carry its caller's trace context, and only they:
+        // what the session sends on its own afterwards carries none.
+        self.session.set_trace_context(command.trace().cloned());
+        self.issue_traced(command, now);
+        self.session.set_trace_context(None);
+    }
+
+    fn issue_traced(&mut self, command: Command, now: Instant) {
         match command {
             Command::Call {
                 call,
                 hooks,
                 request,
                 reply,
+                trace,
             } => match self.session.call(request, now) {
                 Ok(op) => {
                     self.call_ops.insert(call, op);
-                    let waiter = Waiter::Call { call, reply, hooks };
+                    let waiter = Waiter::Call {
+                        call,
+                        reply,
+                        hooks,
+                        trace,
+                    };
                     self.waiters.insert(op, waiter);
                 }
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
-            Command::ListTools { mode, reply } => match self.session.list_tools_with(mode, now) {
-                Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
-                Err(e) => drop(reply.send(Err(e.into()))),
-            },
-            Command::Request { issue, reply } => match issue(&mut self.session, now) {
+            Command::ListTools { mode, reply, .. } => {
+                match self.session.list_tools_with(mode, now) {
+                    Ok(op) => drop(self.waiters.insert(op, Waiter::List(reply))),
+                    Err(e) => drop(reply.send(Err(e.into()))),
+                }
+            }
+            Command::Request {
+                issue,
+                reply,
+                trace,
+            } => match issue(&mut self.session, now) {
                 Ok(op) => {
                     let waiter = Waiter::Request {
                         reply,
                         issue: Some(issue),
+                        trace,
                     };
                     self.waiters.insert(op, waiter);
                 }
@@ -170,10 +217,14 @@ impl Driver {
             },
             Command::Cancel { call } => self.cancel(call),
             // Kept for later sessions too (`Session::carry_into`).
-            Command::SetLogLevel { level, reply } => {
+            Command::SetLogLevel { level, reply, .. } => {
                 match self.session.change_log_level(level, now) {
                     Ok(Some(op)) => {
-                        let waiter = Waiter::Request { reply, issue: None };
+                        let waiter = Waiter::Request {
+                            reply,
+                            issue: None,
+                            trace: None,
+                        };
                         self.waiters.insert(op, waiter);
                     }
                     // Modern: in force from the next request on.
@@ -190,7 +241,7 @@ impl Driver {
                     tracing::warn!(error = %e, %id, "could not answer the server's request");
                 }
             }
-            Command::Start | Command::Close { .. } => {}
+            Command::Start { .. } | Command::Close { .. } => {}
         }
     }
 

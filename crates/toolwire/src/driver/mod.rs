@@ -29,7 +29,7 @@ use toolwire_session::{
     Session, SessionConfig, SessionError,
 };
 use toolwire_transport::{Transport, TransportError};
-use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest};
+use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
 
 use crate::reconnect::{ConnectionState, ReconnectPolicy, Reconnects};
 use crate::{CallHooks, Connector, Error, ServerRequestHandler};
@@ -264,10 +264,13 @@ impl Driver {
                 command = commands.recv() => match command {
                     None => return Ended::Dropped,
                     Some(Command::Close { reply }) => return Ended::Close(reply),
-                    Some(Command::Start) => {
+                    Some(Command::Start { trace }) => {
                         if matches!(*self.state.borrow(), Negotiation::NotStarted) {
                             self.state.send_replace(Negotiation::Pending);
                             self.link.connection.send_replace(ConnectionState::Connecting);
+                            // The handshake (and what the session sends on its own until
+                            // the first command) carries the starting caller's context.
+                            self.session.set_trace_context(trace);
                             self.session.start(Instant::now());
                         }
                     }

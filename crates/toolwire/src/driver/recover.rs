@@ -159,7 +159,12 @@ impl Driver {
                         deadline,
                         ..
                     },
-                    Waiter::Call { call, reply, hooks },
+                    Waiter::Call {
+                        call,
+                        reply,
+                        hooks,
+                        trace,
+                    },
                 ) if reconnecting => {
                     tracing::debug!(call, tool = %request.name, "sending the call again after the reconnect");
                     let command = Command::Call {
@@ -167,6 +172,7 @@ impl Driver {
                         hooks,
                         request,
                         reply,
+                        trace,
                     };
                     (deadline, command)
                 }
@@ -175,12 +181,21 @@ impl Driver {
                     Waiter::Request {
                         reply,
                         issue: Some(issue),
+                        trace,
                     },
-                ) if reconnecting => (deadline, Command::Request { issue, reply }),
+                ) if reconnecting => (
+                    deadline,
+                    Command::Request {
+                        issue,
+                        reply,
+                        trace,
+                    },
+                ),
                 (Interrupted::Relist { deadline, .. }, Waiter::List(reply)) if reconnecting => {
                     let command = Command::ListTools {
                         mode: CacheMode::Refresh,
                         reply,
+                        trace: None,
                     };
                     (deadline, command)
                 }
@@ -235,7 +250,7 @@ impl Driver {
                         self.queue(command);
                     }
                     // The dead session's server requests cannot be answered any more.
-                    Some(Command::Start | Command::Respond { .. }) => {}
+                    Some(Command::Start { .. } | Command::Respond { .. }) => {}
                 },
                 () = tokio::time::sleep_until(next) => {
                     self.expire_queued(Instant::now());
