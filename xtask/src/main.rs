@@ -244,6 +244,8 @@ fn ci(root: &Path) -> Result<(), String> {
             "toolwire-host",
             "-p",
             "toolwire-search",
+            "-p",
+            "toolwire",
             "--locked",
         ],
         &[],

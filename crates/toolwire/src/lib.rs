@@ -70,6 +70,9 @@
 pub mod apps;
 pub mod blocking;
 pub use toolwire_search as search;
+/// Spans per request (the OpenTelemetry conventions for MCP) and the W3C trace context; OTLP
+/// export for applications that enable `toolwire-telemetry`'s `otlp` feature.
+pub use toolwire_telemetry as telemetry;
 mod client;
 mod config;
 mod driver;
