@@ -111,6 +111,12 @@ impl StoreLock {
     pub fn none() -> Self {
         Self(None)
     }
+
+    /// A lock that holds `guard` until it is dropped (a store shared by several processes
+    /// releases its lock in the guard's `Drop`).
+    pub fn holding(guard: impl Send + Sync + 'static) -> Self {
+        Self(Some(Box::new(guard)))
+    }
 }
 
 /// Keeps registrations and tokens. Implement it to keep them in a keychain or a database.

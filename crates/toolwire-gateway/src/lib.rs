@@ -142,7 +142,7 @@ pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
     INTROSPECTION_RECHECK, IntrospectionConfig, LOGIN_WAIT, PerUserConfig, RuleConfig,
-    TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials,
+    TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
@@ -508,8 +508,10 @@ impl Service for Gateway {
         }
     }
 
-    fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
-        if let Some(page) = self.access.as_ref().and_then(|a| a.page(path, query)) {
+    async fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+        if let Some(access) = &self.access
+            && let Some(page) = access.page(path, query).await
+        {
             return Some(page);
         }
         match path {

@@ -296,9 +296,11 @@ impl<S: Service> Front<S> {
         if path != options.path && !sse_get && !sse_post {
             // The service's own pages (health, metrics, resource metadata), GET only, never
             // behind authentication.
-            if parts.method == Method::GET
-                && let Some(page) = self.core.service.page(path, parts.uri.query())
-            {
+            let page = match parts.method == Method::GET {
+                true => self.core.service.page(path, parts.uri.query()).await,
+                false => None,
+            };
+            if let Some(page) = page {
                 let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
                 return with_body(status, page.content_type, Bytes::from(page.body));
             }

@@ -286,9 +286,13 @@ pub trait Service: Send + Sync + 'static {
 
     /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
     /// part after `?`, if any); None is a 404. None by default.
-    fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+    fn page<'a>(
+        &'a self,
+        path: &'a str,
+        query: Option<&'a str>,
+    ) -> impl Future<Output = Option<Page>> + Send + 'a {
         let _ = (path, query);
-        None
+        std::future::ready(None)
     }
 
     /// A 2026-07-28 listen stream begins (`on`) or ended (`!on`) asking for updates of these

@@ -29,6 +29,7 @@ pub mod logs;
 pub mod oauth;
 pub mod otlp;
 pub mod proxy;
+pub mod redis;
 pub mod sse;
 pub mod threads;
 

@@ -220,3 +220,20 @@ pub(crate) async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let (_, body) = response.split_once("\r\n\r\n").unwrap();
     (status, body.to_owned())
 }
+
+/// GETs `url` from `addr` (whatever host the URL names): the status and the `Location`.
+pub(crate) async fn follow(addr: std::net::SocketAddr, url: &str) -> (u16, Option<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let target = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("/");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {target} HTTP/1.0\r\nhost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (head, _) = response.split_once("\r\n\r\n").unwrap();
+    (status, header_of(head, "location").map(str::to_owned))
+}

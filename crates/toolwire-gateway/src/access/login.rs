@@ -6,10 +6,14 @@
 //! ([`CALLBACK_PATH`]). The callback finishes the login, the tokens are kept for that caller
 //! and upstream (refreshed as they near expiry), legacy clients hear
 //! `notifications/elicitation/complete`, and the retried call goes through.
+//!
+//! With a vault every replica shares ([`Vault::shared`]), a login made through one replica is
+//! used by the others (a replica without one reads the vault again before it asks the caller
+//! to sign in), and a callback that reaches another replica than the one whose link it follows
+//! is handed over to it through the vault.
 
 use crate::lock;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,9 +22,11 @@ use serde_json::json;
 use tokio::sync::{broadcast, oneshot};
 use toolwire::HttpExecutor;
 use toolwire::auth::{
-    AuthChallenge, AuthError, AuthorizationHandler, CallbackParams, CredentialStore, FileStore,
-    MemoryStore, OAuth, OAuthConfig, Secret, StaticClient,
+    AuthChallenge, AuthError, AuthorizationHandler, CallbackParams, CredentialStore, MemoryStore,
+    OAuth, OAuthConfig, Secret, StaticClient,
 };
+
+use super::vault::Vault;
 
 /// The future an [`AuthorizationHandler`] answers with.
 type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -122,9 +128,11 @@ pub(crate) struct Logins {
     clients: Mutex<HashMap<Key, Arc<Login>>>,
     /// (caller's principal, upstream) → the login under way: its link and elicitation id.
     underway: Underway,
-    /// Each caller's tokens: in memory, or a file per caller in the vault directory (0600).
+    /// Each caller's tokens: in memory, or in the vault.
     stores: Mutex<HashMap<String, Arc<dyn CredentialStore>>>,
-    vault: Option<PathBuf>,
+    vault: Option<Arc<Vault>>,
+    /// Set once this replica listens for callbacks handed over through a shared vault.
+    listening: tokio::sync::OnceCell<()>,
 }
 
 fn failed(server: &str, why: impl std::fmt::Display) -> RpcError {
@@ -136,15 +144,16 @@ fn failed(server: &str, why: impl std::fmt::Display) -> RpcError {
 
 impl Logins {
     /// Logins whose callbacks come to `origin` (the gateway's public origin), tokens kept in
-    /// `vault` (a directory) or in memory.
-    pub(crate) fn new(origin: &str, vault: Option<PathBuf>) -> Self {
+    /// `vault` or in memory.
+    pub(crate) fn new(origin: &str, vault: Option<Vault>) -> Self {
         Self {
             redirect_uri: format!("{origin}{CALLBACK_PATH}"),
             pending: Arc::default(),
             clients: Mutex::default(),
             underway: Arc::default(),
             stores: Mutex::default(),
-            vault,
+            vault: vault.map(Arc::new),
+            listening: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -153,14 +162,55 @@ impl Logins {
         lock(&self.stores)
             .entry(principal.to_owned())
             .or_insert_with(|| match &self.vault {
-                Some(dir) => {
-                    let digest = toolwire::auth::verify::sha256(principal.as_bytes());
-                    let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-                    Arc::new(FileStore::new(dir.join(format!("{name}.json"))))
-                }
+                Some(vault) => vault.store(principal),
                 None => Arc::new(MemoryStore::new()),
             })
             .clone()
+    }
+
+    /// The vault, when other replicas share it.
+    fn shared(&self) -> Option<&Arc<Vault>> {
+        self.vault.as_ref().filter(|v| v.shared())
+    }
+
+    /// Makes sure this replica hears the callbacks other replicas hand over (a task that
+    /// listens, and listens again after a failure), waiting until it first listens.
+    async fn listen(&self) {
+        let Some(vault) = self.shared() else {
+            return;
+        };
+        let (vault, pending) = (vault.clone(), self.pending.clone());
+        self.listening
+            .get_or_init(|| async move {
+                let (subscribed, first) = oneshot::channel();
+                tokio::spawn(async move {
+                    let mut subscribed = Some(subscribed);
+                    loop {
+                        let (tx, rx) = oneshot::channel();
+                        let deliver = |query: &str| deliver(&pending, query);
+                        let listening = vault.listen_callbacks(deliver, tx);
+                        let notify = async {
+                            if rx.await.is_ok()
+                                && let Some(first) = subscribed.take()
+                            {
+                                let _ = first.send(());
+                            }
+                            std::future::pending::<()>().await;
+                        };
+                        tokio::select! {
+                            outcome = listening => if let Err(e) = outcome {
+                                tracing::warn!(error = %e, "not hearing sign-in callbacks from other replicas; trying again");
+                            },
+                            () = notify => {}
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                });
+                if tokio::time::timeout(LINK_WAIT, first).await.is_err() {
+                    tracing::warn!("the vault's channel could not be listened to: callbacks that reach another replica will not come back here");
+                }
+            })
+            .await;
     }
 
     fn login(
@@ -213,19 +263,29 @@ impl Logins {
         http: &HttpExecutor,
         announce: &broadcast::Sender<Change>,
     ) -> Result<Header, RpcError> {
-        let login = self.login(principal, server, url, config);
-        match login.oauth.authorization(http).await {
-            Ok(Some(value)) => {
-                return toolwire_headers::authorization_header(value.expose())
-                    .ok_or_else(|| failed(server, "the token cannot travel in a header"));
-            }
-            Ok(None) => {}
-            Err(e) => return Err(failed(server, toolwire::ErrorChain(&e))),
-        }
         let key = (principal.to_owned(), server.to_owned());
+        let mut login = self.login(principal, server, url, config);
+        // With a shared vault, another replica may have made this login since this one last
+        // read it: read again (a new client) before asking the caller to sign in.
+        let rereads = if self.shared().is_some() { 2 } else { 1 };
+        for read in 1..=rereads {
+            match login.oauth.authorization(http).await {
+                Ok(Some(value)) => {
+                    return toolwire_headers::authorization_header(value.expose())
+                        .ok_or_else(|| failed(server, "the token cannot travel in a header"));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(failed(server, toolwire::ErrorChain(&e))),
+            }
+            if read < rereads && !lock(&self.underway).contains_key(&key) {
+                lock(&self.clients).remove(&key);
+                login = self.login(principal, server, url, config);
+            }
+        }
         if let Some((link, id)) = lock(&self.underway).get(&key).cloned() {
             return Err(sign_in(server, &link, &id));
         }
+        self.listen().await;
         let (tx, rx) = oneshot::channel();
         *lock(&login.handler.link) = Some(tx);
         let id = toolwire_server::random_id();
@@ -265,14 +325,16 @@ impl Logins {
     }
 
     /// The page of `GET /oauth/callback?…`: the parameters go to the login that waits for
-    /// them.
-    pub(crate) fn callback(&self, query: Option<&str>) -> Page {
-        let params = CallbackParams::from_query(query.unwrap_or(""));
-        let waiting = params
-            .state
-            .as_ref()
-            .and_then(|state| lock(&self.pending).remove(state));
-        let delivered = waiting.is_some_and(|login| login.send(params).is_ok());
+    /// them, here or (through a shared vault) on the replica that made the link.
+    pub(crate) async fn callback(&self, query: Option<&str>) -> Page {
+        let query = query.unwrap_or("");
+        let mut delivered = deliver(&self.pending, query);
+        if !delivered && let Some(vault) = self.shared() {
+            delivered = vault.hand_over_callback(query).await.unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "a sign-in callback could not be handed to the other replicas");
+                false
+            });
+        }
         match delivered {
             true => Page::new(
                 200,
@@ -286,6 +348,17 @@ impl Logins {
             ),
         }
     }
+}
+
+/// Gives a callback's parameters (its `query`) to the login here that waits for its `state`:
+/// whether one did.
+fn deliver(pending: &Pending, query: &str) -> bool {
+    let params = CallbackParams::from_query(query);
+    let waiting = params
+        .state
+        .as_ref()
+        .and_then(|state| lock(pending).remove(state));
+    waiting.is_some_and(|login| login.send(params).is_ok())
 }
 
 /// The `-32042` error that asks the caller to sign in at `link`.

@@ -21,6 +21,7 @@ mod gate;
 mod login;
 mod policy;
 mod upstream;
+mod vault;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,7 @@ pub use login::{LOGIN_WAIT, PerUserConfig};
 pub(crate) use policy::View;
 pub use policy::{CallerMatchConfig, RuleConfig};
 pub use upstream::{ExchangeConfig, UpstreamConfig, UpstreamCredentials};
+pub use vault::{VAULT_KEY_ENV, VaultConfig};
 
 /// What went wrong setting up access control.
 #[derive(Debug, thiserror::Error)]
@@ -121,10 +123,11 @@ pub struct AccessConfig {
     /// own).
     #[serde(default)]
     pub upstreams: std::collections::BTreeMap<String, UpstreamConfig>,
-    /// Where callers' tokens for per-user upstreams are kept: a directory of files, one per
-    /// caller (0600); absent, in memory (lost on restart).
-    #[serde(default)]
-    pub vault: Option<std::path::PathBuf>,
+    /// Where callers' tokens for per-user upstreams are kept, sealed: a directory (`"vault":
+    /// "/dir"` or `{"dir": …}`) or a Redis server every replica reaches (`{"redis": …}`), with
+    /// the key in an environment variable; absent, in memory (lost on restart).
+    #[serde(default, deserialize_with = "vault::deserialize")]
+    pub vault: Option<vault::VaultConfig>,
 }
 
 impl AccessConfig {
@@ -368,10 +371,13 @@ impl Access {
             scopes_required: config.scopes_required.clone(),
             policy,
             known: Mutex::new(HashMap::new()),
-            logins: upstreams
-                .values()
-                .any(upstream::Upstream::per_user)
-                .then(|| login::Logins::new(&origin, config.vault.clone())),
+            logins: match upstreams.values().any(upstream::Upstream::per_user) {
+                true => Some(login::Logins::new(
+                    &origin,
+                    config.vault.as_ref().map(vault::Vault::new).transpose()?,
+                )),
+                false => None,
+            },
             upstreams,
         })
     }
@@ -411,9 +417,12 @@ impl Access {
     }
 
     /// The protected resource metadata, at its paths.
-    pub(crate) fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+    pub(crate) async fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
         if path == login::CALLBACK_PATH {
-            return self.logins.as_ref().map(|l| l.callback(query));
+            return match &self.logins {
+                Some(logins) => Some(logins.callback(query).await),
+                None => None,
+            };
         }
         if self.authorization_servers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
             return None;

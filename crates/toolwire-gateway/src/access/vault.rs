@@ -1,0 +1,727 @@
+//! The vault: where the gateway keeps its callers' logins to per-user upstreams, sealed.
+//!
+//! Each caller's logins are one record, named by a hash of the caller's principal and sealed
+//! with AES-256-GCM under the vault's key (the record's name is the associated data, so a
+//! record copied under another caller's name does not open). Records live in a directory on
+//! one machine (a `0600` file each, replaced whole) or in Redis, which every replica of a
+//! fleet reaches: a login made through one replica is used by all. With Redis, a refresh takes
+//! a lock there (so two replicas never spend one rotating refresh token), and a sign-in's
+//! callback that reaches another replica than the one waiting for it is handed over on a
+//! Redis channel, sealed like the records.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::rand::{SecureRandom as _, SystemRandom};
+use serde::Deserialize;
+use toolwire::auth::{AuthError, CredentialStore, Secret, StoreKey, StoreLock, StoredAuth};
+
+use super::AccessError;
+
+/// The environment variable the vault's key is read from unless the file says another.
+pub const VAULT_KEY_ENV: &str = "TOOLWIRE_VAULT_KEY";
+
+/// How long a refresh may hold a record's lock in Redis before it lapses on its own.
+const LOCK_LEASE: Duration = Duration::from_secs(30);
+
+/// How long a refresh waits for a record's lock.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Where the vault keeps its records, and its key.
+// tidy: not an MCP shape
+#[derive(Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VaultConfig {
+    /// A directory on this machine: a sealed file per caller (`0600`, the directory `0700`).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// A Redis server every replica reaches (`redis://[user:password@]host:6379/0`).
+    #[serde(default)]
+    pub redis: Option<String>,
+    /// The environment variable that holds the key: base64 of 32 random bytes
+    /// (`head -c32 /dev/urandom | base64`), the same on every replica. Default
+    /// [`VAULT_KEY_ENV`].
+    #[serde(default)]
+    pub key_env: Option<String>,
+    /// The key itself, for a program that has it at hand (never read from the file).
+    #[serde(skip)]
+    pub key: Option<Secret>,
+}
+
+impl std::fmt::Debug for VaultConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VaultConfig")
+            .field("dir", &self.dir)
+            .field(
+                "redis",
+                &self.redis.as_deref().map(toolwire_types::redacted_url),
+            )
+            .field("key_env", &self.key_env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `"vault": "/dir"` (a directory) or `"vault": {…}`.
+pub(crate) fn deserialize<'de, D>(deserializer: D) -> Result<Option<VaultConfig>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    // tidy: not an MCP shape
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Dir(PathBuf),
+        Full(VaultConfig),
+    }
+    Ok(
+        Option::<Form>::deserialize(deserializer)?.map(|form| match form {
+            Form::Dir(dir) => VaultConfig {
+                dir: Some(dir),
+                ..VaultConfig::default()
+            },
+            Form::Full(config) => config,
+        }),
+    )
+}
+
+/// Seals and opens records.
+struct Sealer {
+    key: LessSafeKey,
+    rng: SystemRandom,
+}
+
+/// The prefix of every sealed text: the format's version.
+const SEALED: &str = "tw1.";
+
+impl Sealer {
+    fn new(key: &[u8]) -> Result<Self, AccessError> {
+        let key = UnboundKey::new(&AES_256_GCM, key)
+            .map_err(|_| AccessError::Config("the vault's key must be 32 bytes".into()))?;
+        Ok(Self {
+            key: LessSafeKey::new(key),
+            rng: SystemRandom::new(),
+        })
+    }
+
+    /// `plain` sealed for `name`: `tw1.` and the base64 of the nonce, ciphertext and tag.
+    fn seal(&self, name: &str, plain: &[u8]) -> Result<String, AuthError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        self.rng
+            .fill(&mut nonce)
+            .map_err(|_| AuthError::store("no randomness to seal the vault's record", None))?;
+        let mut sealed = plain.to_vec();
+        self.key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad(name).as_bytes()),
+                &mut sealed,
+            )
+            .map_err(|_| AuthError::store("the vault's record could not be sealed", None))?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        Ok(format!("{SEALED}{}", STANDARD.encode(out)))
+    }
+
+    /// The plain text of a record sealed for `name`; an error if it was sealed for another
+    /// name, with another key, or changed.
+    fn open(&self, name: &str, text: &str) -> Result<Vec<u8>, AuthError> {
+        let refused = || {
+            AuthError::store(
+                "a vault record does not open with this key (another key, another caller's, or changed)",
+                None,
+            )
+        };
+        let bytes = text
+            .trim()
+            .strip_prefix(SEALED)
+            .and_then(|b| STANDARD.decode(b).ok())
+            .ok_or_else(refused)?;
+        if bytes.len() < NONCE_LEN {
+            return Err(refused());
+        }
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| refused())?;
+        let mut sealed = sealed.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::from(aad(name).as_bytes()), &mut sealed)
+            .map_err(|_| refused())?;
+        Ok(plain.to_vec())
+    }
+}
+
+fn aad(name: &str) -> String {
+    format!("toolwire-vault/{name}")
+}
+
+/// Where records live.
+enum Backend {
+    Dir(PathBuf),
+    Redis(Redis),
+}
+
+/// A Redis server: one reconnecting connection, made on first use.
+struct Redis {
+    client: redis::Client,
+    connection: tokio::sync::OnceCell<redis::aio::ConnectionManager>,
+}
+
+/// Keys in Redis begin with this.
+const PREFIX: &str = "toolwire:vault:";
+
+/// The channel sign-in callbacks are handed over on.
+pub(crate) const CALLBACKS: &str = "toolwire:vault:callbacks";
+
+impl Redis {
+    async fn connection(&self) -> Result<redis::aio::ConnectionManager, AuthError> {
+        self.connection
+            .get_or_try_init(|| self.client.get_connection_manager())
+            .await
+            .cloned()
+            .map_err(redis_error)
+    }
+}
+
+/// A Redis failure, without the server's address (its URL may hold a password).
+fn redis_error(e: redis::RedisError) -> AuthError {
+    AuthError::store(format!("the vault's Redis: {:?}", e.kind()), None)
+}
+
+/// The vault: its records' backend and its key.
+pub(crate) struct Vault {
+    backend: Backend,
+    sealer: Sealer,
+}
+
+impl std::fmt::Debug for Vault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.backend {
+            Backend::Dir(_) => "Vault(dir)",
+            Backend::Redis(_) => "Vault(redis)",
+        })
+    }
+}
+
+impl Vault {
+    /// The vault `config` describes, its key read now.
+    pub(crate) fn new(config: &VaultConfig) -> Result<Self, AccessError> {
+        let env = config.key_env.as_deref().unwrap_or(VAULT_KEY_ENV);
+        let key = match &config.key {
+            Some(key) => key.expose().to_owned(),
+            None => std::env::var(env).map_err(|_| {
+                AccessError::Config(format!(
+                    "the vault is sealed with a key: set {env} to the base64 of 32 random bytes (`head -c32 /dev/urandom | base64`), the same on every replica"
+                ))
+            })?,
+        };
+        let key = STANDARD.decode(key.trim()).map_err(|_| {
+            AccessError::Config(format!("the vault's key ({env}) is not base64 of 32 bytes"))
+        })?;
+        if key.len() != 32 {
+            return Err(AccessError::Config(format!(
+                "the vault's key ({env}) is not base64 of 32 bytes"
+            )));
+        }
+        let backend = match (&config.dir, &config.redis) {
+            (Some(dir), None) => Backend::Dir(dir.clone()),
+            (None, Some(url)) => {
+                let client = redis::Client::open(url.as_str()).map_err(|e| {
+                    AccessError::Config(format!(
+                        "vault.redis {}: {:?}",
+                        toolwire_types::redacted_url(url),
+                        e.kind()
+                    ))
+                })?;
+                Backend::Redis(Redis {
+                    client,
+                    connection: tokio::sync::OnceCell::new(),
+                })
+            }
+            _ => {
+                return Err(AccessError::Config(
+                    "the vault is a directory (\"dir\") or a Redis server (\"redis\"): one of them"
+                        .into(),
+                ));
+            }
+        };
+        Ok(Self {
+            backend,
+            sealer: Sealer::new(&key)?,
+        })
+    }
+
+    /// Whether other replicas share it (and may make or use a login for this one).
+    pub(crate) fn shared(&self) -> bool {
+        matches!(self.backend, Backend::Redis(_))
+    }
+
+    /// The store of `principal`'s logins.
+    pub(crate) fn store(self: &Arc<Self>, principal: &str) -> Arc<dyn CredentialStore> {
+        let digest = toolwire::auth::verify::sha256(principal.as_bytes());
+        let name = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        Arc::new(CallerStore {
+            vault: self.clone(),
+            name,
+        })
+    }
+
+    async fn read(&self, name: &str) -> Result<Vec<StoredAuth>, AuthError> {
+        let sealed = match &self.backend {
+            Backend::Dir(dir) => match std::fs::read_to_string(record_path(dir, name)) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return Err(AuthError::store(
+                        "a vault record could not be read",
+                        Some(Box::new(e)),
+                    ));
+                }
+            },
+            Backend::Redis(redis) => {
+                let mut connection = redis.connection().await?;
+                redis::cmd("GET")
+                    .arg(format!("{PREFIX}{name}"))
+                    .query_async::<Option<String>>(&mut connection)
+                    .await
+                    .map_err(redis_error)?
+            }
+        };
+        let Some(sealed) = sealed else {
+            return Ok(Vec::new());
+        };
+        let plain = self.sealer.open(name, &sealed)?;
+        serde_json::from_slice(&plain)
+            .map_err(|e| AuthError::store("a vault record does not decode", Some(Box::new(e))))
+    }
+
+    async fn write(&self, name: &str, entries: &[StoredAuth]) -> Result<(), AuthError> {
+        let plain = serde_json::to_vec(entries).map_err(|e| {
+            AuthError::store("a vault record could not be written", Some(Box::new(e)))
+        })?;
+        let sealed = self.sealer.seal(name, &plain)?;
+        match &self.backend {
+            Backend::Dir(dir) => write_private(dir, &record_path(dir, name), &sealed),
+            Backend::Redis(redis) => {
+                let mut connection = redis.connection().await?;
+                redis::cmd("SET")
+                    .arg(format!("{PREFIX}{name}"))
+                    .arg(sealed)
+                    .query_async::<()>(&mut connection)
+                    .await
+                    .map_err(redis_error)
+            }
+        }
+    }
+
+    /// Excludes the other replicas from `name`'s record (Redis: a lease of [`LOCK_LEASE`],
+    /// released when the lock drops); on one machine, the OAuth client already serialises
+    /// its refreshes.
+    async fn lock(&self, name: &str) -> Result<StoreLock, AuthError> {
+        let Backend::Redis(redis) = &self.backend else {
+            return Ok(StoreLock::none());
+        };
+        let mut connection = redis.connection().await?;
+        let key = format!("{PREFIX}lock:{name}");
+        let token = toolwire_server::random_id();
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        loop {
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(&key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(u64::try_from(LOCK_LEASE.as_millis()).unwrap_or(u64::MAX))
+                .query_async(&mut connection)
+                .await
+                .map_err(redis_error)?;
+            if taken.is_some() {
+                return Ok(StoreLock::holding(Lease {
+                    connection,
+                    key,
+                    token,
+                }));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AuthError::store(
+                    "another replica holds this login's lock",
+                    None,
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Hands a sign-in's callback (its query) to the replica that waits for it: `true` once
+    /// that replica says it took it (within [`HANDOVER_WAIT`]).
+    pub(crate) async fn hand_over_callback(&self, query: &str) -> Result<bool, AuthError> {
+        let Backend::Redis(redis) = &self.backend else {
+            return Ok(false);
+        };
+        let sealed = self.sealer.seal(CALLBACKS, query.as_bytes())?;
+        let mut connection = redis.connection().await?;
+        let receivers: usize = redis::cmd("PUBLISH")
+            .arg(CALLBACKS)
+            .arg(sealed)
+            .query_async(&mut connection)
+            .await
+            .map_err(redis_error)?;
+        if receivers == 0 {
+            return Ok(false);
+        }
+        let ack = ack_key(query);
+        let deadline = tokio::time::Instant::now() + HANDOVER_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            let taken: Option<String> = redis::cmd("GET")
+                .arg(&ack)
+                .query_async(&mut connection)
+                .await
+                .map_err(redis_error)?;
+            if taken.is_some() {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Ok(false)
+    }
+
+    /// Listens for callbacks other replicas hand over, each (its query) to `deliver`, which
+    /// says whether a login here waited for it (and the handing replica hears so); `subscribed`
+    /// hears once the channel is listened to. Returns when the connection fails.
+    pub(crate) async fn listen_callbacks(
+        &self,
+        deliver: impl Fn(&str) -> bool,
+        subscribed: tokio::sync::oneshot::Sender<()>,
+    ) -> Result<(), AuthError> {
+        use futures_util::StreamExt as _;
+        let Backend::Redis(redis) = &self.backend else {
+            return Ok(());
+        };
+        let mut pubsub = redis.client.get_async_pubsub().await.map_err(redis_error)?;
+        pubsub.subscribe(CALLBACKS).await.map_err(redis_error)?;
+        let _ = subscribed.send(());
+        let mut messages = pubsub.into_on_message();
+        while let Some(message) = messages.next().await {
+            let text = String::from_utf8_lossy(message.get_payload_bytes()).into_owned();
+            let query = match self.sealer.open(CALLBACKS, &text) {
+                Ok(query) => String::from_utf8_lossy(&query).into_owned(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a sign-in callback from the vault's channel did not open");
+                    continue;
+                }
+            };
+            if deliver(&query) {
+                let mut connection = redis.connection().await?;
+                redis::cmd("SET")
+                    .arg(ack_key(&query))
+                    .arg("1")
+                    .arg("EX")
+                    .arg(60)
+                    .query_async::<()>(&mut connection)
+                    .await
+                    .map_err(redis_error)?;
+            }
+        }
+        Err(AuthError::store("the vault's Redis channel closed", None))
+    }
+}
+
+/// How long a replica that got a callback waits for the replica it belongs to.
+const HANDOVER_WAIT: Duration = Duration::from_secs(2);
+
+/// Where the replica that took a handed-over callback says so (a hash: the query holds the
+/// authorization code).
+fn ack_key(query: &str) -> String {
+    let digest = toolwire::auth::verify::sha256(query.as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("{PREFIX}ack:{hex}")
+}
+
+/// A held Redis lock: released (only if still this holder's) when dropped.
+struct Lease {
+    connection: redis::aio::ConnectionManager,
+    key: String,
+    token: String,
+}
+
+/// Deletes the lock only while it holds this holder's token.
+const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let (mut connection, key, token) = (
+            self.connection.clone(),
+            std::mem::take(&mut self.key),
+            std::mem::take(&mut self.token),
+        );
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let released = redis::cmd("EVAL")
+                    .arg(RELEASE)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&token)
+                    .query_async::<i64>(&mut connection)
+                    .await;
+                if let Err(e) = released {
+                    tracing::debug!(error = ?e.kind(), "a vault lock lapses on its own");
+                }
+            });
+        }
+    }
+}
+
+fn record_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.vault"))
+}
+
+/// Writes `text` to `path` whole: a private temporary file in `dir` (the directory made
+/// `0700` if missing), synced, renamed over it.
+fn write_private(dir: &Path, path: &Path, text: &str) -> Result<(), AuthError> {
+    use std::io::Write as _;
+    let failed = |e: std::io::Error| {
+        AuthError::store("a vault record could not be written", Some(Box::new(e)))
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(failed)?;
+    // `tempfile` creates it 0600.
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    file.write_all(text.as_bytes()).map_err(failed)?;
+    file.as_file().sync_all().map_err(failed)?;
+    file.persist(path).map_err(|e| failed(e.error))?;
+    Ok(())
+}
+
+/// One caller's logins, as a credential store of Toolwire's OAuth client.
+struct CallerStore {
+    vault: Arc<Vault>,
+    name: String,
+}
+
+impl std::fmt::Debug for CallerStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallerStore")
+            .field("vault", &self.vault)
+            .finish_non_exhaustive()
+    }
+}
+
+type Future<'a, T> = toolwire::BoxFuture<'a, Result<T, AuthError>>;
+
+fn same(entry: &StoredAuth, key: &StoreKey) -> bool {
+    entry.server == key.server && entry.issuer == key.issuer
+}
+
+impl CredentialStore for CallerStore {
+    fn load<'a>(&'a self, key: &'a StoreKey) -> Future<'a, Option<StoredAuth>> {
+        Box::pin(async move {
+            let entries = self.vault.read(&self.name).await?;
+            Ok(entries.into_iter().find(|e| same(e, key)))
+        })
+    }
+
+    fn save<'a>(&'a self, entry: &'a StoredAuth) -> Future<'a, ()> {
+        Box::pin(async move {
+            let mut entries = self.vault.read(&self.name).await?;
+            let key = entry.key();
+            match entries.iter_mut().find(|e| same(e, &key)) {
+                Some(e) => *e = entry.clone(),
+                None => entries.push(entry.clone()),
+            }
+            self.vault.write(&self.name, &entries).await
+        })
+    }
+
+    fn remove<'a>(&'a self, key: &'a StoreKey) -> Future<'a, ()> {
+        Box::pin(async move {
+            let mut entries = self.vault.read(&self.name).await?;
+            entries.retain(|e| !same(e, key));
+            self.vault.write(&self.name, &entries).await
+        })
+    }
+
+    fn list(&self) -> Future<'_, Vec<StoredAuth>> {
+        Box::pin(async move { self.vault.read(&self.name).await })
+    }
+
+    fn lock(&self) -> Future<'_, StoreLock> {
+        Box::pin(async move { self.vault.lock(&self.name).await })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    fn config(dir: &Path) -> VaultConfig {
+        VaultConfig {
+            dir: Some(dir.to_owned()),
+            key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
+            ..VaultConfig::default()
+        }
+    }
+
+    fn entry(token: &str) -> StoredAuth {
+        serde_json::from_value(serde_json::json!({
+            "server": "https://up.example/mcp", "issuer": "https://as.example",
+            "resource": "https://up.example/mcp", "token_endpoint": "https://as.example/token",
+            "tokens": {"access_token": token, "token_type": "Bearer"},
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_record_is_kept_sealed_in_a_private_file_and_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Arc::new(Vault::new(&config(dir.path())).unwrap());
+        let alice = vault.store("alice");
+        alice.save(&entry("alice-secret-token")).await.unwrap();
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        let path = files[0].as_ref().unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(SEALED));
+        assert!(
+            !text.contains("alice-secret-token"),
+            "the token is in the clear"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+        let listed = alice.list().await.unwrap();
+        assert_eq!(listed, vec![entry("alice-secret-token")]);
+        // Another caller has nothing.
+        assert!(vault.store("bob").list().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_record_does_not_open_with_another_key_under_another_name_or_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Arc::new(Vault::new(&config(dir.path())).unwrap());
+        vault.store("alice").save(&entry("t")).await.unwrap();
+        let name = std::fs::read_dir(dir.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let sealed = std::fs::read_to_string(&name).unwrap();
+        let alices = name.file_stem().unwrap().to_str().unwrap().to_owned();
+
+        let mut other = config(dir.path());
+        other.key = Some(Secret::new(STANDARD.encode([8u8; 32])));
+        let other = Vault::new(&other).unwrap();
+        assert!(
+            other.read(&alices).await.is_err(),
+            "opened with another key"
+        );
+
+        // Copied under bob's name: it does not open as his.
+        let bobs_name = {
+            let digest = toolwire::auth::verify::sha256(b"bob");
+            digest
+                .iter()
+                .take(16)
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        std::fs::write(record_path(dir.path(), &bobs_name), &sealed).unwrap();
+        assert!(
+            vault.read(&bobs_name).await.is_err(),
+            "opened under another name"
+        );
+
+        // One character changed.
+        let mut changed = sealed.into_bytes();
+        let last = changed.len() - 3;
+        changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
+        std::fs::write(&name, changed).unwrap();
+        assert!(
+            vault.read(&alices).await.is_err(),
+            "a changed record opened"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refresh_lock_in_redis_keeps_a_second_replica_waiting_until_the_first_lets_go() {
+        let Some(redis) = toolwire_test_support::redis::RedisServer::start().await else {
+            return;
+        };
+        let replica = || {
+            let config = VaultConfig {
+                redis: Some(redis.url()),
+                key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
+                ..VaultConfig::default()
+            };
+            Arc::new(Vault::new(&config).unwrap())
+        };
+        let (a, b) = (replica(), replica());
+        let held = a.store("alice").lock().await.unwrap();
+        let alice_b = b.store("alice");
+        let waiting = tokio::spawn(async move { alice_b.lock().await.map(drop) });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "both replicas held the lock");
+        // Another caller's record is not locked.
+        drop(b.store("bob").lock().await.unwrap());
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("the lock was never let go")
+            .unwrap()
+            .unwrap();
+        // And what one replica saves, the other reads.
+        a.store("alice").save(&entry("shared")).await.unwrap();
+        assert_eq!(
+            b.store("alice").list().await.unwrap(),
+            vec![entry("shared")]
+        );
+    }
+
+    #[test]
+    fn a_vault_without_a_good_key_is_refused_naming_the_variable_not_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bad = config(dir.path());
+        bad.key = Some(Secret::new("c2hvcnQ="));
+        let e = Vault::new(&bad).unwrap_err().to_string();
+        assert!(e.contains(VAULT_KEY_ENV) && !e.contains("c2hvcnQ"), "{e}");
+        let mut unset = config(dir.path());
+        unset.key = None;
+        unset.key_env = Some("TOOLWIRE_TEST_VAULT_KEY_THAT_IS_NOT_SET".into());
+        let e = Vault::new(&unset).unwrap_err().to_string();
+        assert!(e.contains("TOOLWIRE_TEST_VAULT_KEY_THAT_IS_NOT_SET"), "{e}");
+        let mut both = config(dir.path());
+        both.redis = Some("redis://127.0.0.1:1/".into());
+        assert!(Vault::new(&both).is_err());
+    }
+
+    #[test]
+    fn a_vault_setting_is_a_directory_or_an_object_and_never_shows_a_redis_password() {
+        // tidy: not an MCP shape
+        #[derive(Deserialize)]
+        struct Holder {
+            #[serde(deserialize_with = "deserialize")]
+            vault: Option<VaultConfig>,
+        }
+        let dir: Holder = serde_json::from_str(r#"{"vault": "/var/lib/tw"}"#).unwrap();
+        assert_eq!(dir.vault.unwrap().dir, Some(PathBuf::from("/var/lib/tw")));
+        let redis: Holder = serde_json::from_str(
+            r#"{"vault": {"redis": "redis://user:hunter2@cache:6379/0", "keyEnv": "K"}}"#,
+        )
+        .unwrap();
+        let shown = format!("{:?}", redis.vault.unwrap());
+        assert!(
+            shown.contains("cache") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+}
