@@ -192,8 +192,13 @@ struct PerUser {
     front: toolwire_server::HttpServer,
 }
 
-async fn per_user() -> PerUser {
-    let issuer = Issuer::start().await;
+/// An MCP server behind OAuth that takes the gateway's own token (`gw-own`) and every token
+/// its authorization server issues, and a host of it as `up`.
+async fn protected_upstream() -> (
+    toolwire_test_support::http::HttpPeer,
+    Arc<std::sync::Mutex<toolwire_test_support::oauth::As>>,
+    toolwire_host::Host,
+) {
     let (upstream, upstream_as) = toolwire_test_support::oauth::protected_server(|s| {
         s.reuse_detection = true;
         s.live = vec!["gw-own".into()];
@@ -204,6 +209,12 @@ async fn per_user() -> PerUser {
         toolwire_host::Naming::Qualified,
     )
     .await;
+    (upstream, upstream_as, host)
+}
+
+async fn per_user() -> PerUser {
+    let issuer = Issuer::start().await;
+    let (upstream, upstream_as, host) = protected_upstream().await;
     let section = json!({
         "resource": RESOURCE,
         "authorizationServers": [issuer.url()],
@@ -412,4 +423,113 @@ async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
         .until("notifications/tools/list_changed")
         .await;
     assert!(!bobs.contains("elicitation/complete"), "{bobs}");
+}
+
+/// The `WWW-Authenticate` values of the HTTP refusal in `error`'s causes, with its status.
+fn refusal(error: &toolwire::Error) -> Option<(u16, Vec<String>)> {
+    match toolwire::HttpError::find(error)? {
+        toolwire::HttpError::Status {
+            status,
+            www_authenticate,
+            ..
+        } => Some((status.as_u16(), www_authenticate.clone())),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_upstreams_refusal_of_a_passed_token_reaches_the_caller_as_it_came() {
+    let issuer = Issuer::start().await;
+    let (upstream, upstream_as, host) = protected_upstream().await;
+    let section = json!({
+        "resource": RESOURCE,
+        "authorizationServers": [issuer.url()],
+        "upstreams": {"up": {"credentials": "passthrough", "resource": upstream.url(),
+            "relayChallenge": true}},
+    });
+    let config = AccessConfig::from_json(&section).unwrap();
+    // Both framings of the gateway's answers: JSON, and SSE (whose head waits for the
+    // call's first event when it may be a refusal).
+    for framing in [
+        toolwire_server::Framing::Json,
+        toolwire_server::Framing::Sse,
+    ] {
+        let access = Access::new(&config, RESOURCE).await.unwrap();
+        let gateway = Gateway::builder(host.clone()).access(access).build();
+        let mut options = toolwire_server::Options::default();
+        options.framing = framing;
+        let front = gateway.serve_http(LOOPBACK, options).await.unwrap();
+        let token = |who: &str| {
+            issuer.token(
+                "k1",
+                RESOURCE,
+                who,
+                &json!({"aud": [RESOURCE, upstream.url()]}),
+            )
+        };
+        let caller = |token: &str| {
+            Client::builder("downstream", "0")
+                .connect_http(HttpTransport::builder(front.url()).bearer_token(token))
+                .unwrap()
+        };
+
+        // A token the upstream does not take: its 401 and challenge, unchanged.
+        let refused = caller(&token("bob"))
+            .call_tool("up__echo", json!({"text": "b"}))
+            .await
+            .unwrap_err();
+        let expected = format!(
+            r#"Bearer error="invalid_token", resource_metadata="{}/.well-known/oauth-protected-resource/mcp""#,
+            upstream.url().trim_end_matches("/mcp")
+        );
+        assert_eq!(
+            refusal(&refused),
+            Some((401, vec![expected])),
+            "{framing:?}: {refused}"
+        );
+
+        // A token it takes, without the scope it wants: its 403 naming the scope.
+        let alice = token("alice");
+        {
+            let mut s = upstream_as.lock().unwrap();
+            s.live.push(alice.clone());
+            s.require_scope = Some("admin".into());
+        }
+        let stepped = caller(&alice)
+            .call_tool("up__echo", json!({"text": "a"}))
+            .await
+            .unwrap_err();
+        let (status, challenge) = refusal(&stepped).unwrap_or_else(|| panic!("{stepped}"));
+        assert_eq!(status, 403, "{framing:?}");
+        assert!(
+            challenge[0].starts_with(r#"Bearer error="insufficient_scope", scope="admin""#),
+            "{challenge:?}"
+        );
+        {
+            let mut s = upstream_as.lock().unwrap();
+            s.require_scope = None;
+        }
+        // And with the scope, the call goes through as before.
+        let said = caller(&alice)
+            .call_tool("up__echo", json!({"text": "a"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&said), "a");
+        upstream_as.lock().unwrap().live.retain(|t| t == "gw-own");
+    }
+}
+
+#[tokio::test]
+async fn relaying_challenges_needs_the_callers_token_passed_on() {
+    let issuer = Issuer::start().await;
+    let section = json!({
+        "resource": RESOURCE,
+        "authorizationServers": [issuer.url()],
+        "upstreams": {"up": {"credentials": {"perUser": {}}, "resource": "https://up.example/mcp",
+            "relayChallenge": true}},
+    });
+    let e = Access::new(&AccessConfig::from_json(&section).unwrap(), RESOURCE)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("relayChallenge"), "{e}");
 }

@@ -289,7 +289,10 @@ impl Gateway {
         if let Some(server) = &server {
             self.metrics.call(server, &name, outcome, took);
         }
-        let mut result = match result.map_err(|e| upstream_error(&e))? {
+        let mut result = match result.map_err(|e| match (&self.access, &server) {
+            (Some(access), Some(server)) => access.relay_challenge(server, upstream_error(&e), &e),
+            _ => upstream_error(&e),
+        })? {
             toolwire::Called::Done(result) => result,
             toolwire::Called::Task(handle) => {
                 // Left running upstream: the client follows it with `tasks/get`.

@@ -414,11 +414,13 @@ pub(crate) fn upstream_error(e: &HostError) -> RpcError {
 pub(crate) fn relayed(server: &str, error: &Error) -> RpcError {
     match error {
         Error::Server(object)
-        | Error::Input(InputError::UrlElicitationRequired { error: object, .. }) => RpcError {
-            code: object.code,
-            message: object.message.clone(),
-            data: object.data.clone(),
-        },
+        | Error::Input(InputError::UrlElicitationRequired { error: object, .. }) => {
+            let error = RpcError::new(object.code, object.message.clone());
+            match &object.data {
+                Some(data) => error.with_data(data.clone()),
+                None => error,
+            }
+        }
         other => RpcError::new(
             code::INTERNAL_ERROR,
             format!("server `{server}`: {}", ErrorChain(other)),
@@ -506,6 +508,10 @@ impl Service for Gateway {
             Some(access) => access.authenticate(request).await,
             None => Ok(None),
         }
+    }
+
+    fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
+        method == "tools/call" && self.access.as_ref().is_some_and(|a| a.relays_challenges())
     }
 
     async fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {

@@ -61,6 +61,9 @@ pub enum HttpError {
         snippet: String,
         /// `WWW-Authenticate` challenges (401, 403).
         challenges: Vec<Challenge>,
+        /// The `WWW-Authenticate` values as they came (printable ASCII only), for a gateway
+        /// that relays them unchanged.
+        www_authenticate: Vec<String>,
     },
     /// The server refused every `Accept` profile with 406.
     #[error("the server answered 406 Not Acceptable to every Accept profile")]
@@ -157,6 +160,23 @@ impl HttpError {
     /// made): sending it again cannot run it twice.
     pub fn nothing_sent(&self) -> bool {
         matches!(self, Self::Unreachable(_) | Self::ConnectTimeout(_))
+    }
+
+    /// The HTTP failure among `error` and its causes, if there is one (a transport's failure
+    /// is shared, `Arc<dyn Error>`: looked inside as well).
+    pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a HttpError> {
+        let mut source = Some(error);
+        while let Some(e) = source {
+            let found = e.downcast_ref::<HttpError>().or_else(|| {
+                e.downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>()
+                    .and_then(|shared| shared.downcast_ref::<HttpError>())
+            });
+            if found.is_some() {
+                return found;
+            }
+            source = e.source();
+        }
+        None
     }
 }
 

@@ -266,6 +266,13 @@ impl Inner {
         method: Option<&str>,
     ) -> Failure {
         let challenges = challenges(headers);
+        let www_authenticate = headers
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter(|v| v.bytes().all(|b| (0x20..0x7f).contains(&b)))
+            .map(str::to_owned)
+            .collect();
         let snippet = snippet(&body);
         if matches!(status.as_u16(), 401 | 403) {
             tracing::warn!(%status, ?challenges, "the server refused the credentials");
@@ -284,6 +291,7 @@ impl Inner {
                 status,
                 snippet,
                 challenges,
+                www_authenticate,
             },
         }
     }

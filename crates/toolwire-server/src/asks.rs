@@ -74,6 +74,7 @@ impl Asks {
         let answer = match (message.get("result"), message.get("error")) {
             (Some(result), None) => Ok(result.clone()),
             (None, Some(error)) => Err(RpcError {
+                challenge: None,
                 code: error["code"]
                     .as_i64()
                     .unwrap_or(toolwire_types::error::code::INTERNAL_ERROR),

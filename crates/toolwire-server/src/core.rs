@@ -30,6 +30,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) enum Handled {
     /// The response to send.
     Answer(Value),
+    /// An error response that, over HTTP and before the response began, goes as this refusal
+    /// instead ([`crate::RpcError::challenge`]).
+    Refused(Value, Box<crate::Denial>),
     /// Nothing to send (a notification or a response from the client).
     Nothing,
     /// A `subscriptions/listen` the front end keeps open (its request id, what it asked for).
@@ -384,7 +387,14 @@ impl<S: Service> Core<S> {
                 code,
                 message,
                 data,
-            }) => error(id, code, message, data),
+                challenge,
+            }) => {
+                let answer = error(id, code, message, data);
+                if let Some(denial) = challenge {
+                    return Handled::Refused(answer, denial);
+                }
+                answer
+            }
         })
     }
 }

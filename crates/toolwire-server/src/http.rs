@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use http_body_util::channel::{Channel, Sender};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
@@ -33,10 +33,12 @@ enum Accepted {
     #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, error, lock, request_version};
+use crate::respond::{denied, json_response, sse};
+pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
 pub(crate) type Body = Channel<Bytes, std::io::Error>;
@@ -89,79 +91,6 @@ pub(crate) fn local_host(value: &str, allowed: &[String]) -> bool {
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
         || allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
-}
-
-/// One SSE event, with an id when given.
-fn sse(id: Option<&str>, data: &Value) -> Bytes {
-    let mut out = String::new();
-    if let Some(id) = id {
-        out.push_str("id: ");
-        out.push_str(id);
-        out.push('\n');
-    }
-    out.push_str("data: ");
-    out.push_str(&data.to_string());
-    out.push_str("\n\n");
-    Bytes::from(out)
-}
-
-pub(crate) fn empty(status: StatusCode) -> Response<Body> {
-    let (_, body) = Channel::new(1);
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    r
-}
-
-pub(crate) fn with_body(
-    status: StatusCode,
-    content_type: &'static str,
-    data: Bytes,
-) -> Response<Body> {
-    let (mut tx, body) = Channel::new(1);
-    let _ = tx.try_send(Frame::data(data));
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
-    r
-}
-
-/// The answer to a request refused before it was read.
-fn denied(denial: &Denial) -> Response<Body> {
-    tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request's credentials");
-    let mut response = json_response(denial.status_code(), &denial.body());
-    if let Some(challenge) = denial
-        .challenge
-        .as_deref()
-        .and_then(|c| HeaderValue::try_from(c).ok())
-    {
-        response
-            .headers_mut()
-            .insert(http::header::WWW_AUTHENTICATE, challenge);
-    }
-    response
-}
-
-fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    with_body(status, "application/json", Bytes::from(value.to_string()))
-}
-
-pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
-    let (tx, body) = Channel::new(16);
-    let mut r = Response::new(body);
-    let h = r.headers_mut();
-    h.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    (tx, r)
 }
 
 fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -456,7 +385,7 @@ impl<S: Service> Front<S> {
         if method == "subscriptions/listen" && modern {
             return match core.handle(&message, &notify, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
-                Handled::Answer(a) => json_response(StatusCode::OK, &a),
+                Handled::Answer(a) | Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
         }
@@ -490,12 +419,21 @@ impl<S: Service> Front<S> {
                     .await
                 {
                     Handled::Answer(a) => a,
+                    Handled::Refused(_, denial) => return denied(&denial),
                     Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
                 json_response(StatusCode::OK, &answer)
             }
             Framing::Sse => {
                 let (mut tx, response) = sse_response();
+                // A request the service may refuse with a challenge begins its response with
+                // its first event (or as that refusal); the others at once.
+                let hold = core.service.may_challenge(&method, who);
+                let (head, headed) = oneshot::channel::<Option<Box<Denial>>>();
+                let mut head = Some(head);
+                if !hold && let Some(head) = head.take() {
+                    let _ = head.send(None);
+                }
                 let front = self.clone();
                 let k = self.sse_answers.fetch_add(1, Ordering::SeqCst) + 1;
                 let cut = !modern
@@ -508,13 +446,6 @@ impl<S: Service> Front<S> {
                 tokio::spawn(async move {
                     let stream = session.as_ref().map(|sid| front.open_stream(sid));
                     let mut sent_ok = true;
-                    if let (Some(sid), Some(stream)) = (&session, stream) {
-                        // Priming event: an id and empty data, with the reconnection delay.
-                        let prime = front.log(sid, stream, Bytes::new());
-                        let _ = tx
-                            .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
-                            .await;
-                    }
                     let handling = core.handle(
                         &message,
                         &notify,
@@ -523,11 +454,47 @@ impl<S: Service> Front<S> {
                         caller.as_deref(),
                     );
                     tokio::pin!(handling);
-                    let answer = loop {
-                        tokio::select! {
-                            a = &mut handling => break a,
-                            Some(note) = notes.recv() => {
-                                sent_ok &= front.emit(&mut tx, session.as_deref(), stream, &note, cut).await;
+                    // Held: nothing is sent before the first event, which may be a refusal.
+                    let mut first = None;
+                    if head.is_some() {
+                        first = Some(tokio::select! {
+                            a = &mut handling => Ok(a),
+                            Some(note) = notes.recv() => Err(note),
+                        });
+                        if let Some(Ok(Handled::Refused(_, denial))) =
+                            first.take_if(|f| matches!(f, Ok(Handled::Refused(..))))
+                        {
+                            if let Some(head) = head.take() {
+                                let _ = head.send(Some(denial));
+                            }
+                            return;
+                        }
+                        if let Some(head) = head.take() {
+                            let _ = head.send(None);
+                        }
+                    }
+                    if let (Some(sid), Some(stream)) = (&session, stream) {
+                        // Priming event: an id and empty data, with the reconnection delay.
+                        let prime = front.log(sid, stream, Bytes::new());
+                        let _ = tx
+                            .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
+                            .await;
+                    }
+                    let answer = match first {
+                        Some(Ok(answer)) => answer,
+                        early => {
+                            if let Some(Err(note)) = early {
+                                sent_ok &= front
+                                    .emit(&mut tx, session.as_deref(), stream, &note, cut)
+                                    .await;
+                            }
+                            loop {
+                                tokio::select! {
+                                    a = &mut handling => break a,
+                                    Some(note) = notes.recv() => {
+                                        sent_ok &= front.emit(&mut tx, session.as_deref(), stream, &note, cut).await;
+                                    }
+                                }
                             }
                         }
                     };
@@ -536,7 +503,7 @@ impl<S: Service> Front<S> {
                             .emit(&mut tx, session.as_deref(), stream, &note, cut)
                             .await;
                     }
-                    if let Handled::Answer(answer) = answer {
+                    if let Handled::Answer(answer) | Handled::Refused(answer, _) = answer {
                         sent_ok &= front
                             .emit(&mut tx, session.as_deref(), stream, &answer, cut)
                             .await;
@@ -555,7 +522,10 @@ impl<S: Service> Front<S> {
                         tracing::debug!("the client went away before its answer");
                     }
                 });
-                response
+                match headed.await {
+                    Ok(Some(denial)) => return denied(&denial),
+                    _ => response,
+                }
             }
         };
         if let Some(sid) = &new_session

@@ -36,6 +36,7 @@ mod asks;
 mod core;
 mod guard;
 mod http;
+mod respond;
 mod service;
 mod session_id;
 mod sse;

@@ -52,6 +52,11 @@ pub struct RpcError {
     pub message: String,
     /// Structured data, when the code defines some.
     pub data: Option<Value>,
+    /// Over HTTP, answer the request with this refusal instead: its status and
+    /// `WWW-Authenticate` (a gateway relaying its upstream's challenge), when the response
+    /// has not begun ([`Service::may_challenge`]); over stdio, and once an SSE stream has
+    /// begun, the JSON-RPC error stands.
+    pub challenge: Option<Box<crate::Denial>>,
 }
 
 impl RpcError {
@@ -61,7 +66,15 @@ impl RpcError {
             code,
             message: message.into(),
             data: None,
+            challenge: None,
         }
+    }
+
+    /// The same error, answered over HTTP as `denial` ([`RpcError::challenge`]).
+    #[must_use]
+    pub fn with_challenge(mut self, denial: crate::Denial) -> Self {
+        self.challenge = Some(Box::new(denial));
+        self
     }
 
     /// The same error with `data`.
@@ -282,6 +295,14 @@ pub trait Service: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Arc<Caller>>, Denial>> + Send + 'a {
         let _ = request;
         std::future::ready(Ok(None))
+    }
+
+    /// Whether a `method` request of `caller` may be answered with an HTTP refusal
+    /// ([`RpcError::challenge`]): an SSE response to it then begins only with its first event,
+    /// so that a refusal can still be its status. False by default.
+    fn may_challenge(&self, method: &str, caller: Option<&Caller>) -> bool {
+        let _ = (method, caller);
+        false
     }
 
     /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the

@@ -129,7 +129,7 @@ impl<S: crate::Service> Front<S> {
                     let _ = forward.send(note);
                 }
             });
-            if let Handled::Answer(answer) = core
+            if let Handled::Answer(answer) | Handled::Refused(answer, _) = core
                 .handle(&message, &notify, Some(&scope), true, owner.as_deref())
                 .await
             {

@@ -116,7 +116,7 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                 tokio::spawn(async move {
                     // One client on the other end: the whole connection is one scope.
                     match core.handle(&message, &notify, Some("stdio"), true, None).await {
-                        Handled::Answer(answer) => {
+                        Handled::Answer(answer) | Handled::Refused(answer, _) => {
                             let _ = out.send(answer);
                             if message["method"] == "tools/call" {
                                 let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

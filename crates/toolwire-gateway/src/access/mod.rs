@@ -409,6 +409,55 @@ impl Access {
         }
     }
 
+    /// Whether some upstream's refusals of a caller's token go to the caller as they came (a
+    /// `tools/call`'s response then waits for its first event: [`toolwire_server::Service::may_challenge`]).
+    pub(crate) fn relays_challenges(&self) -> bool {
+        self.upstreams
+            .values()
+            .any(upstream::Upstream::relays_challenge)
+    }
+
+    /// `error` as the caller hears it: when `server` relays challenges and refused the
+    /// caller's token (401, or 403), with the upstream's status and `WWW-Authenticate`.
+    pub(crate) fn relay_challenge(
+        &self,
+        server: &str,
+        error: toolwire_server::RpcError,
+        cause: &(dyn std::error::Error + 'static),
+    ) -> toolwire_server::RpcError {
+        if !self
+            .upstreams
+            .get(server)
+            .is_some_and(upstream::Upstream::relays_challenge)
+        {
+            return error;
+        }
+        if let Some(toolwire::HttpError::Status {
+            status,
+            www_authenticate,
+            ..
+        }) = toolwire::HttpError::find(cause)
+            && matches!(status.as_u16(), 401 | 403)
+            && !www_authenticate.is_empty()
+        {
+            let challenge = www_authenticate.join(", ");
+            let denial = if status.as_u16() == 401 {
+                toolwire_server::Denial::unauthorized(
+                    challenge,
+                    "invalid_token",
+                    format!("server `{server}` refused the token"),
+                )
+            } else {
+                toolwire_server::Denial::forbidden(
+                    challenge,
+                    format!("server `{server}` needs more scope"),
+                )
+            };
+            return error.with_challenge(denial);
+        }
+        error
+    }
+
     /// What `caller` may see and call.
     pub(crate) fn view(&self, caller: Option<&Caller>) -> View<'_> {
         self.policy

@@ -30,6 +30,12 @@ pub struct UpstreamConfig {
     /// The upstream's URL as its tokens name it (its audience). Defaults to the entry's URL.
     #[serde(default)]
     pub resource: Option<String>,
+    /// With `passthrough`: when the upstream refuses the caller's token (401, or 403 asking
+    /// for more scope), the caller gets the upstream's status and `WWW-Authenticate` as they
+    /// came, so its OAuth client can get a token the upstream takes (for a gateway in front of
+    /// this one server).
+    #[serde(default)]
+    pub relay_challenge: bool,
 }
 
 /// Whose credentials an upstream's calls carry.
@@ -99,6 +105,8 @@ enum Mode {
 pub(crate) struct Upstream {
     resource: String,
     mode: Mode,
+    /// Its refusals of a caller's token go to the caller as they came.
+    relay_challenge: bool,
 }
 
 /// The most exchanged tokens kept.
@@ -123,6 +131,12 @@ impl Upstream {
                 "upstream {server}: credentials per caller need its URL (an HTTP entry, or \"resource\")"
             ))
         };
+        if config.relay_challenge && !matches!(config.credentials, UpstreamCredentials::Passthrough)
+        {
+            return Err(AccessError::Config(format!(
+                "upstream {server}: relayChallenge needs \"credentials\": \"passthrough\" (the caller's own token is what the upstream refused)"
+            )));
+        }
         let mode = match &config.credentials {
             UpstreamCredentials::Own => return Ok(None),
             UpstreamCredentials::Passthrough => Mode::Passthrough,
@@ -166,7 +180,16 @@ impl Upstream {
             }
         };
         let resource = config.resource.clone().ok_or_else(needs_url)?;
-        Ok(Some(Self { resource, mode }))
+        Ok(Some(Self {
+            resource,
+            mode,
+            relay_challenge: config.relay_challenge,
+        }))
+    }
+
+    /// Whether its refusals of a caller's token go to the caller as they came.
+    pub(crate) fn relays_challenge(&self) -> bool {
+        self.relay_challenge
     }
 
     /// Whether callers sign in to it through the gateway.

@@ -1,0 +1,84 @@
+//! The HTTP responses the front ends answer with: empty, JSON, an SSE stream and its events,
+//! a refusal of credentials.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::channel::{Channel, Sender};
+use hyper::body::Frame;
+use serde_json::Value;
+
+use crate::Denial;
+use crate::http::Body;
+
+/// One SSE event, with an id when given.
+pub(crate) fn sse(id: Option<&str>, data: &Value) -> Bytes {
+    let mut out = String::new();
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(id);
+        out.push('\n');
+    }
+    out.push_str("data: ");
+    out.push_str(&data.to_string());
+    out.push_str("\n\n");
+    Bytes::from(out)
+}
+
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
+    let (_, body) = Channel::new(1);
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+pub(crate) fn with_body(
+    status: StatusCode,
+    content_type: &'static str,
+    data: Bytes,
+) -> Response<Body> {
+    let (mut tx, body) = Channel::new(1);
+    let _ = tx.try_send(Frame::data(data));
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    r
+}
+
+/// The answer to a request refused before it was read.
+pub(crate) fn denied(denial: &Denial) -> Response<Body> {
+    tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request's credentials");
+    let mut response = json_response(denial.status_code(), &denial.body());
+    if let Some(challenge) = denial
+        .challenge
+        .as_deref()
+        .and_then(|c| HeaderValue::try_from(c).ok())
+    {
+        response
+            .headers_mut()
+            .insert(http::header::WWW_AUTHENTICATE, challenge);
+    }
+    response
+}
+
+pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    with_body(status, "application/json", Bytes::from(value.to_string()))
+}
+
+pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
+    let (tx, body) = Channel::new(16);
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    (tx, r)
+}
