@@ -248,20 +248,13 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
     };
     let alice = client(&issuer.token("k1", RESOURCE, "alice", &json!({})));
     let bob = client(&issuer.token("k1", RESOURCE, "bob", &json!({})));
-    let link_of = |e: toolwire::Error| match e {
-        toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired {
-            elicitations,
-            ..
-        }) => elicitations[0].url.clone().unwrap(),
-        other => panic!("not a sign-in: {other}"),
-    };
 
     // No login yet: a link to the upstream's own authorization page; asked again, the same.
     let first = alice
         .call_tool("up__echo", json!({"text": "a"}))
         .await
         .unwrap_err();
-    let link = link_of(first);
+    let link = sign_in_link(first);
     assert!(
         link.starts_with(&format!("http://{}/authorize", upstream.addr)),
         "{link}"
@@ -270,7 +263,7 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
         .call_tool("up__echo", json!({"text": "a"}))
         .await
         .unwrap_err();
-    assert_eq!(link_of(again), link);
+    assert_eq!(sign_in_link(again), link);
     assert!(
         upstream.calls("tools/call").is_empty(),
         "a call went without a login"
@@ -313,7 +306,7 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
     assert_eq!(upstream_as.lock().unwrap().authorizations, 1);
 
     // Bob has no login of his own: he is asked to sign in, with a link of his own.
-    let bobs = link_of(
+    let bobs = sign_in_link(
         bob.call_tool("up__echo", json!({"text": "b"}))
             .await
             .unwrap_err(),
@@ -532,4 +525,97 @@ async fn relaying_challenges_needs_the_callers_token_passed_on() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("relayChallenge"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_signs_out_of_a_per_user_upstream_and_is_asked_to_sign_in_again() {
+    let PerUser {
+        issuer,
+        upstream,
+        upstream_as,
+        front,
+        ..
+    } = per_user().await;
+    upstream_as.lock().unwrap().revocation = true;
+    let client = |who: &str| {
+        Client::builder("downstream", "0")
+            .connect_http(
+                HttpTransport::builder(front.url()).bearer_token(issuer.token(
+                    "k1",
+                    RESOURCE,
+                    who,
+                    &json!({}),
+                )),
+            )
+            .unwrap()
+    };
+    let (alice, bob) = (client("alice"), client("bob"));
+    let link = sign_in_link(
+        alice
+            .call_tool("up__echo", json!({"text": "a"}))
+            .await
+            .unwrap_err(),
+    );
+    let (_, callback) = follow(upstream.addr, &link).await;
+    assert_eq!(follow(front.addr(), &callback.unwrap()).await.0, 200);
+    let mut signed_in = false;
+    for _ in 0..100 {
+        if alice
+            .call_tool("up__echo", json!({"text": "a"}))
+            .await
+            .is_ok()
+        {
+            signed_in = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(signed_in, "alice never signed in");
+
+    // The gateway's own tool is listed, after the upstream's.
+    let listed = alice.list_all_tools().await.unwrap();
+    assert_eq!(
+        listed.last().map(|t| t.name.as_str()),
+        Some(toolwire_gateway::SIGN_OUT)
+    );
+
+    // Bob was never signed in: nothing to end, and alice's login stays.
+    let bobs = bob
+        .call_tool(toolwire_gateway::SIGN_OUT, json!({"server": "up"}))
+        .await
+        .unwrap();
+    assert!(text(&bobs).contains("not signed in"), "{}", text(&bobs));
+    assert!(upstream_as.lock().unwrap().revoked.is_empty());
+
+    // Alice signs out: her refresh token is revoked at the authorization server, and her
+    // next call asks her to sign in again.
+    let out = alice
+        .call_tool(toolwire_gateway::SIGN_OUT, json!({"server": "up"}))
+        .await
+        .unwrap();
+    assert!(text(&out).contains("Signed out of `up`"), "{}", text(&out));
+    assert_eq!(out.structured_content.as_ref().unwrap()["signedOut"], true);
+    {
+        let s = upstream_as.lock().unwrap();
+        assert_eq!(s.revoked.len(), 1, "{:?}", s.revoked);
+        assert_eq!(s.latest_refresh.as_deref(), Some(s.revoked[0].as_str()));
+    }
+    let calls_before = upstream.calls("tools/call").len();
+    let again = alice
+        .call_tool("up__echo", json!({"text": "a"}))
+        .await
+        .unwrap_err();
+    sign_in_link(again);
+    assert_eq!(
+        upstream.calls("tools/call").len(),
+        calls_before,
+        "a call went upstream after the sign-out"
+    );
+
+    // A server nobody signs in to is refused as a tool error.
+    let unknown = alice
+        .call_tool(toolwire_gateway::SIGN_OUT, json!({"server": "nope"}))
+        .await
+        .unwrap();
+    assert_eq!(unknown.is_error, Some(true));
 }

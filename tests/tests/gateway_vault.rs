@@ -55,16 +55,6 @@ fn client(url: &str, token: &str) -> Client {
         .unwrap()
 }
 
-fn link_of(e: toolwire::Error) -> String {
-    match e {
-        toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired {
-            elicitations,
-            ..
-        }) => elicitations[0].url.clone().unwrap(),
-        other => panic!("not a sign-in: {other}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_login_made_through_one_replica_is_used_by_the_other_through_a_shared_redis_vault() {
     let Some(redis) = RedisServer::start().await else {
@@ -85,7 +75,7 @@ async fn a_login_made_through_one_replica_is_used_by_the_other_through_a_shared_
     );
 
     // Through replica A: no login yet, a link.
-    let link = link_of(
+    let link = sign_in_link(
         alice_a
             .call_tool("up__echo", json!({"text": "a"}))
             .await

@@ -1650,6 +1650,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
     gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
     gateway_auth::gateway_auth_checks(&mut rows, &bin, &peers);
+    gateway_auth::ts_oauth_client_check(&mut rows, &bin, &peers);
 
     push(
         &mut rows,

@@ -84,6 +84,16 @@ impl Gateway {
 
     /// The `tools/list` answer of progressive discovery: the three tools, one page.
     pub(crate) fn discovery_listing(&self) -> Value {
+        let mut listing = self.discovery_tools();
+        if let Some(sign_out) = self.access.as_ref().and_then(crate::Access::sign_out_tool)
+            && let Some(tools) = listing["tools"].as_array_mut()
+        {
+            tools.push(sign_out);
+        }
+        listing
+    }
+
+    fn discovery_tools(&self) -> Value {
         let count = self.host.load().len();
         json!({"tools": [
             {

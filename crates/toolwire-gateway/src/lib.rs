@@ -141,7 +141,7 @@ pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
-    INTROSPECTION_RECHECK, IntrospectionConfig, LOGIN_WAIT, PerUserConfig, RuleConfig,
+    INTROSPECTION_RECHECK, IntrospectionConfig, LOGIN_WAIT, PerUserConfig, RuleConfig, SIGN_OUT,
     TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
@@ -373,6 +373,11 @@ impl Gateway {
         let next = offset.saturating_add(self.page_size);
         if next < names.len() {
             result["nextCursor"] = json!(next.to_string());
+        } else if let Some(sign_out) = self.access.as_ref().and_then(Access::sign_out_tool)
+            && let Some(tools) = result["tools"].as_array_mut()
+        {
+            // The gateway's own tool, after every upstream's.
+            tools.push(sign_out);
         }
         Ok(result)
     }
@@ -465,6 +470,21 @@ impl Service for Gateway {
         let answer = match request.method {
             "tools/list" if self.progressive_now() => Ok(self.discovery_listing()),
             "tools/list" => self.list(request.params, &view),
+            // The gateway's own tool: a caller ends its login to a per-user upstream.
+            "tools/call" if request.params["name"] == SIGN_OUT => {
+                let signed_out = match &self.access {
+                    Some(access) => {
+                        access
+                            .sign_out(request.caller, &request.params["arguments"])
+                            .await
+                    }
+                    None => None,
+                };
+                match signed_out {
+                    Some(answer) => answer,
+                    None => self.call(request, notifier).await,
+                }
+            }
             "tools/call" => match self.discovery_call(request, notifier, &view).await {
                 Some(answer) => answer,
                 None => self.call(request, notifier).await,

@@ -59,6 +59,11 @@ pub struct As {
     pub live: Vec<String>,
     /// Refreshes that spent a rotated refresh token (each revoked the grant).
     pub reused: u32,
+    /// The metadata names a revocation endpoint (RFC 7009), `/revoke`.
+    pub revocation: bool,
+    /// The tokens `/revoke` was asked to revoke (a revoked refresh token ends the grant: its
+    /// access tokens stop working too).
+    pub revoked: Vec<String>,
     /// No protected resource metadata (404): clients fall back to the 2025-03-26 rules.
     pub no_prm: bool,
     /// The resource metadata name this authorization server instead of the peer itself.
@@ -200,6 +205,7 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
         "/.well-known/oauth-authorization-server" => Reply::json(
             200,
             json!({
+                "revocation_endpoint": s.revocation.then(|| format!("{base}/revoke")),
                 "issuer": s.wrong_issuer.clone().unwrap_or(base.clone()),
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
@@ -213,6 +219,15 @@ fn handle(state: &Mutex<As>, mcp: Option<&Mcp>, req: &Recorded) -> Reply {
             })
             .to_string(),
         ),
+        "/revoke" if s.revocation => {
+            let f = form(&req.body);
+            let token = get(&f, "token").unwrap_or("").to_owned();
+            if s.latest_refresh.as_deref() == Some(token.as_str()) {
+                s.live.retain(|t| t == "gw-own");
+            }
+            s.revoked.push(token);
+            Reply::status(200)
+        }
         "/register" => {
             s.registrations += 1;
             s.registered_scope = serde_json::from_slice::<Value>(&req.body)

@@ -237,3 +237,14 @@ pub(crate) async fn follow(addr: std::net::SocketAddr, url: &str) -> (u16, Optio
     let (head, _) = response.split_once("\r\n\r\n").unwrap();
     (status, header_of(head, "location").map(str::to_owned))
 }
+
+/// The sign-in link of a `-32042` URL elicitation (a per-user upstream without a login).
+pub(crate) fn sign_in_link(e: toolwire::Error) -> String {
+    match e {
+        toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired {
+            elicitations,
+            ..
+        }) => elicitations[0].url.clone().unwrap(),
+        other => panic!("not a sign-in: {other}"),
+    }
+}

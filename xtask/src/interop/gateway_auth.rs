@@ -2,6 +2,8 @@
 //! the TypeScript SDK's example authorization server (opaque tokens, its introspection
 //! endpoint) names the gateway's callers; `toolwire login` finds it through the gateway's
 //! protected resource metadata, logs in, and its token is introspected on the way through.
+//! Then the TypeScript SDK's own OAuth client example does the same, driven as its user
+//! would: the sign-in link it prints is followed, and a tool is called from its prompt.
 
 use super::*;
 
@@ -148,4 +150,127 @@ pub(super) fn gateway_auth_checks(rows: &mut Vec<Row>, bin: &Path, peers: &Peers
             ),
         )),
     );
+}
+
+/// The TypeScript SDK's interactive OAuth client example, in the package.
+const TS_OAUTH_CLIENT: &str =
+    "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/client/simpleOAuthClient.js";
+
+/// The TypeScript SDK's OAuth client example against the gateway: the 401 sends it to the
+/// gateway's resource metadata and on to the authorization server; the link it prints is
+/// followed (the server approves and redirects to the example's own callback listener); from
+/// its prompt, a tool is called through the gateway with the token it got.
+pub(super) fn ts_oauth_client_check(rows: &mut Vec<Row>, bin: &Path, peers: &Peers) {
+    let check = "the SDK's OAuth client example signs in through the gateway's resource metadata and calls a tool";
+    let outcome = start(bin, peers).and_then(|fronted| ts_oauth_client(&fronted, peers));
+    push(rows, PEER, "TypeScript SDK OAuth client", check, outcome);
+}
+
+fn ts_oauth_client(fronted: &Fronted, peers: &Peers) -> Result<(bool, String), String> {
+    use std::io::{Read as _, Write as _};
+    use std::sync::{Arc, Mutex};
+    let mut child = Command::new("node")
+        .args([TS_OAUTH_CLIENT, fronted.url.as_str()])
+        .current_dir(peers.cache.join("tsoauth"))
+        .env("PATH", &peers.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("node: {e}"))?;
+    // Everything it prints, as it comes (its prompt ends no line).
+    let said = Arc::new(Mutex::new(String::new()));
+    for stream in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let said = said.clone();
+        std::thread::spawn(move || {
+            let mut stream = stream;
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut said) = said.lock() {
+                    said.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                }
+            }
+        });
+    }
+    let text = || said.lock().map(|s| s.clone()).unwrap_or_default();
+    // Waits until what it printed after `from` holds `needle`; what it printed since `from`.
+    let wait_for = |needle: &str, from: usize| -> Result<String, String> {
+        let deadline = Instant::now() + RUN_LIMIT;
+        loop {
+            let all = text();
+            let since = all.get(from..).unwrap_or_default();
+            if since.contains(needle) {
+                return Ok(since.to_owned());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "no {needle:?} within {RUN_LIMIT:?}: {}",
+                    one_line(since)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let outcome = (|| {
+        let opened = wait_for("authorize:", 0)?;
+        let link = opened
+            .split("authorize:")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .ok_or("no sign-in link")?
+            .to_owned();
+        // The user's browser: the authorization server approves and redirects to the
+        // example's callback listener.
+        let (followed, _, err) = run_limited(
+            Command::new(&peers.python).args([
+                "-c",
+                "import sys, urllib.request as u; u.build_opener(u.ProxyHandler({})).open(sys.argv[1], timeout=30).read()",
+                &link,
+            ]),
+        );
+        if !followed {
+            return Err(format!(
+                "following the sign-in link failed: {}",
+                one_line(&err)
+            ));
+        }
+        let mark = text().len();
+        wait_for("mcp> ", mark)?;
+        let mark = text().len();
+        let stdin = child.stdin.as_mut().ok_or("no stdin")?;
+        stdin
+            .write_all(
+                b"call ref__execute_sql {\"region\": \"us-west-2\", \"query\": \"SELECT 1\"}\n",
+            )
+            .map_err(|e| e.to_string())?;
+        let answered = wait_for("mcp> ", mark)?;
+        let _ = stdin.write_all(b"quit\n");
+        let log = std::fs::read_to_string(&fronted.log).unwrap_or_default();
+        // The call went through the gateway as an authenticated caller: its audit line.
+        let audited = log
+            .lines()
+            .any(|l| l.contains("toolwire_gateway::audit") && l.contains("ref__execute_sql"));
+        Ok((
+            answered.contains("region=us-west-2") && audited,
+            format!("audit line: {audited}; {}", one_line(&answered)),
+        ))
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    outcome
 }

@@ -37,6 +37,10 @@ use toolwire_types::error::code;
 /// Where the upstreams' authorization servers send the user back.
 pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
 
+/// The tool a caller ends its own login to a per-user upstream with (listed unprefixed, like
+/// the discovery tools, so no upstream's tool can have its name).
+pub const SIGN_OUT: &str = "sign_out";
+
 /// How long a login link waits for its callback.
 pub const LOGIN_WAIT: Duration = Duration::from_secs(600);
 
@@ -322,6 +326,30 @@ impl Logins {
         };
         lock(&self.underway).insert(key, (link.clone(), id.clone()));
         Err(sign_in(server, &link, &id))
+    }
+
+    /// Ends `principal`'s login to `server` (at `url`): the refresh token revoked at the
+    /// authorization server where it has a revocation endpoint, the tokens gone from the
+    /// caller's store; a login under way is forgotten. How many logins there were.
+    pub(crate) async fn sign_out(
+        &self,
+        server: &str,
+        url: &str,
+        config: &PerUserConfig,
+        principal: &str,
+        http: &HttpExecutor,
+    ) -> Result<usize, RpcError> {
+        let key = (principal.to_owned(), server.to_owned());
+        let login = self.login(principal, server, url, config);
+        let removed = login
+            .oauth
+            .logout(Some(http))
+            .await
+            .map_err(|e| failed(server, toolwire::ErrorChain(&e)))?;
+        lock(&self.clients).remove(&key);
+        lock(&self.underway).remove(&key);
+        tracing::info!(target: "toolwire_gateway::audit", caller = %principal, upstream = %server, removed, "signed out of the upstream");
+        Ok(removed)
     }
 
     /// The page of `GET /oauth/callback?…`: the parameters go to the login that waits for

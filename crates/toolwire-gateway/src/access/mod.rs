@@ -35,7 +35,7 @@ use toolwire::auth::verify::{
 use toolwire_server::{Caller, Denial, Page};
 
 pub(crate) use gate::principal;
-pub use login::{LOGIN_WAIT, PerUserConfig};
+pub use login::{LOGIN_WAIT, PerUserConfig, SIGN_OUT};
 pub(crate) use policy::View;
 pub use policy::{CallerMatchConfig, RuleConfig};
 pub use upstream::{ExchangeConfig, UpstreamConfig, UpstreamCredentials};
@@ -406,6 +406,63 @@ impl Access {
                 .await
                 .map(Some),
             None => Ok(None),
+        }
+    }
+
+    /// The [`login::SIGN_OUT`] tool, when some upstream's callers sign in to it.
+    pub(crate) fn sign_out_tool(&self) -> Option<Value> {
+        self.logins.as_ref()?;
+        let servers: Vec<&String> = self
+            .upstreams
+            .iter()
+            .filter(|(_, u)| u.per_user())
+            .map(|(name, _)| name)
+            .collect();
+        Some(json!({
+            "name": login::SIGN_OUT,
+            "title": "Sign out of a server",
+            "description": "Ends your sign-in to one of the servers you signed in to through this gateway: the gateway forgets your tokens for it and asks its authorization server to revoke them. Your next call to it asks you to sign in again.",
+            "inputSchema": {"type": "object", "properties": {
+                "server": {"type": "string", "enum": servers,
+                    "description": "The server to sign out of."}
+            }, "required": ["server"]},
+            "annotations": {"destructiveHint": true, "idempotentHint": true, "openWorldHint": true}
+        }))
+    }
+
+    /// A call of the [`login::SIGN_OUT`] tool by `caller`: `None` when this gateway has no
+    /// per-user upstream (the name is then nobody's).
+    pub(crate) async fn sign_out(
+        &self,
+        caller: Option<&Caller>,
+        arguments: &Value,
+    ) -> Option<toolwire_server::Answer> {
+        let logins = self.logins.as_ref()?;
+        let failed = |why: String| {
+            Some(Ok(
+                json!({"content": [{"type": "text", "text": why}], "isError": true}),
+            ))
+        };
+        let Some(caller) = caller else {
+            return failed("only a signed-in caller has logins to end".into());
+        };
+        let server = arguments["server"].as_str().unwrap_or("");
+        let Some(upstream) = self.upstreams.get(server) else {
+            return failed(format!("`{server}` is not a server you sign in to"));
+        };
+        match upstream.sign_out(server, &caller.principal, logins).await {
+            Some(Ok(removed)) => {
+                let text = match removed {
+                    0 => format!("You were not signed in to `{server}`."),
+                    _ => format!(
+                        "Signed out of `{server}`: the next call to it asks you to sign in again."
+                    ),
+                };
+                Some(Ok(json!({"content": [{"type": "text", "text": text}],
+                    "structuredContent": {"server": server, "signedOut": removed > 0}})))
+            }
+            Some(Err(e)) => Some(Err(e)),
+            None => failed(format!("`{server}` is not a server you sign in to")),
         }
     }
 

@@ -197,6 +197,25 @@ impl Upstream {
         matches!(self.mode, Mode::PerUser { .. })
     }
 
+    /// Ends `principal`'s login to `server` (a per-user upstream): its refresh token revoked
+    /// where the authorization server can, its tokens gone from the vault. How many logins
+    /// there were (0 or 1); `None` for an upstream whose callers do not sign in.
+    pub(crate) async fn sign_out(
+        &self,
+        server: &str,
+        principal: &str,
+        logins: &super::login::Logins,
+    ) -> Option<Result<usize, RpcError>> {
+        let Mode::PerUser { config, http } = &self.mode else {
+            return None;
+        };
+        Some(
+            logins
+                .sign_out(server, &self.resource, config, principal, http)
+                .await,
+        )
+    }
+
     /// The `Authorization` header of a call of `caller` to `server`.
     pub(crate) async fn authorization(
         &self,
