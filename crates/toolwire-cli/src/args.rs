@@ -347,6 +347,10 @@ pub(crate) struct GatewayArgs {
     /// the policy on stderr, whatever -v says (the `toolwire_gateway::audit` target at info).
     #[arg(long)]
     pub(crate) audit: bool,
+    /// Put each call's arguments in its audit line (off by default: arguments may hold what an
+    /// audit log must not; credentials never reach it either way).
+    #[arg(long)]
+    pub(crate) audit_arguments: bool,
     /// Require an OAuth access token (a JWT) from this issuer; its keys are found through its
     /// metadata (repeatable; also the file's `gateway.authorizationServers`).
     #[arg(long = "auth-issuer", value_name = "URL")]

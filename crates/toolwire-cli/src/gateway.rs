@@ -121,10 +121,12 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let host = host
         .start(&config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
-    let mut gateway = Gateway::builder(host).progressive(toolwire_gateway::Progressive {
-        above_tools: args.progressive_above_tools,
-        above_tokens: args.progressive_above_tokens,
-    });
+    let mut gateway = Gateway::builder(host)
+        .progressive(toolwire_gateway::Progressive {
+            above_tools: args.progressive_above_tools,
+            above_tokens: args.progressive_above_tokens,
+        })
+        .audit_arguments(args.audit_arguments);
     if let Some(access) = access {
         gateway = gateway.access(access);
     }

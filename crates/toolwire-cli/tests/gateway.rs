@@ -626,6 +626,21 @@ fn audit_prints_one_line_per_call_without_verbose_logging() {
             assert!(audited.is_empty(), "{lines:?}");
         }
     }
+    // Asked for, the arguments are in the line.
+    let (mut gateway, url, said) = gateway_with_stderr(&config, &["--audit", "--audit-arguments"]);
+    let call = toolwire(&["--url", &url, "tools", "call", "ref__echo", "text=shown"]);
+    assert!(call.status.success());
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+    let lines: Vec<String> = said.iter().collect();
+    let line = lines
+        .iter()
+        .find(|l| l.contains("toolwire_gateway::audit") && l.contains("ref__echo"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        line.contains(r#"arguments="{\"text\":\"shown\"}""#),
+        "{line}"
+    );
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub(crate) struct Called {
     caller: String,
     name: String,
     server: Option<Arc<str>>,
+    /// The arguments, for an audit line that carries them ([`crate::GatewayBuilder::audit_arguments`]).
+    arguments: Option<String>,
     began: std::time::Instant,
     /// The result, or (for a client that declared the tasks extension) the upstream's task.
     result: Result<toolwire::Called, HostError>,
@@ -85,6 +87,7 @@ impl Gateway {
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
         let caller = crate::access::principal(request.caller).to_owned();
+        let audited = self.audit_arguments.then(|| arguments.to_string());
         let began = std::time::Instant::now();
         let relay_to = Arc::new(Mutex::new(relay(params, notifier)));
         let mut hooks = CallHooks::new();
@@ -145,6 +148,7 @@ impl Gateway {
                 caller,
                 name: name.to_owned(),
                 server,
+                arguments: audited,
                 began,
                 result,
             };
@@ -193,6 +197,7 @@ impl Gateway {
                 caller,
                 name,
                 server,
+                arguments: audited,
                 began,
                 result,
             }
@@ -267,6 +272,7 @@ impl Gateway {
             caller,
             name,
             server,
+            arguments,
             began,
             result,
         } = called;
@@ -276,16 +282,22 @@ impl Gateway {
             Err(_) => Outcome::Error,
         };
         let took = began.elapsed();
-        // One line per call: who, where, what, how it ended, how long (never its arguments).
-        tracing::info!(
-            target: "toolwire_gateway::audit",
-            caller,
-            upstream = server.as_deref().unwrap_or("-"),
-            tool = name,
-            outcome = outcome.as_str(),
-            micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-            "call"
-        );
+        // One line per call: who, where, what, how it ended, how long (its arguments only
+        // when asked).
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let upstream = server.as_deref().unwrap_or("-");
+        match &arguments {
+            Some(arguments) => tracing::info!(
+                target: "toolwire_gateway::audit",
+                caller, upstream, tool = name, outcome = outcome.as_str(), micros, arguments,
+                "call"
+            ),
+            None => tracing::info!(
+                target: "toolwire_gateway::audit",
+                caller, upstream, tool = name, outcome = outcome.as_str(), micros,
+                "call"
+            ),
+        }
         if let Some(server) = &server {
             self.metrics.call(server, &name, outcome, took);
         }

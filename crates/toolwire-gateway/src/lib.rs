@@ -155,6 +155,7 @@ pub struct GatewayBuilder {
     startup_wait: Duration,
     progressive: Progressive,
     access: Option<Access>,
+    audit_arguments: bool,
 }
 
 impl GatewayBuilder {
@@ -171,6 +172,14 @@ impl GatewayBuilder {
     #[must_use]
     pub fn progressive(mut self, when: Progressive) -> Self {
         self.progressive = when;
+        self
+    }
+
+    /// Puts each call's arguments in its audit line (`toolwire_gateway::audit`; off by
+    /// default: arguments may hold what the audit log must not).
+    #[must_use]
+    pub fn audit_arguments(mut self, on: bool) -> Self {
+        self.audit_arguments = on;
         self
     }
 
@@ -200,6 +209,7 @@ impl GatewayBuilder {
             startup_wait: self.startup_wait,
             progressive: self.progressive,
             access: self.access,
+            audit_arguments: self.audit_arguments,
             sizes: discovery::Sizes::default(),
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
@@ -258,6 +268,8 @@ pub struct Gateway {
     progressive: Progressive,
     /// Who may call, and what each caller sees.
     access: Option<Access>,
+    /// The audit line of each call carries its arguments.
+    audit_arguments: bool,
     /// The catalog's size, for `progressive`.
     sizes: discovery::Sizes,
     /// Set once the upstreams have started (or the wait ran out).
@@ -281,6 +293,7 @@ impl Gateway {
             startup_wait: DEFAULT_STARTUP_WAIT,
             progressive: Progressive::default(),
             access: None,
+            audit_arguments: false,
         }
     }
 
