@@ -172,5 +172,59 @@ async fn one_call_through_the_gateway_is_one_trace_from_the_client_to_the_upstre
             .all(|s| s.attributes.values().all(|v| !v.contains("traced"))),
         "{spans:#?}"
     );
+
+    // A legacy client: its session's id, digested, on its span and on the gateway's alike.
+    let legacy = {
+        let (url, endpoint) = (url.clone(), endpoint.clone());
+        tokio::task::spawn_blocking(move || {
+            Command::new(BIN)
+                .args(["--url", &url, "--otlp-endpoint", &endpoint, "--json"])
+                .args([
+                    "--protocol",
+                    "2025-11-25",
+                    "tools",
+                    "call",
+                    "ref__echo",
+                    "text=old",
+                ])
+                .env("OTEL_SERVICE_NAME", "agent")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    };
+    assert!(
+        legacy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&legacy.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (client_id, server_id) = loop {
+        let spans = collector.spans();
+        let with_session = |service: &str, kind: &str| {
+            spans
+                .iter()
+                .find(|s| {
+                    s.service == service
+                        && s.kind == kind
+                        && s.name == "tools/call ref__echo"
+                        && !s.attribute("mcp.session.id").is_empty()
+                })
+                .map(|s| s.attribute("mcp.session.id").to_owned())
+        };
+        if let (Some(c), Some(s)) = (
+            with_session("agent", "client"),
+            with_session("gateway", "server"),
+        ) {
+            break (c, s);
+        }
+        assert!(Instant::now() < deadline, "no session ids: {spans:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(client_id, server_id);
+    assert_eq!(client_id.len(), 32, "{client_id}");
+    assert!(client_id.bytes().all(|b| b.is_ascii_hexdigit()));
     drop(gateway);
 }

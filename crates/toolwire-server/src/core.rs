@@ -423,13 +423,13 @@ fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -
         let version = meta
             .and_then(|m| m.get(meta_key::PROTOCOL_VERSION))
             .and_then(Value::as_str);
-        // stdio is a pipe; every other front end is HTTP over TCP.
-        let transport = if scope == Some("stdio") {
-            "pipe"
-        } else {
-            "tcp"
+        // stdio is a pipe; every other front end is HTTP over TCP, whose scope, when there is
+        // one, is the legacy session (or HTTP+SSE connection).
+        let (transport, session) = match scope {
+            Some("stdio") => ("pipe", None),
+            scope => ("tcp", scope),
         };
-        toolwire_telemetry::record_session(&span, version, transport, None);
+        toolwire_telemetry::record_session(&span, version, transport, session);
     }
     span
 }

@@ -139,9 +139,10 @@ fn name(span: &Span, method: &str, subject: Subject<'_>) {
 }
 
 /// Records the session a span's request belongs to: the protocol version (when known), the
-/// transport (`pipe` for stdio, `tcp` for HTTP) and the session's id (a legacy
-/// `Mcp-Session-Id`, only where the caller judges it safe to export: a session id lets whoever
-/// holds it speak in that session).
+/// transport (`pipe` for stdio, `tcp` for HTTP) and the legacy `Mcp-Session-Id` as
+/// `mcp.session.id`, digested ([`session_digest`]): the client's and the server's spans of one
+/// session carry the same value, and no exported span holds an id that would let its reader
+/// speak in the session.
 pub fn record_session(
     span: &Span,
     version: Option<&str>,
@@ -156,8 +157,17 @@ pub fn record_session(
     }
     span.record("network.transport", transport);
     if let Some(id) = session_id {
-        span.record("mcp.session.id", id);
+        span.record("mcp.session.id", session_digest(id));
     }
+}
+
+/// What `mcp.session.id` holds for session `id`: the first 16 bytes of its SHA-256, in hex.
+pub fn session_digest(id: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, id.as_bytes());
+    digest.as_ref()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Records the JSON-RPC id of a span's request.

@@ -241,7 +241,7 @@ impl Client {
             matches!(round, Round::Outcome(Outcome::Complete(r)) if r.is_error())
                 .then_some("tool_error")
         };
-        in_span(
+        self.in_span(
             "tools/call",
             Subject::Tool(name),
             tool_error,

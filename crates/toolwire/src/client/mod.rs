@@ -257,7 +257,7 @@ impl Client {
     /// no `logging`); the `2026-07-28` era puts it on every request. The messages arrive on
     /// [`Client::notifications`].
     pub async fn set_log_level(&self, level: toolwire_types::LoggingLevel) -> Result<(), Error> {
-        in_span(
+        self.in_span(
             "logging/setLevel",
             Subject::None,
             no_failure,
@@ -413,7 +413,7 @@ impl Client {
     /// server, [`CacheMode::Bypass`] asks without making the answer the fresh listing (the
     /// tool cache still takes it: calls need its schemas for their headers).
     pub async fn list_tools_with(&self, mode: CacheMode) -> Result<ListOutcome, Error> {
-        in_span(
+        self.in_span(
             "tools/list",
             Subject::None,
             no_failure,
@@ -624,24 +624,41 @@ impl Client {
     }
 }
 
-/// Runs `send` in the client span of one `method` request (named and attributed as the
-/// OpenTelemetry conventions for MCP say), giving it the W3C trace context its requests carry
-/// (none when tracing is off), and marks the span failed when the request failed
-/// (`error.type`: the JSON-RPC code of an error answer, the kind of a local failure, or what
-/// `failed` finds in a result).
-async fn in_span<T, Fut>(
-    method: &str,
-    subject: Subject<'_>,
-    failed: impl FnOnce(&T) -> Option<&'static str>,
-    send: impl FnOnce(Option<TraceContext>) -> Fut,
-) -> Result<T, Error>
-where
-    Fut: Future<Output = Result<T, Error>>,
-{
-    let span = toolwire_telemetry::client(method, subject);
-    let trace = toolwire_telemetry::context_of(&span);
-    let outcome = send(trace).instrument(span.clone()).await;
-    if !span.is_disabled() {
+impl Client {
+    /// Runs `send` in the client span of one `method` request (named and attributed as the
+    /// OpenTelemetry conventions for MCP say), giving it the W3C trace context its requests
+    /// carry (none when tracing is off); records the session it went in, and marks the span
+    /// failed when the request failed (`error.type`: the JSON-RPC code of an error answer, the
+    /// kind of a local failure, or what `failed` finds in a result).
+    async fn in_span<T, Fut>(
+        &self,
+        method: &str,
+        subject: Subject<'_>,
+        failed: impl FnOnce(&T) -> Option<&'static str>,
+        send: impl FnOnce(Option<TraceContext>) -> Fut,
+    ) -> Result<T, Error>
+    where
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let span = toolwire_telemetry::client(method, subject);
+        let trace = toolwire_telemetry::context_of(&span);
+        let outcome = send(trace).instrument(span.clone()).await;
+        if span.is_disabled() {
+            return outcome;
+        }
+        let version = self.protocol_version().map(|v| v.to_string());
+        let transport = if self.carries_headers() {
+            "tcp"
+        } else {
+            "pipe"
+        };
+        let session = self.mcp_session_id();
+        toolwire_telemetry::record_session(
+            &span,
+            version.as_deref(),
+            transport,
+            session.as_deref(),
+        );
         match &outcome {
             Ok(result) => {
                 if let Some(kind) = failed(result) {
@@ -651,8 +668,8 @@ where
             Err(Error::Server(error)) => toolwire_telemetry::record_error(&span, &error.code),
             Err(other) => toolwire_telemetry::record_error(&span, &error_type(other)),
         }
+        outcome
     }
-    outcome
 }
 
 /// For [`in_span`]: a result that is never a failure.

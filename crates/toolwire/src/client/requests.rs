@@ -93,7 +93,7 @@ impl Client {
         M: RequestMethod,
         M::Params: HasMeta + Send + 'static,
     {
-        in_span(M::NAME, subject, no_failure, |trace| async move {
+        self.in_span(M::NAME, subject, no_failure, |trace| async move {
             let (commands, rx) = self.start(&trace)?;
             let (reply, answer) = oneshot::channel();
             // The method says whether it is safe to resend (reads and lists are) and the
@@ -197,7 +197,7 @@ impl Client {
             "resources/unsubscribe"
         };
         let shown = uri.clone();
-        in_span(
+        self.in_span(
             method,
             Subject::Resource(&shown),
             no_failure,
