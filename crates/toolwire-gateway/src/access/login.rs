@@ -47,6 +47,32 @@ pub const LOGIN_WAIT: Duration = Duration::from_secs(600);
 /// How long a call waits for the upstream's authorization server to be found and a link made.
 const LINK_WAIT: Duration = Duration::from_secs(20);
 
+/// The most (caller, upstream) OAuth clients, and callers' in-memory stores, kept at once: past
+/// it a tenth are dropped (never one whose login is under way). A dropped client is made again
+/// from the vault on the caller's next call; a dropped in-memory store (no vault) is a login
+/// the caller makes again.
+const MAX_KEPT: usize = 10_000;
+
+/// Makes room in `map` for one more entry: past [`MAX_KEPT`], drops a tenth of the entries
+/// `keep` does not hold on to.
+fn make_room<K: Clone + Eq + std::hash::Hash, V>(
+    map: &mut HashMap<K, V>,
+    keep: impl Fn(&K) -> bool,
+) {
+    if map.len() < MAX_KEPT {
+        return;
+    }
+    let dropped: Vec<K> = map
+        .keys()
+        .filter(|k| !keep(k))
+        .take(MAX_KEPT / 10)
+        .cloned()
+        .collect();
+    for key in dropped {
+        map.remove(&key);
+    }
+}
+
 /// Settings of a per-user upstream.
 // tidy: not an MCP shape
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -132,7 +158,7 @@ pub(crate) struct Logins {
     clients: Mutex<HashMap<Key, Arc<Login>>>,
     /// (caller's principal, upstream) → the login under way: its link and elicitation id.
     underway: Underway,
-    /// Each caller's tokens: in memory, or in the vault.
+    /// Each caller's tokens, without a vault.
     stores: Mutex<HashMap<String, Arc<dyn CredentialStore>>>,
     vault: Option<Arc<Vault>>,
     /// Set once this replica listens for callbacks handed over through a shared vault.
@@ -161,14 +187,19 @@ impl Logins {
         }
     }
 
-    /// `principal`'s store.
+    /// `principal`'s store: its record in the vault, or one in memory.
     fn store(&self, principal: &str) -> Arc<dyn CredentialStore> {
-        lock(&self.stores)
+        if let Some(vault) = &self.vault {
+            return vault.store(principal);
+        }
+        let mut stores = lock(&self.stores);
+        if !stores.contains_key(principal) {
+            let underway = lock(&self.underway);
+            make_room(&mut stores, |p| underway.keys().any(|(q, _)| q == p));
+        }
+        stores
             .entry(principal.to_owned())
-            .or_insert_with(|| match &self.vault {
-                Some(vault) => vault.store(principal),
-                None => Arc::new(MemoryStore::new()),
-            })
+            .or_insert_with(|| Arc::new(MemoryStore::new()))
             .clone()
     }
 
@@ -251,7 +282,12 @@ impl Logins {
             oauth: OAuth::new(url, oauth),
             handler,
         });
-        lock(&self.clients).entry(key).or_insert(login).clone()
+        let mut clients = lock(&self.clients);
+        {
+            let underway = lock(&self.underway);
+            make_room(&mut clients, |k| underway.contains_key(k));
+        }
+        clients.entry(key).or_insert(login).clone()
     }
 
     /// The `Authorization` of `principal`'s call to `server` (at `url`); without a login, a
@@ -401,4 +437,43 @@ fn sign_in(server: &str, link: &str, id: &str) -> RpcError {
         "url": link,
         "message": format!("Sign in to `{server}`: the gateway calls it with your account from then on."),
     }]}))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn past_the_bound_a_tenth_of_the_entries_go_and_the_held_ones_stay() {
+        let mut map: HashMap<u32, ()> = (0..u32::try_from(MAX_KEPT).unwrap())
+            .map(|k| (k, ()))
+            .collect();
+        make_room(&mut map, |k| *k < 5);
+        assert_eq!(map.len(), MAX_KEPT - MAX_KEPT / 10);
+        assert!((0..5).all(|k| map.contains_key(&k)), "a held entry went");
+        // Below the bound nothing goes.
+        let before = map.len();
+        make_room(&mut map, |_| false);
+        assert_eq!(map.len(), before);
+    }
+
+    #[tokio::test]
+    async fn the_callers_kept_in_memory_stay_within_the_bound() {
+        let logins = Logins::new("https://gw.example", None);
+        let config = PerUserConfig::default();
+        for caller in 0..MAX_KEPT + 50 {
+            logins.login(
+                &format!("caller-{caller}"),
+                "up",
+                "https://up.example/mcp",
+                &config,
+            );
+        }
+        assert!(lock(&logins.clients).len() <= MAX_KEPT);
+        assert!(lock(&logins.stores).len() <= MAX_KEPT);
+        // The newest caller is among them.
+        let newest = (format!("caller-{}", MAX_KEPT + 49), "up".to_owned());
+        assert!(lock(&logins.clients).contains_key(&newest));
+    }
 }
