@@ -31,6 +31,9 @@ const LOCK_LEASE: Duration = Duration::from_secs(30);
 /// How long a refresh waits for a record's lock.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
+/// How long one write of a record may hold its write lease in Redis.
+const WRITE_LEASE: Duration = Duration::from_secs(5);
+
 /// Where the vault keeps its records, and its key.
 // tidy: not an MCP shape
 #[derive(Clone, Default, Deserialize)]
@@ -177,6 +180,39 @@ const PREFIX: &str = "toolwire:vault:";
 pub(crate) const CALLBACKS: &str = "toolwire:vault:callbacks";
 
 impl Redis {
+    /// Takes `key` for `lease` (waiting up to [`LOCK_WAIT`] for another holder to let go);
+    /// released when the returned lease drops.
+    async fn lease(&self, key: String, lease: Duration) -> Result<Lease, AuthError> {
+        let mut connection = self.connection().await?;
+        let token = toolwire_server::random_id();
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        loop {
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(&key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(u64::try_from(lease.as_millis()).unwrap_or(u64::MAX))
+                .query_async(&mut connection)
+                .await
+                .map_err(redis_error)?;
+            if taken.is_some() {
+                return Ok(Lease {
+                    connection,
+                    key,
+                    token,
+                });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AuthError::store(
+                    "another replica holds this login's lock",
+                    None,
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn connection(&self) -> Result<redis::aio::ConnectionManager, AuthError> {
         self.connection
             .get_or_try_init(|| self.client.get_connection_manager())
@@ -195,6 +231,8 @@ fn redis_error(e: redis::RedisError) -> AuthError {
 pub(crate) struct Vault {
     backend: Backend,
     sealer: Sealer,
+    /// One writer of records at a time in this process.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -251,6 +289,7 @@ impl Vault {
         Ok(Self {
             backend,
             sealer: Sealer::new(&key)?,
+            writing: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -317,42 +356,39 @@ impl Vault {
         }
     }
 
-    /// Excludes the other replicas from `name`'s record (Redis: a lease of [`LOCK_LEASE`],
-    /// released when the lock drops); on one machine, the OAuth client already serialises
-    /// its refreshes.
+    /// Excludes the other replicas from refreshing `name`'s logins (Redis: a lease of
+    /// [`LOCK_LEASE`], released when the lock drops); on one machine, the OAuth client already
+    /// serialises its refreshes.
     async fn lock(&self, name: &str) -> Result<StoreLock, AuthError> {
-        let Backend::Redis(redis) = &self.backend else {
-            return Ok(StoreLock::none());
-        };
-        let mut connection = redis.connection().await?;
-        let key = format!("{PREFIX}lock:{name}");
-        let token = toolwire_server::random_id();
-        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
-        loop {
-            let taken: Option<String> = redis::cmd("SET")
-                .arg(&key)
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(u64::try_from(LOCK_LEASE.as_millis()).unwrap_or(u64::MAX))
-                .query_async(&mut connection)
-                .await
-                .map_err(redis_error)?;
-            if taken.is_some() {
-                return Ok(StoreLock::holding(Lease {
-                    connection,
-                    key,
-                    token,
-                }));
+        match &self.backend {
+            Backend::Redis(redis) => {
+                let key = format!("{PREFIX}lock:{name}");
+                Ok(StoreLock::holding(redis.lease(key, LOCK_LEASE).await?))
             }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(AuthError::store(
-                    "another replica holds this login's lock",
-                    None,
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            Backend::Dir(_) => Ok(StoreLock::none()),
         }
+    }
+
+    /// Replaces `name`'s record with what `change` makes of it, with no other write to it in
+    /// between: in this process (one writer at a time) and, with Redis, in any replica (a
+    /// short lease of its own, apart from the refresh lock a refresh holds while it saves).
+    async fn update(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Vec<StoredAuth>),
+    ) -> Result<(), AuthError> {
+        let _here = self.writing.lock().await;
+        let _everywhere = match &self.backend {
+            Backend::Redis(redis) => Some(
+                redis
+                    .lease(format!("{PREFIX}write:{name}"), WRITE_LEASE)
+                    .await?,
+            ),
+            Backend::Dir(_) => None,
+        };
+        let mut entries = self.read(name).await?;
+        change(&mut entries);
+        self.write(name, &entries).await
     }
 
     /// Hands a sign-in's callback (its query) to the replica that waits for it: `true` once
@@ -528,21 +564,23 @@ impl CredentialStore for CallerStore {
 
     fn save<'a>(&'a self, entry: &'a StoredAuth) -> Future<'a, ()> {
         Box::pin(async move {
-            let mut entries = self.vault.read(&self.name).await?;
             let key = entry.key();
-            match entries.iter_mut().find(|e| same(e, &key)) {
-                Some(e) => *e = entry.clone(),
-                None => entries.push(entry.clone()),
-            }
-            self.vault.write(&self.name, &entries).await
+            self.vault
+                .update(&self.name, |entries| {
+                    match entries.iter_mut().find(|e| same(e, &key)) {
+                        Some(e) => *e = entry.clone(),
+                        None => entries.push(entry.clone()),
+                    }
+                })
+                .await
         })
     }
 
     fn remove<'a>(&'a self, key: &'a StoreKey) -> Future<'a, ()> {
         Box::pin(async move {
-            let mut entries = self.vault.read(&self.name).await?;
-            entries.retain(|e| !same(e, key));
-            self.vault.write(&self.name, &entries).await
+            self.vault
+                .update(&self.name, |entries| entries.retain(|e| !same(e, key)))
+                .await
         })
     }
 
@@ -685,6 +723,65 @@ mod tests {
             b.store("alice").list().await.unwrap(),
             vec![entry("shared")]
         );
+    }
+
+    fn entry_for(server: &str) -> StoredAuth {
+        let mut entry = entry(server);
+        entry.server = server.to_owned();
+        entry
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_callers_logins_saved_at_once_by_two_replicas_are_all_kept() {
+        let Some(redis) = toolwire_test_support::redis::RedisServer::start().await else {
+            return;
+        };
+        let replica = || {
+            let config = VaultConfig {
+                redis: Some(redis.url()),
+                key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
+                ..VaultConfig::default()
+            };
+            Arc::new(Vault::new(&config).unwrap())
+        };
+        let (a, b) = (replica(), replica());
+        let saving = |vault: Arc<Vault>, side: &'static str| {
+            tokio::spawn(async move {
+                let store = vault.store("alice");
+                for i in 0..10 {
+                    store
+                        .save(&entry_for(&format!("https://{side}{i}.example/mcp")))
+                        .await
+                        .unwrap();
+                }
+            })
+        };
+        let (one, two) = (saving(a.clone(), "a"), saving(b, "b"));
+        one.await.unwrap();
+        two.await.unwrap();
+        let kept = a.store("alice").list().await.unwrap();
+        assert_eq!(kept.len(), 20, "a save was lost: {} kept", kept.len());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn saves_in_one_process_at_once_are_all_kept_in_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let vault = Arc::new(Vault::new(&config(dir.path())).unwrap());
+        let tasks: Vec<_> = (0..20)
+            .map(|i| {
+                let store = vault.store("alice");
+                tokio::spawn(async move {
+                    store
+                        .save(&entry_for(&format!("https://s{i}.example/mcp")))
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(vault.store("alice").list().await.unwrap().len(), 20);
     }
 
     #[test]
