@@ -113,9 +113,14 @@ fn main() -> ExitCode {
     } else {
         level
     };
+    // The MCP spans are for the collector (`--otlp-endpoint`), not the log lines' prefixes.
     let filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
-        .with_target("toolwire_gateway::audit", audit_level);
+        .with_target("toolwire_gateway::audit", audit_level)
+        .with_target(
+            toolwire_telemetry::TARGET,
+            tracing_subscriber::filter::LevelFilter::OFF,
+        );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
