@@ -34,6 +34,7 @@ mod catalog;
 mod conformance;
 mod interop;
 mod tidy;
+mod wasm;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
         Some("interop") => interop::run(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
-        Some("wasm") => wasm_check(&root),
+        Some("wasm") => wasm::check(&root),
         Some("catalog") => catalog::run(&root),
         _ => {
             eprintln!(
@@ -258,7 +259,7 @@ fn ci(root: &Path) -> Result<(), String> {
         &[],
     )?;
     windows_check(root)?;
-    wasm_check(root)?;
+    wasm::check(root)?;
     fuzz_smoke(root)?;
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
@@ -405,19 +406,8 @@ fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
         .find_map(|m| m["executable"].as_str().map(str::to_owned))
 }
 
-/// The sans-IO core for the browser: its crates checked for `wasm32-unknown-unknown`, where
-/// there is no OS clock behind `std::time::Instant` (the session takes `web_time::Instant`)
-/// and no socket. Nothing may pull an OS-only crate into them.
-const WASM_CORE: &[&str] = &[
-    "toolwire-types",
-    "toolwire-wire",
-    "toolwire-headers",
-    "toolwire-cache",
-    "toolwire-session",
-];
-
 /// Adds rustup's `target` unless it is installed.
-fn ensure_target(root: &Path, target: &str) -> Result<(), String> {
+pub(crate) fn ensure_target(root: &Path, target: &str) -> Result<(), String> {
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
@@ -431,16 +421,6 @@ fn ensure_target(root: &Path, target: &str) -> Result<(), String> {
         return Ok(());
     }
     run(root, "rustup", &["target", "add", target], &[])
-}
-
-fn wasm_check(root: &Path) -> Result<(), String> {
-    const TARGET: &str = "wasm32-unknown-unknown";
-    ensure_target(root, TARGET)?;
-    let mut args = vec!["check", "--locked", "--target", TARGET];
-    for krate in WASM_CORE {
-        args.extend(["-p", krate]);
-    }
-    run(root, "cargo", &args, &[])
 }
 
 /// The Windows build: the workspace checked for `x86_64-pc-windows-gnu` (the target from

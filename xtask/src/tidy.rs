@@ -30,6 +30,16 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
     ("toolwire-headers", &["toolwire-types"]),
     ("toolwire-cache", &["toolwire-types", "toolwire-headers"]),
     ("toolwire-search", &["toolwire-types"]),
+    // The client in JavaScript: the sans-IO session over `fetch`.
+    (
+        "toolwire-web",
+        &[
+            "toolwire-types",
+            "toolwire-wire",
+            "toolwire-cache",
+            "toolwire-session",
+        ],
+    ),
     // Spans and trace context: used by the facade and the server side alike.
     ("toolwire-telemetry", &["toolwire-types"]),
     (
