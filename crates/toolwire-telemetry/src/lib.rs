@@ -276,17 +276,21 @@ mod otel {
 mod tests {
     use super::*;
 
+    // One test, not two: `tracing` caches each callsite's interest process-wide, and a test
+    // without a subscriber running beside one with a scoped subscriber races that cache.
     #[test]
-    fn without_a_subscriber_spans_are_disabled_and_carry_no_context() {
+    fn spans_are_traced_only_with_a_layer_and_adopt_the_request_context() {
+        // Without a subscriber: disabled, and no context.
         let span = client("tools/call", Subject::Tool("echo"));
         assert!(span.is_disabled());
         assert_eq!(context_of(&span), None);
         assert_eq!(span.in_scope(current), None);
+        #[cfg(feature = "otel")]
+        with_a_layer();
     }
 
     #[cfg(feature = "otel")]
-    #[test]
-    fn a_server_span_is_the_child_of_the_context_its_request_carried() {
+    fn with_a_layer() {
         use opentelemetry::trace::TracerProvider as _;
         use tracing_subscriber::layer::SubscriberExt as _;
 
