@@ -413,8 +413,7 @@ fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -
         _ => Subject::None,
     };
     let meta = params.get("_meta").and_then(Value::as_object);
-    let parent = meta.and_then(toolwire_types::TraceContext::from_meta);
-    let span = toolwire_telemetry::server(method, subject, parent.as_ref());
+    let span = toolwire_telemetry::server(method, subject, meta);
     if !span.is_disabled() {
         match id {
             Value::String(id) => toolwire_telemetry::record_request_id(&span, id),

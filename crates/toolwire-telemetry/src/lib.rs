@@ -26,6 +26,7 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+use toolwire_types::JsonObject;
 pub use toolwire_types::TraceContext;
 
 #[cfg(feature = "otlp")]
@@ -82,18 +83,19 @@ pub fn client(method: &str, subject: Subject<'_>) -> Span {
 }
 
 /// The span of a request a server handles (`SpanKind::Server`), not entered: with the `otel`
-/// feature, a child of `parent` (the context the request carried in `_meta`) when there is one.
-pub fn server(method: &str, subject: Subject<'_>, parent: Option<&TraceContext>) -> Span {
+/// feature, a child of the trace context the request's `meta` carries, when it carries one
+/// (read only when the span is enabled: a server without tracing pays nothing for it).
+pub fn server(method: &str, subject: Subject<'_>, meta: Option<&JsonObject>) -> Span {
     let span = mcp_span!("mcp.server", "server", method);
     name(&span, method, subject);
     #[cfg(feature = "otel")]
-    if let Some(parent) = parent
-        && !span.is_disabled()
+    if !span.is_disabled()
+        && let Some(parent) = meta.and_then(TraceContext::from_meta)
     {
-        otel::adopt(&span, parent);
+        otel::adopt(&span, &parent);
     }
     #[cfg(not(feature = "otel"))]
-    let _ = parent;
+    let _ = meta;
     span
 }
 
@@ -304,7 +306,9 @@ mod tests {
                 Some("user=alice"),
             )
             .unwrap();
-            let span = server("tools/call", Subject::Tool("echo"), Some(&inbound));
+            let mut meta = JsonObject::new();
+            inbound.write_into(&mut meta);
+            let span = server("tools/call", Subject::Tool("echo"), Some(&meta));
             let own = context_of(&span).unwrap();
             assert_eq!(own.trace_id(), inbound.trace_id());
             assert_ne!(

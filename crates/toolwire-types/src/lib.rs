@@ -135,5 +135,5 @@ pub use tools::{
     CallToolParams, CallToolRequestParams, CallToolResult, ListParams, ListToolsResult,
     MalformedTool, Tool, ToolAnnotations, ToolChanges, ToolExecution,
 };
-pub use trace::{TRACE_CONTEXT_KEYS, TraceContext};
+pub use trace::TraceContext;
 pub use version::{Era, HttpShape, InvalidProtocolVersion, ProtocolVersion};

@@ -8,9 +8,6 @@
 
 use crate::common::JsonObject;
 
-/// The `_meta` keys of the trace context, in the order they are written.
-pub const TRACE_CONTEXT_KEYS: [&str; 3] = ["traceparent", "tracestate", "baggage"];
-
 /// Longest `tracestate` and `baggage` kept (W3C: 32 list members of at most 256 bytes each for
 /// `tracestate`, 8,192 bytes for `baggage`); longer values are dropped, not cut.
 const MAX_TRACESTATE: usize = 512 * 32;
