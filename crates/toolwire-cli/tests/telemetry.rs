@@ -35,6 +35,20 @@ impl Drop for Killed {
     }
 }
 
+/// The CLI as the agent (`OTEL_SERVICE_NAME=agent`) against the gateway at `url`, exporting to
+/// `endpoint`, with `args`.
+async fn run_agent(url: &str, endpoint: &str, args: &[&str]) -> Output {
+    let mut command = Command::new(BIN);
+    command
+        .args(["--url", url, "--otlp-endpoint", endpoint, "--json"])
+        .args(args)
+        .env("OTEL_SERVICE_NAME", "agent")
+        .stdin(Stdio::null());
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
 fn find<'a>(
     spans: &'a [ReceivedSpan],
     service: &str,
@@ -78,20 +92,12 @@ async fn one_call_through_the_gateway_is_one_trace_from_the_client_to_the_upstre
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
 
-    let call = {
-        let (url, endpoint) = (url.clone(), endpoint.clone());
-        tokio::task::spawn_blocking(move || {
-            Command::new(BIN)
-                .args(["--url", &url, "--otlp-endpoint", &endpoint, "--json"])
-                .args(["tools", "call", "ref__echo", "text=traced"])
-                .env("OTEL_SERVICE_NAME", "agent")
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap()
-    };
+    let call = run_agent(
+        &url,
+        &endpoint,
+        &["tools", "call", "ref__echo", "text=traced"],
+    )
+    .await;
     assert!(
         call.status.success(),
         "{}",
@@ -174,27 +180,19 @@ async fn one_call_through_the_gateway_is_one_trace_from_the_client_to_the_upstre
     );
 
     // A legacy client: its session's id, digested, on its span and on the gateway's alike.
-    let legacy = {
-        let (url, endpoint) = (url.clone(), endpoint.clone());
-        tokio::task::spawn_blocking(move || {
-            Command::new(BIN)
-                .args(["--url", &url, "--otlp-endpoint", &endpoint, "--json"])
-                .args([
-                    "--protocol",
-                    "2025-11-25",
-                    "tools",
-                    "call",
-                    "ref__echo",
-                    "text=old",
-                ])
-                .env("OTEL_SERVICE_NAME", "agent")
-                .stdin(Stdio::null())
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap()
-    };
+    let legacy = run_agent(
+        &url,
+        &endpoint,
+        &[
+            "--protocol",
+            "2025-11-25",
+            "tools",
+            "call",
+            "ref__echo",
+            "text=old",
+        ],
+    )
+    .await;
     assert!(
         legacy.status.success(),
         "{}",

@@ -300,11 +300,9 @@ impl Vault {
 
     /// The store of `principal`'s logins.
     pub(crate) fn store(self: &Arc<Self>, principal: &str) -> Arc<dyn CredentialStore> {
-        let digest = toolwire::auth::verify::sha256(principal.as_bytes());
-        let name = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
         Arc::new(CallerStore {
             vault: self.clone(),
-            name,
+            name: hashed(principal),
         })
     }
 
@@ -471,9 +469,14 @@ const HANDOVER_WAIT: Duration = Duration::from_secs(2);
 /// Where the replica that took a handed-over callback says so (a hash: the query holds the
 /// authorization code).
 fn ack_key(query: &str) -> String {
-    let digest = toolwire::auth::verify::sha256(query.as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    format!("{PREFIX}ack:{hex}")
+    format!("{PREFIX}ack:{}", hashed(query))
+}
+
+/// What stands for `text` in a name (a record's, a key's): the first 16 bytes of its SHA-256,
+/// in hex.
+fn hashed(text: &str) -> String {
+    let digest = toolwire::auth::verify::sha256(text.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// A held Redis lock: released (only if still this holder's) when dropped.

@@ -71,14 +71,7 @@ async fn a_record_does_not_open_with_another_key_under_another_name_or_changed()
     );
 
     // Copied under bob's name: it does not open as his.
-    let bobs_name = {
-        let digest = toolwire::auth::verify::sha256(b"bob");
-        digest
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
+    let bobs_name = hashed("bob");
     std::fs::write(record_path(dir.path(), &bobs_name), &sealed).unwrap();
     assert!(
         vault.read(&bobs_name).await.is_err(),
@@ -96,20 +89,22 @@ async fn a_record_does_not_open_with_another_key_under_another_name_or_changed()
     );
 }
 
+/// A replica's vault in `redis`, with the key every replica shares.
+fn replica(redis: &toolwire_test_support::redis::RedisServer) -> Arc<Vault> {
+    let config = VaultConfig {
+        redis: Some(redis.url()),
+        key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
+        ..VaultConfig::default()
+    };
+    Arc::new(Vault::new(&config).unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refresh_lock_in_redis_keeps_a_second_replica_waiting_until_the_first_lets_go() {
     let Some(redis) = toolwire_test_support::redis::RedisServer::start().await else {
         return;
     };
-    let replica = || {
-        let config = VaultConfig {
-            redis: Some(redis.url()),
-            key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
-            ..VaultConfig::default()
-        };
-        Arc::new(Vault::new(&config).unwrap())
-    };
-    let (a, b) = (replica(), replica());
+    let (a, b) = (replica(&redis), replica(&redis));
     let held = a.store("alice").lock().await.unwrap();
     let alice_b = b.store("alice");
     let waiting = tokio::spawn(async move { alice_b.lock().await.map(drop) });
@@ -142,15 +137,7 @@ async fn one_callers_logins_saved_at_once_by_two_replicas_are_all_kept() {
     let Some(redis) = toolwire_test_support::redis::RedisServer::start().await else {
         return;
     };
-    let replica = || {
-        let config = VaultConfig {
-            redis: Some(redis.url()),
-            key: Some(Secret::new(STANDARD.encode([7u8; 32]))),
-            ..VaultConfig::default()
-        };
-        Arc::new(Vault::new(&config).unwrap())
-    };
-    let (a, b) = (replica(), replica());
+    let (a, b) = (replica(&redis), replica(&redis));
     let saving = |vault: Arc<Vault>, side: &'static str| {
         tokio::spawn(async move {
             let store = vault.store("alice");
