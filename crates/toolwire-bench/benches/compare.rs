@@ -449,12 +449,6 @@ fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
     start_server(command)
 }
 
-/// Starts rmcp's server: this binary with `--serve-rmcp`.
-fn serve_rmcp() -> Result<Server, Error> {
-    let mut command = Command::new(std::env::current_exe()?);
-    command.arg("--serve-rmcp");
-    start_server(command)
-}
 
 /// Starts a server that prints `… URL` as its first line on stderr.
 fn start_server(mut command: Command) -> Result<Server, Error> {
@@ -546,8 +540,10 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let sizes = if quick { QUICK } else { FULL };
     let fast = serve(&toolwire, &["--json-responses"])?;
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
-    let rmcp_server = serve_rmcp()?;
+    let rmcp_server = rmcp_server::start()?;
     let through = gateway(&toolwire, &fast.url)?;
+    // The floor of any gateway: bytes forwarded by a bare hyper proxy.
+    let floor_proxy = floor_proxy::start(&fast.url)?;
     // The same gateway checking a JWT access token (its key cached after the first call).
     let issuer = issuer::start()?;
     let guarded = gateway_with_tokens(&toolwire, &fast.url, &issuer.url, issuer::AUDIENCE)?;
@@ -585,6 +581,15 @@ fn parent(args: &[String]) -> Result<(), Error> {
     for case in ["gateway-legacy-seq", "gateway-modern-seq"] {
         jobs.push((case, "toolwire", through.url.clone(), sizes.sequential, 1));
     }
+    for case in ["floor-proxy-legacy-seq", "floor-proxy-modern-seq"] {
+        jobs.push((
+            case,
+            "toolwire",
+            floor_proxy.url.clone(),
+            sizes.sequential,
+            1,
+        ));
+    }
     jobs.push((
         "gateway-jwt-modern-seq",
         "toolwire",
@@ -596,6 +601,8 @@ fn parent(args: &[String]) -> Result<(), Error> {
         ("gateway-concurrent-64", &through.url),
         ("gateway-legacy-concurrent-64", &through.url),
         ("http-legacy-concurrent-64", &fast.url),
+        ("floor-proxy-concurrent-64", &floor_proxy.url),
+        ("floor-proxy-legacy-concurrent-64", &floor_proxy.url),
     ] {
         jobs.push((
             case,
@@ -664,7 +671,15 @@ fn parent(args: &[String]) -> Result<(), Error> {
             runs.push(m);
         }
     }
-    drop((through, guarded, proxy, fast, stalling, rmcp_server));
+    drop((
+        through,
+        guarded,
+        proxy,
+        floor_proxy,
+        fast,
+        stalling,
+        rmcp_server,
+    ));
     let memory = gateway_memory(&toolwire)?;
     eprintln!("  {memory}");
     let best = best_runs(&runs);
@@ -691,10 +706,14 @@ fn parent(args: &[String]) -> Result<(), Error> {
              clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
              profiles showed and what remains: [`performance.md`](performance.md).\n\n\
              ### Results\n\n{}\n### Ratios\n\n{}\n### The gateway\n\n`toolwire gateway` \
-             (JSON answers, in its own process) and `mcp-proxy` 0.6 (crates.io; the legacy era \
-             only, so its cases and their direct runs are 2025-11-25 ones) in front of the same \
-             reference server as the `http-*` cases, called by Toolwire's client; \"direct\" is \
-             that client on the server itself in the same run. `gateway-jwt-modern-seq` is \
+             (JSON answers, in its own process, `--threads 1`), `mcp-proxy` 0.6 (crates.io; \
+             `TOKIO_WORKER_THREADS=1`; the legacy era only, so its cases and their direct runs \
+             are 2025-11-25 ones) and the floor proxy (`floor-proxy-*`: a bare hyper reverse \
+             proxy on one thread that forwards each request's bytes and reads nothing of MCP, \
+             the least a second HTTP hop costs on this machine) in front of the same reference \
+             server as the `http-*` cases, called by Toolwire's client; \"direct\" is that \
+             client on the server itself in the same run. The gateways run one thread each \
+             because the client, the gateway and the server share two cores here. `gateway-jwt-modern-seq` is \
              the gateway requiring an OAuth access token (`--auth-issuer`; a JWT signed ES256, \
              the issuer's key and the verified token cached after the first call), its \
              \"direct\" the same gateway without authentication (`gateway-modern-seq`).\n\n{}\n{memory}\n{search}",
@@ -725,6 +744,10 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = args.into_iter().filter(|a| a != "--bench").collect();
     let outcome = if args.first().map(String::as_str) == Some("--serve-rmcp") {
         rmcp_server::run()
+    } else if let [flag, upstream] = args.as_slice()
+        && flag == "--serve-floor-proxy"
+    {
+        floor_proxy::run(upstream)
     } else if args.first().map(String::as_str) == Some("--search") {
         // The tool search section alone (no servers, no clients).
         search_quality::measure().map(|r| println!("{}", r.markdown()))
@@ -762,6 +785,10 @@ mod search_quality;
 /// rmcp's Streamable HTTP server with the bench's tool, for the `rmcp-server-*` cases.
 #[path = "compare/rmcp_server.rs"]
 mod rmcp_server;
+
+/// A reverse proxy that forwards bytes, for the `floor-proxy-*` cases.
+#[path = "compare/floor_proxy.rs"]
+mod floor_proxy;
 
 #[path = "compare/gateways.rs"]
 mod gateways;

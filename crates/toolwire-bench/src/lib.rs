@@ -265,30 +265,64 @@ pub fn ratios(runs: &[Measurement]) -> String {
 /// Whether `case` runs through a gateway (Toolwire's, or `mcp-proxy`) rather than on the
 /// server itself.
 pub fn through_a_gateway(case: &str) -> bool {
-    case.starts_with("gateway") || case.starts_with("mcp-proxy")
+    case.starts_with("gateway") || case.starts_with("mcp-proxy") || case.starts_with(FLOOR_PROXY)
 }
 
-/// What the gateway adds: for each `gateway-*` case, Toolwire's client through the gateway
+/// The prefix of the cases through the floor proxy: a reverse proxy that reads nothing of MCP
+/// and forwards bytes, the least any gateway can add on the machine.
+pub const FLOOR_PROXY: &str = "floor-proxy";
+
+/// What the gateway adds: for each case through a gateway, Toolwire's client through it
 /// against the same client on the server directly (`http-*`): p50 and p99 added per
-/// sequential call, the throughput ratio with 64 callers.
+/// sequential call, the throughput ratio with 64 callers; and beside them, the same against
+/// the floor proxy of the same era and load (`floor-proxy-*`), when the run has it.
 pub fn gateway_table(runs: &[Measurement]) -> String {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let mut t = String::from(
-        "| case | direct p50 | through p50 | added p50 | direct p99 | through p99 | added p99 | throughput through/direct |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| case | direct p50 | through p50 | added p50 | direct p99 | through p99 | added p99 | throughput through/direct | p50 over the floor proxy's | throughput / the floor proxy's |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for (gateway, direct) in [
-        ("gateway-legacy-seq", "http-legacy-seq"),
-        ("mcp-proxy-legacy-seq", "http-legacy-seq"),
-        ("gateway-modern-seq", "http-modern-seq"),
-        ("gateway-legacy-concurrent-64", "http-legacy-concurrent-64"),
+    for (gateway, direct, floor) in [
+        ("floor-proxy-legacy-seq", "http-legacy-seq", None),
+        (
+            "gateway-legacy-seq",
+            "http-legacy-seq",
+            Some("floor-proxy-legacy-seq"),
+        ),
+        (
+            "mcp-proxy-legacy-seq",
+            "http-legacy-seq",
+            Some("floor-proxy-legacy-seq"),
+        ),
+        ("floor-proxy-modern-seq", "http-modern-seq", None),
+        (
+            "gateway-modern-seq",
+            "http-modern-seq",
+            Some("floor-proxy-modern-seq"),
+        ),
+        (
+            "floor-proxy-legacy-concurrent-64",
+            "http-legacy-concurrent-64",
+            None,
+        ),
+        (
+            "gateway-legacy-concurrent-64",
+            "http-legacy-concurrent-64",
+            Some("floor-proxy-legacy-concurrent-64"),
+        ),
         (
             "mcp-proxy-legacy-concurrent-64",
             "http-legacy-concurrent-64",
+            Some("floor-proxy-legacy-concurrent-64"),
         ),
-        ("gateway-concurrent-64", "http-concurrent-64"),
+        ("floor-proxy-concurrent-64", "http-concurrent-64", None),
+        (
+            "gateway-concurrent-64",
+            "http-concurrent-64",
+            Some("floor-proxy-concurrent-64"),
+        ),
         // Checking a JWT access token: against the same gateway without authentication.
-        ("gateway-jwt-modern-seq", "gateway-modern-seq"),
+        ("gateway-jwt-modern-seq", "gateway-modern-seq", None),
     ] {
         let (Some(g), Some(d)) = (
             find(runs, gateway, "toolwire"),
@@ -296,8 +330,15 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
         ) else {
             continue;
         };
+        let (over_floor, against_floor) = match floor.and_then(|f| find(runs, f, "toolwire")) {
+            Some(f) => (
+                format!("{:+.0} µs", us(g.p50) - us(f.p50)),
+                format!("{:.2}×", g.calls_per_s() / f.calls_per_s()),
+            ),
+            None => ("—".to_owned(), "—".to_owned()),
+        };
         t.push_str(&format!(
-            "| {gateway} | {:.0} µs | {:.0} µs | {:+.0} µs | {:.0} µs | {:.0} µs | {:+.0} µs | {:.2}× |\n",
+            "| {gateway} | {:.0} µs | {:.0} µs | {:+.0} µs | {:.0} µs | {:.0} µs | {:+.0} µs | {:.2}× | {over_floor} | {against_floor} |\n",
             us(d.p50),
             us(g.p50),
             us(g.p50) - us(d.p50),
@@ -433,7 +474,7 @@ mod tests {
             m("gateway-concurrent-64", "toolwire", 400, 2000),
         ]);
         assert!(
-            t.contains("| gateway-legacy-seq | 200 µs | 250 µs | +50 µs | 200 µs | 250 µs | +50 µs | 0.80× |"),
+            t.contains("| gateway-legacy-seq | 200 µs | 250 µs | +50 µs | 200 µs | 250 µs | +50 µs | 0.80× | — | — |"),
             "{t}"
         );
         assert!(
@@ -442,6 +483,29 @@ mod tests {
         );
         // No modern runs: no modern row.
         assert!(!t.contains("gateway-modern-seq"), "{t}");
+    }
+
+    #[test]
+    fn the_gateway_table_sets_each_gateway_beside_the_floor_proxy_of_its_era_and_load() {
+        let m = |case: &str, lat: u64, wall: u64| {
+            Measurement::new(case, "toolwire", vec![us(lat); 4], us(wall), us(1), 1024)
+        };
+        let t = gateway_table(&[
+            m("http-legacy-seq", 200, 800),
+            m("floor-proxy-legacy-seq", 230, 920),
+            m("gateway-legacy-seq", 250, 1000),
+            m("http-modern-seq", 100, 400),
+            m("floor-proxy-modern-seq", 180, 720),
+            m("gateway-modern-seq", 300, 1200),
+        ]);
+        // The floor proxy's own row, against the direct call.
+        assert!(
+            t.contains("| floor-proxy-legacy-seq | 200 µs | 230 µs | +30 µs | 200 µs | 230 µs | +30 µs | 0.87× | — | — |"),
+            "{t}"
+        );
+        // A gateway against the floor proxy of its own era: +20 µs legacy, +120 µs modern.
+        assert!(t.contains("| 0.80× | +20 µs | 0.92× |"), "{t}");
+        assert!(t.contains("| 0.33× | +120 µs | 0.60× |"), "{t}");
     }
 
     #[test]

@@ -315,6 +315,11 @@ pub(crate) struct ServeArgs {
     /// memory measurements.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) synthetic_tools: usize,
+    /// Threads answering requests (default: one per CPU). 1 runs everything on one thread,
+    /// with no wake-ups between threads: the lowest latency where the machine's cores are
+    /// shared with the clients and servers it talks to.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) threads: Option<u16>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -386,4 +391,9 @@ pub(crate) struct GatewayArgs {
     /// their JSON).
     #[arg(long, value_name = "N")]
     pub(crate) progressive_above_tokens: Option<usize>,
+    /// Threads answering requests (default: one per CPU). 1 runs everything on one thread,
+    /// with no wake-ups between threads: the lowest latency where the machine's cores are
+    /// shared with the clients and servers it talks to.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) threads: Option<u16>,
 }

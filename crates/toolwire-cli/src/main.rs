@@ -98,6 +98,30 @@ impl From<Error> for Failure {
     }
 }
 
+/// The runtime a command runs on: a client command on two worker threads; a server (`serve`,
+/// `gateway`) on `--threads` of them, by default one per CPU, and with `--threads 1` on the
+/// current thread alone (no wake-ups between threads, no work stealing).
+fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    let threads = match command {
+        Command::Serve(args) => args.threads,
+        Command::Gateway(args) => args.threads,
+        _ => Some(2),
+    };
+    let threads = threads.map_or_else(
+        || std::thread::available_parallelism().map_or(2, usize::from),
+        usize::from,
+    );
+    if threads == 1 {
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let level = match cli.verbose {
@@ -121,11 +145,7 @@ fn main() -> ExitCode {
             toolwire_telemetry::TARGET,
             tracing_subscriber::filter::LevelFilter::OFF,
         );
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime(&cli.command) {
         Ok(r) => r,
         Err(e) => {
             say_err!("toolwire: cannot start the runtime: {e}");

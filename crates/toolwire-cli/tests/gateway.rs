@@ -664,3 +664,65 @@ fn upstream_credentials_without_authenticated_callers_are_refused_at_start() {
         "{stderr}"
     );
 }
+
+/// The number of threads of process `pid` (Linux's `/proc`).
+#[cfg(target_os = "linux")]
+fn threads_of(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn threads_sets_how_many_threads_serve_and_one_means_no_workers() {
+    let config = config("threads");
+    let path = config.path.to_str().unwrap();
+    let args = |threads| {
+        [
+            "--config",
+            path,
+            "--http",
+            "127.0.0.1:0",
+            "--threads",
+            threads,
+        ]
+    };
+    let start = |threads| {
+        let (child, line) = spawn_listening("gateway", &args(threads));
+        let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+        (child, url)
+    };
+    let (mut one, one_url) = start("1");
+    let (mut three, three_url) = start("3");
+    for url in [&one_url, &three_url] {
+        let call = toolwire(&["--url", url, "tools", "call", "ref__echo", "text=threaded"]);
+        assert!(
+            call.status.success() && stdout(&call).contains("threaded"),
+            "{}{}",
+            stdout(&call),
+            String::from_utf8_lossy(&call.stderr)
+        );
+    }
+    // One: the main thread serves, with at most one helper of the runtime's blocking pool;
+    // three: the main thread and three workers (a default of one per CPU would be two here).
+    let (on_one, on_three) = (threads_of(one.id()), threads_of(three.id()));
+    assert!(on_one <= 2, "--threads 1 runs {on_one} threads");
+    assert!(on_three >= 4, "--threads 3 runs {on_three} threads");
+    for child in [&mut one, &mut three] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // None is no server at all: refused before anything starts.
+    let zero = toolwire(&[&["gateway"][..], &args("0")].concat());
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("--threads"),
+        "{}",
+        String::from_utf8_lossy(&zero.stderr)
+    );
+}

@@ -75,24 +75,20 @@ impl Schema {
     /// canonical: such a string is written with no escape it could hide behind.
     pub fn mentions(&self, needle: &str) -> bool {
         let text = self.as_json();
-        let Some(first) = needle.chars().next() else {
+        if needle.is_empty() {
             return false;
-        };
-        let mut from = 0;
-        while let Some(at) = text.get(from..).and_then(|rest| rest.find(needle)) {
-            let start = from + at;
+        }
+        memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()).any(|start| {
             let end = start + needle.len();
             // Opened by a quote that is not itself escaped (an even run of `\` before it),
-            // and closed right after.
-            if let Some(before) = text[..start].strip_suffix('"')
-                && (before.len() - before.trim_end_matches('\\').len()) % 2 == 0
-                && text[end..].starts_with('"')
-            {
-                return true;
-            }
-            from = start + first.len_utf8();
-        }
-        false
+            // and closed right after. The matches do not overlap, which loses none: one that
+            // began inside an earlier match would have its opening quote in the needle. (A
+            // match of a whole `char` sequence lies on `char` boundaries.)
+            text.get(..start)
+                .and_then(|before| before.strip_suffix('"'))
+                .is_some_and(|before| (before.len() - before.trim_end_matches('\\').len()) % 2 == 0)
+                && text.get(end..).is_some_and(|after| after.starts_with('"'))
+        })
     }
 
     /// Parses JSON text (any layout) into a schema.
@@ -267,6 +263,10 @@ mod tests {
         assert_eq!(escaped_quote.as_json(), r#"{"d":"\\\"x-mcp-header"}"#);
         assert!(!escaped_quote.mentions("x-mcp-header"));
         assert!(!quoted.mentions(""));
+        // Found after matches inside longer strings, and not inside them.
+        let repeated = Schema::from(json!({"a": "aaaaa", "b": "aa"}));
+        assert!(repeated.mentions("aa"));
+        assert!(!Schema::from(json!({"a": "aaaaa"})).mentions("aa"));
     }
 
     #[test]

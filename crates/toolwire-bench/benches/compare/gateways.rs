@@ -48,7 +48,13 @@ fn start_gateway_with(
     command
         .args(["gateway", "--config"])
         .arg(&config)
-        .args(["--http", "127.0.0.1:0", "--json-responses"])
+        .args([
+            "--http",
+            "127.0.0.1:0",
+            "--json-responses",
+            "--threads",
+            "1",
+        ])
         .args(flags)
         .env("TOOLWIRE_TRUST", "1");
     start_server(command)
@@ -69,7 +75,9 @@ pub(super) fn mcp_proxy(bin: &Path, upstream: &str) -> Result<Server, Error> {
              [[backends]]\nname = \"ref\"\ntransport = \"http\"\nurl = \"{upstream}\"\n"
         ),
     )?;
+    // One worker thread, as the gateway runs (`#[tokio::main]` reads this variable).
     let child = Command::new(bin)
+        .env("TOKIO_WORKER_THREADS", "1")
         .arg("--config")
         .arg(&config)
         .stdout(Stdio::null())

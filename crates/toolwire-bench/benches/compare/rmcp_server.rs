@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use serde_json::json;
 
-use super::{Error, TOOL};
+use super::{Error, Server, TOOL, start_server};
 
 #[derive(Clone)]
 struct Sql;
@@ -98,4 +98,11 @@ pub(super) fn run() -> Result<(), Error> {
             });
         }
     })
+}
+
+/// Starts it: this binary with `--serve-rmcp`.
+pub(super) fn start() -> Result<Server, Error> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.arg("--serve-rmcp");
+    start_server(command)
 }
