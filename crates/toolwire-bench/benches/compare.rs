@@ -449,7 +449,6 @@ fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
     start_server(command)
 }
 
-
 /// Starts a server that prints `… URL` as its first line on stderr.
 fn start_server(mut command: Command) -> Result<Server, Error> {
     let mut child = command
