@@ -10,8 +10,10 @@
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
-//! - `bench`: Toolwire against rmcp and the physical floor, side by side in one run; writes
-//!   `docs/benchmarks.md` (`--quick` for a short run). See `crates/toolwire-bench`.
+//! - `bench`: Toolwire against rmcp and the physical floor, and its gateway against
+//!   `mcp-proxy` (crates.io) and ContextForge (PyPI), each installed once into the peers'
+//!   cache, side by side in one run; writes `docs/benchmarks.md` (`--quick` for a short run).
+//!   See `crates/toolwire-bench`.
 //! - `windows`: the workspace checked for `x86_64-pc-windows-gnu`, and the stdio transport's
 //!   tests run under Wine.
 //! - `wasm`: the sans-IO core (types, wire, headers, cache, session) checked for
@@ -389,8 +391,31 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
     if std::path::Path::new(&proxy).exists() {
         args.extend(["--mcp-proxy", proxy.as_str()]);
     }
+    // IBM's ContextForge (`mcp-contextforge-gateway` on PyPI), the Python gateway users pick,
+    // pinned, in a venv of its own in the peers' cache (its dependencies are many and would
+    // not sit well beside the interop peers'). Without it, its rows are left out.
+    let venv = conformance::cache_dir().join("contextforge").join("venv");
+    let gateway = venv.join("bin").join("mcpgateway");
+    let pinned = format!("mcp-contextforge-gateway=={CONTEXTFORGE}");
+    let has_pinned = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import importlib.metadata as m; print(m.version('mcp-contextforge-gateway'))",
+        ])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == CONTEXTFORGE);
+    if !has_pinned && let Err(e) = conformance::pip_install(root, &venv, &[&pinned]) {
+        eprintln!("xtask: ContextForge could not be installed ({e}); its rows are left out");
+    }
+    let contextforge = venv.join("bin").display().to_string();
+    if gateway.exists() {
+        args.extend(["--contextforge", contextforge.as_str()]);
+    }
     run(root, &compare, &args, &[])
 }
+
+/// The ContextForge release the bench runs.
+const CONTEXTFORGE: &str = "1.0.7.post20260921";
 
 /// The executable of the `kind` target `name` among cargo's JSON messages (one per line).
 fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use serde_json::{Map, Value, json};
-use toolwire_bench::{Measurement, best_runs, gateway_table, ratios, splice, table, usage};
+use toolwire_bench::{Measurement, best_runs, usage};
 
 /// The tool every case calls, and its arguments: `region` is annotated with `x-mcp-header`.
 const TOOL: &str = "execute_sql";
@@ -58,6 +58,9 @@ const TOOL: &str = "execute_sql";
 const GATEWAY_TOOL: &str = "ref__execute_sql";
 /// The same tool through `mcp-proxy`, whose backend is named `ref` (its separator is `/`).
 const MCP_PROXY_TOOL: &str = "ref/execute_sql";
+/// The same tool through ContextForge, whose gateway is named `ref` (it joins with `-` and
+/// writes `_` as `-`).
+const CONTEXTFORGE_TOOL: &str = "ref-execute-sql";
 
 /// The name a case calls the tool by.
 fn tool(case: &str) -> &'static str {
@@ -65,6 +68,8 @@ fn tool(case: &str) -> &'static str {
         GATEWAY_TOOL
     } else if case.starts_with("mcp-proxy") {
         MCP_PROXY_TOOL
+    } else if case.starts_with("contextforge") {
+        CONTEXTFORGE_TOOL
     } else {
         TOOL
     }
@@ -494,37 +499,6 @@ fn run_job(job: &Job) -> Result<Measurement, Error> {
     Measurement::from_json(&value).ok_or_else(|| format!("bad measurement: {line}").into())
 }
 
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU".to_owned(), |s| s.trim().to_owned());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let rustc = Command::new("rustc")
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    format!("{cores} cores ({cpu}), Linux, {rustc}")
-}
-
-/// The version of `name` in the workspace's Cargo.lock.
-fn locked_version(name: &str) -> String {
-    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock");
-    let text = std::fs::read_to_string(lock).unwrap_or_default();
-    let mut lines = text.lines();
-    while let Some(l) = lines.next() {
-        if l == format!("name = \"{name}\"")
-            && let Some(v) = lines.next().and_then(|v| v.strip_prefix("version = "))
-        {
-            return v.trim_matches('"').to_owned();
-        }
-    }
-    "?".to_owned()
-}
-
 /// A job of the schedule: case, client, target, calls per task, tasks.
 type Planned = (&'static str, &'static str, String, usize, usize);
 
@@ -551,6 +525,13 @@ fn parent(args: &[String]) -> Result<(), Error> {
         Some(bin) => Some(mcp_proxy(Path::new(bin), &fast.url)?),
         None => None,
     };
+    // ContextForge in front of the same server, when `cargo xtask bench` installed it; a
+    // failure to start leaves its rows out, said on stderr.
+    let forge = flag("--contextforge").and_then(|bin| {
+        contextforge::start(Path::new(bin), &fast.url)
+            .map_err(|e| eprintln!("  ContextForge left out: {e}"))
+            .ok()
+    });
     let bin = toolwire.display().to_string();
     let http = ["floor", "toolwire", "rmcp-default", "rmcp-keepalive"];
     let mut jobs: Vec<Planned> = Vec::new();
@@ -628,6 +609,25 @@ fn parent(args: &[String]) -> Result<(), Error> {
             TASKS,
         ));
     }
+    // ContextForge is ten times slower: a tenth of the calls; the legacy era, as for
+    // `mcp-proxy`.
+    if let Some(forge) = &forge {
+        let url = forge.server.url.clone();
+        jobs.push((
+            "contextforge-legacy-seq",
+            "toolwire",
+            url.clone(),
+            sizes.sequential / 10,
+            1,
+        ));
+        jobs.push((
+            "contextforge-legacy-concurrent-64",
+            "toolwire",
+            url,
+            (sizes.concurrent_per_task / 10).max(1),
+            TASKS,
+        ));
+    }
     for client in ["toolwire", "rmcp-default", "rmcp-keepalive", "floor"] {
         jobs.push(("http-stall", client, stalling.url.clone(), sizes.stall, 1));
     }
@@ -656,9 +656,21 @@ fn parent(args: &[String]) -> Result<(), Error> {
                 target: target.clone(),
                 calls: *calls,
                 tasks: *tasks,
-                bearer: case.contains("jwt").then(|| issuer.token.clone()),
+                bearer: if case.starts_with("contextforge") {
+                    forge.as_ref().map(|f| f.token.clone())
+                } else {
+                    case.contains("jwt").then(|| issuer.token.clone())
+                },
             };
-            let m = run_job(&job)?;
+            let m = match run_job(&job) {
+                Ok(m) => m,
+                // A peer outside the project failing leaves its row out, not the run.
+                Err(e) if case.starts_with("contextforge") => {
+                    eprintln!("  {case} left out: {e}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             eprintln!(
                 "  round {} {case:20} {client:15} {:>8.0} calls/s  mean {:>7.0} µs  p99 {:>7.0} µs  max {:>8.0} µs",
                 round + 1,
@@ -674,6 +686,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
         through,
         guarded,
         proxy,
+        forge,
         floor_proxy,
         fast,
         stalling,
@@ -682,59 +695,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let memory = gateway_memory(&toolwire)?;
     eprintln!("  {memory}");
     let best = best_runs(&runs);
-    let search = search_quality::measure()?.markdown();
-    let report = format!(
-        "## Results\n\n{}\n## Ratios\n\n{}\n## The gateway\n\n{}\n{memory}\n{search}",
-        table(&best),
-        ratios(&best),
-        gateway_table(&best)
-    );
-    println!("{report}");
-    if let Some(out) = flag("--out") {
-        let section = format!(
-            "## Toolwire, rmcp and the floor (`cargo xtask bench`)\n\n\
-             The latest run of `{}`, on {}. Toolwire {}, rmcp {} (reqwest {}), hyper {} for the \
-             floor. The HTTP cases run against Toolwire's reference server (`toolwire serve \
-             --http`, in its own process; JSON answers, and for `http-stall` SSE answers with \
-             Nagle's algorithm on), and the `rmcp-server-*` cases against rmcp {}'s Streamable \
-             HTTP server (stateless, JSON answers, SEP-2243 headers checked; in its own process); \
-             stdio runs `toolwire serve --stdio`. Each (case, client) pair \
-             runs twice in a process of its own, interleaved; the table keeps the faster run. \
-             Latencies are per call; CPU is the client process's user+system time over the \
-             measured calls; peak RSS is the client process's, setup included. How the cases and \
-             clients are built: `crates/toolwire-bench/benches/compare.rs`. The targets, what the \
-             profiles showed and what remains: [`performance.md`](performance.md).\n\n\
-             ### Results\n\n{}\n### Ratios\n\n{}\n### The gateway\n\n`toolwire gateway` \
-             (JSON answers, in its own process, `--threads 1`), `mcp-proxy` 0.6 (crates.io; \
-             `TOKIO_WORKER_THREADS=1`; the legacy era only, so its cases and their direct runs \
-             are 2025-11-25 ones) and the floor proxy (`floor-proxy-*`: a bare hyper reverse \
-             proxy on one thread that forwards each request's bytes and reads nothing of MCP, \
-             the least a second HTTP hop costs on this machine) in front of the same reference \
-             server as the `http-*` cases, called by Toolwire's client; \"direct\" is that \
-             client on the server itself in the same run. The gateways run one thread each \
-             because the client, the gateway and the server share two cores here. `gateway-jwt-modern-seq` is \
-             the gateway requiring an OAuth access token (`--auth-issuer`; a JWT signed ES256, \
-             the issuer's key and the verified token cached after the first call), its \
-             \"direct\" the same gateway without authentication (`gateway-modern-seq`).\n\n{}\n{memory}\n{search}",
-            if quick {
-                "cargo xtask bench --quick"
-            } else {
-                "cargo xtask bench"
-            },
-            machine(),
-            env!("CARGO_PKG_VERSION"),
-            locked_version("rmcp"),
-            locked_version("reqwest"),
-            locked_version("hyper"),
-            locked_version("rmcp"),
-            table(&best),
-            ratios(&best),
-            gateway_table(&best),
-        );
-        let doc = std::fs::read_to_string(out).unwrap_or_default();
-        std::fs::write(out, splice(&doc, &section))?;
-    }
-    Ok(())
+    report::write(&best, &memory, flag("--out"), quick)
 }
 
 fn main() -> std::process::ExitCode {
@@ -777,6 +738,14 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+/// The report: printed, and spliced into `docs/benchmarks.md`.
+#[path = "compare/report.rs"]
+mod report;
+
+/// ContextForge, for the `contextforge-*` cases.
+#[path = "compare/contextforge.rs"]
+mod contextforge;
 
 #[path = "compare/search_quality.rs"]
 mod search_quality;

@@ -265,7 +265,9 @@ pub fn ratios(runs: &[Measurement]) -> String {
 /// Whether `case` runs through a gateway (Toolwire's, or `mcp-proxy`) rather than on the
 /// server itself.
 pub fn through_a_gateway(case: &str) -> bool {
-    case.starts_with("gateway") || case.starts_with("mcp-proxy") || case.starts_with(FLOOR_PROXY)
+    ["gateway", "mcp-proxy", "contextforge", FLOOR_PROXY]
+        .iter()
+        .any(|prefix| case.starts_with(prefix))
 }
 
 /// The prefix of the cases through the floor proxy: a reverse proxy that reads nothing of MCP
@@ -294,6 +296,11 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             "http-legacy-seq",
             Some("floor-proxy-legacy-seq"),
         ),
+        (
+            "contextforge-legacy-seq",
+            "http-legacy-seq",
+            Some("floor-proxy-legacy-seq"),
+        ),
         ("floor-proxy-modern-seq", "http-modern-seq", None),
         (
             "gateway-modern-seq",
@@ -312,6 +319,11 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
         ),
         (
             "mcp-proxy-legacy-concurrent-64",
+            "http-legacy-concurrent-64",
+            Some("floor-proxy-legacy-concurrent-64"),
+        ),
+        (
+            "contextforge-legacy-concurrent-64",
             "http-legacy-concurrent-64",
             Some("floor-proxy-legacy-concurrent-64"),
         ),

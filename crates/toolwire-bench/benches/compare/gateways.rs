@@ -164,9 +164,25 @@ pub(super) fn gateway_memory(toolwire: &Path) -> Result<String, Error> {
 
 /// `GET path` on `addr` (HTTP/1.0, so the body arrives whole): the status and the body.
 fn http_get(addr: &str, path: &str) -> Result<(u16, String), Error> {
+    http(addr, "GET", path, "", "")
+}
+
+/// A `method` request on `addr` with `headers` (each line ending in CRLF) and `body`, over
+/// HTTP/1.0 (the body arrives whole): the status and the body.
+pub(super) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> Result<(u16, String), Error> {
     use std::io::Read as _;
     let mut stream = std::net::TcpStream::connect(addr)?;
-    write!(stream, "GET {path} HTTP/1.0\r\nhost: {addr}\r\n\r\n")?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nhost: {addr}\r\n{headers}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
     let status = response
