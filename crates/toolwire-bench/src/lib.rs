@@ -345,22 +345,32 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
         let (over_floor, against_floor) = match floor.and_then(|f| find(runs, f, "toolwire")) {
             Some(f) => (
                 format!("{:+.0} µs", us(g.p50) - us(f.p50)),
-                format!("{:.2}×", g.calls_per_s() / f.calls_per_s()),
+                times(g.calls_per_s() / f.calls_per_s()),
             ),
             None => ("—".to_owned(), "—".to_owned()),
         };
         t.push_str(&format!(
-            "| {gateway} | {:.0} µs | {:.0} µs | {:+.0} µs | {:.0} µs | {:.0} µs | {:+.0} µs | {:.2}× | {over_floor} | {against_floor} |\n",
+            "| {gateway} | {:.0} µs | {:.0} µs | {:+.0} µs | {:.0} µs | {:.0} µs | {:+.0} µs | {} | {over_floor} | {against_floor} |\n",
             us(d.p50),
             us(g.p50),
             us(g.p50) - us(d.p50),
             us(d.p99),
             us(g.p99),
             us(g.p99) - us(d.p99),
-            g.calls_per_s() / d.calls_per_s(),
+            times(g.calls_per_s() / d.calls_per_s()),
         ));
     }
     t
+}
+
+/// A ratio as `0.37×`; below 0.1 with two significant digits (`0.0025×`), so that a peer a
+/// thousand times slower does not read as `0.00×`.
+fn times(ratio: f64) -> String {
+    if !(ratio > 0.0 && ratio < 0.1) {
+        return format!("{ratio:.2}×");
+    }
+    let decimals = (-ratio.log10()).ceil() as usize + 1;
+    format!("{ratio:.decimals$}×")
 }
 
 /// Where `cargo xtask bench` writes in `docs/benchmarks.md`: between these two lines, leaving
@@ -495,6 +505,16 @@ mod tests {
         );
         // No modern runs: no modern row.
         assert!(!t.contains("gateway-modern-seq"), "{t}");
+    }
+
+    #[test]
+    fn small_ratios_keep_two_significant_digits() {
+        assert_eq!(times(0.37), "0.37×");
+        assert_eq!(times(1.5), "1.50×");
+        assert_eq!(times(0.0025), "0.0025×");
+        assert_eq!(times(0.000_55), "0.00055×");
+        assert_eq!(times(0.05), "0.050×");
+        assert_eq!(times(0.0), "0.00×");
     }
 
     #[test]
