@@ -239,6 +239,25 @@ pub(crate) fn pip_install(root: &Path, venv: &Path, pins: &[&str]) -> Result<(),
     crate::run(root, &python.display().to_string(), &args, &[])
 }
 
+/// `package` at exactly `version` in the venv at `venv`: checked through its metadata, and
+/// installed (the venv made first when missing) only when another version or none is there.
+pub(crate) fn pip_ensure(
+    root: &Path,
+    venv: &Path,
+    package: &str,
+    version: &str,
+) -> Result<(), String> {
+    let script = format!("import importlib.metadata as m; print(m.version('{package}'))");
+    let installed = std::process::Command::new(venv.join("bin/python"))
+        .args(["-c", &script])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == version);
+    if installed {
+        return Ok(());
+    }
+    pip_install(root, venv, &[&format!("{package}=={version}")])
+}
+
 /// The version of `package` installed in `dir`'s `node_modules`, if any.
 pub(crate) fn installed_npm_version(dir: &Path, package: &str) -> Option<String> {
     let manifest = dir.join("node_modules").join(package).join("package.json");

@@ -205,16 +205,7 @@ fn install(root: &Path) -> Result<Peers, String> {
 
     let venv = cache.join("venv");
     let python = venv.join("bin/python");
-    let has_mcp = Command::new(&python)
-        .args([
-            "-c",
-            "import importlib.metadata as m; print(m.version('mcp'))",
-        ])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == PY_MCP);
-    if !has_mcp {
-        crate::conformance::pip_install(root, &venv, &[&format!("mcp=={PY_MCP}")])?;
-    }
+    crate::conformance::pip_ensure(root, &venv, "mcp", PY_MCP)?;
 
     let nginx = debian("nginx")?;
     let tinyproxy = debian("tinyproxy")?;

@@ -396,15 +396,7 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
     // not sit well beside the interop peers'). Without it, its rows are left out.
     let venv = conformance::cache_dir().join("contextforge").join("venv");
     let gateway = venv.join("bin").join("mcpgateway");
-    let pinned = format!("mcp-contextforge-gateway=={CONTEXTFORGE}");
-    let has_pinned = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            "import importlib.metadata as m; print(m.version('mcp-contextforge-gateway'))",
-        ])
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == CONTEXTFORGE);
-    if !has_pinned && let Err(e) = conformance::pip_install(root, &venv, &[&pinned]) {
+    if let Err(e) = conformance::pip_ensure(root, &venv, "mcp-contextforge-gateway", CONTEXTFORGE) {
         eprintln!("xtask: ContextForge could not be installed ({e}); its rows are left out");
     }
     let contextforge = venv.join("bin").display().to_string();

@@ -454,6 +454,13 @@ fn serve(toolwire: &Path, extra: &[&str]) -> Result<Server, Error> {
     start_server(command)
 }
 
+/// Starts this binary with `args` as a server (rmcp's, the floor proxy).
+fn serve_self(args: &[&str]) -> Result<Server, Error> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(args);
+    start_server(command)
+}
+
 /// Starts a server that prints `… URL` as its first line on stderr.
 fn start_server(mut command: Command) -> Result<Server, Error> {
     let mut child = command

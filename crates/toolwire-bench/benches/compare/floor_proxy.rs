@@ -13,7 +13,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
-use super::{Error, Server, start_server};
+use super::{Error, Server, serve_self};
 
 type Upstream = Client<HttpConnector, Full<Bytes>>;
 
@@ -87,7 +87,5 @@ pub(super) fn run(upstream: &str) -> Result<(), Error> {
 
 /// Starts it in front of `upstream`: this binary with `--serve-floor-proxy`.
 pub(super) fn start(upstream: &str) -> Result<Server, Error> {
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    command.args(["--serve-floor-proxy", upstream]);
-    start_server(command)
+    serve_self(&["--serve-floor-proxy", upstream])
 }

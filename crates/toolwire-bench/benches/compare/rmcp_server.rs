@@ -15,7 +15,7 @@ use rmcp::transport::streamable_http_server::{
 };
 use serde_json::json;
 
-use super::{Error, Server, TOOL, start_server};
+use super::{Error, Server, TOOL, serve_self};
 
 #[derive(Clone)]
 struct Sql;
@@ -102,7 +102,5 @@ pub(super) fn run() -> Result<(), Error> {
 
 /// Starts it: this binary with `--serve-rmcp`.
 pub(super) fn start() -> Result<Server, Error> {
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    command.arg("--serve-rmcp");
-    start_server(command)
+    serve_self(&["--serve-rmcp"])
 }
