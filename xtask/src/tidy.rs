@@ -105,8 +105,9 @@ pub(crate) const ARROWS: &[(&str, &[&str])] = &[
         &["toolwire-types", "toolwire-headers", "toolwire-server"],
     ),
     ("toolwire-conformance", &["toolwire"]),
-    // The bench measures the public API only (its dev-dependencies are checked too).
-    ("toolwire-bench", &["toolwire"]),
+    // The bench measures the public API only, the facade's and the host's (its
+    // dev-dependencies are checked too).
+    ("toolwire-bench", &["toolwire", "toolwire-host"]),
     ("toolwire-test-support", &["toolwire-types"]),
     // The end-to-end crate in `tests/`: its binary is the scripted server; its tests may use
     // every crate (dev-dependencies are checked against this list too).

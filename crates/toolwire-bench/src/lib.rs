@@ -21,6 +21,20 @@ pub struct Usage {
     pub peak_rss_kib: u64,
 }
 
+/// The resident set and its peak of process `pid`, in KiB, read from `/proc` (Linux; `None`
+/// elsewhere, or for a process that is gone).
+pub fn resident(pid: u32) -> (Option<u64>, Option<u64>) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse().ok())
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
 /// Reads [`Usage`] with `getrusage(RUSAGE_SELF)` (Unix: the benchmarks run there).
 #[cfg(unix)]
 pub fn usage() -> Result<Usage, std::io::Error> {

@@ -1,6 +1,6 @@
 //! The cache: one [`ToolSnapshot`] behind `ArcSwap`, replaced whole by serialised writers.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -244,7 +244,12 @@ impl Default for ToolCache {
 }
 
 /// One entry being written into the next snapshot.
-fn entry(tool: Tool, plan: HeaderPlan, known: bool, discovered: bool) -> (Box<str>, CachedTool) {
+fn entry(
+    tool: Arc<Tool>,
+    plan: HeaderPlan,
+    known: bool,
+    discovered: bool,
+) -> (Box<str>, CachedTool) {
     (
         tool.name.as_str().into(),
         CachedTool::new(tool, plan, known, discovered),
@@ -337,7 +342,7 @@ impl ToolCache {
         let mut next = (*current.tools).clone();
         for (tool, plan) in planned {
             let discovered = next.get(tool.name.as_str()).is_some_and(|t| t.discovered);
-            let (name, cached) = entry(tool, plan, true, discovered);
+            let (name, cached) = entry(Arc::new(tool), plan, true, discovered);
             next.insert(name, cached);
         }
         Ok(self.swap(next, current.stale))
@@ -426,22 +431,19 @@ impl ToolCache {
         let mut rejected = Vec::new();
         let mut unmirrored = Vec::new();
         // Later definitions of a name win (a malformed one too); earlier ones are reported.
-        let mut last_index: HashMap<&str, usize, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(total, Default::default());
-        for (i, entry) in listing.entries.iter().enumerate() {
+        // Walked from the end, the first sighting of a name is the one kept.
+        let mut keep = vec![true; total];
+        let mut seen: HashSet<&str, foldhash::fast::RandomState> =
+            HashSet::with_capacity_and_hasher(total, Default::default());
+        for (entry, keep) in listing.entries.iter().zip(keep.iter_mut()).rev() {
             if let Some(name) = entry_name(entry) {
-                last_index.insert(name, i);
+                *keep = seen.insert(name);
             }
         }
-        let keep: Vec<bool> = listing
-            .entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| entry_name(e).is_none_or(|name| last_index.get(name) == Some(&i)))
-            .collect();
-        drop(last_index);
+        drop(seen);
 
-        let mut discovered: Vec<(Tool, HeaderPlan)> = Vec::with_capacity(total);
+        // Each definition goes behind its `Arc` here, once: from now on it moves as a pointer.
+        let mut discovered: Vec<(Arc<Tool>, HeaderPlan)> = Vec::with_capacity(total);
         for (index, (entry, keep)) in listing.entries.into_iter().zip(keep).enumerate() {
             let tool = match entry {
                 Ok(tool) => tool,
@@ -465,14 +467,14 @@ impl ToolCache {
                 rejected.push(reject(RejectReason::EmptyName));
             } else {
                 match HeaderPlan::for_tool(&tool) {
-                    Ok(plan) => discovered.push((tool, plan)),
+                    Ok(plan) => discovered.push((Arc::new(tool), plan)),
                     Err(e) if self.config.enforce_header_rules => {
                         rejected.push(reject(RejectReason::Headers(e)));
                     }
                     Err(e) => {
                         unmirrored.push(reject(RejectReason::Headers(e)));
                         let plan = HeaderPlan::without_params(&tool.name);
-                        discovered.push((tool, plan));
+                        discovered.push((Arc::new(tool), plan));
                     }
                 }
             }
@@ -494,8 +496,8 @@ impl ToolCache {
         let mut listed = Vec::with_capacity(discovered.len());
         for (tool, plan) in discovered {
             let known = next.get(tool.name.as_str()).is_some_and(|t| t.known);
+            listed.push(Arc::clone(&tool));
             let (name, cached) = entry(tool, plan, known, true);
-            listed.push(cached.tool.clone());
             next.insert(name, cached);
         }
         let stale = writer.stale_epoch != listing.stale_epoch;

@@ -21,9 +21,9 @@ pub struct CachedTool {
 }
 
 impl CachedTool {
-    pub(crate) fn new(tool: Tool, plan: HeaderPlan, known: bool, discovered: bool) -> Self {
+    pub(crate) fn new(tool: Arc<Tool>, plan: HeaderPlan, known: bool, discovered: bool) -> Self {
         Self {
-            tool: Arc::new(tool),
+            tool,
             plan,
             known,
             discovered,

@@ -141,6 +141,8 @@ pub struct HttpExecutor {
     /// MCP server is.
     pub(crate) router: Arc<crate::route::Router>,
     pub(crate) timeout: Duration,
+    /// The client's limit on a response head, named in the error when one is longer.
+    pub(crate) max_response_head: usize,
 }
 
 impl fmt::Debug for HttpExecutor {
@@ -171,7 +173,11 @@ impl HttpExecutor {
         let request = Request::from_parts(parts, Full::new(body));
         let exchange = async {
             let response = self.client.request(request).await.map_err(|e| {
-                if e.is_connect() {
+                if crate::error::head_too_large(&e) {
+                    HttpError::ResponseHeadTooLarge {
+                        limit: self.max_response_head,
+                    }
+                } else if e.is_connect() {
                     HttpError::Unreachable(Box::new(e))
                 } else {
                     HttpError::Connect(Box::new(e))

@@ -17,7 +17,7 @@ use crate::fallback::HttpOrSseTransport;
 use crate::route::{Hop, Router};
 use crate::{
     Authorizer, BearerToken, Challenge, Config, HttpError, HttpExecutor, HttpTransport, InFlight,
-    Inner, Mailbox, Owner, QuickAckConnector, SseTransport, State,
+    Inner, MIN_RESPONSE_HEAD, Mailbox, Owner, QuickAckConnector, SseTransport, State,
 };
 
 /// Which HTTP proxy, if any, requests go through.
@@ -325,6 +325,7 @@ impl HttpTransportBuilder {
                 read_timeout: None,
                 max_message_size: 16 * 1024 * 1024,
                 max_sse_line: 16 * 1024 * 1024,
+                max_response_head: 16 * 1024,
                 retry: RetryPolicy::default(),
                 get_stream: true,
                 delete_timeout: Duration::from_secs(2),
@@ -463,6 +464,16 @@ impl HttpTransportBuilder {
     /// The largest JSON body or SSE event accepted (default 16 MiB).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.config.max_message_size = bytes;
+        self
+    }
+
+    /// The longest response head (status line and headers) accepted, at least 8 KiB (default
+    /// 16 KiB: what Node's HTTP client, and so the TypeScript SDK, and Python's `httpx`, and so
+    /// the Python SDK, accept). It is also the size of each read from the connection: a larger
+    /// value lets through heads a proxy swelled with cookies, at the cost of a larger buffer
+    /// kept by every open connection.
+    pub fn max_response_head(mut self, bytes: usize) -> Self {
+        self.config.max_response_head = bytes.max(MIN_RESPONSE_HEAD);
         self
     }
 
@@ -622,12 +633,18 @@ impl HttpTransportBuilder {
             // the proxy removes the race; tunnels are end to end and keep theirs.
             client.pool_max_idle_per_host(0);
         }
+        // Reads of a fixed size instead of hyper's adaptive ones, which double a connection's
+        // buffer while a response's chunks are still held and keep what they grew to for as
+        // long as the connection stays open: ~130 KB for each server of a host once it has
+        // listed two hundred tools. hyper makes the same size the limit of a response head.
+        client.http1_read_buf_exact_size(self.config.max_response_head);
         let client = client.build(QuickAckConnector(router.clone()));
         let executor = HttpExecutor {
             client: client.clone(),
             user_agent: self.config.user_agent.clone(),
             router,
             timeout: self.config.read_timeout.unwrap_or(Duration::from_secs(30)),
+            max_response_head: self.config.max_response_head,
         };
         let state = State {
             accept: self.accept,

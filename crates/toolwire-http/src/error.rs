@@ -74,6 +74,13 @@ pub enum HttpError {
         /// The limit.
         limit: usize,
     },
+    /// A response head (status line and headers) was longer than the limit
+    /// (`HttpTransportBuilder::max_response_head`).
+    #[error("a response head is longer than the {limit}-byte limit")]
+    ResponseHeadTooLarge {
+        /// The limit.
+        limit: usize,
+    },
     /// An SSE stream broke a limit.
     #[error(transparent)]
     Sse(#[from] SseError),
@@ -200,4 +207,19 @@ fn snippet_summary(snippet: &str) -> String {
     } else {
         format!(": {snippet}")
     }
+}
+
+/// Whether a request failed because its response's head did not fit the read buffer (hyper
+/// says so somewhere in the error's causes).
+pub(crate) fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse_too_large)
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }

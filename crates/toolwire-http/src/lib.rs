@@ -167,6 +167,9 @@ const DRAIN: Duration = Duration::from_secs(1);
 const DEFAULT_SSE_RETRY: Duration = Duration::from_secs(1);
 /// Resumption attempts of one response stream (legacy).
 const MAX_RESUMES: u32 = 5;
+/// The smallest limit on a response head (hyper's own floor for its buffer).
+const MIN_RESPONSE_HEAD: usize = 8 * 1024;
+
 /// Consecutive failures after which the GET stream is given up.
 const MAX_LISTEN_FAILURES: u32 = 5;
 
@@ -179,6 +182,8 @@ struct Config {
     read_timeout: Option<Duration>,
     max_message_size: usize,
     max_sse_line: usize,
+    /// Also the size of each read (see `HttpTransportBuilder::max_response_head`).
+    max_response_head: usize,
     retry: RetryPolicy,
     get_stream: bool,
     delete_timeout: Duration,

@@ -144,6 +144,10 @@ impl Inner {
             };
             if timed_out {
                 HttpError::ConnectTimeout(self.config.connect_timeout)
+            } else if crate::error::head_too_large(&e) {
+                HttpError::ResponseHeadTooLarge {
+                    limit: self.config.max_response_head,
+                }
             } else if e.is_connect() {
                 HttpError::Unreachable(Box::new(e))
             } else {

@@ -671,3 +671,74 @@ async fn the_token_never_reaches_the_logs() {
     // Not even base64-encoded.
     assert!(!logs.contains("YWxpY2U6cHJveHktc2VjcmV0"), "{logs}");
 }
+
+/// A server answering every request with `padding` bytes of one extra header and a JSON
+/// result of `body` bytes of text.
+async fn padded_peer(padding: usize, body: usize) -> HttpPeer {
+    HttpPeer::start(move |req| match req.rpc_id() {
+        Some(id) => {
+            let text = "x".repeat(body);
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"text": text}});
+            Reply::json(200, answer.to_string()).header("x-padding", &"p".repeat(padding))
+        }
+        None => Reply::status(202),
+    })
+    .await
+}
+
+#[tokio::test]
+async fn response_heads_up_to_the_limit_pass_and_longer_ones_fail_clearly() {
+    // 12 KiB of headers: within the default 16 KiB.
+    let peer = padded_peer(12 * 1024, 10).await;
+    let t = HttpTransport::builder(peer.url()).build().unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 1);
+
+    let peer = padded_peer(20 * 1024, 10).await;
+    let t = HttpTransport::builder(peer.url()).build().unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    match next(&t).await {
+        Err(TransportError::Request(f)) => {
+            assert_eq!(f.status, None);
+            assert!(
+                matches!(
+                    f.cause.downcast_ref::<HttpError>(),
+                    Some(HttpError::ResponseHeadTooLarge { limit: 16384 })
+                ),
+                "{:?}",
+                f.cause
+            );
+        }
+        other => panic!("expected a request failure, got {other:?}"),
+    }
+
+    // Raised, the same head passes.
+    let t = HttpTransport::builder(peer.url())
+        .max_response_head(32 * 1024)
+        .build()
+        .unwrap();
+    t.send(request(2, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(got["id"], 2);
+}
+
+#[tokio::test]
+async fn a_body_many_times_the_read_size_arrives_whole() {
+    let peer = padded_peer(0, 1024 * 1024).await;
+    let t = HttpTransport::builder(peer.url()).build().unwrap();
+    t.send(request(1, "tools/call", RetryClass::Never))
+        .await
+        .unwrap();
+    let got: Value = serde_json::from_slice(&next(&t).await.unwrap().body).unwrap();
+    assert_eq!(
+        got["result"]["text"].as_str().map(str::len),
+        Some(1024 * 1024)
+    );
+}

@@ -128,7 +128,7 @@ pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,
     Resource, ResourceTemplate, ResourceUriParams,
 };
-pub use schema::Schema;
+pub use schema::{Mention, Schema};
 pub use skills::{
     DIRECTORY_MIME_TYPE, GetSkillParams, GetSkillResult, ListSkillsResult, ReadDirectoryParams,
     ReadDirectoryResult, SKILLS_EXTENSION, Skill, SkillFile,

@@ -70,16 +70,17 @@ impl Schema {
         serde_json::from_str(self.as_json())
     }
 
-    /// Whether its text holds `needle` (printable, no `"` or `\`) as a whole JSON string, a
-    /// member name or a value: a check that needs no decoding. Exact, because the text is
-    /// canonical: such a string is written with no escape it could hide behind.
-    pub fn mentions(&self, needle: &str) -> bool {
+    /// Whether its text holds the needle as a whole JSON string, a member name or a value: a
+    /// check that needs no decoding. Exact, because the text is canonical: such a string is
+    /// written with no escape it could hide behind.
+    pub fn mentions(&self, needle: &Mention) -> bool {
         let text = self.as_json();
-        if needle.is_empty() {
+        let len = needle.finder.needle().len();
+        if len == 0 {
             return false;
         }
-        memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes()).any(|start| {
-            let end = start + needle.len();
+        needle.finder.find_iter(text.as_bytes()).any(|start| {
+            let end = start + len;
             // Opened by a quote that is not itself escaped (an even run of `\` before it),
             // and closed right after. The matches do not overlap, which loses none: one that
             // began inside an earlier match would have its opening quote in the needle. (A
@@ -107,6 +108,42 @@ impl Schema {
             Ok(raw) => Self(Arc::from(raw)),
             Err(_) => Self(Arc::from(RawValue::NULL.to_owned())),
         }
+    }
+}
+
+/// A string to look for in schemas' text ([`Schema::mentions`]), its search prepared once:
+/// a client checks every tool it caches for the same name, and preparing the search costs
+/// about as much as running it over a typical schema.
+///
+/// The needle is printable text with no `"` or `\`, as a member name or a plain value is;
+/// an empty one is found nowhere.
+///
+/// ```
+/// use serde_json::json;
+/// use toolwire_types::{Mention, Schema};
+///
+/// let region = Mention::new("Region");
+/// assert!(Schema::from(json!({"x-mcp-header": "Region"})).mentions(&region));
+/// assert!(!Schema::from(json!({"d": "the Region to use"})).mentions(&region));
+/// ```
+pub struct Mention {
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl Mention {
+    /// Prepares the search for `needle`.
+    pub fn new(needle: &str) -> Self {
+        Self {
+            finder: memchr::memmem::Finder::new(needle.as_bytes()).into_owned(),
+        }
+    }
+}
+
+impl fmt::Debug for Mention {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Mention")
+            .field(&String::from_utf8_lossy(self.finder.needle()))
+            .finish()
     }
 }
 
@@ -251,28 +288,28 @@ mod tests {
         let schema = Schema::from(
             json!({"properties": {"r": {"x-mcp-header": "Region", "d": "x-mcp-headers"}}}),
         );
-        assert!(schema.mentions("x-mcp-header"));
-        assert!(schema.mentions("Region"));
-        assert!(!schema.mentions("Regio"));
+        assert!(schema.mentions(&Mention::new("x-mcp-header")));
+        assert!(schema.mentions(&Mention::new("Region")));
+        assert!(!schema.mentions(&Mention::new("Regio")));
         let near = Schema::from(json!({"d": "see x-mcp-header", "x-mcp-headerx": 1}));
-        assert!(!near.mentions("x-mcp-header"));
+        assert!(!near.mentions(&Mention::new("x-mcp-header")));
         // Quotes inside a string are not the string's ends.
         let quoted = Schema::from(json!({"d": "a \"x-mcp-header\" b", "e": "\\"}));
-        assert!(!quoted.mentions("x-mcp-header"));
+        assert!(!quoted.mentions(&Mention::new("x-mcp-header")));
         let escaped_quote = Schema::from(json!({"d": "\\\"x-mcp-header"}));
         assert_eq!(escaped_quote.as_json(), r#"{"d":"\\\"x-mcp-header"}"#);
-        assert!(!escaped_quote.mentions("x-mcp-header"));
-        assert!(!quoted.mentions(""));
+        assert!(!escaped_quote.mentions(&Mention::new("x-mcp-header")));
+        assert!(!quoted.mentions(&Mention::new("")));
         // Found after matches inside longer strings, and not inside them.
         let repeated = Schema::from(json!({"a": "aaaaa", "b": "aa"}));
-        assert!(repeated.mentions("aa"));
-        assert!(!Schema::from(json!({"a": "aaaaa"})).mentions("aa"));
+        assert!(repeated.mentions(&Mention::new("aa")));
+        assert!(!Schema::from(json!({"a": "aaaaa"})).mentions(&Mention::new("aa")));
     }
 
     #[test]
     fn an_escaped_member_name_is_written_plainly() {
         let schema = Schema::from_json(r#"{"x\u002dmcp\u002Dheader":"A"}"#).unwrap();
-        assert!(schema.mentions("x-mcp-header"));
+        assert!(schema.mentions(&Mention::new("x-mcp-header")));
     }
 
     #[test]

@@ -31,13 +31,13 @@ pub struct Tool {
     pub output_schema: Option<Schema>,
     /// Behaviour hints; untrusted unless the server is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<ToolAnnotations>,
+    pub annotations: Option<Box<ToolAnnotations>>,
     /// Task support (`2025-11-25` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution: Option<ToolExecution>,
+    pub execution: Option<Box<ToolExecution>>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<Box<Meta>>,
     /// Fields this crate does not know, kept for round trips.
     #[serde(flatten)]
     pub extra: JsonObject,

@@ -42,7 +42,7 @@ fn start_gateway_with(
     servers: &Value,
     flags: &[&str],
 ) -> Result<Server, Error> {
-    let config = Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
+    let config = config_file(file);
     std::fs::write(&config, json!({ "mcpServers": servers }).to_string())?;
     let mut command = Command::new(toolwire);
     command
@@ -97,6 +97,14 @@ pub(super) fn mcp_proxy(bin: &Path, upstream: &str) -> Result<Server, Error> {
     Ok(server)
 }
 
+/// Where a config file named `file` is written for a run.
+fn config_file(file: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(file)
+}
+
+/// The memory measurements' `mcpServers` file (the gateway's, then the host's).
+const GATEWAY_MEMORY_FILE: &str = "bench-gateway-memory.json";
+
 /// Upstreams and tools per upstream of the gateway's memory measurement.
 const MEMORY_UPSTREAMS: usize = 50;
 const MEMORY_TOOLS: usize = 200;
@@ -114,11 +122,7 @@ pub(super) fn gateway_memory(toolwire: &Path) -> Result<String, Error> {
     let entries: Map<String, Value> = (0..MEMORY_UPSTREAMS)
         .map(|n| (format!("u{n:02}"), json!({"url": upstream.url})))
         .collect();
-    let gateway = start_gateway(
-        toolwire,
-        "bench-gateway-memory.json",
-        &Value::Object(entries),
-    )?;
+    let gateway = start_gateway(toolwire, GATEWAY_MEMORY_FILE, &Value::Object(entries))?;
     let addr = gateway
         .url
         .trim_start_matches("http://")
@@ -144,22 +148,57 @@ pub(super) fn gateway_memory(toolwire: &Path) -> Result<String, Error> {
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    let (rss, peak) = resident(gateway.child.id());
+    let (rss, peak) = toolwire_bench::resident(gateway.child.id());
     let per_tool = rss.map(|kb| kb as f64 * 1024.0 / tools as f64);
+    drop(gateway);
+    let host = host_memory(&config_file(GATEWAY_MEMORY_FILE))?;
+    let mb = |kb: Option<u64>| {
+        kb.map_or("not measured".into(), |kb| {
+            format!("{:.1} MB", kb as f64 / 1024.0)
+        })
+    };
     Ok(format!(
         "With {MEMORY_UPSTREAMS} upstreams of {MEMORY_TOOLS} tools each ({tools} tools merged, \
          the reference server's own among them), once every upstream is listed: resident set \
-         **{}**, peak {} (target ≤ 64 MB), about {} per tool.\n",
-        rss.map_or("not measured".into(), |kb| format!(
-            "{:.1} MB",
-            kb as f64 / 1024.0
-        )),
-        peak.map_or("not measured".into(), |kb| format!(
-            "{:.1} MB",
-            kb as f64 / 1024.0
-        )),
+         **{}**, peak {} (target ≤ 64 MB), about {} per tool.\n\n\
+         A host over the same {MEMORY_UPSTREAMS} entries (`toolwire_host::Host`, in a process \
+         of its own that does nothing else: `toolwire-bench`'s `host-memory`), once every \
+         server has settled ({} tools): resident set **{}**, peak {} (target ≤ 32 MB).\n",
+        mb(rss),
+        mb(peak),
         per_tool.map_or("—".into(), |b| format!("{:.1} KB", b / 1024.0)),
+        host.tools,
+        mb(host.rss_kib),
+        mb(host.peak_kib),
     ))
+}
+
+/// What `host-memory` reports.
+struct HostMemory {
+    tools: u64,
+    rss_kib: Option<u64>,
+    peak_kib: Option<u64>,
+}
+
+/// Runs `host-memory` (this package's binary) over the `mcpServers` file `config`.
+fn host_memory(config: &Path) -> Result<HostMemory, Error> {
+    let out = Command::new(env!("CARGO_BIN_EXE_host-memory"))
+        .arg(config)
+        .env("TOOLWIRE_TRUST", "1")
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "host-memory failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    let line: Value = serde_json::from_slice(&out.stdout)?;
+    Ok(HostMemory {
+        tools: line["tools"].as_u64().unwrap_or(0),
+        rss_kib: line["rss_kib"].as_u64(),
+        peak_kib: line["peak_kib"].as_u64(),
+    })
 }
 
 /// `GET path` on `addr` (HTTP/1.0, so the body arrives whole): the status and the body.
@@ -194,17 +233,4 @@ pub(super) fn http(
         .map_or("", |(_, body)| body)
         .to_owned();
     Ok((status, body))
-}
-
-/// A process's resident set and its peak, in KiB (`VmRSS`, `VmHWM`; Linux only).
-fn resident(pid: u32) -> (Option<u64>, Option<u64>) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse().ok())
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }

@@ -2,10 +2,10 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Number, Value};
-use toolwire_types::{JsonObject, Schema, Tool};
+use toolwire_types::{JsonObject, Mention, Schema, Tool};
 
 use crate::standard::{MCP_NAME, method_header};
 use crate::value::{Header, HeaderName, HeaderValue, encode_value};
@@ -19,6 +19,9 @@ pub const PARAM_PREFIX: &str = "Mcp-Param-";
 
 /// The annotation keyword in a property schema.
 pub const ANNOTATION: &str = "x-mcp-header";
+
+/// [`ANNOTATION`]'s search in a schema's text, prepared once for every tool a client caches.
+static ANNOTATION_MENTION: LazyLock<Mention> = LazyLock::new(|| Mention::new(ANNOTATION));
 
 /// The largest integer magnitude a header may carry: 2^53 − 1.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -341,7 +344,7 @@ impl HeaderPlan {
     /// substring search); its depth is then no concern either, as there is no annotation to
     /// look for. (A schema decoded from a peer's message nests at most 128 levels anyway.)
     pub fn for_schema(tool: &str, schema: &Schema) -> Result<Self, InvalidToolHeaders> {
-        if !schema.mentions(ANNOTATION) {
+        if !schema.mentions(&ANNOTATION_MENTION) {
             return Ok(Self::new(tool, Vec::new().into()));
         }
         match schema.decode_object() {
