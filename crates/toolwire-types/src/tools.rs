@@ -9,6 +9,9 @@ use crate::common::{CacheScope, Cacheable, Icon, JsonObject, ResultType};
 use crate::{ContentBlock, Meta, Rendered, Schema};
 
 /// A tool the server offers. Decoded by hand (`tools/decode.rs`), in one pass.
+///
+/// A client keeps thousands of these, so the members most tools leave out (`annotations`,
+/// `execution`, `_meta`) are boxed: the struct is 176 bytes rather than 384.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -387,6 +390,17 @@ pub(crate) fn decode_call_tool(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_tool_stays_small_where_it_is_held() {
+        // A client holds thousands; a large member added inline costs every one of them.
+        assert!(
+            size_of::<Tool>() <= 176,
+            "Tool grew to {} bytes: box what most tools leave out",
+            size_of::<Tool>()
+        );
+    }
 
     #[test]
     fn borrowed_call_params_serialise_as_the_owned_ones() {

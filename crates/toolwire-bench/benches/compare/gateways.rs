@@ -112,7 +112,8 @@ const MEMORY_TOOLS: usize = 200;
 /// The gateway's memory with [`MEMORY_UPSTREAMS`] upstreams of [`MEMORY_TOOLS`] tools each
 /// (every entry the same reference server with that many synthetic tools more, so one server
 /// process serves them all): its resident set once every upstream is ready and listed, read
-/// from `/proc` (Linux), as a markdown paragraph.
+/// from `/proc` (Linux); then a host's alone over the same entries ([`host_memory`]). Two
+/// markdown paragraphs.
 pub(super) fn gateway_memory(toolwire: &Path) -> Result<String, Error> {
     let synthetic = MEMORY_TOOLS.to_string();
     let upstream = serve(
