@@ -641,11 +641,13 @@ impl Client {
         Fut: Future<Output = Result<T, Error>>,
     {
         let span = toolwire_telemetry::client(method, subject);
+        if span.is_disabled() {
+            // No subscriber wants it: the request runs bare, with nothing to propagate and
+            // nothing to record (and its future is not moved into a wrapper).
+            return send(None).await;
+        }
         let trace = toolwire_telemetry::context_of(&span);
         let outcome = send(trace).instrument(span.clone()).await;
-        if span.is_disabled() {
-            return outcome;
-        }
         let version = self.protocol_version().map(|v| v.to_string());
         let transport = if self.carries_headers() {
             "tcp"
