@@ -46,8 +46,13 @@ impl Drop for CancelOnDrop<'_> {
 impl Client {
     /// Calls a tool. `arguments` must be a JSON object or `null`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        self.call_tool_with(name, arguments, CallOptions::default())
-            .await
+        self.call_followed(
+            name,
+            arguments,
+            CallOptions::default(),
+            CallHooks::default(),
+        )
+        .await
     }
 
     /// Calls a tool with per-call options (deadline, a tool definition or header map for this
@@ -61,7 +66,7 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call_tool_with_hooks(name, arguments, options, CallHooks::default())
+        self.call_followed(name, arguments, options, CallHooks::default())
             .await
     }
 
@@ -75,13 +80,25 @@ impl Client {
         on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, Error> {
         let hooks = CallHooks::new().on_progress(on_progress);
-        self.call_tool_with_hooks(name, arguments, options, hooks)
-            .await
+        self.call_followed(name, arguments, options, hooks).await
     }
 
     /// Calls a tool with hooks of its own: its progress, and a handler for the requests the
     /// server makes about this call (a gateway relays them to whoever made the call).
     pub async fn call_tool_with_hooks(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+    ) -> Result<CallToolResult, Error> {
+        self.call_followed(name, arguments, options, hooks).await
+    }
+
+    /// A call followed to its result (a task too). Each public way in calls this directly: a
+    /// call's future is large, and every `async fn` between the caller and it would move it
+    /// once more.
+    async fn call_followed(
         &self,
         name: &str,
         arguments: Value,
