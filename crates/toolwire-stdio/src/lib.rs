@@ -9,6 +9,8 @@
 //!   budget.
 //! - `tokio` (process, io-util, sync, time): the child process and its pipes.
 //! - `bytes`: message bodies are serialised once and shared, never copied.
+//! - `memchr` (already under `serde_json`): the end of each line on stdout, found with SIMD
+//!   rather than a byte at a time.
 //! - `nix` (signal, Unix): SIGTERM for graceful shutdown without `unsafe` (tokio only offers
 //!   SIGKILL).
 //! - `rustix` (Linux): `FIONREAD` on the stdin pipe: the bytes a dead child never read.

@@ -48,7 +48,7 @@ pub(super) async fn read_stdout(
                 return;
             }
             Ok(buf) => {
-                let newline = buf.iter().position(|&b| b == b'\n');
+                let newline = memchr::memchr(b'\n', buf);
                 let take = newline.unwrap_or(buf.len());
                 if !skipping {
                     if line.len() + take > limit {

@@ -2,6 +2,8 @@
 
 mod decode;
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -599,6 +601,23 @@ mod tests {
             assert!(err.to_string().contains(expected), "{input}: {err}");
         }
     }
+
+    #[test]
+    fn each_kind_of_announced_tool_change_is_found_and_plain_results_announce_none() {
+        let raw = |text: &str| serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+        let names = |n: &[&str]| Some(n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        let found = ToolChanges::announced_in(&raw(r#"{"content":[],"registers":["a"]}"#));
+        assert_eq!(found.registers, names(&["a"]));
+        let found = ToolChanges::announced_in(&raw(r#"{"unregisters":["b"],"content":[]}"#));
+        assert_eq!((found.registers, found.unregisters), (None, names(&["b"])));
+        let found = ToolChanges::announced_in(&raw(r#"{"content":[],"updates":["c"]}"#));
+        assert_eq!(found.updates, names(&["c"]));
+        let plain = r#"{"content":[{"type":"text","text":"registers updates"}]}"#;
+        assert_eq!(
+            ToolChanges::announced_in(&raw(plain)),
+            ToolChanges::default()
+        );
+    }
 }
 
 /// The tool changes a `tools/call` result announces (a tool that registers, removes or changes
@@ -621,10 +640,15 @@ impl ToolChanges {
     /// Most results announce nothing: the members' names are looked for before any parse (a
     /// false positive costs only the parse).
     pub fn announced_in(raw: &serde_json::value::RawValue) -> Self {
+        // `registers"` ends both `"registers"` and `"unregisters"`: two searches, not three,
+        // each prepared once.
+        static REGISTERS: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(b"registers\""));
+        static UPDATES: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(b"\"updates\""));
         let text = raw.get();
-        let may_announce = ["\"registers\"", "\"unregisters\"", "\"updates\""]
-            .iter()
-            .any(|key| text.contains(key));
+        let may_announce =
+            REGISTERS.find(text.as_bytes()).is_some() || UPDATES.find(text.as_bytes()).is_some();
         if may_announce {
             serde_json::from_str(text).unwrap_or_default()
         } else {
