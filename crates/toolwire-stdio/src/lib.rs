@@ -9,8 +9,8 @@
 //!   budget.
 //! - `tokio` (process, io-util, sync, time): the child process and its pipes.
 //! - `bytes`: message bodies are serialised once and shared, never copied.
-//! - `memchr` (already under `serde_json`): the end of each line on stdout, found with SIMD
-//!   rather than a byte at a time.
+//! - `memchr` (already under `serde_json`): the end of each line on stdout, and a newline in a
+//!   message about to be written, found with SIMD rather than a word or a byte at a time.
 //! - `nix` (signal, Unix): SIGTERM for graceful shutdown without `unsafe` (tokio only offers
 //!   SIGKILL).
 //! - `rustix` (Linux): `FIONREAD` on the stdin pipe: the bytes a dead child never read.
@@ -491,7 +491,7 @@ impl Transport for StdioTransport {
 
     fn send(&self, message: Outbound) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            if message.body.contains(&b'\n') {
+            if memchr::memchr(b'\n', &message.body).is_some() {
                 return Err(TransportError::EmbeddedNewline);
             }
             let mut stdin = self.stdin.lock().await;
