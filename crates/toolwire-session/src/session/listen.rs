@@ -109,6 +109,89 @@ impl Listen {
         self.acknowledged = true;
         self.drops.take().is_some()
     }
+
+    /// Stream `id` was asked for (`tools`: with tool-list changes); not acknowledged yet.
+    fn opened(&mut self, id: RequestId, tools: bool) {
+        self.id = Some(id);
+        self.acknowledged = false;
+        self.tools = tools;
+    }
+
+    /// The subscriptions changed and a stream with the new filter is about to be asked for.
+    /// The current stream, if acknowledged and none is being replaced yet, becomes the one
+    /// being replaced (it stays open until its successor is acknowledged, so no notification
+    /// falls between the two); otherwise nothing relies on it and it is returned, to be closed
+    /// now. A reopen waiting out its backoff is dropped: the new stream is asked for at once.
+    fn replace(&mut self) -> Option<RequestId> {
+        self.reopen_at = None;
+        let current = self.id.take()?;
+        if self.acknowledged && self.previous.is_none() {
+            self.previous = Some(current);
+            None
+        } else {
+            Some(current)
+        }
+    }
+
+    /// Whether an acknowledgement naming `subscription` (or none) is the current stream's: the
+    /// one of the stream being replaced, or of someone else's, changes nothing.
+    fn acknowledges(&self, subscription: Option<&RequestId>) -> bool {
+        self.id.is_some() && subscription.is_none_or(|s| self.id.as_ref() == Some(s))
+    }
+
+    /// Removes and returns the subscription changes whose deadline is `now` or past.
+    fn expire(&mut self, now: Instant) -> Vec<OpId> {
+        let (late, waiting) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|w| w.2 <= now);
+        self.waiting = waiting;
+        late.into_iter().map(|(op, _, _)| op).collect()
+    }
+
+    /// Answers every waiting subscription change: `refused` fails them all; else a
+    /// subscription the acknowledgement (`acknowledged`, the URIs it names) does not list
+    /// fails with [`RequestError::NotAcknowledged`]. Each failed subscription's URI comes back
+    /// too, to be dropped from the set.
+    fn settle(
+        &mut self,
+        refused: Option<&ErrorObject>,
+        acknowledged: Option<&[String]>,
+    ) -> Vec<Settled> {
+        std::mem::take(&mut self.waiting)
+            .into_iter()
+            .map(|(op, change, _)| match (change, refused) {
+                (Change::Subscribe(uri), Some(error)) => Settled {
+                    op,
+                    result: Err(RequestError::Server {
+                        error: error.clone(),
+                    }),
+                    dropped: Some(uri),
+                },
+                (Change::Subscribe(uri), None)
+                    if acknowledged.is_some_and(|a| !a.contains(&uri)) =>
+                {
+                    Settled {
+                        op,
+                        result: Err(RequestError::NotAcknowledged { uri: uri.clone() }),
+                        dropped: Some(uri),
+                    }
+                }
+                (Change::Subscribe(_) | Change::Unsubscribe, _) => Settled {
+                    op,
+                    result: Ok(empty()),
+                    dropped: None,
+                },
+            })
+            .collect()
+    }
+}
+
+/// A subscription change answered ([`Listen::settle`]).
+struct Settled {
+    op: OpId,
+    result: Result<Box<RawValue>, RequestError>,
+    /// A subscription that did not take: its URI leaves the set.
+    dropped: Option<String>,
 }
 
 /// What a stream's end means ([`Listen::dropped`]).
@@ -209,11 +292,7 @@ impl Session {
             LISTEN_LIFETIME,
             now,
         ) {
-            Ok(id) => {
-                self.listen.id = Some(id);
-                self.listen.acknowledged = false;
-                self.listen.tools = tools;
-            }
+            Ok(id) => self.listen.opened(id, tools),
             Err(e) => tracing::warn!(error = %e, "could not open the listen stream"),
         }
     }
@@ -231,15 +310,9 @@ impl Session {
             );
             return self.answer_waiting(Some(&error));
         }
-        if let Some(current) = self.listen.id.take() {
-            if self.listen.acknowledged && self.listen.previous.is_none() {
-                self.listen.previous = Some(current);
-            } else {
-                self.close_stream(current);
-            }
+        if let Some(unneeded) = self.listen.replace() {
+            self.close_stream(unneeded);
         }
-        // A reopen waiting out its backoff happens now, with the new filter.
-        self.listen.reopen_at = None;
         self.send_listen(now);
     }
 
@@ -275,23 +348,14 @@ impl Session {
         refused: Option<&ErrorObject>,
         acknowledged: Option<&[String]>,
     ) {
-        for (op, change, _) in std::mem::take(&mut self.listen.waiting) {
-            let result = match (change, refused) {
-                (Change::Subscribe(uri), Some(error)) => {
-                    self.config.resource_subscriptions.remove(&uri);
-                    Err(RequestError::Server {
-                        error: error.clone(),
-                    })
-                }
-                (Change::Subscribe(uri), None)
-                    if acknowledged.is_some_and(|a| !a.contains(&uri)) =>
-                {
-                    self.config.resource_subscriptions.remove(&uri);
-                    Err(RequestError::NotAcknowledged { uri })
-                }
-                (Change::Subscribe(_) | Change::Unsubscribe, _) => Ok(empty()),
-            };
-            self.events.push_back(Event::Completed { op, result });
+        for settled in self.listen.settle(refused, acknowledged) {
+            if let Some(uri) = settled.dropped {
+                self.config.resource_subscriptions.remove(&uri);
+            }
+            self.events.push_back(Event::Completed {
+                op: settled.op,
+                result: settled.result,
+            });
         }
     }
 
@@ -299,11 +363,7 @@ impl Session {
     /// subscription stays in the set: the stream that asks for it may still be acknowledged).
     pub(super) fn expire_waiting(&mut self, now: Instant) {
         let timeout = self.config.request_timeout;
-        let (late, waiting) = std::mem::take(&mut self.listen.waiting)
-            .into_iter()
-            .partition(|w| w.2 <= now);
-        self.listen.waiting = waiting;
-        for (op, _, _) in late {
+        for op in self.listen.expire(now) {
             self.events.push_back(Event::Completed {
                 op,
                 result: Err(RequestError::Timeout(timeout)),
@@ -359,15 +419,10 @@ impl Session {
         notification: &toolwire_types::Notification,
         now: Instant,
     ) {
-        // The acknowledgement of the stream being replaced (or of someone else's) changes
-        // nothing.
-        if notification
-            .subscription_id()
-            .is_some_and(|s| self.listen.id.as_ref() != Some(&s))
+        if !self
+            .listen
+            .acknowledges(notification.subscription_id().as_ref())
         {
-            return;
-        }
-        if self.listen.id.is_none() {
             return;
         }
         let after_drops = self.listen.up();
@@ -432,6 +487,88 @@ mod tests {
             1,
             "the backoff starts again"
         );
+    }
+
+    #[test]
+    fn a_replaced_stream_stays_open_only_when_acknowledged_and_alone() {
+        let mut listen = Listen::default();
+        assert_eq!(listen.replace(), None, "nothing open, nothing to close");
+        // Not acknowledged yet: nothing relies on it, so it closes at once.
+        listen.opened(RequestId::Number(1), true);
+        assert_eq!(listen.replace(), Some(RequestId::Number(1)));
+        // Acknowledged: kept as the one being replaced until its successor is acknowledged.
+        listen.opened(RequestId::Number(2), true);
+        listen.up();
+        listen.reopen_at = Some(Instant::now());
+        assert_eq!(listen.replace(), None);
+        assert_eq!(listen.previous, Some(RequestId::Number(2)));
+        assert_eq!(
+            listen.reopen_at, None,
+            "the new stream is asked for at once"
+        );
+        // A second change before that: the unacknowledged middle one closes.
+        listen.opened(RequestId::Number(3), true);
+        listen.up();
+        assert_eq!(listen.replace(), Some(RequestId::Number(3)));
+        assert_eq!(listen.previous, Some(RequestId::Number(2)));
+    }
+
+    #[test]
+    fn only_the_current_streams_acknowledgement_counts() {
+        let mut listen = Listen::default();
+        assert!(!listen.acknowledges(None), "no stream open");
+        listen.opened(RequestId::Number(2), false);
+        listen.previous = Some(RequestId::Number(1));
+        assert!(listen.acknowledges(None));
+        assert!(listen.acknowledges(Some(&RequestId::Number(2))));
+        assert!(!listen.acknowledges(Some(&RequestId::Number(1))));
+        assert!(!listen.acknowledges(Some(&RequestId::Number(7))));
+    }
+
+    #[test]
+    fn waiting_changes_expire_at_their_deadline_and_settle_by_the_acknowledgement() {
+        let t0 = Instant::now();
+        let mut listen = Listen::default();
+        let op = OpId::for_test;
+        let sub = |uri: &str| Change::Subscribe(uri.to_owned());
+        listen
+            .waiting
+            .push((op(1), sub("a"), t0 + Duration::from_secs(1)));
+        listen
+            .waiting
+            .push((op(2), sub("b"), t0 + Duration::from_secs(5)));
+        listen
+            .waiting
+            .push((op(3), Change::Unsubscribe, t0 + Duration::from_secs(9)));
+        listen
+            .waiting
+            .push((op(4), sub("c"), t0 + Duration::from_secs(9)));
+        assert_eq!(listen.expire(t0), vec![]);
+        assert_eq!(
+            listen.expire(t0 + Duration::from_secs(5)),
+            vec![op(1), op(2)]
+        );
+        assert_eq!(listen.next_deadline(), Some(t0 + Duration::from_secs(9)));
+        // Acknowledged without `c`: that subscription fails and leaves the set.
+        let settled = listen.settle(None, Some(&["x".to_owned()]));
+        assert!(listen.waiting.is_empty());
+        let summary: Vec<(OpId, bool, Option<String>)> = settled
+            .into_iter()
+            .map(|s| (s.op, s.result.is_ok(), s.dropped))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![(op(3), true, None), (op(4), false, Some("c".to_owned()))]
+        );
+        // Refused: every subscription fails with the server's error.
+        listen.waiting.push((op(5), sub("d"), t0));
+        let error = ErrorObject::new(-32000, "no");
+        let settled = listen.settle(Some(&error), None);
+        assert!(matches!(
+            &settled[..],
+            [Settled { result: Err(RequestError::Server { error: e }), dropped: Some(uri), .. }]
+                if e.message == "no" && uri == "d"
+        ));
     }
 
     #[test]
