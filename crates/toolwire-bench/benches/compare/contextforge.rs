@@ -53,6 +53,9 @@ pub(super) fn start(bin: &Path, upstream: &str) -> Result<ContextForge, Error> {
         // would be refused with 429 after the first seconds.
         ("RATE_LIMITING_ENABLED", "false".to_owned()),
         ("TOOL_RATE_LIMIT", "1000000".to_owned()),
+        // Its lock files (the migration's, the leader election's) go to Python's temporary
+        // directory: cargo's scratch folder, not the machine's shared `/tmp`.
+        ("TMPDIR", env!("CARGO_TARGET_TMPDIR").to_owned()),
     ];
     let child = Command::new(bin.join("mcpgateway"))
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
