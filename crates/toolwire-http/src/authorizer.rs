@@ -172,17 +172,11 @@ impl HttpExecutor {
         }
         let request = Request::from_parts(parts, Full::new(body));
         let exchange = async {
-            let response = self.client.request(request).await.map_err(|e| {
-                if crate::error::head_too_large(&e) {
-                    HttpError::ResponseHeadTooLarge {
-                        limit: self.max_response_head,
-                    }
-                } else if e.is_connect() {
-                    HttpError::Unreachable(Box::new(e))
-                } else {
-                    HttpError::Connect(Box::new(e))
-                }
-            })?;
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| crate::error::request_failed(e, self.max_response_head))?;
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, Self::MAX_BODY)
                 .collect()

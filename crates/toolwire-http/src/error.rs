@@ -172,18 +172,12 @@ impl HttpError {
     /// The HTTP failure among `error` and its causes, if there is one (a transport's failure
     /// is shared, `Arc<dyn Error>`: looked inside as well).
     pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a HttpError> {
-        let mut source = Some(error);
-        while let Some(e) = source {
-            let found = e.downcast_ref::<HttpError>().or_else(|| {
+        causes(error).find_map(|e| {
+            e.downcast_ref::<HttpError>().or_else(|| {
                 e.downcast_ref::<std::sync::Arc<dyn std::error::Error + Send + Sync>>()
                     .and_then(|shared| shared.downcast_ref::<HttpError>())
-            });
-            if found.is_some() {
-                return found;
-            }
-            source = e.source();
-        }
-        None
+            })
+        })
     }
 }
 
@@ -209,17 +203,29 @@ fn snippet_summary(snippet: &str) -> String {
     }
 }
 
-/// Whether a request failed because its response's head did not fit the read buffer (hyper
-/// says so somewhere in the error's causes).
-pub(crate) fn head_too_large(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(error);
-    while let Some(e) = cause {
-        if e.downcast_ref::<hyper::Error>()
+/// `error` and its causes, outermost first.
+pub(crate) fn causes<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |e| e.source())
+}
+
+/// What a request hyper's client could not complete failed of: its response's head did not
+/// fit the read buffer (`head_limit` bytes; hyper says so somewhere in the causes), no
+/// connection could be made, or the connection failed once made.
+pub(crate) fn request_failed(
+    error: hyper_util::client::legacy::Error,
+    head_limit: usize,
+) -> HttpError {
+    let head_too_large = causes(&error).any(|e| {
+        e.downcast_ref::<hyper::Error>()
             .is_some_and(hyper::Error::is_parse_too_large)
-        {
-            return true;
-        }
-        cause = e.source();
+    });
+    if head_too_large {
+        HttpError::ResponseHeadTooLarge { limit: head_limit }
+    } else if error.is_connect() {
+        HttpError::Unreachable(Box::new(error))
+    } else {
+        HttpError::Connect(Box::new(error))
     }
-    false
 }

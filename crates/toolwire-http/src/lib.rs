@@ -167,7 +167,8 @@ const DRAIN: Duration = Duration::from_secs(1);
 const DEFAULT_SSE_RETRY: Duration = Duration::from_secs(1);
 /// Resumption attempts of one response stream (legacy).
 const MAX_RESUMES: u32 = 5;
-/// The smallest limit on a response head (hyper's own floor for its buffer).
+/// The smallest limit on a response head, and so the smallest read: the size hyper gives a
+/// connection's read buffer to begin with.
 const MIN_RESPONSE_HEAD: usize = 8 * 1024;
 
 /// Consecutive failures after which the GET stream is given up.

@@ -128,30 +128,15 @@ impl Inner {
             None => sent.await,
         };
         result.map_err(|e| {
-            let timed_out = e.is_connect() && {
-                let mut source = std::error::Error::source(&e);
-                let mut found = false;
-                while let Some(s) = source {
-                    if s.downcast_ref::<std::io::Error>()
+            let timed_out = e.is_connect()
+                && crate::error::causes(&e).any(|s| {
+                    s.downcast_ref::<std::io::Error>()
                         .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-                    {
-                        found = true;
-                        break;
-                    }
-                    source = s.source();
-                }
-                found
-            };
+                });
             if timed_out {
                 HttpError::ConnectTimeout(self.config.connect_timeout)
-            } else if crate::error::head_too_large(&e) {
-                HttpError::ResponseHeadTooLarge {
-                    limit: self.config.max_response_head,
-                }
-            } else if e.is_connect() {
-                HttpError::Unreachable(Box::new(e))
             } else {
-                HttpError::Connect(Box::new(e))
+                crate::error::request_failed(e, self.config.max_response_head)
             }
         })
     }
