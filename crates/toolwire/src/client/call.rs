@@ -46,7 +46,7 @@ impl Drop for CancelOnDrop<'_> {
 impl Client {
     /// Calls a tool. `arguments` must be a JSON object or `null`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        self.call_followed(
+        self.call_tool_with_hooks(
             name,
             arguments,
             CallOptions::default(),
@@ -66,7 +66,7 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call_followed(name, arguments, options, CallHooks::default())
+        self.call_tool_with_hooks(name, arguments, options, CallHooks::default())
             .await
     }
 
@@ -80,7 +80,8 @@ impl Client {
         on_progress: impl Fn(&ProgressParams) + Send + Sync + 'static,
     ) -> Result<CallToolResult, Error> {
         let hooks = CallHooks::new().on_progress(on_progress);
-        self.call_followed(name, arguments, options, hooks).await
+        self.call_tool_with_hooks(name, arguments, options, hooks)
+            .await
     }
 
     /// Calls a tool with hooks of its own: its progress, and a handler for the requests the
@@ -92,19 +93,8 @@ impl Client {
         options: CallOptions,
         hooks: CallHooks,
     ) -> Result<CallToolResult, Error> {
-        self.call_followed(name, arguments, options, hooks).await
-    }
-
-    /// A call followed to its result (a task too). Each public way in calls this directly: a
-    /// call's future is large, and every `async fn` between the caller and it would move it
-    /// once more.
-    async fn call_followed(
-        &self,
-        name: &str,
-        arguments: Value,
-        options: CallOptions,
-        hooks: CallHooks,
-    ) -> Result<CallToolResult, Error> {
+        // The other ways to call a tool come here directly, not through one another: a call's
+        // future is large, and every `async fn` between the caller and it moves it once more.
         match self
             .call_inner(name, arguments, options, hooks, true)
             .await?
