@@ -46,9 +46,10 @@
 //!   `serde_json`'s `RawValue`, cannot be captured inside structs with a flattened member
 //!   (every struct here), and a hand-written transcoder would repeat the crate.
 //! - `thiserror`, for the error enums.
-//! - `memchr` (already under `serde_json`): its SIMD substring search, for finding a name in a
-//!   schema's text ([`Schema::mentions`], once per tool a client caches) at several times the
-//!   speed of `str::find`.
+//! - `memchr` (already under `serde_json`): its SIMD substring search, prepared once per
+//!   needle, for finding a name in a schema's text ([`Schema::mentions`], once per tool a
+//!   client caches) and the tool-change members in a call result
+//!   ([`ToolChanges::announced_in`], once per call) at several times the speed of `str::find`.
 
 mod apps;
 mod capabilities;
