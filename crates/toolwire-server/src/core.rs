@@ -105,7 +105,7 @@ pub(crate) struct Core<S> {
     /// The server's requests to clients, waiting for their answers.
     asks: Arc<Asks>,
     /// The capabilities each legacy client declared in its `initialize`, by scope.
-    clients: Mutex<HashMap<String, Value>>,
+    clients: Mutex<HashMap<String, Arc<Value>>>,
 }
 
 /// Takes a request out of the in-flight table when its handling ends, however it ends.
@@ -295,7 +295,7 @@ impl<S: Service> Core<S> {
             "initialize" if self.legacy_ok() => {
                 if let Some(scope) = scope {
                     let declared = params["capabilities"].clone();
-                    lock(&self.clients).insert(scope.to_owned(), declared);
+                    lock(&self.clients).insert(scope.to_owned(), Arc::new(declared));
                 }
                 let asked = params["protocolVersion"].as_str().unwrap_or("");
                 let version = if LEGACY_VERSIONS.contains(&asked) {
@@ -319,21 +319,30 @@ impl<S: Service> Core<S> {
             }
             "ping" => Ok(json!({})),
             _ => {
-                let declared = match era {
-                    Era::Modern => params["_meta"].get(meta_key::CLIENT_CAPABILITIES).cloned(),
+                // A 2026-07-28 request carries them; a legacy session's are shared (a count
+                // taken, not the declaration copied on every request).
+                let session_declared = match era {
+                    Era::Modern => None,
                     Era::Legacy => scope.and_then(|s| lock(&self.clients).get(s).cloned()),
+                };
+                let declared = match era {
+                    Era::Modern => params["_meta"].get(meta_key::CLIENT_CAPABILITIES),
+                    Era::Legacy => session_declared.as_deref(),
                 };
                 let request = Request {
                     id,
                     method,
                     params,
                     era,
-                    client: declared.as_ref(),
+                    client: declared,
                     caller,
                 };
                 let asks = (streams && era == Era::Legacy).then(|| self.asks.clone());
                 let notifier = Notifier::asking(notify.clone(), asks);
-                let handling = self.service.handle(request, &notifier);
+                // Boxed: a service's future (a gateway's holds a whole call upstream) is large,
+                // and this one is moved into its span's wrapper and the front end's futures;
+                // as a box each move is a pointer's, not kilobytes of `memcpy` a request.
+                let handling = Box::pin(self.service.handle(request, &notifier));
                 let Some(scope) = scope else {
                     return self.answer(method, id, modern.is_some(), handling.await);
                 };

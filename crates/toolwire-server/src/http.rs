@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, error, lock, request_version};
-use crate::respond::{denied, json_response, sse};
+use crate::respond::{denied, json_bytes, json_response, sse};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
@@ -545,7 +545,7 @@ impl<S: Service> Front<S> {
         data: &Value,
         cut: bool,
     ) -> bool {
-        let bytes = Bytes::from(data.to_string());
+        let bytes = Bytes::from(json_bytes(data));
         let id = match (session, stream) {
             (Some(sid), Some(stream)) => Some(self.log(sid, stream, bytes)),
             _ => None,
@@ -684,7 +684,7 @@ impl<S: Service> Front<S> {
                 let Some(note) = front.core.legacy_notification(change) else {
                     return ControlFlow::Continue(None);
                 };
-                let id = front.log(&sid, stream, Bytes::from(note.to_string()));
+                let id = front.log(&sid, stream, Bytes::from(json_bytes(&note)));
                 ControlFlow::Continue(Some(sse(Some(&id), &note)))
             })
             .await;

@@ -10,17 +10,37 @@ use serde_json::Value;
 use crate::Denial;
 use crate::http::Body;
 
+/// The JSON text of `value` appended to `out`: written straight into the buffer
+/// (`Value`'s `Display`, which `to_string` uses, goes through the formatting machinery a
+/// token at a time and grows its string several times for one answer).
+pub(crate) fn write_json(out: &mut Vec<u8>, value: &Value) {
+    // A `Value` always serialises (its keys are strings) and a `Vec` never fails a write.
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.extend_from_slice(value.to_string().as_bytes());
+    }
+}
+
+/// The JSON text of `value`.
+pub(crate) fn json_bytes(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(JSON_CAPACITY);
+    write_json(&mut out, value);
+    out
+}
+
+/// The first buffer of an answer's text: a typical tool result fits without growing it.
+const JSON_CAPACITY: usize = 512;
+
 /// One SSE event, with an id when given.
 pub(crate) fn sse(id: Option<&str>, data: &Value) -> Bytes {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(JSON_CAPACITY);
     if let Some(id) = id {
-        out.push_str("id: ");
-        out.push_str(id);
-        out.push('\n');
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
     }
-    out.push_str("data: ");
-    out.push_str(&data.to_string());
-    out.push_str("\n\n");
+    out.extend_from_slice(b"data: ");
+    write_json(&mut out, data);
+    out.extend_from_slice(b"\n\n");
     Bytes::from(out)
 }
 
@@ -64,7 +84,7 @@ pub(crate) fn denied(denial: &Denial) -> Response<Body> {
 }
 
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    with_body(status, "application/json", Bytes::from(value.to_string()))
+    with_body(status, "application/json", Bytes::from(json_bytes(value)))
 }
 
 pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {

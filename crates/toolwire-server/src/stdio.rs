@@ -20,7 +20,7 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
         while let Some(message) = lines.recv().await {
-            let mut line = message.to_string().into_bytes();
+            let mut line = crate::respond::json_bytes(&message);
             line.push(b'\n');
             if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
                 return;
