@@ -233,7 +233,9 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// A tool definition for this call only: its `x-mcp-header` annotations decide the
     /// headers, and the cache is neither read nor changed (for callers that keep no cache).
-    pub tool: Option<Tool>,
+    /// Boxed, as `capabilities`: the options travel by value into every future of a call,
+    /// and the common call sets neither.
+    pub tool: Option<Box<Tool>>,
     /// Argument → header annotation for this call only (when no definition is at hand).
     pub header_map: Option<Vec<(String, String)>>,
     /// Allow the transport to resend the call (default: only for tools annotated
@@ -251,7 +253,7 @@ pub struct CallOptions {
     /// 2026-07-28: the client capabilities this call declares in its `_meta`, instead of the
     /// session's (a gateway declares what the client it calls for declared). Ignored in the
     /// legacy era, whose capabilities belong to the session.
-    pub capabilities: Option<ClientCapabilities>,
+    pub capabilities: Option<Box<ClientCapabilities>>,
     /// 2026-07-28: the log level this call asks for in its `_meta`, instead of the session's
     /// (a gateway asks for what its caller asked). Ignored in the legacy era, whose level is
     /// the session's (`logging/setLevel`).
@@ -274,7 +276,7 @@ impl CallOptions {
 
     /// Declares `capabilities` for this call only (2026-07-28).
     pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
-        self.capabilities = Some(capabilities);
+        self.capabilities = Some(Box::new(capabilities));
         self
     }
 
@@ -292,7 +294,7 @@ impl CallOptions {
 
     /// Supplies the tool definition for this call.
     pub fn with_tool(mut self, tool: Tool) -> Self {
-        self.tool = Some(tool);
+        self.tool = Some(Box::new(tool));
         self
     }
 

@@ -221,7 +221,7 @@ impl Session {
             }
             headers.push(authorization.clone());
         }
-        let definition = options.tool.as_ref().or(cached.map(|t| &**t.tool()));
+        let definition = options.tool.as_deref().or(cached.map(|t| &**t.tool()));
         let retry_safe = options
             .retry_safe
             .unwrap_or_else(|| definition.is_some_and(Tool::is_safe_to_retry));
@@ -271,7 +271,7 @@ impl Session {
                 None => self.call_meta(&version).get().clone(),
             };
             if let Some(capabilities) = &options.capabilities {
-                own.client_capabilities = Some(Rendered::new(capabilities.clone()));
+                own.client_capabilities = Some(Rendered::new((**capabilities).clone()));
             }
             if let Some(level) = options.log_level {
                 own.log_level = Some(level);

@@ -100,7 +100,7 @@ impl Client {
             .await?
         {
             Called::Done(result) => Ok(result),
-            Called::Task(handle) => (*handle).result().await,
+            Called::Task(handle) => Box::pin((*handle).result()).await,
         }
     }
 
@@ -199,9 +199,15 @@ impl Client {
             match outcome {
                 Round::Outcome(Outcome::Complete(result)) => break result,
                 Round::Outcome(Outcome::InputRequired(required)) => {
-                    let (responses, request_state) = self
-                        .answer_input_with(required, &mut rounds, hooks.requests.as_ref())
-                        .await?;
+                    // Boxed, as the task's following below: rare, and large futures that
+                    // would otherwise make every call's future (moved on each `.await` up the
+                    // stack) kilobytes larger.
+                    let (responses, request_state) = Box::pin(self.answer_input_with(
+                        required,
+                        &mut rounds,
+                        hooks.requests.as_ref(),
+                    ))
+                    .await?;
                     input = Some(Box::new(InputResponses {
                         responses,
                         request_state,
@@ -220,7 +226,7 @@ impl Client {
                         output_schema,
                     );
                     if follow {
-                        break handle.result().await?;
+                        break Box::pin(handle.result()).await?;
                     }
                     return Ok(Called::Task(Box::new(handle)));
                 }

@@ -174,3 +174,29 @@ async fn a_command_after_negotiation_failed_gets_the_failure_at_once() {
     assert_eq!(again.to_string(), refused.to_string());
     client.close().await;
 }
+
+/// A call's future is what every caller holds (and moves) while the call is in flight: 64
+/// callers hold 64 of them. The rare paths (following a task, answering an MRTR round) are
+/// boxed and the options carry their large members boxed, so the common call stays small
+/// (it was 7 KB before they were; 2.5 KB since).
+#[tokio::test]
+async fn a_call_future_stays_small() {
+    let (peer, _seen) = Peer::new(|_, _| json!({"resultType": "complete"}));
+    let client = Client::builder("size-test", "0").connect(peer).unwrap();
+    let call = client.call_tool("t", json!({}));
+    let size = std::mem::size_of_val(&call);
+    drop(call);
+    let with_hooks = client.call_tool_with_hooks(
+        "t",
+        json!({}),
+        crate::CallOptions::default(),
+        crate::CallHooks::new(),
+    );
+    let hooks_size = std::mem::size_of_val(&with_hooks);
+    drop(with_hooks);
+    assert!(size <= 3072, "a call_tool future is {size} bytes");
+    assert!(
+        hooks_size <= 3072,
+        "a call_tool_with_hooks future is {hooks_size} bytes"
+    );
+}
