@@ -5,6 +5,7 @@
 use crate::lock;
 use std::sync::{Arc, Mutex};
 
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use toolwire::{CallHooks, CallOptions, ClientCapabilities, LoggingLevel, ProgressParams};
@@ -114,9 +115,18 @@ impl Gateway {
         {
             trace.write_into(options.meta.get_or_insert_with(Default::default));
         }
-        if let Some(declared) = client
+        // Capabilities declared per call exist in 2026-07-28 only: an upstream known to speak
+        // an older version is not given them (decoding them is most of what a call costs here
+        // before it leaves).
+        let upstream = server.as_ref().and_then(|s| self.host.client(s).ok());
+        let legacy_upstream = upstream
             .as_ref()
-            .and_then(|c| serde_json::from_value::<ClientCapabilities>(c.clone()).ok())
+            .and_then(toolwire::Client::protocol_version)
+            .is_some_and(|v| !v.is_modern());
+        if !legacy_upstream
+            && let Some(declared) = client
+                .as_ref()
+                .and_then(|c| ClientCapabilities::deserialize(c).ok())
         {
             options = options.with_capabilities(declared);
         }
@@ -131,10 +141,8 @@ impl Gateway {
         if request.era == Era::Legacy {
             // A URL elicitation the call asks for (`-32042`) is completed by a notification
             // from its server: forwarded from the first call on.
-            if let Some(server) = &server
-                && let Ok(upstream) = self.host.client(server)
-            {
-                self.forward(server, &upstream);
+            if let (Some(server), Some(upstream)) = (&server, &upstream) {
+                self.forward(server, upstream);
             }
             // Ends with this call, and with it any question still waiting for the client.
             let (_alive, alive) = watch::channel(());
