@@ -116,8 +116,7 @@ impl Gateway {
             trace.write_into(options.meta.get_or_insert_with(Default::default));
         }
         // Capabilities declared per call exist in 2026-07-28 only: an upstream known to speak
-        // an older version is not given them (decoding them is most of what a call costs here
-        // before it leaves).
+        // an older version would ignore them, so they are not decoded for it.
         let upstream = server.as_ref().and_then(|s| self.host.client(s).ok());
         let legacy_upstream = upstream
             .as_ref()
