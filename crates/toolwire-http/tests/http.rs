@@ -729,6 +729,43 @@ async fn response_heads_up_to_the_limit_pass_and_longer_ones_fail_clearly() {
     assert_eq!(got["id"], 2);
 }
 
+/// An authorizer's own requests (metadata, tokens) go through the transport's client with
+/// the same limit on a response's head, and are told of it the same way.
+#[tokio::test]
+async fn the_executor_refuses_a_head_over_the_limit_and_passes_it_raised() {
+    let peer = HttpPeer::start(|_| {
+        Reply::json(200, r#"{"issuer":"x"}"#).header("x-padding", &"p".repeat(20 * 1024))
+    })
+    .await;
+    let url = format!("{}/.well-known/oauth-authorization-server", peer.url());
+    let t = HttpTransport::builder(peer.url()).build().unwrap();
+    let refused = t.executor().get(&url, http::HeaderMap::new()).await;
+    assert!(
+        matches!(
+            refused,
+            Err(HttpError::ResponseHeadTooLarge { limit: 16384 })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        peer.requests().len(),
+        1,
+        "the server was asked and answered"
+    );
+
+    let t = HttpTransport::builder(peer.url())
+        .max_response_head(32 * 1024)
+        .build()
+        .unwrap();
+    let response = t
+        .executor()
+        .get(&url, http::HeaderMap::new())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.body().as_ref(), br#"{"issuer":"x"}"#);
+}
+
 #[tokio::test]
 async fn a_body_many_times_the_read_size_arrives_whole() {
     let peer = padded_peer(0, 1024 * 1024).await;
