@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, error, lock, request_version};
-use crate::respond::{denied, json_bytes, json_response, sse};
+use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
@@ -545,15 +545,16 @@ impl<S: Service> Front<S> {
         data: &Value,
         cut: bool,
     ) -> bool {
-        let bytes = Bytes::from(json_bytes(data));
+        // Written once: the text kept for resumption is the text sent.
+        let json = Bytes::from(json_bytes(data));
         let id = match (session, stream) {
-            (Some(sid), Some(stream)) => Some(self.log(sid, stream, bytes)),
+            (Some(sid), Some(stream)) => Some(self.log(sid, stream, json.clone())),
             _ => None,
         };
         if cut {
             return true;
         }
-        tx.send_data(sse(id.as_deref(), data)).await.is_ok()
+        tx.send_data(sse_text(id.as_deref(), &json)).await.is_ok()
     }
 
     /// The owner tag of `sid` when it is a live session here: one this process holds, or
@@ -659,10 +660,7 @@ impl<S: Service> Front<S> {
             };
             tokio::spawn(async move {
                 for (id, data) in replay {
-                    let mut event = format!("id: {id}\ndata: ").into_bytes();
-                    event.extend_from_slice(&data);
-                    event.extend_from_slice(b"\n\n");
-                    if tx.send_data(Bytes::from(event)).await.is_err() {
+                    if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
                         return;
                     }
                 }
@@ -684,8 +682,9 @@ impl<S: Service> Front<S> {
                 let Some(note) = front.core.legacy_notification(change) else {
                     return ControlFlow::Continue(None);
                 };
-                let id = front.log(&sid, stream, Bytes::from(json_bytes(&note)));
-                ControlFlow::Continue(Some(sse(Some(&id), &note)))
+                let json = Bytes::from(json_bytes(&note));
+                let id = front.log(&sid, stream, json.clone());
+                ControlFlow::Continue(Some(sse_text(Some(&id), &json)))
             })
             .await;
         });

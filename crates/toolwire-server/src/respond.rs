@@ -32,6 +32,16 @@ const JSON_CAPACITY: usize = 512;
 
 /// One SSE event, with an id when given.
 pub(crate) fn sse(id: Option<&str>, data: &Value) -> Bytes {
+    event(id, |out| write_json(out, data))
+}
+
+/// One SSE event whose data is JSON text already written (an event kept for resumption).
+pub(crate) fn sse_text(id: Option<&str>, json: &[u8]) -> Bytes {
+    event(id, |out| out.extend_from_slice(json))
+}
+
+/// An SSE event: its id when given, then the data `data` writes.
+fn event(id: Option<&str>, data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     let mut out = Vec::with_capacity(JSON_CAPACITY);
     if let Some(id) = id {
         out.extend_from_slice(b"id: ");
@@ -39,7 +49,7 @@ pub(crate) fn sse(id: Option<&str>, data: &Value) -> Bytes {
         out.push(b'\n');
     }
     out.extend_from_slice(b"data: ");
-    write_json(&mut out, data);
+    data(&mut out);
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
 }

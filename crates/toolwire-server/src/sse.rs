@@ -18,7 +18,10 @@ use crate::{Caller, Change};
 
 /// One `message` event.
 fn message(data: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+    let mut out = b"event: message\ndata: ".to_vec();
+    crate::respond::write_json(&mut out, data);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
 }
 
 impl<S: crate::Service> Front<S> {
