@@ -234,6 +234,9 @@ fn ts_oauth_client(fronted: &Fronted, peers: &Peers) -> Result<(bool, String), S
             .and_then(|rest| rest.split_whitespace().next())
             .ok_or("no sign-in link")?
             .to_owned();
+        // Marked before the link is followed: the example may connect and print its prompt
+        // before the browser stand-in below has even exited.
+        let mark = text().len();
         // The user's browser: the authorization server approves and redirects to the
         // example's callback listener.
         let (followed, _, err) = run_limited(
@@ -249,9 +252,8 @@ fn ts_oauth_client(fronted: &Fronted, peers: &Peers) -> Result<(bool, String), S
                 one_line(&err)
             ));
         }
-        let mark = text().len();
-        wait_for("mcp> ", mark)?;
-        let mark = text().len();
+        let signed_in = wait_for("mcp> ", mark)?;
+        let mark = mark + signed_in.len();
         let stdin = child.stdin.as_mut().ok_or("no stdin")?;
         stdin
             .write_all(
