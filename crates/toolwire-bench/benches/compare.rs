@@ -14,6 +14,8 @@
 //! - `floor`: a bare hyper keep-alive client POSTing pre-built bytes of a valid `tools/call`
 //!   (with the SEP-2243 headers in 2026-07-28) and reading the whole body; over stdio, a
 //!   blocking newline-JSON pipe.
+//! - `floor-tokio` (stdio): the same line written and read back through tokio's child pipes,
+//!   from a spawned task as the clients' calls are: what the runtime alone adds to the pipe.
 //! - `toolwire`: the public `toolwire` API with its defaults.
 //! - `rmcp-default`: rmcp's Streamable HTTP client as `from_uri` builds it (reqwest with idle
 //!   pooling turned off: a new connection per call). Over stdio, `rmcp`.
@@ -21,7 +23,8 @@
 //!
 //! Servers: Toolwire's reference server (`toolwire serve`) for every case, and for the
 //! sequential HTTP cases also rmcp's Streamable HTTP server, stateless with JSON answers (this
-//! binary again, with `--serve-rmcp`; it checks the SEP-2243 headers against the body).
+//! binary again, with `--serve-rmcp`; it checks the SEP-2243 headers against the body); over
+//! stdio also rmcp's stdio server (`--serve-rmcp-stdio`).
 //!
 //! Cases:
 //! - `http-legacy-seq`: sequential calls in a 2025-11-25 session (JSON answers);
@@ -31,6 +34,12 @@
 //!   (2025-11-25 stateless: no session);
 //! - `http-concurrent-64`: 64 callers sharing one client, 2026-07-28;
 //! - `stdio-seq`: sequential 2026-07-28 calls over a child's stdin/stdout;
+//!   `rmcp-server-stdio-seq` the same with rmcp's server as the child;
+//! - `…-1cpu` (stdio, sequential HTTP, through the gateway and the floor proxy): the same with
+//!   the client and every server it reaches confined to one core. On this shared virtual
+//!   machine a wake-up across cores costs tens of microseconds and falls on one side or the
+//!   other by chance, so the other cases move by ±30 % between runs; on one core a call is the
+//!   work of both sides, and runs agree to a microsecond.
 //! - `http-stall`: a 2025-11-25 session whose server frames each answer as SSE in several
 //!   writes with Nagle's algorithm on (`toolwire serve --nagle`): a client that waits for the
 //!   body's end stalls on delayed ACKs.
@@ -41,14 +50,12 @@
     reason = "a benchmark reports on the terminal"
 )]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use serde_json::{Map, Value, json};
 use toolwire_bench::{Measurement, best_runs, usage};
 
@@ -117,7 +124,7 @@ fn arguments() -> Map<String, Value> {
 struct Job {
     case: String,
     client: String,
-    /// A URL, or the `toolwire` binary for stdio.
+    /// A URL, or the program of a stdio server (see [`stdio_args`]).
     target: String,
     calls: usize,
     tasks: usize,
@@ -193,86 +200,6 @@ fn finish(
     ))
 }
 
-/// The floor over HTTP: pre-built bytes, a bare hyper keep-alive client.
-async fn floor_http(job: &Job) -> Result<Measurement, Error> {
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    connector.set_nodelay(true);
-    let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(connector);
-    let uri: http::Uri = job.target.parse()?;
-    let post = {
-        let client = client.clone();
-        let uri = uri.clone();
-        move |headers: Vec<(&'static str, String)>, body: Bytes| {
-            let client = client.clone();
-            let uri = uri.clone();
-            async move {
-                let mut req = http::Request::post(uri)
-                    .header("content-type", "application/json")
-                    .header("accept", "application/json, text/event-stream");
-                for (name, value) in headers {
-                    req = req.header(name, value);
-                }
-                let resp = client.request(req.body(Full::new(body))?).await?;
-                let session = resp
-                    .headers()
-                    .get("mcp-session-id")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let body = resp.into_body().collect().await?.to_bytes();
-                Ok::<_, Error>((session, body))
-            }
-        }
-    };
-    let legacy = job.case.contains("legacy") || job.case.contains("stall");
-    let (headers, body) = if legacy {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "floor", "version": "0"}}});
-        let (session, _) = post(vec![], Bytes::from(init.to_string())).await?;
-        // A stateless server (rmcp's, here) mints no session.
-        let mut base = vec![("mcp-protocol-version", "2025-11-25".to_owned())];
-        if let Some(session) = session {
-            base.push(("mcp-session-id", session));
-        }
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        post(base.clone(), Bytes::from(initialized.to_string())).await?;
-        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": tool(&job.case), "arguments": arguments()}});
-        (base, Bytes::from(call.to_string()))
-    } else {
-        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": tool(&job.case), "arguments": arguments(), "_meta": modern_meta()}});
-        let headers = vec![
-            ("mcp-protocol-version", "2026-07-28".to_owned()),
-            ("mcp-method", "tools/call".to_owned()),
-            ("mcp-name", tool(&job.case).to_owned()),
-            ("mcp-param-region", REGION.to_owned()),
-        ];
-        (headers, Bytes::from(call.to_string()))
-    };
-    // The first answer is checked for the expected text; the measured calls check only that an
-    // answer came: the floor parses nothing.
-    let (_, first) = post(headers.clone(), body.clone()).await?;
-    if !String::from_utf8_lossy(&first).contains(EXPECTED) {
-        return Err(format!("unexpected answer: {}", String::from_utf8_lossy(&first)).into());
-    }
-    measure(job, move || {
-        let post = post.clone();
-        let headers = headers.clone();
-        let body = body.clone();
-        async move {
-            let (_, answer) = post(headers, body).await?;
-            if answer.is_empty() {
-                return Err("empty answer".into());
-            }
-            Ok(())
-        }
-    })
-    .await
-}
-
 /// The Toolwire client, with its defaults.
 async fn toolwire(job: &Job) -> Result<Measurement, Error> {
     let legacy = job.case.contains("legacy") || job.case.contains("stall");
@@ -282,10 +209,10 @@ async fn toolwire(job: &Job) -> Result<Measurement, Error> {
         toolwire::ProtocolMode::Pinned(toolwire::ProtocolVersion::V2026_07_28)
     };
     let builder = toolwire::Client::builder("toolwire-bench", "0").mode(mode);
-    let client = if job.case.starts_with("stdio") {
+    let client = if let Some(args) = stdio_args(&job.case) {
         builder.connect_stdio(toolwire::StdioConfig::new(
             job.target.as_str(),
-            ["serve", "--stdio"],
+            args.iter().copied(),
         ))?
     } else {
         let mut http = toolwire::HttpTransport::builder(job.target.as_str());
@@ -328,9 +255,9 @@ async fn rmcp_client(job: &Job) -> Result<Measurement, Error> {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         }
     };
-    let client = if job.case.starts_with("stdio") {
+    let client = if let Some(args) = stdio_args(&job.case) {
         let mut command = tokio::process::Command::new(&job.target);
-        command.args(["serve", "--stdio"]);
+        command.args(args);
         let transport = rmcp::transport::TokioChildProcess::new(command)?;
         ().serve_with_lifecycle(transport, lifecycle).await?
     } else if job.client == "rmcp-keepalive" {
@@ -366,49 +293,20 @@ async fn rmcp_client(job: &Job) -> Result<Measurement, Error> {
     m
 }
 
-/// The stdio floor: a blocking newline-JSON pipe to `toolwire serve --stdio`.
-fn floor_stdio(job: &Job) -> Result<Measurement, Error> {
-    let mut child = Command::new(&job.target)
-        .args(["serve", "--stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-    let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
-    .to_string();
-    line.push('\n');
-    let mut answer = String::new();
-    let mut round_trip = || -> Result<Duration, Error> {
-        let t = Instant::now();
-        stdin.write_all(line.as_bytes())?;
-        stdin.flush()?;
-        answer.clear();
-        if stdout.read_line(&mut answer)? == 0 {
-            return Err("the server closed stdout".into());
-        }
-        Ok(t.elapsed())
-    };
-    for _ in 0..(job.calls / 10).max(10) {
-        round_trip()?;
+fn run_child(job: &Job) -> Result<Measurement, Error> {
+    // On one core: this process, and the stdio server it starts (HTTP servers were started so
+    // by the parent).
+    if job.case.ends_with(toolwire_bench::ONE_CPU) {
+        return toolwire_bench::on_one_cpu(|| run_pinned(job));
     }
-    let before = usage()?;
-    let start = Instant::now();
-    let mut latencies = Vec::with_capacity(job.calls);
-    for _ in 0..job.calls {
-        latencies.push(round_trip()?);
-    }
-    let measured = finish(job, latencies, start, before);
-    drop(stdin);
-    let _ = child.wait();
-    measured
+    run_pinned(job)
 }
 
-fn run_child(job: &Job) -> Result<Measurement, Error> {
-    if job.client == "floor" && job.case.starts_with("stdio") {
-        return floor_stdio(job);
+fn run_pinned(job: &Job) -> Result<Measurement, Error> {
+    if job.client == "floor"
+        && let Some(args) = stdio_args(&job.case)
+    {
+        return floor_stdio(job, args);
     }
     // `BENCH_CURRENT_THREAD=1` runs a client on one thread: with no wake-ups between threads,
     // what remains between two clients is their own work (a diagnosis knob, not a case).
@@ -425,6 +323,7 @@ fn run_child(job: &Job) -> Result<Measurement, Error> {
     runtime.block_on(async {
         match job.client.as_str() {
             "floor" => floor_http(job).await,
+            "floor-tokio" => floor_stdio_tokio(job).await,
             "toolwire" => toolwire(job).await,
             _ => rmcp_client(job).await,
         }
@@ -521,7 +420,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let fast = serve(&toolwire, &["--json-responses"])?;
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
     let rmcp_server = rmcp_server::start()?;
-    let through = gateway(&toolwire, &fast.url)?;
+    let through = gateway(&toolwire, &fast.url, "bench-gateway.json")?;
     // The floor of any gateway: bytes forwarded by a bare hyper proxy.
     let floor_proxy = floor_proxy::start(&fast.url)?;
     // The same gateway checking a JWT access token (its key cached after the first call).
@@ -534,6 +433,13 @@ fn parent(args: &[String]) -> Result<(), Error> {
     };
     // ContextForge in front of the same server, when `cargo xtask bench` installed it; a
     // failure to start leaves its rows out, said on stderr.
+    // The server, the floor proxy and the gateway again, on one core (`-1cpu` cases).
+    let (fast_1cpu, floor_proxy_1cpu, through_1cpu) = toolwire_bench::on_one_cpu(|| {
+        let fast = serve(&toolwire, &["--json-responses"])?;
+        let floor_proxy = floor_proxy::start(&fast.url)?;
+        let through = gateway(&toolwire, &fast.url, "bench-gateway-1cpu.json")?;
+        Ok::<_, Error>((fast, floor_proxy, through))
+    })?;
     let forge = flag("--contextforge").and_then(|bin| {
         contextforge::start(Path::new(bin), &fast.url)
             .map_err(|e| eprintln!("  ContextForge left out: {e}"))
@@ -561,8 +467,18 @@ fn parent(args: &[String]) -> Result<(), Error> {
             TASKS,
         ));
     }
-    for client in ["floor", "toolwire", "rmcp"] {
-        jobs.push(("stdio-seq", client, bin.clone(), sizes.stdio, 1));
+    // Over stdio, the same server as HTTP and rmcp's: the floor is a blocking pipe, and on
+    // tokio (`floor-tokio`) what a runtime alone adds to it.
+    let this = std::env::current_exe()?.display().to_string();
+    for (case, server) in [
+        ("stdio-seq", &bin),
+        ("stdio-seq-1cpu", &bin),
+        ("rmcp-server-stdio-seq", &this),
+        ("rmcp-server-stdio-seq-1cpu", &this),
+    ] {
+        for client in ["floor", "floor-tokio", "toolwire", "rmcp"] {
+            jobs.push((case, client, server.clone(), sizes.stdio, 1));
+        }
     }
     // The gateway in front of the same server as the http-* cases: what it adds.
     for case in ["gateway-legacy-seq", "gateway-modern-seq"] {
@@ -576,6 +492,26 @@ fn parent(args: &[String]) -> Result<(), Error> {
             sizes.sequential,
             1,
         ));
+    }
+    // The same on one core: the client's work over the floor, and what the gateway and the
+    // floor proxy add, without the wake-ups between cores.
+    for (case, url) in [
+        ("http-legacy-seq-1cpu", &fast_1cpu.url),
+        ("http-modern-seq-1cpu", &fast_1cpu.url),
+        ("floor-proxy-legacy-seq-1cpu", &floor_proxy_1cpu.url),
+        ("floor-proxy-modern-seq-1cpu", &floor_proxy_1cpu.url),
+        ("gateway-legacy-seq-1cpu", &through_1cpu.url),
+        ("gateway-modern-seq-1cpu", &through_1cpu.url),
+    ] {
+        // The HTTP floor beside the client on the server itself.
+        let clients: &[&'static str] = if case.starts_with("http") {
+            &["floor", "toolwire"]
+        } else {
+            &["toolwire"]
+        };
+        for &client in clients {
+            jobs.push((case, client, url.clone(), sizes.sequential, 1));
+        }
     }
     jobs.push((
         "gateway-jwt-modern-seq",
@@ -690,6 +626,9 @@ fn parent(args: &[String]) -> Result<(), Error> {
         }
     }
     drop((
+        through_1cpu,
+        floor_proxy_1cpu,
+        fast_1cpu,
         through,
         guarded,
         proxy,
@@ -711,6 +650,8 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = args.into_iter().filter(|a| a != "--bench").collect();
     let outcome = if args.first().map(String::as_str) == Some("--serve-rmcp") {
         rmcp_server::run()
+    } else if args.first().map(String::as_str) == Some("--serve-rmcp-stdio") {
+        rmcp_server::run_stdio()
     } else if let [flag, upstream] = args.as_slice()
         && flag == "--serve-floor-proxy"
     {
@@ -745,6 +686,11 @@ fn main() -> std::process::ExitCode {
         }
     }
 }
+
+/// The floors: bytes built once, sent and read back.
+#[path = "compare/floors.rs"]
+mod floors;
+use floors::{floor_http, floor_stdio, floor_stdio_tokio, stdio_args};
 
 /// The report: printed, and spliced into `docs/benchmarks.md`.
 #[path = "compare/report.rs"]

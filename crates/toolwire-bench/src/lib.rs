@@ -35,6 +35,41 @@ pub fn resident(pid: u32) -> (Option<u64>, Option<u64>) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// The suffix of a case run on one core: the client, and the servers it talks to, confined to
+/// the first CPU this process may use. On a shared virtual machine a wake-up that crosses
+/// cores costs tens of microseconds and lands on one side of a call or the other by chance;
+/// on one core a call's latency is the work of both sides, and runs agree to a microsecond.
+pub const ONE_CPU: &str = "-1cpu";
+
+/// The case without its [`ONE_CPU`] suffix.
+pub fn base_case(case: &str) -> &str {
+    case.strip_suffix(ONE_CPU).unwrap_or(case)
+}
+
+/// Runs `f` with this thread (and so the processes it starts, which inherit it) confined to
+/// the first CPU it may use, then restores what it had (Linux).
+#[cfg(target_os = "linux")]
+pub fn on_one_cpu<T, E: From<std::io::Error>>(f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+    use nix::unistd::Pid;
+    let all = sched_getaffinity(Pid::from_raw(0)).map_err(std::io::Error::from)?;
+    let first = (0..CpuSet::count())
+        .find(|&cpu| all.is_set(cpu).unwrap_or(false))
+        .ok_or_else(|| std::io::Error::other("no CPU to run on"))?;
+    let mut one = CpuSet::new();
+    one.set(first).map_err(std::io::Error::from)?;
+    sched_setaffinity(Pid::from_raw(0), &one).map_err(std::io::Error::from)?;
+    let outcome = f();
+    sched_setaffinity(Pid::from_raw(0), &all).map_err(std::io::Error::from)?;
+    outcome
+}
+
+/// Elsewhere the cases on one core are not run.
+#[cfg(not(target_os = "linux"))]
+pub fn on_one_cpu<T, E: From<std::io::Error>>(_: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    Err(std::io::Error::other("cases on one core are run on Linux only").into())
+}
+
 /// Reads [`Usage`] with `getrusage(RUSAGE_SELF)` (Unix: the benchmarks run there).
 #[cfg(unix)]
 pub fn usage() -> Result<Usage, std::io::Error> {
@@ -349,6 +384,20 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
         ),
         // Checking a JWT access token: against the same gateway without authentication.
         ("gateway-jwt-modern-seq", "gateway-modern-seq", None),
+        // Client, proxy or gateway and server on one core: each one's work, without the
+        // machine's wake-ups between cores.
+        ("floor-proxy-legacy-seq-1cpu", "http-legacy-seq-1cpu", None),
+        (
+            "gateway-legacy-seq-1cpu",
+            "http-legacy-seq-1cpu",
+            Some("floor-proxy-legacy-seq-1cpu"),
+        ),
+        ("floor-proxy-modern-seq-1cpu", "http-modern-seq-1cpu", None),
+        (
+            "gateway-modern-seq-1cpu",
+            "http-modern-seq-1cpu",
+            Some("floor-proxy-modern-seq-1cpu"),
+        ),
     ] {
         let (Some(g), Some(d)) = (
             find(runs, gateway, "toolwire"),

@@ -11,10 +11,11 @@ use serde_json::{Map, Value, json};
 
 use super::{Error, Server, serve, start_server};
 
-/// Starts `toolwire gateway` over HTTP (JSON answers) in front of `upstream`, named `ref`.
-pub(super) fn gateway(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
+/// Starts `toolwire gateway` over HTTP (JSON answers) in front of `upstream`, named `ref`, its
+/// configuration in `file` (a gateway of its own each: a gateway reloads a file that changes).
+pub(super) fn gateway(toolwire: &Path, upstream: &str, file: &str) -> Result<Server, Error> {
     let servers = json!({"ref": {"url": upstream}});
-    start_gateway(toolwire, "bench-gateway.json", &servers)
+    start_gateway(toolwire, file, &servers)
 }
 
 /// The same, accepting only access tokens of `issuer` for `audience`.

@@ -31,7 +31,12 @@ pub(super) fn write(
              --http`, in its own process; JSON answers, and for `http-stall` SSE answers with \
              Nagle's algorithm on), and the `rmcp-server-*` cases against rmcp {}'s Streamable \
              HTTP server (stateless, JSON answers, SEP-2243 headers checked; in its own process); \
-             stdio runs `toolwire serve --stdio`. Each (case, client) pair \
+             stdio runs `toolwire serve --stdio`, and `rmcp-server-stdio-seq` rmcp's stdio \
+             server (`stdio_pipes`). The `-1cpu` cases run the client and every server it \
+             reaches on one core: on this shared virtual machine a wake-up across cores costs \
+             tens of microseconds and falls on one side of a call or the other by chance; on \
+             one core a call's latency is the work of both sides. `floor-tokio` is the stdio \
+             floor's pipe driven from a tokio task: what the runtime alone adds. Each (case, client) pair \
              runs twice in a process of its own, interleaved; the table keeps the faster run. \
              Latencies are per call; CPU is the client process's user+system time over the \
              measured calls; peak RSS is the client process's, setup included. How the cases and \

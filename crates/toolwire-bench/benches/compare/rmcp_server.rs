@@ -1,4 +1,5 @@
-//! rmcp's Streamable HTTP server with the bench's tool, for the `rmcp-server-*` cases.
+//! rmcp's server with the bench's tool: over Streamable HTTP for the `rmcp-server-*-seq`
+//! HTTP cases, over stdio for `rmcp-server-stdio-seq`.
 
 use std::sync::Arc;
 
@@ -103,4 +104,19 @@ pub(super) fn run() -> Result<(), Error> {
 /// Starts it: this binary with `--serve-rmcp`.
 pub(super) fn start() -> Result<Server, Error> {
     serve_self(&["--serve-rmcp"])
+}
+
+/// Serves over stdin and stdout until stdin closes: rmcp's stdio server as its documentation
+/// recommends for pipes (`stdio_pipes`: through the reactor, not tokio's blocking pool), on the
+/// runtime `#[tokio::main]` would give it (a worker per core).
+pub(super) fn run_stdio() -> Result<(), Error> {
+    use rmcp::ServiceExt as _;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let service = Sql.serve(rmcp::transport::stdio_pipes()).await?;
+        service.waiting().await?;
+        Ok(())
+    })
 }
