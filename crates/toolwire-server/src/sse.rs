@@ -125,15 +125,9 @@ impl<S: crate::Service> Front<S> {
         let core = self.core.clone();
         let scope = format!("sse:{}", id.unwrap_or_default());
         tokio::spawn(async move {
-            let (notify, mut notes) = mpsc::unbounded_channel();
-            let forward = stream.clone();
-            tokio::spawn(async move {
-                while let Some(note) = notes.recv().await {
-                    let _ = forward.send(note);
-                }
-            });
+            // What the handler sends on the way goes to the stream in order, before its answer.
             if let Handled::Answer(answer) | Handled::Refused(answer, _) = core
-                .handle(&message, &notify, Some(&scope), true, owner.as_deref())
+                .handle(&message, &stream, Some(&scope), true, owner.as_deref())
                 .await
             {
                 let _ = stream.send(answer);

@@ -55,7 +55,16 @@ fn pipe_fd(stream: &impl std::os::fd::AsFd) -> Option<std::os::fd::OwnedFd> {
 /// hold up a ping); list changes go out as they happen: always in the legacy era, on the
 /// listen stream in the modern one.
 pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()> {
-    let (input, mut stdout) = standard_streams();
+    let (input, output) = standard_streams();
+    serve_on(core, input, output).await
+}
+
+/// [`serve`] on any pair of streams.
+async fn serve_on<S: Service>(
+    core: Arc<Core<S>>,
+    input: impl AsyncRead + Send + Unpin + 'static,
+    mut stdout: impl AsyncWrite + Send + Unpin + 'static,
+) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
         while let Some(message) = lines.recv().await {
@@ -142,19 +151,14 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
                     });
                 }
                 let core = core.clone();
+                // What the handler sends on the way (progress, log messages, requests) goes
+                // straight to the writer, in order, before its answer.
                 let out = out.clone();
-                let (notify, mut notes) = mpsc::unbounded_channel();
-                let forward = out.clone();
-                tokio::spawn(async move {
-                    while let Some(note) = notes.recv().await {
-                        let _ = forward.send(note);
-                    }
-                });
                 let listens = listen_tx.clone();
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     // One client on the other end: the whole connection is one scope.
-                    match core.handle(&message, &notify, Some("stdio"), true, None).await {
+                    match core.handle(&message, &out, Some("stdio"), true, None).await {
                         Handled::Answer(answer) | Handled::Refused(answer, _) => {
                             let _ = out.send(answer);
                             if message["method"] == "tools/call" {
@@ -212,7 +216,81 @@ pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()>
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
     use super::pipe_fd;
+    use crate::service::{Answer, Notifier, Request, ServerInfo, Service};
+
+    /// A tool that reports progress `STEPS` times, without yielding, before it answers.
+    struct Chatty;
+
+    const STEPS: u64 = 20;
+
+    impl Service for Chatty {
+        fn info(&self) -> ServerInfo {
+            ServerInfo::new("chatty", "0", json!({"tools": {}}))
+        }
+
+        async fn handle<'a>(&'a self, request: Request<'a>, notifier: &'a Notifier) -> Answer {
+            for step in 1..=STEPS {
+                notifier.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": "t", "progress": step}}));
+            }
+            Ok(json!({"content": [{"type": "text", "text": request.method}]}))
+        }
+    }
+
+    /// The service's contract: what a request sends on the way reaches the client before its
+    /// answer. (A forwarding task between the two, as there once was, let the answer overtake
+    /// them: on one thread, always.)
+    #[tokio::test]
+    async fn notifications_a_request_makes_reach_the_client_before_its_answer() {
+        let core = crate::core::Core::new(crate::Options::default(), Arc::new(Chatty));
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_in, server_out) = tokio::io::split(server);
+        let serving = tokio::spawn(super::serve_on(core, server_in, server_out));
+        let (client_in, mut client_out) = tokio::io::split(client);
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "any", "arguments": {}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}});
+        client_out
+            .write_all(format!("{call}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(client_in).lines();
+        let mut seen = Vec::new();
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            let message: Value = serde_json::from_str(&line).unwrap();
+            let answered = message["id"] == 7;
+            seen.push(message);
+            if answered {
+                break;
+            }
+        }
+        let progress: Vec<u64> = seen
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .filter_map(|m| m["params"]["progress"].as_u64())
+            .collect();
+        assert_eq!(
+            progress,
+            (1..=STEPS).collect::<Vec<_>>(),
+            "every notification, in order, before the answer: {seen:?}"
+        );
+        assert!(
+            seen.last().unwrap()["result"]["content"].is_array(),
+            "the answer: {seen:?}"
+        );
+        drop(client_out);
+        drop(lines);
+        serving.await.unwrap().unwrap();
+    }
 
     #[test]
     fn a_pipe_goes_to_the_reactor_and_a_file_does_not() {
