@@ -54,10 +54,9 @@ async fn lists_calls_and_progress_over_the_sse_transport() {
         })
         .await
         .unwrap();
-    assert!(
-        !seen.lock().unwrap().is_empty(),
-        "no progress on the stream"
-    );
+    // Every step, in order: what the call sent on the way came down the stream before its
+    // answer.
+    assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
 
     // A list change travels down the same stream and reaches the cache.
     let mut changes = client.subscribe_tools();
