@@ -297,12 +297,12 @@ fn run_child(job: &Job) -> Result<Measurement, Error> {
     // On one core: this process, and the stdio server it starts (HTTP servers were started so
     // by the parent).
     if job.case.ends_with(toolwire_bench::ONE_CPU) {
-        return toolwire_bench::on_one_cpu(|| run_pinned(job));
+        return toolwire_bench::on_one_cpu(|| measure_client(job));
     }
-    run_pinned(job)
+    measure_client(job)
 }
 
-fn run_pinned(job: &Job) -> Result<Measurement, Error> {
+fn measure_client(job: &Job) -> Result<Measurement, Error> {
     if job.client == "floor"
         && let Some(args) = stdio_args(&job.case)
     {

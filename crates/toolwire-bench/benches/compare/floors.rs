@@ -118,24 +118,30 @@ pub(super) fn floor_stdio(job: &Job, args: &[&str]) -> Result<Measurement, Error
     .to_string();
     line.push('\n');
     let mut answer = String::new();
-    let mut round_trip = || -> Result<Duration, Error> {
+    let mut round_trip = |answer: &mut String| -> Result<Duration, Error> {
         let t = Instant::now();
         stdin.write_all(line.as_bytes())?;
         stdin.flush()?;
         answer.clear();
-        if stdout.read_line(&mut answer)? == 0 {
+        if stdout.read_line(answer)? == 0 {
             return Err("the server closed stdout".into());
         }
         Ok(t.elapsed())
     };
+    // The first answer is checked for the expected text, as over HTTP; the measured calls only
+    // read a line.
+    round_trip(&mut answer)?;
+    if !answer.contains(EXPECTED) {
+        return Err(format!("unexpected answer: {answer}").into());
+    }
     for _ in 0..(job.calls / 10).max(10) {
-        round_trip()?;
+        round_trip(&mut answer)?;
     }
     let before = usage()?;
     let start = Instant::now();
     let mut latencies = Vec::with_capacity(job.calls);
     for _ in 0..job.calls {
-        latencies.push(round_trip()?);
+        latencies.push(round_trip(&mut answer)?);
     }
     let measured = finish(job, latencies, start, before);
     drop(stdin);
@@ -156,14 +162,21 @@ pub(super) async fn floor_stdio_tokio(job: &Job) -> Result<Measurement, Error> {
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()?;
-    let stdin = child.stdin.take().ok_or("no stdin")?;
-    let stdout = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
     .to_string();
     line.push('\n');
     let line = Bytes::from(line);
-    let pipes = Arc::new(tokio::sync::Mutex::new((stdin, stdout, String::new())));
+    // The first answer is checked for the expected text, as over HTTP.
+    let mut answer = String::new();
+    stdin.write_all(&line).await?;
+    stdout.read_line(&mut answer).await?;
+    if !answer.contains(EXPECTED) {
+        return Err(format!("unexpected answer: {answer}").into());
+    }
+    let pipes = Arc::new(tokio::sync::Mutex::new((stdin, stdout, answer)));
     let measured = measure(job, move || {
         let pipes = Arc::clone(&pipes);
         let line = line.clone();
