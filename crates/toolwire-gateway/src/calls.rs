@@ -56,7 +56,11 @@ fn relay(params: &Value, notifier: &Notifier) -> Relay {
     Relay {
         notifier: notifier.clone(),
         token: token(params),
-        level: serde_json::from_value(params["_meta"][meta_key::LOG_LEVEL].clone()).ok(),
+        // Decoded only when asked for: most calls ask none, and decoding an absent level made
+        // (and formatted) an error on every one of them.
+        level: params["_meta"]
+            .get(meta_key::LOG_LEVEL)
+            .and_then(|level| LoggingLevel::deserialize(level).ok()),
     }
 }
 
@@ -178,8 +182,9 @@ impl Gateway {
                     .as_deref()
                     .and_then(|p| serde_json::from_str(p.get()).ok())
                     .unwrap_or_default();
-                let level: Option<LoggingLevel> =
-                    serde_json::from_value(params["level"].clone()).ok();
+                let level = params
+                    .get("level")
+                    .and_then(|level| LoggingLevel::deserialize(level).ok());
                 if level.is_some_and(|level| level >= asked) {
                     to.notifier
                         .send(crate::subscriptions::log_message(&server, params));
