@@ -13,7 +13,7 @@ use crate::http::Body;
 /// The JSON text of `value` appended to `out`: written straight into the buffer
 /// (`Value`'s `Display`, which `to_string` uses, goes through the formatting machinery a
 /// token at a time and grows its string several times for one answer).
-pub(crate) fn write_json(out: &mut Vec<u8>, value: &Value) {
+fn write_json(out: &mut Vec<u8>, value: &Value) {
     // A `Value` always serialises (its keys are strings) and a `Vec` never fails a write.
     if serde_json::to_writer(&mut *out, value).is_err() {
         out.extend_from_slice(value.to_string().as_bytes());
@@ -32,21 +32,35 @@ const JSON_CAPACITY: usize = 512;
 
 /// One SSE event, with an id when given.
 pub(crate) fn sse(id: Option<&str>, data: &Value) -> Bytes {
-    event(id, |out| write_json(out, data))
+    event(None, id, |out| write_json(out, data))
 }
 
 /// One SSE event whose data is JSON text already written (an event kept for resumption).
 pub(crate) fn sse_text(id: Option<&str>, json: &[u8]) -> Bytes {
-    event(id, |out| out.extend_from_slice(json))
+    event(None, id, |out| out.extend_from_slice(json))
 }
 
-/// An SSE event: its id when given, then the data `data` writes.
-fn event(id: Option<&str>, data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+/// The 2024-11-05 transport's `message` event.
+pub(crate) fn sse_message(data: &Value) -> Bytes {
+    event(Some("message"), None, |out| write_json(out, data))
+}
+
+/// The 2024-11-05 transport's `endpoint` event: where to POST.
+pub(crate) fn sse_endpoint(url: &str) -> Bytes {
+    event(Some("endpoint"), None, |out| {
+        out.extend_from_slice(url.as_bytes());
+    })
+}
+
+/// An SSE event: its type and id when given, then the data `data` writes.
+fn event(name: Option<&str>, id: Option<&str>, data: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     let mut out = Vec::with_capacity(JSON_CAPACITY);
-    if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(id.as_bytes());
-        out.push(b'\n');
+    for (field, value) in [(&b"event: "[..], name), (&b"id: "[..], id)] {
+        if let Some(value) = value {
+            out.extend_from_slice(field);
+            out.extend_from_slice(value.as_bytes());
+            out.push(b'\n');
+        }
     }
     out.extend_from_slice(b"data: ");
     data(&mut out);
@@ -111,4 +125,28 @@ pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) 
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     (tx, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{sse, sse_endpoint, sse_message, sse_text};
+
+    /// Every frame is its fields in the order a reader expects them, ending in a blank line.
+    #[test]
+    fn each_sse_frame_has_its_type_id_and_data_lines() {
+        let data = json!({"a": 1});
+        assert_eq!(&sse(Some("7"), &data)[..], b"id: 7\ndata: {\"a\":1}\n\n");
+        assert_eq!(&sse(None, &data)[..], b"data: {\"a\":1}\n\n");
+        assert_eq!(&sse_text(Some("8"), b"{}")[..], b"id: 8\ndata: {}\n\n");
+        assert_eq!(
+            &sse_message(&data)[..],
+            b"event: message\ndata: {\"a\":1}\n\n"
+        );
+        assert_eq!(
+            &sse_endpoint("/messages?session_id=s")[..],
+            b"event: endpoint\ndata: /messages?session_id=s\n\n"
+        );
+    }
 }

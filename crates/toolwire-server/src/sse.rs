@@ -14,15 +14,8 @@ use tokio::sync::mpsc;
 
 use crate::core::{Handled, error, lock};
 use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
+use crate::respond::{sse_endpoint, sse_message};
 use crate::{Caller, Change};
-
-/// One `message` event.
-fn message(data: &Value) -> Bytes {
-    let mut out = b"event: message\ndata: ".to_vec();
-    crate::respond::write_json(&mut out, data);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
-}
 
 impl<S: crate::Service> Front<S> {
     /// `GET …/sse`: a new session and its stream.
@@ -38,13 +31,13 @@ impl<S: crate::Service> Front<S> {
         let (mut tx, response) = sse_response();
         let mut changes = self.core.subscribe();
         let front = self.clone();
-        let endpoint = format!("event: endpoint\ndata: {base}/messages?session_id={id}\n\n");
+        let endpoint = sse_endpoint(&format!("{base}/messages?session_id={id}"));
         tokio::spawn(async move {
-            if tx.send_data(Bytes::from(endpoint)).await.is_ok() {
+            if tx.send_data(endpoint).await.is_ok() {
                 loop {
                     let event = tokio::select! {
                         next = outgoing.recv() => match next {
-                            Some(value) => message(&value),
+                            Some(value) => sse_message(&value),
                             None => break,
                         },
                         change = changes.recv() => {
@@ -57,7 +50,7 @@ impl<S: crate::Service> Front<S> {
                                 continue;
                             }
                             match front.core.legacy_notification(&change) {
-                                Some(note) => message(&note),
+                                Some(note) => sse_message(&note),
                                 None => continue,
                             }
                         }

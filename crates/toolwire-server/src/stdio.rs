@@ -305,7 +305,6 @@ mod tests {
     #[tokio::test]
     async fn lines_written_to_the_pipe_are_read_through_the_reactor() {
         use std::io::Write as _;
-        use tokio::io::AsyncBufReadExt as _;
         let (reader, mut writer) = std::io::pipe().unwrap();
         let fd = pipe_fd(&reader).unwrap();
         let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(fd).unwrap();
