@@ -103,6 +103,15 @@ pub(super) fn stdio_args(case: &str) -> Option<&'static [&'static str]> {
     }
 }
 
+/// The `tools/call` both stdio floors send, built once: one line with its newline.
+fn call_line() -> String {
+    let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
+    .to_string();
+    line.push('\n');
+    line
+}
+
 /// The stdio floor: a blocking newline-JSON pipe to the case's server.
 pub(super) fn floor_stdio(job: &Job, args: &[&str]) -> Result<Measurement, Error> {
     let mut child = Command::new(&job.target)
@@ -113,10 +122,7 @@ pub(super) fn floor_stdio(job: &Job, args: &[&str]) -> Result<Measurement, Error
         .spawn()?;
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-    let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
-    .to_string();
-    line.push('\n');
+    let line = call_line();
     let mut answer = String::new();
     let mut round_trip = |answer: &mut String| -> Result<Duration, Error> {
         let t = Instant::now();
@@ -164,11 +170,7 @@ pub(super) async fn floor_stdio_tokio(job: &Job) -> Result<Measurement, Error> {
         .spawn()?;
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let mut stdout = tokio::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
-    let mut line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": TOOL, "arguments": arguments(), "_meta": modern_meta()}})
-    .to_string();
-    line.push('\n');
-    let line = Bytes::from(line);
+    let line = Bytes::from(call_line());
     // The first answer is checked for the expected text, as over HTTP.
     let mut answer = String::new();
     stdin.write_all(&line).await?;
