@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
-use toolwire::{CallHooks, CallOptions, ClientCapabilities, LoggingLevel, ProgressParams};
+use toolwire::{CallHooks, CallOptions, LoggingLevel, ProgressParams};
 use toolwire_host::HostError;
 use toolwire_server::{Answer, Era, Notifier, Request, RpcError};
 use toolwire_types::{error::code, meta_key};
@@ -105,7 +105,10 @@ impl Gateway {
                 }
             });
         }
-        let client = request.client.cloned();
+        // What the client declared, shared: the relay of the upstream's questions checks them,
+        // and a 2026-07-28 upstream hears them.
+        let declared = request.client.map(|c| self.declarations.get(c));
+        let client = declared.as_ref().map(|d| d.json.clone());
         // A 2026-07-28 upstream hears exactly what the calling client declared: it asks only
         // what that client can answer, and makes a task only for a client that follows one.
         let mut options = CallOptions::default();
@@ -127,11 +130,9 @@ impl Gateway {
             .and_then(toolwire::Client::protocol_version)
             .is_some_and(|v| !v.is_modern());
         if !legacy_upstream
-            && let Some(declared) = client
-                .as_ref()
-                .and_then(|c| ClientCapabilities::deserialize(c).ok())
+            && let Some(capabilities) = declared.as_ref().and_then(|d| d.capabilities.clone())
         {
-            options = options.with_capabilities(declared);
+            options = options.with_capabilities(capabilities);
         }
         // An upstream called with its callers' credentials gets this caller's.
         if let (Some(server), Some(access)) = (&server, &self.access)
@@ -192,7 +193,7 @@ impl Gateway {
             });
         }
         let (questions_to, questions) = mpsc::unbounded_channel();
-        let with_tasks = crate::tasks::declared(client.as_ref());
+        let with_tasks = crate::tasks::declared(client.as_deref());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
         let (host, name) = (self.host.clone(), name.to_owned());
         let task = Box::pin(async move {

@@ -112,6 +112,7 @@ use crate::surface::Listing;
 
 mod access;
 mod calls;
+mod declared;
 mod discovery;
 mod metrics;
 mod relay;
@@ -217,6 +218,7 @@ impl GatewayBuilder {
             plans: std::sync::Mutex::new((0, HashMap::new())),
             subscriptions: subscriptions::Subscriptions::default(),
             parked: relay::Parked::default(),
+            declarations: declared::Declarations::default(),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -282,6 +284,8 @@ pub struct Gateway {
     plans: std::sync::Mutex<(u64, HashMap<String, Option<HeaderPlan>>)>,
     /// Calls of 2026-07-28 clients answered `input_required`, waiting for their retries.
     parked: relay::Parked<calls::Called>,
+    /// What callers declared, decoded once for the calls that pass it on.
+    declarations: declared::Declarations,
 }
 
 impl Gateway {

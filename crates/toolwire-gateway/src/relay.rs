@@ -122,14 +122,14 @@ pub(crate) fn to_error_object(e: RpcError) -> ErrorObject {
 /// call's stream, bounded by [`ASK_TIMEOUT`] and by the call itself (`alive` ends with it).
 pub(crate) fn legacy(
     notifier: Notifier,
-    client: Option<Value>,
+    client: Option<Arc<Value>>,
     alive: tokio::sync::watch::Receiver<()>,
 ) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
 {
     move |request| {
         let (notifier, client, mut alive) = (notifier.clone(), client.clone(), alive.clone());
         Box::pin(async move {
-            allowed(&request, client.as_ref())?;
+            allowed(&request, client.as_deref())?;
             let params = params_of(&request)?;
             let method = request.method().to_owned();
             tokio::select! {
@@ -159,14 +159,14 @@ pub(crate) struct Question {
 /// The handler of one call from a 2026-07-28 client: each request becomes a [`Question`] the
 /// call's answer carries as an input request.
 pub(crate) fn modern(
-    client: Option<Value>,
+    client: Option<Arc<Value>>,
     questions: mpsc::UnboundedSender<Question>,
 ) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
 {
     move |request| {
         let (client, questions) = (client.clone(), questions.clone());
         Box::pin(async move {
-            allowed(&request, client.as_ref())?;
+            allowed(&request, client.as_deref())?;
             let params = params_of(&request)?;
             let (reply, answer) = oneshot::channel();
             let method = request.method().to_owned();

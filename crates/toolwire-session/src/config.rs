@@ -233,8 +233,8 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// A tool definition for this call only: its `x-mcp-header` annotations decide the
     /// headers, and the cache is neither read nor changed (for callers that keep no cache).
-    /// Boxed, as `capabilities`: the options travel by value into every future of a call,
-    /// and the common call sets neither.
+    /// Boxed: the options travel by value into every future of a call, and the common call
+    /// sets none.
     pub tool: Option<Box<Tool>>,
     /// Argument → header annotation for this call only (when no definition is at hand).
     pub header_map: Option<Vec<(String, String)>>,
@@ -252,8 +252,10 @@ pub struct CallOptions {
     pub meta: Option<toolwire_types::JsonObject>,
     /// 2026-07-28: the client capabilities this call declares in its `_meta`, instead of the
     /// session's (a gateway declares what the client it calls for declared). Ignored in the
-    /// legacy era, whose capabilities belong to the session.
-    pub capabilities: Option<Box<ClientCapabilities>>,
+    /// legacy era, whose capabilities belong to the session. Shared and rendered once
+    /// ([`Rendered`](toolwire_types::Rendered)): a caller that declares the same capabilities
+    /// on many calls passes clones of one value, and their JSON is written once.
+    pub capabilities: Option<toolwire_types::Rendered<ClientCapabilities>>,
     /// 2026-07-28: the log level this call asks for in its `_meta`, instead of the session's
     /// (a gateway asks for what its caller asked). Ignored in the legacy era, whose level is
     /// the session's (`logging/setLevel`).
@@ -274,9 +276,13 @@ impl CallOptions {
         self
     }
 
-    /// Declares `capabilities` for this call only (2026-07-28).
-    pub fn with_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
-        self.capabilities = Some(Box::new(capabilities));
+    /// Declares `capabilities` for this call only (2026-07-28): a `ClientCapabilities`, or a
+    /// clone of a [`Rendered`](toolwire_types::Rendered) one shared by many calls.
+    pub fn with_capabilities(
+        mut self,
+        capabilities: impl Into<toolwire_types::Rendered<ClientCapabilities>>,
+    ) -> Self {
+        self.capabilities = Some(capabilities.into());
         self
     }
 

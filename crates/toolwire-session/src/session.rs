@@ -139,6 +139,13 @@ pub struct Session {
     /// The whole `_meta` of a modern `tools/call` without a progress token, for the version
     /// it was built for: the same on every call, so its bytes are written once.
     call_meta: Option<(ProtocolVersion, Rendered<Meta>)>,
+    /// The same with the capabilities a call declared of its own, for the last ones
+    /// declared: a gateway passes on what its callers declared, mostly the same few.
+    declared_meta: Option<(
+        ProtocolVersion,
+        Rendered<ClientCapabilities>,
+        Rendered<Meta>,
+    )>,
     /// The W3C trace context the requests queued from now on carry
     /// ([`Session::set_trace_context`]).
     trace: Option<TraceContext>,
@@ -202,6 +209,7 @@ impl Session {
                 Rendered::new(config.client_info.clone()),
             ),
             call_meta: None,
+            declared_meta: None,
             trace: None,
             config,
             cache,
@@ -398,8 +406,9 @@ impl Session {
     /// [`SessionConfig::log_level`]).
     pub fn set_log_level(&mut self, level: Option<toolwire_types::LoggingLevel>) {
         self.config.log_level = level;
-        // The shared `tools/call` envelope is built again with it.
+        // The shared `tools/call` envelopes are built again with it.
         self.call_meta = None;
+        self.declared_meta = None;
     }
 
     /// The client now speaks to the server as another identity (the transport's

@@ -418,6 +418,63 @@ fn a_call_with_capabilities_of_its_own_declares_those_and_the_next_the_sessions_
 }
 
 #[test]
+fn calls_declaring_capabilities_in_turn_each_carry_their_own_whole_envelope() {
+    // The envelope built for one declaration is kept for the next call declaring the same:
+    // calls that alternate between two must never carry the other's.
+    let mut p = Peer::ready_modern(false);
+    let form: toolwire_types::Rendered<toolwire_types::ClientCapabilities> =
+        serde_json::from_value::<toolwire_types::ClientCapabilities>(
+            json!({"elicitation": {"form": {}}}),
+        )
+        .unwrap()
+        .into();
+    let roots: toolwire_types::ClientCapabilities =
+        serde_json::from_value(json!({"roots": {}})).unwrap();
+    let declared = [
+        Some(form.clone()),
+        Some(form.clone()),
+        Some(roots.clone().into()),
+        // Equal to the one before, though not the same shared value.
+        Some(roots.into()),
+        None,
+        Some(form),
+    ];
+    let mut seen = Vec::new();
+    for (n, capabilities) in declared.into_iter().enumerate() {
+        let mut options = CallOptions::default();
+        if let Some(capabilities) = capabilities {
+            options = options.with_capabilities(capabilities);
+        }
+        p.session
+            .call_tool("x", None, options, p.at(n as u64 + 1))
+            .unwrap();
+        let (call, _) = p.sent();
+        let meta = call["params"]["_meta"].clone();
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "toolwire-test"
+        );
+        seen.push(meta["io.modelcontextprotocol/clientCapabilities"].clone());
+    }
+    let form = json!({"elicitation": {"form": {}}});
+    let roots = json!({"roots": {}});
+    assert_eq!(seen[0], form);
+    assert_eq!(seen[1], form);
+    assert_eq!(seen[2], roots);
+    assert_eq!(seen[3], roots);
+    assert!(
+        seen[4] != form && seen[4] != roots,
+        "the session's own: {}",
+        seen[4]
+    );
+    assert_eq!(seen[5], form);
+}
+
+#[test]
 fn a_calls_own_log_level_is_in_its_envelope_and_its_log_messages_are_about_it() {
     let mut p = Peer::ready_modern(false);
     let options = CallOptions::default().with_log_level(toolwire_types::LoggingLevel::Warning);

@@ -8,8 +8,8 @@ use web_time::Instant;
 use toolwire_headers::{ArgumentError, Header, HeaderPlan, standard_headers};
 use toolwire_types::methods::method;
 use toolwire_types::{
-    CallToolRequestParams, JsonObject, Meta, MetaOnlyParams, ProtocolVersion, Rendered,
-    RequestMethod, Tool, encode_request,
+    CallToolRequestParams, ClientCapabilities, JsonObject, Meta, MetaOnlyParams, ProtocolVersion,
+    Rendered, RequestMethod, Tool, encode_request,
 };
 
 use super::{PendingKind, Sent, Session};
@@ -111,6 +111,27 @@ impl Session {
         self.modern_envelope(version, &mut params);
         let meta = Rendered::new(params.meta.unwrap_or_default());
         self.call_meta = Some((version.clone(), meta.clone()));
+        meta
+    }
+
+    /// The envelope of a modern `tools/call` at `version` declaring `capabilities` instead of
+    /// the session's: the last one built is kept, and used again while calls declare the
+    /// same capabilities (the same shared value, or an equal one).
+    fn declared_meta(
+        &mut self,
+        version: &ProtocolVersion,
+        capabilities: &Rendered<ClientCapabilities>,
+    ) -> Rendered<Meta> {
+        if let Some((built_for, declared, meta)) = &self.declared_meta
+            && built_for == version
+            && declared == capabilities
+        {
+            return meta.clone();
+        }
+        let mut own = self.call_meta(version).get().clone();
+        own.client_capabilities = Some(capabilities.clone());
+        let meta = Rendered::new(own);
+        self.declared_meta = Some((version.clone(), capabilities.clone(), meta.clone()));
         meta
     }
 
@@ -266,17 +287,26 @@ impl Session {
         // envelope.
         let own_envelope = options.capabilities.is_some() || options.log_level.is_some();
         let meta = if own_envelope && version.is_modern() {
-            let mut own = match meta {
-                Some(meta) => meta.get().clone(),
-                None => self.call_meta(&version).get().clone(),
-            };
-            if let Some(capabilities) = &options.capabilities {
-                own.client_capabilities = Some(Rendered::new((**capabilities).clone()));
+            match (meta, &options.capabilities, options.log_level) {
+                // Only capabilities of its own: the envelope with them, kept for the next
+                // call that declares the same.
+                (None, Some(capabilities), None) => {
+                    Some(self.declared_meta(&version, capabilities))
+                }
+                (meta, capabilities, level) => {
+                    let mut own = match meta {
+                        Some(meta) => meta.get().clone(),
+                        None => self.call_meta(&version).get().clone(),
+                    };
+                    if let Some(capabilities) = capabilities {
+                        own.client_capabilities = Some(capabilities.clone());
+                    }
+                    if let Some(level) = level {
+                        own.log_level = Some(level);
+                    }
+                    Some(Rendered::new(own))
+                }
             }
-            if let Some(level) = options.log_level {
-                own.log_level = Some(level);
-            }
-            Some(Rendered::new(own))
         } else {
             meta
         };
