@@ -682,3 +682,75 @@ async fn a_tool_alias_from_the_config_is_listed_and_called_and_names_what_it_reg
     client.close().await;
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_passed_on_as_it_came_is_exactly_what_each_era_of_client_expects() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = serving(&["new"]).await;
+    let modern_meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    fn modern_headers(name: &str) -> [(&'static str, &str); 3] {
+        [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ]
+    }
+    let call = |name: &str, arguments| {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": name, "arguments": arguments, "_meta": modern_meta.clone()}})
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, session, _) = exchange(front.addr(), &[], &initialize).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let legacy_headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+
+    for (tool, arguments) in [
+        ("echo", json!({"text": "as it came \"quoted\" é"})),
+        ("fail", json!({})),
+    ] {
+        // What the upstream itself answers a 2026-07-28 client.
+        let (status, direct) = post(
+            _upstreams[0].addr(),
+            &modern_headers(tool),
+            &call(tool, arguments.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{direct}");
+        let direct = &direct["result"];
+        assert_eq!(direct["resultType"], "complete", "{direct}");
+
+        // A 2026-07-28 client of the gateway gets it whole.
+        let name = format!("new__{tool}");
+        let (status, modern) = post(
+            front.addr(),
+            &modern_headers(&name),
+            &call(&name, arguments.clone()),
+        )
+        .await;
+        assert_eq!(status, 200, "{modern}");
+        assert_eq!(modern["id"], 7);
+        assert_eq!(&modern["result"], direct);
+
+        // A legacy client gets it without what its era does not have.
+        let legacy_call = json!({"jsonrpc": "2.0", "id": "legacy", "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        let (status, legacy) = post(front.addr(), &legacy_headers, &legacy_call).await;
+        assert_eq!(status, 200, "{legacy}");
+        assert_eq!(legacy["id"], "legacy");
+        let mut expected = direct.clone();
+        expected.as_object_mut().unwrap().remove("resultType");
+        assert_eq!(legacy["result"], expected);
+    }
+    gateway.host().shutdown().await;
+}

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 use toolwire::{CallHooks, CallOptions, LoggingLevel, ProgressParams};
 use toolwire_host::HostError;
-use toolwire_server::{Answer, Era, Notifier, Request, RpcError};
+use toolwire_server::{Era, Notifier, Reply, Request, RpcError};
 use toolwire_types::{error::code, meta_key};
 
 use crate::metrics::Outcome;
@@ -66,7 +66,11 @@ fn relay(params: &Value, notifier: &Notifier) -> Relay {
 
 impl Gateway {
     /// A `tools/call`, or a 2026-07-28 client's retry of one it was asked input for.
-    pub(crate) async fn call(&self, request: Request<'_>, notifier: &Notifier) -> Answer {
+    pub(crate) async fn call(
+        &self,
+        request: Request<'_>,
+        notifier: &Notifier,
+    ) -> Result<Reply, RpcError> {
         let params = request.params;
         if request.era == Era::Modern
             && let Some(state) = params["requestState"].as_str()
@@ -153,9 +157,9 @@ impl Gateway {
             let hooks = hooks.on_server_request(relay::legacy(notifier.clone(), client, alive));
             let result = self
                 .host
-                .call_tool_with_hooks(name, arguments, options, hooks)
+                .call_tool_relayed(name, arguments, options, hooks, false)
                 .await
-                .map(toolwire::Called::Done);
+                .map(|(_, called)| called);
             let called = Called {
                 caller,
                 name: name.to_owned(),
@@ -197,15 +201,10 @@ impl Gateway {
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
         let (host, name) = (self.host.clone(), name.to_owned());
         let task = Box::pin(async move {
-            let result = if with_tasks {
-                host.call_tool_as_task_with_hooks(&name, arguments, options, hooks)
-                    .await
-                    .map(|(_, called)| called)
-            } else {
-                host.call_tool_with_hooks(&name, arguments, options, hooks)
-                    .await
-                    .map(toolwire::Called::Done)
-            };
+            let result = host
+                .call_tool_relayed(&name, arguments, options, hooks, with_tasks)
+                .await
+                .map(|(_, called)| called);
             Called {
                 caller,
                 name,
@@ -225,7 +224,12 @@ impl Gateway {
 
     /// A 2026-07-28 client's retry of a call parked here: its answers go to the upstream's
     /// questions, and the call goes on.
-    async fn resume(&self, state: &str, params: &Value, notifier: &Notifier) -> Answer {
+    async fn resume(
+        &self,
+        state: &str,
+        params: &Value,
+        notifier: &Notifier,
+    ) -> Result<Reply, RpcError> {
         let Some(mut parked) = self.parked.take(state) else {
             return Err(RpcError::new(
                 code::INVALID_PARAMS,
@@ -239,7 +243,7 @@ impl Gateway {
 
     /// Waits for a call's work: its answer, or, when the upstream asks something first, an
     /// `input_required` answer carrying the questions, the call parked until the retry.
-    async fn wait(&self, mut running: Running<Called>) -> Answer {
+    async fn wait(&self, mut running: Running<Called>) -> Result<Reply, RpcError> {
         enum Next {
             Done(Box<Called>),
             Asked(Question),
@@ -270,7 +274,7 @@ impl Gateway {
             .collect();
         let replies = keyed.into_iter().map(|(key, q)| (key, q.reply)).collect();
         match self.parked.park(running, replies) {
-            Some(state) => Ok(relay::input_required(&shown, &state)),
+            Some(state) => Ok(Reply::Json(relay::input_required(&shown, &state))),
             None => Err(RpcError::new(
                 code::INTERNAL_ERROR,
                 "the gateway has too many calls waiting for their clients' input; try again later",
@@ -279,8 +283,8 @@ impl Gateway {
     }
 
     /// The answer to a call whose work ended: its metrics counted, the tools its result
-    /// names renamed as clients see them.
-    fn finish(&self, called: Called) -> Answer {
+    /// names renamed as clients see them; a result that names none passed on as it came.
+    fn finish(&self, called: Called) -> Result<Reply, RpcError> {
         let Called {
             caller,
             name,
@@ -291,6 +295,7 @@ impl Gateway {
         } = called;
         let outcome = match &result {
             Ok(toolwire::Called::Done(r)) if r.is_error == Some(true) => Outcome::ToolError,
+            Ok(toolwire::Called::Raw(r)) if r.is_error() => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
             Err(_) => Outcome::Error,
         };
@@ -319,6 +324,13 @@ impl Gateway {
             _ => upstream_error(&e),
         })? {
             toolwire::Called::Done(result) => result,
+            // Passed on as it came, unless it names tools, which are renamed.
+            toolwire::Called::Raw(raw) if !names_tools(raw.json()) => {
+                return Ok(Reply::Text(raw.into_json()));
+            }
+            toolwire::Called::Raw(raw) => raw.decode().map_err(|e| {
+                RpcError::new(code::INTERNAL_ERROR, format!("the upstream's result: {e}"))
+            })?,
             toolwire::Called::Task(handle) => {
                 // Left running upstream: the client follows it with `tasks/get`.
                 let Some(server) = &server else {
@@ -327,7 +339,7 @@ impl Gateway {
                 let mut task =
                     crate::tasks::outward(server, self.host.separator(), handle.task().clone())?;
                 task["resultType"] = json!("task");
-                return Ok(task);
+                return Ok(Reply::Json(task));
             }
             _ => {
                 return Err(RpcError::new(
@@ -353,6 +365,25 @@ impl Gateway {
             }
         }
         serde_json::to_value(&result)
+            .map(Reply::Json)
             .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
     }
+}
+
+/// Whether a result says it registers, removes or changes tools (names a client sees
+/// renamed here). Read from the result's own members only.
+fn names_tools(raw: &serde_json::value::RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        registers: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        unregisters: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        updates: Option<serde::de::IgnoredAny>,
+    }
+    // A result that cannot be read this way is decoded, which says what is wrong with it.
+    serde_json::from_str::<Peek>(raw.get()).map_or(true, |p| {
+        p.registers.is_some() || p.unregisters.is_some() || p.updates.is_some()
+    })
 }

@@ -11,7 +11,7 @@
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use toolwire_server::{Answer, Notifier, Request};
+use toolwire_server::{Notifier, Reply, Request, RpcError};
 
 use crate::Gateway;
 
@@ -149,23 +149,23 @@ impl Gateway {
         request: Request<'_>,
         notifier: &Notifier,
         view: &crate::access::View<'_>,
-    ) -> Option<Answer> {
+    ) -> Option<Result<Reply, RpcError>> {
         let name = request.params["name"].as_str()?;
         if !matches!(name, SEARCH_TOOLS | DESCRIBE_TOOL | CALL_TOOL) || !self.progressive_now() {
             return None;
         }
         let arguments = &request.params["arguments"];
         Some(match name {
-            SEARCH_TOOLS => Ok(self.search(arguments, view)),
-            DESCRIBE_TOOL => Ok(self.describe(arguments)),
+            SEARCH_TOOLS => Ok(Reply::Json(self.search(arguments, view))),
+            DESCRIBE_TOOL => Ok(Reply::Json(self.describe(arguments))),
             _ => {
                 let Some(target) = arguments["name"].as_str() else {
-                    return Some(Ok(tool_error(
+                    return Some(Ok(Reply::Json(tool_error(
                         "call_tool needs the name of the tool to call",
-                    )));
+                    ))));
                 };
                 if self.host.load().get(target).is_none() {
-                    return Some(Ok(unknown(target)));
+                    return Some(Ok(Reply::Json(unknown(target))));
                 }
                 // The call as the client would have made it by name, its `_meta` (progress
                 // token, log level, capabilities) kept.

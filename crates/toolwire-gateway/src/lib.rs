@@ -95,13 +95,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolwire::{Error, ErrorChain, InputError, Tool};
 use toolwire_headers::HeaderPlan;
 use toolwire_host::{Host, HostError, ServerState};
 use toolwire_server::{
-    Answer, Change, Era, HttpServer, Notifier, Options, Page, Request, RpcError, ServerInfo,
+    Answer, Change, Era, HttpServer, Notifier, Options, Page, Reply, Request, RpcError, ServerInfo,
     Service,
 };
 
@@ -453,6 +454,60 @@ pub(crate) fn relayed(server: &str, error: &Error) -> RpcError {
 /// A relayed result as a client of `era` expects it: the fields only 2026-07-28 results carry
 /// (`resultType`, `ttlMs`, `cacheScope`) dropped for a legacy client; for a modern one the
 /// upstream's own caching fields are kept (the protocol layer fills in what is missing).
+impl Gateway {
+    /// A `tools/call`: of the gateway's own tools, or routed upstream. Its result as the era
+    /// of the client has it: the upstream's text passed on as it came, but for the members
+    /// [`for_era`] takes out.
+    async fn call_or_own(
+        &self,
+        request: Request<'_>,
+        notifier: &Notifier,
+        view: &access::View<'_>,
+    ) -> Result<Reply, RpcError> {
+        let era = request.era;
+        let answer = match request.params["name"].as_str() {
+            // The gateway's own tool: a caller ends its login to a per-user upstream.
+            Some(SIGN_OUT) => {
+                let signed_out = match &self.access {
+                    Some(access) => {
+                        access
+                            .sign_out(request.caller, &request.params["arguments"])
+                            .await
+                    }
+                    None => None,
+                };
+                match signed_out {
+                    Some(answer) => answer.map(Reply::Json),
+                    None => self.call(request, notifier).await,
+                }
+            }
+            _ => match self.discovery_call(request, notifier, view).await {
+                Some(answer) => answer,
+                None => self.call(request, notifier).await,
+            },
+        }?;
+        Ok(match answer {
+            Reply::Json(result) => Reply::Json(for_era(result, era)),
+            Reply::Text(text) => Reply::Text(text_for_era(text, era)),
+        })
+    }
+}
+
+/// [`for_era`] for a result passed on as text: the same members taken out, the rest of the
+/// text as it came (read only as far as its own members, never into their values).
+fn text_for_era(text: Box<RawValue>, era: Era) -> Box<RawValue> {
+    // A 2026-07-28 result keeps them: the `resultType` taken out would be put back as it was.
+    if era == Era::Modern {
+        return text;
+    }
+    let drop = |key: &str, value: &RawValue| match key {
+        "resultType" => value.get() == "\"complete\"",
+        "ttlMs" | "cacheScope" => true,
+        _ => false,
+    };
+    toolwire_types::without_members(&text, drop).unwrap_or(text)
+}
+
 fn for_era(mut result: Value, era: Era) -> Value {
     if let Some(object) = result.as_object_mut() {
         // The gateway's own `input_required` (a call waiting for the client's input) stays.
@@ -478,34 +533,17 @@ impl Service for Gateway {
         )
     }
 
-    async fn handle(&self, request: Request<'_>, notifier: &Notifier) -> Answer {
+    async fn handle(&self, request: Request<'_>, notifier: &Notifier) -> Result<Reply, RpcError> {
         self.started
             .get_or_init(|| self.host.settled(self.startup_wait))
             .await;
         let view = self.view(request.caller);
         self.admit(&request, &view)?;
         let answer = match request.method {
+            // A call's result may be the upstream's text, passed on as it came.
+            "tools/call" => return self.call_or_own(request, notifier, &view).await,
             "tools/list" if self.progressive_now() => Ok(self.discovery_listing()),
             "tools/list" => self.list(request.params, &view),
-            // The gateway's own tool: a caller ends its login to a per-user upstream.
-            "tools/call" if request.params["name"] == SIGN_OUT => {
-                let signed_out = match &self.access {
-                    Some(access) => {
-                        access
-                            .sign_out(request.caller, &request.params["arguments"])
-                            .await
-                    }
-                    None => None,
-                };
-                match signed_out {
-                    Some(answer) => answer,
-                    None => self.call(request, notifier).await,
-                }
-            }
-            "tools/call" => match self.discovery_call(request, notifier, &view).await {
-                Some(answer) => answer,
-                None => self.call(request, notifier).await,
-            },
             "resources/list" => self.merged(Listing::Resources).await,
             "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
             "resources/read" => self.read(request.params).await,
@@ -530,10 +568,10 @@ impl Service for Gateway {
             )),
         };
         answer.map(|result| {
-            for_era(
+            Reply::Json(for_era(
                 self.only_allowed(&view, request.method, result),
                 request.era,
-            )
+            ))
         })
     }
 

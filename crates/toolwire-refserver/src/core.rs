@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolwire_headers::HeaderPlan;
-use toolwire_server::{Answer, Change, Era, Notifier, Request, RpcError, ServerInfo, Service};
+use toolwire_server::{
+    Answer, Change, Era, Notifier, Reply, Request, RpcError, ServerInfo, Service,
+};
 use toolwire_types::{Tool, error::code, meta_key};
 
 use crate::Options;
@@ -68,12 +70,12 @@ impl Service for Core {
         .with_instructions("Toolwire's reference server: try execute_sql, slow, unlock_files.")
     }
 
-    fn handle<'a>(
+    async fn handle<'a>(
         &'a self,
         request: Request<'a>,
         notifier: &'a Notifier,
-    ) -> impl Future<Output = Answer> + Send + 'a {
-        self.answer(request, notifier)
+    ) -> Result<Reply, RpcError> {
+        self.answer(request, notifier).await.map(Reply::Json)
     }
 
     fn notified(&self, notification: &Value) {

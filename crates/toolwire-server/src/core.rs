@@ -12,7 +12,7 @@ use toolwire_types::{error::code, meta_key};
 use tracing::Instrument as _;
 
 use crate::asks::Asks;
-use crate::service::{Change, Era, Notifier, Request, RpcError, Service};
+use crate::service::{Change, Era, Notifier, Reply, Request, RpcError, Service};
 use crate::{Eras, Options};
 
 /// The versions of the legacy era served, newest first.
@@ -29,7 +29,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What handling one message gave.
 pub(crate) enum Handled {
     /// The response to send.
-    Answer(Value),
+    Answer(Outgoing),
     /// An error response that, over HTTP and before the response began, goes as this refusal
     /// instead ([`crate::RpcError::challenge`]).
     Refused(Value, Box<crate::Denial>),
@@ -37,6 +37,40 @@ pub(crate) enum Handled {
     Nothing,
     /// A `subscriptions/listen` the front end keeps open (its request id, what it asked for).
     Listen(Value, Interest),
+}
+
+/// A response to send: a JSON value, or its text already written (a result the service gave
+/// as text, [`Reply::Text`], goes out without being read).
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    Json(Value),
+    Text(Vec<u8>),
+}
+
+impl Outgoing {
+    /// The response's text.
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Self::Json(value) => crate::respond::json_bytes(&value),
+            Self::Text(text) => text,
+        }
+    }
+
+    /// The response as a JSON value (read from its text if it was written).
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Json(value) => value,
+            // Written here from a valid id and a valid result: it reads back.
+            Self::Text(text) => serde_json::from_slice(&text).unwrap_or_else(|e| {
+                error(
+                    &Value::Null,
+                    code::INTERNAL_ERROR,
+                    format!("an answer did not read back: {e}"),
+                    None,
+                )
+            }),
+        }
+    }
 }
 
 /// What a `subscriptions/listen` stream asked for (and is acknowledged: every notification
@@ -227,6 +261,14 @@ impl<S: Service> Core<S> {
         if let Handled::Answer(answer) = &handled
             && !span.is_disabled()
         {
+            let text;
+            let answer = match answer {
+                Outgoing::Json(answer) => answer,
+                Outgoing::Text(written) => {
+                    text = serde_json::from_slice::<Value>(written).unwrap_or_default();
+                    &text
+                }
+            };
             if let Some(code) = answer["error"]["code"].as_i64() {
                 toolwire_telemetry::record_error(&span, &code);
             } else if answer["result"]["isError"] == true {
@@ -256,20 +298,20 @@ impl<S: Service> Core<S> {
         if self.modern_ok() && method != "initialize" {
             match modern {
                 Some(v) if v != MODERN => {
-                    return Handled::Answer(error(
+                    return Handled::Answer(Outgoing::Json(error(
                         id,
                         code::UNSUPPORTED_PROTOCOL_VERSION,
                         format!("Unsupported protocol version {v}"),
                         Some(json!({"supported": [MODERN], "requested": v})),
-                    ));
+                    )));
                 }
                 None if !self.legacy_ok() => {
-                    return Handled::Answer(error(
+                    return Handled::Answer(Outgoing::Json(error(
                         id,
                         code::INVALID_PARAMS,
                         "Missing _meta.io.modelcontextprotocol/protocolVersion",
                         None,
-                    ));
+                    )));
                 }
                 _ => {}
             }
@@ -290,7 +332,7 @@ impl<S: Service> Core<S> {
                 if let Some(instructions) = info.instructions {
                     r["instructions"] = json!(instructions);
                 }
-                Ok(r)
+                Ok(Reply::Json(r))
             }
             "initialize" if self.legacy_ok() => {
                 if let Some(scope) = scope {
@@ -312,12 +354,12 @@ impl<S: Service> Core<S> {
                 if let Some(instructions) = info.instructions {
                     r["instructions"] = json!(instructions);
                 }
-                Ok(r)
+                Ok(Reply::Json(r))
             }
             "subscriptions/listen" if modern.is_some() => {
                 return Handled::Listen(id.clone(), Interest::from_params(params));
             }
-            "ping" => Ok(json!({})),
+            "ping" => Ok(Reply::Json(json!({}))),
             _ => {
                 // A 2026-07-28 request carries them; a legacy session's are shared (a count
                 // taken, not the declaration copied on every request).
@@ -374,8 +416,34 @@ impl<S: Service> Core<S> {
 
     /// The response to `id` from the service's answer, with the fields 2026-07-28 results
     /// carry.
-    fn answer(&self, method: &str, id: &Value, modern: bool, answer: crate::Answer) -> Handled {
-        Handled::Answer(match answer {
+    fn answer(
+        &self,
+        method: &str,
+        id: &Value,
+        modern: bool,
+        answer: Result<Reply, RpcError>,
+    ) -> Handled {
+        let answer = match answer {
+            // Sent as written, when there is nothing to add to it: the legacy era adds nothing,
+            // 2026-07-28 the fields below, which a result of a method kept by its hints, or
+            // without `resultType`, lacks.
+            Ok(Reply::Text(text))
+                if !modern || (!cacheable(method) && toolwire_types::names_result_type(&text)) =>
+            {
+                let mut out = Vec::with_capacity(text.get().len() + 64);
+                out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+                out.extend_from_slice(&crate::respond::json_bytes(id));
+                out.extend_from_slice(b",\"result\":");
+                out.extend_from_slice(text.get().as_bytes());
+                out.push(b'}');
+                return Handled::Answer(Outgoing::Text(out));
+            }
+            Ok(Reply::Text(text)) => serde_json::from_str(text.get())
+                .map_err(|e| RpcError::new(code::INTERNAL_ERROR, format!("a result unread: {e}"))),
+            Ok(Reply::Json(value)) => Ok(value),
+            Err(e) => Err(e),
+        };
+        Handled::Answer(Outgoing::Json(match answer {
             Ok(mut r) => {
                 if modern && let Some(object) = r.as_object_mut() {
                     // 2026-07-28 results say what they are; every cacheable result says how
@@ -404,7 +472,7 @@ impl<S: Service> Core<S> {
                 }
                 answer
             }
-        })
+        }))
     }
 }
 
@@ -460,4 +528,72 @@ pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value
         note["params"]["_meta"] = json!({meta_key::SUBSCRIPTION_ID: id});
     }
     note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers every request with the text it was made with.
+    struct Verbatim(&'static str);
+
+    impl Service for Verbatim {
+        fn info(&self) -> crate::ServerInfo {
+            crate::ServerInfo::new("verbatim", "0", json!({"tools": {}}))
+        }
+
+        async fn handle<'a>(&'a self, _: Request<'a>, _: &'a Notifier) -> Result<Reply, RpcError> {
+            serde_json::value::RawValue::from_string(self.0.to_owned())
+                .map(Reply::Text)
+                .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+        }
+    }
+
+    async fn answer(result: &'static str, meta: Option<Value>) -> Outgoing {
+        let core = Core::new(Options::default(), Arc::new(Verbatim(result)));
+        let mut call = json!({"jsonrpc": "2.0", "id": "c-1", "method": "tools/call",
+            "params": {"name": "t"}});
+        if let Some(meta) = meta {
+            call["params"]["_meta"] = meta;
+        }
+        let (notify, _) = mpsc::unbounded_channel();
+        match core.handle(&call, &notify, None, false, None).await {
+            Handled::Answer(answer) => answer,
+            _ => panic!("no answer"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_result_given_as_text_goes_out_as_written_where_nothing_is_added() {
+        // Not in the order a JSON value would put its members, nor its spacing: as written.
+        let text = r#"{"z": 1, "content": [], "resultType": "complete"}"#;
+        let legacy = answer(text, None).await;
+        let modern = answer(text, Some(json!({meta_key::PROTOCOL_VERSION: MODERN}))).await;
+        for out in [legacy, modern] {
+            let Outgoing::Text(bytes) = out else {
+                panic!("not passed on as text");
+            };
+            assert_eq!(
+                String::from_utf8(bytes).unwrap(),
+                format!(r#"{{"jsonrpc":"2.0","id":"c-1","result":{text}}}"#)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_modern_result_without_its_type_is_read_and_given_one() {
+        let out = answer(
+            r#"{"content": []}"#,
+            Some(json!({meta_key::PROTOCOL_VERSION: MODERN})),
+        )
+        .await;
+        let Outgoing::Json(answer) = out else {
+            panic!("passed on without its resultType");
+        };
+        assert_eq!(
+            answer,
+            json!({"jsonrpc": "2.0", "id": "c-1",
+                "result": {"content": [], "resultType": "complete"}})
+        );
+    }
 }

@@ -37,7 +37,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, error, lock, request_version};
-use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
+use crate::respond::{denied, json_bytes, json_response, json_text_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
@@ -385,7 +385,8 @@ impl<S: Service> Front<S> {
         if method == "subscriptions/listen" && modern {
             return match core.handle(&message, &notify, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
-                Handled::Answer(a) | Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
+                Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
+                Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
         }
@@ -422,7 +423,7 @@ impl<S: Service> Front<S> {
                     Handled::Refused(_, denial) => return denied(&denial),
                     Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
-                json_response(StatusCode::OK, &answer)
+                json_text_response(StatusCode::OK, answer.into_bytes())
             }
             Framing::Sse => {
                 let (mut tx, response) = sse_response();
@@ -503,9 +504,14 @@ impl<S: Service> Front<S> {
                             .emit(&mut tx, session.as_deref(), stream, &note, cut)
                             .await;
                     }
-                    if let Handled::Answer(answer) | Handled::Refused(answer, _) = answer {
+                    let answer = match answer {
+                        Handled::Answer(answer) => Some(answer.into_bytes()),
+                        Handled::Refused(answer, _) => Some(json_bytes(&answer)),
+                        Handled::Listen(..) | Handled::Nothing => None,
+                    };
+                    if let Some(answer) = answer {
                         sent_ok &= front
-                            .emit(&mut tx, session.as_deref(), stream, &answer, cut)
+                            .emit_text(&mut tx, session.as_deref(), stream, answer.into(), cut)
                             .await;
                     }
                     if cut {
@@ -545,8 +551,20 @@ impl<S: Service> Front<S> {
         data: &Value,
         cut: bool,
     ) -> bool {
+        self.emit_text(tx, session, stream, json_bytes(data).into(), cut)
+            .await
+    }
+
+    /// [`Self::emit`] for a message whose JSON text is written already.
+    async fn emit_text(
+        &self,
+        tx: &mut Sender<Bytes, std::io::Error>,
+        session: Option<&str>,
+        stream: Option<u64>,
+        json: Bytes,
+        cut: bool,
+    ) -> bool {
         // Written once: the text kept for resumption is the text sent.
-        let json = Bytes::from(json_bytes(data));
         let id = match (session, stream) {
             (Some(sid), Some(stream)) => Some(self.log(sid, stream, json.clone())),
             _ => None,

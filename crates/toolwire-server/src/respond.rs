@@ -108,7 +108,12 @@ pub(crate) fn denied(denial: &Denial) -> Response<Body> {
 }
 
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
-    with_body(status, "application/json", Bytes::from(json_bytes(value)))
+    json_text_response(status, json_bytes(value))
+}
+
+/// A JSON response whose text is written already.
+pub(crate) fn json_text_response(status: StatusCode, json: Vec<u8>) -> Response<Body> {
+    with_body(status, "application/json", Bytes::from(json))
 }
 
 pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {

@@ -88,6 +88,24 @@ impl RpcError {
 /// The answer to one request: its `result`, or an error.
 pub type Answer = Result<Value, RpcError>;
 
+/// A request's `result` as a [`Service`] gives it: a JSON value, or JSON text already
+/// written, which goes out as it is (a gateway passes an upstream's result on as it came,
+/// neither decoded nor encoded again).
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A result as a JSON value.
+    Json(Value),
+    /// A result as JSON text: an object, sent as it is where the era and method need nothing
+    /// added to it (else read and completed as a [`Reply::Json`] would be).
+    Text(Box<serde_json::value::RawValue>),
+}
+
+impl From<Value> for Reply {
+    fn from(value: Value) -> Self {
+        Self::Json(value)
+    }
+}
+
 /// Where a request's notifications go while it runs (progress, log messages): on its SSE
 /// stream over HTTP, on stdout over stdio. In the legacy era it also carries the server's
 /// own requests to the client ([`Notifier::ask`]).
@@ -267,7 +285,7 @@ pub trait Service: Send + Sync + 'static {
         &'a self,
         request: Request<'a>,
         notifier: &'a Notifier,
-    ) -> impl Future<Output = Answer> + Send + 'a;
+    ) -> impl Future<Output = Result<Reply, RpcError>> + Send + 'a;
 
     /// A notification from the client (`notifications/initialized`, `notifications/cancelled`,
     /// …). Nothing by default.

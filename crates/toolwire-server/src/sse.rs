@@ -119,11 +119,17 @@ impl<S: crate::Service> Front<S> {
         let scope = format!("sse:{}", id.unwrap_or_default());
         tokio::spawn(async move {
             // What the handler sends on the way goes to the stream in order, before its answer.
-            if let Handled::Answer(answer) | Handled::Refused(answer, _) = core
+            match core
                 .handle(&message, &stream, Some(&scope), true, owner.as_deref())
                 .await
             {
-                let _ = stream.send(answer);
+                Handled::Answer(answer) => {
+                    let _ = stream.send(answer.into_value());
+                }
+                Handled::Refused(answer, _) => {
+                    let _ = stream.send(answer);
+                }
+                Handled::Listen(..) | Handled::Nothing => {}
             }
         });
         with_body(

@@ -158,22 +158,23 @@ async fn serve_on<S: Service>(
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     // One client on the other end: the whole connection is one scope.
-                    match core.handle(&message, &out, Some("stdio"), true, None).await {
-                        Handled::Answer(answer) | Handled::Refused(answer, _) => {
-                            let _ = out.send(answer);
-                            if message["method"] == "tools/call" {
-                                let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                                if exit_after == Some(n) {
-                                    let _ = quit.send(());
-                                }
-                            }
-                        }
+                    let answer = match core.handle(&message, &out, Some("stdio"), true, None).await {
+                        Handled::Answer(answer) => answer.into_value(),
+                        Handled::Refused(answer, _) => answer,
                         Handled::Listen(id, interest) => {
                             // Acknowledged (by the loop) once the service watches.
                             core.service.watch(interest.resources(), true).await;
                             let _ = listens.send((id, interest));
+                            return;
                         }
-                        Handled::Nothing => {}
+                        Handled::Nothing => return,
+                    };
+                    let _ = out.send(answer);
+                    if message["method"] == "tools/call" {
+                        let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        if exit_after == Some(n) {
+                            let _ = quit.send(());
+                        }
                     }
                 });
             }
@@ -222,7 +223,7 @@ mod tests {
     use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
     use super::pipe_fd;
-    use crate::service::{Answer, Notifier, Request, ServerInfo, Service};
+    use crate::service::{Notifier, Reply, Request, RpcError, ServerInfo, Service};
 
     /// A tool that reports progress `STEPS` times, without yielding, before it answers.
     struct Chatty;
@@ -234,12 +235,23 @@ mod tests {
             ServerInfo::new("chatty", "0", json!({"tools": {}}))
         }
 
-        async fn handle<'a>(&'a self, request: Request<'a>, notifier: &'a Notifier) -> Answer {
+        async fn handle<'a>(
+            &'a self,
+            request: Request<'a>,
+            notifier: &'a Notifier,
+        ) -> Result<Reply, RpcError> {
             for step in 1..=STEPS {
                 notifier.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
                     "params": {"progressToken": "t", "progress": step}}));
             }
-            Ok(json!({"content": [{"type": "text", "text": request.method}]}))
+            // Written as text: it goes out as it is.
+            let text = format!(
+                r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+                request.method
+            );
+            serde_json::value::RawValue::from_string(text)
+                .map(Reply::Text)
+                .map_err(|e| RpcError::new(-32603, e.to_string()))
         }
     }
 

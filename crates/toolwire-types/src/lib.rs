@@ -66,6 +66,7 @@ mod mrtr;
 mod notifications;
 mod printable;
 mod prompts;
+mod raw;
 mod rendered;
 mod resources;
 mod schema;
@@ -124,6 +125,7 @@ pub use prompts::{
     CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,
     PromptArgument, PromptMessage,
 };
+pub use raw::{complete_result_is_error, names_result_type, without_members};
 pub use rendered::Rendered;
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,

@@ -85,7 +85,7 @@ mod tasks;
 #[cfg(test)]
 mod test_peer;
 
-pub use client::{Called, Client, TOOLS_STALE_META, ToolMatch, tools_may_be_stale};
+pub use client::{Called, Client, RawResult, TOOLS_STALE_META, ToolMatch, tools_may_be_stale};
 pub use config::{
     CallHooks, ClientBuilder, Connector, LogCallback, ProgressCallback, ServerRequestHandler,
 };

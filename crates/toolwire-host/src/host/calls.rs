@@ -107,6 +107,30 @@ impl Host {
         }
     }
 
+    /// A call for a relay that passes the result on (see `Client::call_tool_relayed`): the
+    /// server it went to, and its result as the server sent it, decoded only where an output
+    /// schema checks it; with `tasks`, a task is handed back instead of followed.
+    pub async fn call_tool_relayed(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+        tasks: bool,
+    ) -> Result<(Arc<str>, Called), HostError> {
+        let (client, server, name, _held) = self.route(qualified)?;
+        match client
+            .call_tool_relayed(&name, arguments, options, hooks, tasks)
+            .await
+        {
+            Ok(called) => Ok((server, called)),
+            Err(error) => Err(HostError::Call {
+                server: server.to_string(),
+                error,
+            }),
+        }
+    }
+
     /// The client, server and server's own tool name `qualified` routes to, and the hold that
     /// keeps that server from being stopped while idle until the call ends.
     fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String, InUse), HostError> {

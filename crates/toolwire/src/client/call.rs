@@ -2,6 +2,8 @@
 //! through the handler), a task followed to its result, progress callbacks, and the
 //! cancellation of a call whose future is dropped.
 
+use serde_json::value::RawValue;
+
 use super::*;
 
 /// What [`Client::call_tool_as_task`] gave: the result at once, or a task.
@@ -16,6 +18,59 @@ pub enum Called {
     Done(CallToolResult),
     /// The server answered with a task: follow it with the handle.
     Task(Box<crate::tasks::TaskHandle>),
+    /// The server's result as it sent it ([`Client::call_tool_relayed`]).
+    Raw(RawResult),
+}
+
+/// A tool's result as its server sent it, not decoded: for a relay that passes it on as it
+/// came ([`Client::call_tool_relayed`]). It is a JSON object whose `resultType`, if any, is
+/// `complete`; the rest is not checked (the client it is passed on to checks it).
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    json: Box<RawValue>,
+    is_error: bool,
+}
+
+impl RawResult {
+    /// The result's JSON text.
+    pub fn json(&self) -> &RawValue {
+        &self.json
+    }
+
+    /// The result's JSON text, owned.
+    pub fn into_json(self) -> Box<RawValue> {
+        self.json
+    }
+
+    /// Whether the server marked the result an error (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The result, decoded.
+    pub fn decode(&self) -> Result<CallToolResult, Error> {
+        match CallTool::decode_result(&self.json) {
+            Ok(Outcome::Complete(result)) => Ok(result),
+            Ok(Outcome::InputRequired(_)) => Err(Error::Protocol(crate::ProtocolError::Decode(
+                Arc::new(toolwire_types::DecodeError::UnexpectedInputRequired {
+                    method: "tools/call".to_owned(),
+                }),
+            ))),
+            Err(e) => Err(Error::Protocol(crate::ProtocolError::Decode(Arc::new(e)))),
+        }
+    }
+
+    /// `raw` when it is a complete result (an object with no `resultType` or `complete`);
+    /// anything else is decoded the usual way, which answers it or says what is wrong.
+    fn complete(raw: Box<RawValue>) -> Result<Self, Box<RawValue>> {
+        match toolwire_types::complete_result_is_error(&raw) {
+            Some(is_error) => Ok(Self {
+                json: raw,
+                is_error,
+            }),
+            None => Err(raw),
+        }
+    }
 }
 
 /// What one round of a call gave: a result or an input request, or a task to follow.
@@ -25,7 +80,16 @@ pub enum Called {
 )]
 enum Round {
     Outcome(Outcome<CallToolResult>),
+    Raw(RawResult),
     Task(Box<toolwire_types::Task>),
+}
+
+/// What a caller wants of a call: a task answered handed back rather than followed, a
+/// result left as the server sent it.
+#[derive(Clone, Copy)]
+struct Wanted {
+    follow: bool,
+    raw: bool,
 }
 
 /// Cancels a call whose future is dropped before its answer arrives.
@@ -95,12 +159,17 @@ impl Client {
     ) -> Result<CallToolResult, Error> {
         // The other ways to call a tool come here directly, not through one another: a call's
         // future is large, and every `async fn` between the caller and it moves it once more.
+        let wanted = Wanted {
+            follow: true,
+            raw: false,
+        };
         match self
-            .call_inner(name, arguments, options, hooks, true)
+            .call_inner(name, arguments, options, hooks, wanted)
             .await?
         {
             Called::Done(result) => Ok(result),
             Called::Task(handle) => Box::pin((*handle).result()).await,
+            Called::Raw(raw) => raw.decode(),
         }
     }
 
@@ -128,7 +197,33 @@ impl Client {
         options: CallOptions,
         hooks: CallHooks,
     ) -> Result<Called, Error> {
-        self.call_inner(name, arguments, options, hooks, false)
+        let wanted = Wanted {
+            follow: false,
+            raw: false,
+        };
+        self.call_inner(name, arguments, options, hooks, wanted)
+            .await
+    }
+
+    /// A call for a relay that passes the result on: [`Client::call_tool_with_hooks`], but a
+    /// complete result comes back as the server sent it ([`Called::Raw`]), not decoded, so
+    /// it is passed on without being decoded and encoded again. A result the client checks
+    /// against the tool's output schema is decoded and checked ([`Called::Done`]). With
+    /// `tasks`, a task the server answers with is handed back ([`Called::Task`], as
+    /// [`Client::call_tool_as_task_with_hooks`] does); without, it is followed to its result.
+    pub async fn call_tool_relayed(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        hooks: CallHooks,
+        tasks: bool,
+    ) -> Result<Called, Error> {
+        let wanted = Wanted {
+            follow: !tasks,
+            raw: true,
+        };
+        self.call_inner(name, arguments, options, hooks, wanted)
             .await
     }
 
@@ -138,7 +233,7 @@ impl Client {
         arguments: Value,
         mut options: CallOptions,
         hooks: CallHooks,
-        follow: bool,
+        wanted: Wanted,
     ) -> Result<Called, Error> {
         // A progress hook asks the server for progress.
         if hooks.progress.is_some() {
@@ -169,6 +264,13 @@ impl Client {
         // round to keep the options for: they move into the call.
         let another_round_possible =
             self.inner.config.handler.is_some() || hooks.requests.is_some();
+        // A result checked against an output schema is decoded to be checked.
+        let raw = wanted.raw
+            && (self.inner.validators.is_none()
+                || match &given_schema {
+                    Some(given) => given.is_none(),
+                    None => cached.as_ref().is_none_or(|t| t.output_schema.is_none()),
+                });
         let mut rounds = 0;
         let mut input = None;
         // A task is followed until this deadline: the call's own, else the longest a request
@@ -194,10 +296,12 @@ impl Client {
                     this_round,
                     input.take(),
                     hooks.clone(),
+                    raw,
                 )
                 .await?;
             match outcome {
                 Round::Outcome(Outcome::Complete(result)) => break result,
+                Round::Raw(result) => return Ok(Called::Raw(result)),
                 Round::Outcome(Outcome::InputRequired(required)) => {
                     // Boxed, as the task's following below: rare, and large futures that
                     // would otherwise make every call's future (moved on each `.await` up the
@@ -225,7 +329,7 @@ impl Client {
                         (deadline, limit),
                         output_schema,
                     );
-                    if follow {
+                    if wanted.follow {
                         break Box::pin(handle.result()).await?;
                     }
                     return Ok(Called::Task(Box::new(handle)));
@@ -248,11 +352,16 @@ impl Client {
         options: CallOptions,
         input: Option<Box<InputResponses>>,
         hooks: CallHooks,
+        keep_raw: bool,
     ) -> Result<Round, Error> {
         // A result with `isError` is a failed call to the conventions, not to the caller.
         let tool_error = |round: &Round| {
-            matches!(round, Round::Outcome(Outcome::Complete(r)) if r.is_error())
-                .then_some("tool_error")
+            let failed = match round {
+                Round::Outcome(Outcome::Complete(r)) => r.is_error(),
+                Round::Raw(r) => r.is_error(),
+                _ => false,
+            };
+            failed.then_some("tool_error")
         };
         self.in_span(
             "tools/call",
@@ -291,11 +400,97 @@ impl Client {
                     })?;
                     return Ok(Round::Task(Box::new(task)));
                 }
+                let raw = if keep_raw {
+                    match RawResult::complete(raw) {
+                        Ok(result) => return Ok(Round::Raw(result)),
+                        Err(other) => other,
+                    }
+                } else {
+                    raw
+                };
                 CallTool::decode_result(&raw)
                     .map(Round::Outcome)
                     .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
             },
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::test_peer::Peer;
+    use crate::{CallHooks, CallOptions, Called, Client, Error, Tool};
+
+    fn client(answer: Value) -> Client {
+        let (peer, _) = Peer::new(move |method, _| match method {
+            "tools/call" => answer.clone(),
+            _ => json!({}),
+        });
+        Client::builder("relay-test", "0").connect(peer).unwrap()
+    }
+
+    async fn relayed(client: &Client, options: CallOptions) -> Result<Called, Error> {
+        client
+            .call_tool_relayed("job", json!({}), options, CallHooks::default(), false)
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_relayed_result_comes_back_as_the_server_sent_it_with_its_error_mark() {
+        let sent = json!({"content": [{"type": "text", "text": "no"}], "isError": true,
+            "x-vendor": {"kept": [1, 2]}, "resultType": "complete"});
+        let client = client(sent.clone());
+        let Called::Raw(raw) = relayed(&client, CallOptions::default()).await.unwrap() else {
+            panic!("decoded");
+        };
+        assert!(raw.is_error());
+        assert_eq!(
+            serde_json::from_str::<Value>(raw.json().get()).unwrap(),
+            sent
+        );
+        let decoded = raw.decode().unwrap();
+        assert_eq!(decoded.content[0].as_text(), Some("no"));
+        // The plain call decodes the same answer.
+        let plain = client.call_tool("job", json!({})).await.unwrap();
+        assert_eq!(plain.is_error, Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_relayed_result_checked_by_an_output_schema_is_decoded_and_checked() {
+        let tool: Tool = serde_json::from_value(json!({"name": "job",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                "required": ["n"]}}))
+        .unwrap();
+        let options = || CallOptions::default().with_tool(tool.clone());
+        let good = client(json!({"content": [], "structuredContent": {"n": 1}}));
+        assert!(matches!(
+            relayed(&good, options()).await.unwrap(),
+            Called::Done(r) if r.structured_content == Some(json!({"n": 1}))
+        ));
+        let bad = client(json!({"content": [], "structuredContent": {"n": "one"}}));
+        assert!(matches!(
+            relayed(&bad, options()).await,
+            Err(Error::Protocol(
+                crate::ProtocolError::StructuredOutput { .. }
+            ))
+        ));
+        // Without a schema the same result is passed on as it came.
+        assert!(matches!(
+            relayed(&bad, CallOptions::default()).await.unwrap(),
+            Called::Raw(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_result_that_is_not_a_complete_one_is_refused_as_the_decoding_says() {
+        let client = client(json!(["not", "a", "result"]));
+        assert!(matches!(
+            relayed(&client, CallOptions::default()).await,
+            Err(Error::Protocol(crate::ProtocolError::Decode(_)))
+        ));
     }
 }

@@ -31,7 +31,7 @@ use tracing::Instrument as _;
 mod call;
 mod requests;
 
-pub use call::Called;
+pub use call::{Called, RawResult};
 
 /// How many `input_required` rounds one call may take.
 const MAX_INPUT_ROUNDS: usize = 8;
