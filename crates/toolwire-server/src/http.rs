@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::BodyExt;
 use http_body_util::channel::{Channel, Sender};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -41,7 +41,9 @@ use crate::respond::{denied, json_bytes, json_response, json_text_response, sse,
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
-pub(crate) type Body = Channel<Bytes, std::io::Error>;
+/// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
+/// once), or a stream fed through a channel (SSE).
+pub(crate) type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
 
 /// The largest request body accepted.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::channel::{Channel, Sender};
-use hyper::body::Frame;
+use http_body_util::{Either, Full};
 use serde_json::Value;
 
 use crate::Denial;
@@ -69,8 +69,7 @@ fn event(name: Option<&str>, id: Option<&str>, data: impl FnOnce(&mut Vec<u8>)) 
 }
 
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
-    let (_, body) = Channel::new(1);
-    let mut r = Response::new(body);
+    let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
     *r.status_mut() = status;
     r
 }
@@ -80,9 +79,7 @@ pub(crate) fn with_body(
     content_type: &'static str,
     data: Bytes,
 ) -> Response<Body> {
-    let (mut tx, body) = Channel::new(1);
-    let _ = tx.try_send(Frame::data(data));
-    let mut r = Response::new(body);
+    let mut r = Response::new(Either::Left(Full::new(data)));
     *r.status_mut() = status;
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -118,7 +115,7 @@ pub(crate) fn json_text_response(status: StatusCode, json: Vec<u8>) -> Response<
 
 pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
     let (tx, body) = Channel::new(16);
-    let mut r = Response::new(body);
+    let mut r = Response::new(Either::Right(body));
     let h = r.headers_mut();
     h.insert(
         http::header::CONTENT_TYPE,
