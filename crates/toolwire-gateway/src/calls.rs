@@ -26,6 +26,8 @@ pub(crate) struct Called {
     /// The arguments, for an audit line that carries them ([`crate::GatewayBuilder::audit_arguments`]).
     arguments: Option<String>,
     began: std::time::Instant,
+    /// The era of the client that called: what its copy of a result passed on as text lacks.
+    era: Era,
     /// The result, or (for a client that declared the tasks extension) the upstream's task.
     result: Result<toolwire::Called, HostError>,
 }
@@ -166,6 +168,7 @@ impl Gateway {
                 server,
                 arguments: audited,
                 began,
+                era: Era::Legacy,
                 result,
             };
             return self.finish(called);
@@ -211,6 +214,7 @@ impl Gateway {
                 server,
                 arguments: audited,
                 began,
+                era: Era::Modern,
                 result,
             }
         });
@@ -291,6 +295,7 @@ impl Gateway {
             server,
             arguments,
             began,
+            era,
             result,
         } = called;
         let outcome = match &result {
@@ -325,8 +330,8 @@ impl Gateway {
         })? {
             toolwire::Called::Done(result) => result,
             // Passed on as it came, unless it names tools, which are renamed.
-            toolwire::Called::Raw(raw) if !names_tools(raw.json()) => {
-                return Ok(Reply::Text(raw.into_json()));
+            toolwire::Called::Raw(raw) if !raw.facts().names_tools => {
+                return Ok(Reply::Text(crate::text_for_era(raw, era)));
             }
             toolwire::Called::Raw(raw) => raw.decode().map_err(|e| {
                 RpcError::new(code::INTERNAL_ERROR, format!("the upstream's result: {e}"))
@@ -368,22 +373,4 @@ impl Gateway {
             .map(Reply::Json)
             .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
     }
-}
-
-/// Whether a result says it registers, removes or changes tools (names a client sees
-/// renamed here). Read from the result's own members only.
-fn names_tools(raw: &serde_json::value::RawValue) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(default)]
-        registers: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        unregisters: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        updates: Option<serde::de::IgnoredAny>,
-    }
-    // A result that cannot be read this way is decoded, which says what is wrong with it.
-    serde_json::from_str::<Peek>(raw.get()).map_or(true, |p| {
-        p.registers.is_some() || p.unregisters.is_some() || p.updates.is_some()
-    })
 }

@@ -488,16 +488,20 @@ impl Gateway {
         }?;
         Ok(match answer {
             Reply::Json(result) => Reply::Json(for_era(result, era)),
-            Reply::Text(text) => Reply::Text(text_for_era(text, era)),
+            // Made as the era has it already ([`text_for_era`]).
+            text @ Reply::Text(_) => text,
         })
     }
 }
 
 /// [`for_era`] for a result passed on as text: the same members taken out, the rest of the
 /// text as it came (read only as far as its own members, never into their values).
-fn text_for_era(text: Box<RawValue>, era: Era) -> Box<RawValue> {
+pub(crate) fn text_for_era(result: toolwire::RawResult, era: Era) -> Box<RawValue> {
+    let facts = result.facts();
+    let text = result.into_json();
     // A 2026-07-28 result keeps them: the `resultType` taken out would be put back as it was.
-    if era == Era::Modern {
+    // A result that has none of them is read no further.
+    if era == Era::Modern || !(facts.says_complete || facts.has_cache_hints) {
         return text;
     }
     let drop = |key: &str, value: &RawValue| match key {

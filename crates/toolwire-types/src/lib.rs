@@ -125,7 +125,7 @@ pub use prompts::{
     CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,
     PromptArgument, PromptMessage,
 };
-pub use raw::{complete_result_is_error, names_result_type, without_members};
+pub use raw::{CompleteCall, complete_call_result, names_result_type, without_members};
 pub use rendered::Rendered;
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,

@@ -10,25 +10,60 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// Whether a complete result (a JSON object without `resultType`, or with `complete`) is
-/// marked an error (`isError: true`), read without decoding the rest; `None` for anything
-/// else (another kind of result, or not one at all), which the method's decoding reports.
-pub fn complete_result_is_error(raw: &RawValue) -> Option<bool> {
+/// What a complete `tools/call` result says of itself, read from its own members without
+/// decoding the rest ([`complete_call_result`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompleteCall {
+    /// It is marked an error (`isError: true`).
+    pub is_error: bool,
+    /// It says which tools it registers, removes or changes (`registers`, `unregisters`,
+    /// `updates`).
+    pub names_tools: bool,
+    /// It says it is complete (`resultType: "complete"`, 2026-07-28), rather than saying
+    /// nothing of its kind.
+    pub says_complete: bool,
+    /// It carries caching hints (`ttlMs`, `cacheScope`: 2026-07-28).
+    pub has_cache_hints: bool,
+}
+
+/// What a complete `tools/call` result (a JSON object without `resultType`, or with
+/// `complete`) says of itself, read without decoding the rest; `None` for anything else
+/// (another kind of result, or not one at all), which the method's decoding reports.
+pub fn complete_call_result(raw: &RawValue) -> Option<CompleteCall> {
     #[derive(Deserialize)]
     struct Peek<'a> {
         #[serde(rename = "resultType", borrow, default)]
         result_type: Option<Cow<'a, str>>,
         #[serde(rename = "isError", default)]
         is_error: Option<bool>,
+        #[serde(default)]
+        registers: Option<IgnoredAny>,
+        #[serde(default)]
+        unregisters: Option<IgnoredAny>,
+        #[serde(default)]
+        updates: Option<IgnoredAny>,
+        #[serde(rename = "ttlMs", default)]
+        ttl_ms: Option<IgnoredAny>,
+        #[serde(rename = "cacheScope", default)]
+        cache_scope: Option<IgnoredAny>,
     }
     if !is_object(raw) {
         return None;
     }
     let peek: Peek<'_> = serde_json::from_str(raw.get()).ok()?;
-    match peek.result_type.as_deref() {
-        None | Some("complete") => Some(peek.is_error == Some(true)),
-        Some(_) => None,
-    }
+    let says_complete = match peek.result_type.as_deref() {
+        None => false,
+        Some("complete") => true,
+        Some(_) => return None,
+    };
+    Some(CompleteCall {
+        is_error: peek.is_error == Some(true),
+        names_tools: peek.registers.is_some()
+            || peek.unregisters.is_some()
+            || peek.updates.is_some(),
+        says_complete,
+        has_cache_hints: peek.ttl_ms.is_some() || peek.cache_scope.is_some(),
+    })
 }
 
 /// Whether a result (a JSON object) says what it is (`resultType`, 2026-07-28).
@@ -102,8 +137,16 @@ pub fn without_members(
         if out.len() > 1 {
             out.push(',');
         }
-        // The key written again as JSON (it was read unescaped).
-        out.push_str(&serde_json::to_string(key).ok()?);
+        match key {
+            // Borrowed: its text had no escapes, so it is written back as it was.
+            Cow::Borrowed(key) => {
+                out.push('"');
+                out.push_str(key);
+                out.push('"');
+            }
+            // Read unescaped: written again as JSON.
+            Cow::Owned(key) => out.push_str(&serde_json::to_string(key).ok()?),
+        }
         out.push(':');
         out.push_str(value.get());
     }
@@ -126,27 +169,41 @@ mod tests {
     }
 
     #[test]
-    fn a_complete_result_says_whether_it_is_an_error_and_nothing_else_is_complete() {
+    fn a_complete_result_says_what_it_is_and_nothing_else_is_complete() {
         let text = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
+        let facts = |is_error, names_tools, says_complete, has_cache_hints| {
+            Some(CompleteCall {
+                is_error,
+                names_tools,
+                says_complete,
+                has_cache_hints,
+            })
+        };
+        // Members of its content are not its own.
         assert_eq!(
-            complete_result_is_error(&text(r#"{"content":[]}"#)),
-            Some(false)
+            complete_call_result(&text(
+                r#"{"content":[{"isError":true,"registers":[],"ttlMs":1}]}"#
+            )),
+            facts(false, false, false, false)
         );
         assert_eq!(
-            complete_result_is_error(&text(r#"{"resultType":"complete","isError":true}"#)),
-            Some(true)
+            complete_call_result(&text(r#"{"resultType":"complete","isError":true}"#)),
+            facts(true, false, true, false)
         );
         assert_eq!(
-            complete_result_is_error(&text(r#"{"resultType":"input_required"}"#)),
+            complete_call_result(&text(
+                r#"{"content":[],"updates":["a"],"cacheScope":"public"}"#
+            )),
+            facts(false, true, false, true)
+        );
+        assert_eq!(
+            complete_call_result(&text(r#"{"resultType":"input_required"}"#)),
             None
         );
-        assert_eq!(
-            complete_result_is_error(&text(r#"{"isError":"yes"}"#)),
-            None
-        );
+        assert_eq!(complete_call_result(&text(r#"{"isError":"yes"}"#)), None);
         // An array would decode into a struct: it is not a result.
-        assert_eq!(complete_result_is_error(&text("[null, true]")), None);
-        assert_eq!(complete_result_is_error(&text("7")), None);
+        assert_eq!(complete_call_result(&text("[null, true]")), None);
+        assert_eq!(complete_call_result(&text("7")), None);
     }
 
     #[test]

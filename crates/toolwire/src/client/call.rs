@@ -28,7 +28,7 @@ pub enum Called {
 #[derive(Debug, Clone)]
 pub struct RawResult {
     json: Box<RawValue>,
-    is_error: bool,
+    facts: toolwire_types::CompleteCall,
 }
 
 impl RawResult {
@@ -44,7 +44,13 @@ impl RawResult {
 
     /// Whether the server marked the result an error (`isError: true`).
     pub fn is_error(&self) -> bool {
-        self.is_error
+        self.facts.is_error
+    }
+
+    /// What the result says of itself, read from its own members: whether it is an error,
+    /// names tools it changes, says it is complete, carries caching hints.
+    pub fn facts(&self) -> toolwire_types::CompleteCall {
+        self.facts
     }
 
     /// The result, decoded.
@@ -63,11 +69,8 @@ impl RawResult {
     /// `raw` when it is a complete result (an object with no `resultType` or `complete`);
     /// anything else is decoded the usual way, which answers it or says what is wrong.
     fn complete(raw: Box<RawValue>) -> Result<Self, Box<RawValue>> {
-        match toolwire_types::complete_result_is_error(&raw) {
-            Some(is_error) => Ok(Self {
-                json: raw,
-                is_error,
-            }),
+        match toolwire_types::complete_call_result(&raw) {
+            Some(facts) => Ok(Self { json: raw, facts }),
             None => Err(raw),
         }
     }
