@@ -262,6 +262,14 @@ impl Session {
         // Cloned only when set: a trace context is per caller, never shared.
         let trace = self.trace.clone();
         let meta = match (&token, own, &trace, version.is_modern()) {
+            // Only capabilities of its own: the envelope with them, kept for the next call
+            // that declares the same.
+            (None, None, None, true) if options.log_level.is_none() => {
+                match &options.capabilities {
+                    Some(capabilities) => Some(self.declared_meta(&version, capabilities)),
+                    None => Some(self.call_meta(&version)),
+                }
+            }
             (None, None, None, true) => Some(self.call_meta(&version)),
             (None, None, None, false) => None,
             // A token, a trace context or members of its own make this call's `_meta` its
@@ -284,31 +292,22 @@ impl Session {
             }
         };
         // Capabilities or a log level of the call's own replace the session's in its
-        // envelope.
-        let own_envelope = options.capabilities.is_some() || options.log_level.is_some();
-        let meta = if own_envelope && version.is_modern() {
-            match (meta, &options.capabilities, options.log_level) {
-                // Only capabilities of its own: the envelope with them, kept for the next
-                // call that declares the same.
-                (None, Some(capabilities), None) => {
-                    Some(self.declared_meta(&version, capabilities))
+        // envelope (capabilities alone are in it already, above).
+        let own_envelope = options.log_level.is_some()
+            || (options.capabilities.is_some()
+                && (token.is_some() || own.is_some() || trace.is_some()));
+        let meta = match meta {
+            Some(meta) if own_envelope && version.is_modern() => {
+                let mut own = meta.get().clone();
+                if let Some(capabilities) = &options.capabilities {
+                    own.client_capabilities = Some(capabilities.clone());
                 }
-                (meta, capabilities, level) => {
-                    let mut own = match meta {
-                        Some(meta) => meta.get().clone(),
-                        None => self.call_meta(&version).get().clone(),
-                    };
-                    if let Some(capabilities) = capabilities {
-                        own.client_capabilities = Some(capabilities.clone());
-                    }
-                    if let Some(level) = level {
-                        own.log_level = Some(level);
-                    }
-                    Some(Rendered::new(own))
+                if let Some(level) = options.log_level {
+                    own.log_level = Some(level);
                 }
+                Some(Rendered::new(own))
             }
-        } else {
-            meta
+            meta => meta,
         };
         let params = CallToolRequestParams {
             name,
