@@ -642,6 +642,10 @@ impl Service for Gateway {
         if plans.0 != merged.generation() {
             *plans = (merged.generation(), HashMap::new());
         }
+        // Looked up before the entry API, which would copy the name on every call.
+        if let Some(plan) = plans.1.get(name) {
+            return plan.clone();
+        }
         plans
             .1
             .entry(name.to_owned())

@@ -1,6 +1,7 @@
 //! The server and gateway side: does a request's headers match its body? (SEP-2243 §Server
 //! Validation.)
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Value, json};
@@ -8,7 +9,7 @@ use toolwire_types::{ErrorObject, JsonObject, error::code, meta_key};
 
 use crate::plan::{HeaderPlan, ParamKind, header_text};
 use crate::standard::name_source;
-use crate::value::{ValueDecodeError, decode_value};
+use crate::value::{ValueDecodeError, decode_value_text};
 
 /// The request headers a server received, looked up case-insensitively. A header sent twice
 /// is a mismatch when it is one the check reads.
@@ -120,10 +121,13 @@ impl Mismatch {
     }
 }
 
-fn decoded(headers: &ReceivedHeaders<'_>, name: &str) -> Result<Option<String>, Mismatch> {
+fn decoded<'a>(
+    headers: &ReceivedHeaders<'a>,
+    name: &str,
+) -> Result<Option<Cow<'a, str>>, Mismatch> {
     match headers.get(name)? {
         None => Ok(None),
-        Some(raw) => decode_value(raw)
+        Some(raw) => decode_value_text(raw)
             .map(Some)
             .map_err(|e| Mismatch::new(name, MismatchKind::Undecodable(e))),
     }
@@ -142,7 +146,7 @@ fn require_equal(
         Some(h) => Err(Mismatch::new(
             name,
             MismatchKind::Differs {
-                header: h,
+                header: h.into_owned(),
                 body: body.to_owned(),
             },
         )
@@ -162,10 +166,10 @@ fn value_matches(kind: ParamKind, header: &str, body: &Value) -> bool {
     }
 }
 
-fn body_text(value: &Value) -> String {
+fn body_text(value: &Value) -> Cow<'_, str> {
     match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) => Cow::Borrowed(s),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
@@ -204,7 +208,7 @@ pub fn check_request(
             return Err(Mismatch::new(
                 version_header,
                 MismatchKind::Differs {
-                    header: h,
+                    header: h.into_owned(),
                     body: b.to_owned(),
                 },
             )
@@ -231,23 +235,23 @@ pub fn check_request(
         .and_then(Value::as_object);
     for p in plan.params() {
         let name = p.header_name();
-        let member = format!("arguments.{}", p.path().join("."));
+        let member = || format!("arguments.{}", p.path().join("."));
         let header = decoded(headers, name)?;
         match (p.lookup(arguments), header) {
             (None, _) => {}
             (Some(_), None) => {
-                return Err(Mismatch::new(name, MismatchKind::Missing).member(member));
+                return Err(Mismatch::new(name, MismatchKind::Missing).member(member()));
             }
             (Some(body), Some(h)) if value_matches(p.kind(), &h, body) => {}
             (Some(body), Some(h)) => {
                 return Err(Mismatch::new(
                     name,
                     MismatchKind::Differs {
-                        header: h,
-                        body: body_text(body),
+                        header: h.into_owned(),
+                        body: body_text(body).into_owned(),
                     },
                 )
-                .member(member));
+                .member(member()));
             }
         }
     }

@@ -219,19 +219,27 @@ pub enum ValueDecodeError {
 /// Decodes a received header value: the wrapper is unwrapped and decoded; anything else
 /// (including an upper-case `=?BASE64?`, or a missing prefix or suffix) is taken literally.
 pub fn decode_value(raw: &[u8]) -> Result<String, ValueDecodeError> {
+    decode_value_text(raw).map(std::borrow::Cow::into_owned)
+}
+
+/// [`decode_value`], borrowing the header's own text when it is not Base64-wrapped (the
+/// usual case: no copy).
+pub(crate) fn decode_value_text(raw: &[u8]) -> Result<std::borrow::Cow<'_, str>, ValueDecodeError> {
     if let Some(&byte) = raw.iter().find(|&&b| (b < 0x20 && b != b'\t') || b >= 0x7f) {
         return Err(ValueDecodeError::InvalidByte { byte });
     }
     // Checked above: every byte is ASCII, so this cannot fail; keep the typed path anyway.
     let text = std::str::from_utf8(raw).map_err(|_| ValueDecodeError::NotUtf8)?;
     if !is_wrapped(text) {
-        return Ok(text.to_owned());
+        return Ok(std::borrow::Cow::Borrowed(text));
     }
     let inner = &text[BASE64_PREFIX.len()..text.len() - BASE64_SUFFIX.len()];
     let bytes = STANDARD
         .decode(inner)
         .map_err(|_| ValueDecodeError::BadBase64)?;
-    String::from_utf8(bytes).map_err(|_| ValueDecodeError::NotUtf8)
+    String::from_utf8(bytes)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|_| ValueDecodeError::NotUtf8)
 }
 
 #[cfg(test)]
