@@ -1,7 +1,8 @@
 //! What `/metrics` shows, in Prometheus' text format: calls by upstream, tool and outcome,
 //! their latency, and each upstream's state.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -56,12 +57,29 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
 }
 
+/// One tool's series, taken from the families on the first call that needs each: later calls
+/// count and time themselves without building labels (three strings) or hashing them. Each
+/// is the family's own (a counter and a histogram share their values with their clones).
+#[derive(Default)]
+struct Series {
+    /// By [`Outcome`], in its order.
+    outcomes: [Option<Counter>; 3],
+    latency: Option<Histogram>,
+}
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The series of each tool called, by upstream and tool.
+type SeriesByTool = FastMap<Arc<str>, FastMap<Box<str>, Series>>;
+
 /// The gateway's metrics.
 pub(crate) struct Metrics {
     registry: Registry,
     calls: Family<Call, Counter>,
     latency: Family<Tool, Histogram, fn() -> Histogram>,
     states: Family<State, Gauge>,
+    /// The series of the tools called so far, by upstream and tool.
+    series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
     encoding: Mutex<()>,
 }
@@ -99,24 +117,43 @@ impl Metrics {
             calls,
             latency,
             states,
+            series: Mutex::default(),
             encoding: Mutex::new(()),
         }
     }
 
     /// One call to `upstream`'s `tool` (as the gateway names it), how it ended and how long it
     /// took.
-    pub(crate) fn call(&self, upstream: &str, tool: &str, outcome: Outcome, took: Duration) {
-        self.calls
-            .get_or_create(&Call {
-                upstream: upstream.to_owned(),
-                tool: tool.to_owned(),
-                outcome: outcome.as_str().to_owned(),
+    pub(crate) fn call(&self, upstream: &Arc<str>, tool: &str, outcome: Outcome, took: Duration) {
+        let mut series = crate::lock(&self.series);
+        let of_upstream = match series.get_mut(&**upstream) {
+            Some(found) => found,
+            None => series.entry(upstream.clone()).or_default(),
+        };
+        let of_tool = match of_upstream.get_mut(tool) {
+            Some(found) => found,
+            None => of_upstream.entry(tool.into()).or_default(),
+        };
+        of_tool.outcomes[outcome as usize]
+            .get_or_insert_with(|| {
+                self.calls
+                    .get_or_create(&Call {
+                        upstream: upstream.to_string(),
+                        tool: tool.to_owned(),
+                        outcome: outcome.as_str().to_owned(),
+                    })
+                    .clone()
             })
             .inc();
-        self.latency
-            .get_or_create(&Tool {
-                upstream: upstream.to_owned(),
-                tool: tool.to_owned(),
+        of_tool
+            .latency
+            .get_or_insert_with(|| {
+                self.latency
+                    .get_or_create(&Tool {
+                        upstream: upstream.to_string(),
+                        tool: tool.to_owned(),
+                    })
+                    .clone()
             })
             .observe(took.as_secs_f64());
     }
@@ -138,5 +175,36 @@ impl Metrics {
             tracing::warn!(error = %e, "encoding the metrics");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_outcome_and_timed_and_only_outcomes_seen_are_shown() {
+        let metrics = Metrics::new();
+        let (a, b): (Arc<str>, Arc<str>) = ("a".into(), "b".into());
+        let ms = Duration::from_millis(1);
+        for _ in 0..3 {
+            metrics.call(&a, "a__echo", Outcome::Ok, ms);
+        }
+        metrics.call(&a, "a__echo", Outcome::ToolError, ms);
+        metrics.call(&b, "b__echo", Outcome::Error, ms);
+        let text = metrics.render(&[]);
+        for line in [
+            r#"toolwire_gateway_tool_calls_total{upstream="a",tool="a__echo",outcome="ok"} 3"#,
+            r#"toolwire_gateway_tool_calls_total{upstream="a",tool="a__echo",outcome="tool_error"} 1"#,
+            r#"toolwire_gateway_tool_calls_total{upstream="b",tool="b__echo",outcome="error"} 1"#,
+            r#"toolwire_gateway_tool_call_duration_seconds_count{upstream="a",tool="a__echo"} 4"#,
+            r#"toolwire_gateway_tool_call_duration_seconds_count{upstream="b",tool="b__echo"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        assert!(
+            !text.contains(r#"tool="a__echo",outcome="error""#),
+            "an outcome never seen has no series:\n{text}"
+        );
     }
 }
