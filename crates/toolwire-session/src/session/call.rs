@@ -298,14 +298,14 @@ impl Session {
                 && (token.is_some() || own.is_some() || trace.is_some()));
         let meta = match meta {
             Some(meta) if own_envelope && version.is_modern() => {
-                let mut own = meta.get().clone();
+                let mut envelope = meta.get().clone();
                 if let Some(capabilities) = &options.capabilities {
-                    own.client_capabilities = Some(capabilities.clone());
+                    envelope.client_capabilities = Some(capabilities.clone());
                 }
                 if let Some(level) = options.log_level {
-                    own.log_level = Some(level);
+                    envelope.log_level = Some(level);
                 }
-                Some(Rendered::new(own))
+                Some(Rendered::new(envelope))
             }
             meta => meta,
         };
