@@ -438,8 +438,12 @@ impl<S: Service> Core<S> {
                 out.push(b'}');
                 return Handled::Answer(Outgoing::Text(out));
             }
-            Ok(Reply::Text(text)) => serde_json::from_str(text.get())
-                .map_err(|e| RpcError::new(code::INTERNAL_ERROR, format!("a result unread: {e}"))),
+            Ok(Reply::Text(text)) => serde_json::from_str(text.get()).map_err(|e| {
+                RpcError::new(
+                    code::INTERNAL_ERROR,
+                    format!("the result given as text does not read as JSON: {e}"),
+                )
+            }),
             Ok(Reply::Json(value)) => Ok(value),
             Err(e) => Err(e),
         };

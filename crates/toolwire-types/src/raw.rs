@@ -127,13 +127,15 @@ pub fn without_members(
     if !is_object(raw) {
         return None;
     }
-    let Members(members) = serde_json::from_str(raw.get()).ok()?;
-    if !members.iter().any(|(key, value)| drop(key, value)) {
+    let Members(mut members) = serde_json::from_str(raw.get()).ok()?;
+    let all = members.len();
+    members.retain(|(key, value)| !drop(key, value));
+    if members.len() == all {
         return None;
     }
     let mut out = String::with_capacity(raw.get().len());
     out.push('{');
-    for (key, value) in members.iter().filter(|(key, value)| !drop(key, value)) {
+    for (key, value) in &members {
         if out.len() > 1 {
             out.push(',');
         }
