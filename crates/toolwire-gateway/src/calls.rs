@@ -331,7 +331,7 @@ impl Gateway {
             toolwire::Called::Done(result) => result,
             // Passed on as it came, unless it names tools, which are renamed.
             toolwire::Called::Raw(raw) if !raw.facts().names_tools => {
-                return Ok(Reply::Text(crate::text_for_era(raw, era)));
+                return Ok(crate::text_for_era(raw, era));
             }
             toolwire::Called::Raw(raw) => raw.decode().map_err(|e| {
                 RpcError::new(code::INTERNAL_ERROR, format!("the upstream's result: {e}"))

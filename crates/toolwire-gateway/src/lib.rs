@@ -95,7 +95,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolwire::{Error, ErrorChain, InputError, Tool};
@@ -489,27 +488,32 @@ impl Gateway {
         Ok(match answer {
             Reply::Json(result) => Reply::Json(for_era(result, era)),
             // Made as the era has it already ([`text_for_era`]).
-            text @ Reply::Text(_) => text,
+            text @ (Reply::Text(_) | Reply::Typed(_)) => text,
         })
     }
 }
 
 /// [`for_era`] for a result passed on as text: the same members taken out, the rest of the
-/// text as it came (read only as far as its own members, never into their values).
-pub(crate) fn text_for_era(result: toolwire::RawResult, era: Era) -> Box<RawValue> {
+/// text as it came (read only as far as its own members, never into their values). For a
+/// 2026-07-28 client, a result that says it is complete is typed so: the server need not read
+/// it again to know.
+pub(crate) fn text_for_era(result: toolwire::RawResult, era: Era) -> Reply {
     let facts = result.facts();
     let text = result.into_json();
     // A 2026-07-28 result keeps them: the `resultType` taken out would be put back as it was.
-    // A result that has none of them is read no further.
-    if era == Era::Modern || !(facts.says_complete || facts.has_cache_hints) {
-        return text;
+    if era == Era::Modern {
+        return if facts.says_complete {
+            Reply::Typed(text)
+        } else {
+            Reply::Text(text)
+        };
     }
-    let drop = |key: &str, value: &RawValue| match key {
-        "resultType" => value.get() == "\"complete\"",
-        "ttlMs" | "cacheScope" => true,
-        _ => false,
-    };
-    toolwire_types::without_members(&text, drop).unwrap_or(text)
+    // A result that has none of them is read no further; else cut where the one read of the
+    // result found them.
+    if !(facts.says_complete || facts.has_cache_hints) {
+        return Reply::Text(text);
+    }
+    Reply::Text(toolwire_types::without_modern_members(&text, &facts).unwrap_or(text))
 }
 
 fn for_era(mut result: Value, era: Era) -> Value {

@@ -135,16 +135,24 @@ pub(crate) struct Core<S> {
     pub(crate) options: Options,
     pub(crate) service: Arc<S>,
     /// Requests a client may cancel, by (scope, id as JSON text): what cancels each.
-    in_flight: Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+    in_flight: Mutex<InFlightTable>,
     /// The server's requests to clients, waiting for their answers.
     asks: Arc<Asks>,
     /// The capabilities each legacy client declared in its `initialize`, by scope.
-    clients: Mutex<HashMap<String, Arc<Value>>>,
+    clients: Mutex<Keyed<Arc<Value>>>,
 }
+
+/// A map by a session's or connection's id, hashed with `foldhash` (seeded per process): its
+/// keys are long (a sealed session id is over a hundred characters), and SipHash over them was
+/// a thousand instructions a look-up, several look-ups a request.
+pub(crate) type Keyed<V> = HashMap<String, V, foldhash::quality::RandomState>;
+
+/// The requests in flight, by (scope, id as JSON text).
+type InFlightTable = HashMap<(String, String), oneshot::Sender<()>, foldhash::quality::RandomState>;
 
 /// Takes a request out of the in-flight table when its handling ends, however it ends.
 struct InFlight<'a> {
-    table: &'a Mutex<HashMap<(String, String), oneshot::Sender<()>>>,
+    table: &'a Mutex<InFlightTable>,
     key: (String, String),
 }
 
@@ -173,6 +181,17 @@ pub(crate) fn request_version(message: &Value) -> Option<&str> {
     message["params"]["_meta"][meta_key::PROTOCOL_VERSION].as_str()
 }
 
+/// The response to `id` whose result is `text`, as written.
+fn written(id: &Value, text: &serde_json::value::RawValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.get().len() + 64);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(&crate::respond::json_bytes(id));
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(text.get().as_bytes());
+    out.push(b'}');
+    out
+}
+
 /// Whether a 2026-07-28 method's result is cacheable, so carries `ttlMs` and `cacheScope`.
 fn cacheable(method: &str) -> bool {
     method.ends_with("/list")
@@ -187,9 +206,9 @@ impl<S: Service> Core<S> {
         Arc::new(Self {
             options,
             service,
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::default()),
             asks: Asks::new(),
-            clients: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::default()),
         })
     }
 
@@ -426,24 +445,23 @@ impl<S: Service> Core<S> {
         let answer = match answer {
             // Sent as written, when there is nothing to add to it: the legacy era adds nothing,
             // 2026-07-28 the fields below, which a result of a method kept by its hints, or
-            // without `resultType`, lacks.
+            // without `resultType`, lacks. A typed result has it, as its service said.
             Ok(Reply::Text(text))
                 if !modern || (!cacheable(method) && toolwire_types::names_result_type(&text)) =>
             {
-                let mut out = Vec::with_capacity(text.get().len() + 64);
-                out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-                out.extend_from_slice(&crate::respond::json_bytes(id));
-                out.extend_from_slice(b",\"result\":");
-                out.extend_from_slice(text.get().as_bytes());
-                out.push(b'}');
-                return Handled::Answer(Outgoing::Text(out));
+                return Handled::Answer(Outgoing::Text(written(id, &text)));
             }
-            Ok(Reply::Text(text)) => serde_json::from_str(text.get()).map_err(|e| {
-                RpcError::new(
-                    code::INTERNAL_ERROR,
-                    format!("the result given as text does not read as JSON: {e}"),
-                )
-            }),
+            Ok(Reply::Typed(text)) if !modern || !cacheable(method) => {
+                return Handled::Answer(Outgoing::Text(written(id, &text)));
+            }
+            Ok(Reply::Text(text) | Reply::Typed(text)) => {
+                serde_json::from_str(text.get()).map_err(|e| {
+                    RpcError::new(
+                        code::INTERNAL_ERROR,
+                        format!("the result given as text does not read as JSON: {e}"),
+                    )
+                })
+            }
             Ok(Reply::Json(value)) => Ok(value),
             Err(e) => Err(e),
         };
@@ -538,8 +556,9 @@ pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value
 mod tests {
     use super::*;
 
-    /// Answers every request with the text it was made with.
-    struct Verbatim(&'static str);
+    /// Answers every request with the text it was made with, typed (said to name its
+    /// `resultType`) or not.
+    struct Verbatim(&'static str, bool);
 
     impl Service for Verbatim {
         fn info(&self) -> crate::ServerInfo {
@@ -547,15 +566,20 @@ mod tests {
         }
 
         async fn handle<'a>(&'a self, _: Request<'a>, _: &'a Notifier) -> Result<Reply, RpcError> {
+            let reply = if self.1 { Reply::Typed } else { Reply::Text };
             serde_json::value::RawValue::from_string(self.0.to_owned())
-                .map(Reply::Text)
+                .map(reply)
                 .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
         }
     }
 
     async fn answer(result: &'static str, meta: Option<Value>) -> Outgoing {
-        let core = Core::new(Options::default(), Arc::new(Verbatim(result)));
-        let mut call = json!({"jsonrpc": "2.0", "id": "c-1", "method": "tools/call",
+        answer_to("tools/call", Verbatim(result, false), meta).await
+    }
+
+    async fn answer_to(method: &str, service: Verbatim, meta: Option<Value>) -> Outgoing {
+        let core = Core::new(Options::default(), Arc::new(service));
+        let mut call = json!({"jsonrpc": "2.0", "id": "c-1", "method": method,
             "params": {"name": "t"}});
         if let Some(meta) = meta {
             call["params"]["_meta"] = meta;
@@ -582,6 +606,30 @@ mod tests {
                 format!(r#"{{"jsonrpc":"2.0","id":"c-1","result":{text}}}"#)
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_typed_result_is_taken_at_its_word_except_where_hints_are_added() {
+        let modern = || Some(json!({meta_key::PROTOCOL_VERSION: MODERN}));
+        // Not read: had it been, it would have been given a `resultType`.
+        let text = r#"{"content": []}"#;
+        let Outgoing::Text(bytes) = answer_to("tools/call", Verbatim(text, true), modern()).await
+        else {
+            panic!("a typed result was read");
+        };
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            format!(r#"{{"jsonrpc":"2.0","id":"c-1","result":{text}}}"#)
+        );
+        // A method kept by its hints: read, and given them.
+        let listed = r#"{"tools": [], "resultType": "complete"}"#;
+        let Outgoing::Json(answer) =
+            answer_to("tools/list", Verbatim(listed, true), modern()).await
+        else {
+            panic!("a listing went out without its hints");
+        };
+        assert_eq!(answer["result"]["ttlMs"], json!(0));
+        assert_eq!(answer["result"]["cacheScope"], json!("private"));
     }
 
     #[tokio::test]

@@ -36,7 +36,7 @@ enum Accepted {
 use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
-use crate::core::{Core, Handled, Interest, error, lock, request_version};
+use crate::core::{Core, Handled, Interest, Keyed, error, lock, request_version};
 use crate::respond::{denied, json_bytes, json_response, json_text_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
@@ -66,11 +66,11 @@ pub(crate) type SseSession = (mpsc::UnboundedSender<Value>, Option<Arc<Caller>>)
 /// The HTTP side's state: sessions and fault counters.
 pub(crate) struct Front<S> {
     pub(crate) core: Arc<Core<S>>,
-    sessions: std::sync::Mutex<HashMap<String, Session>>,
+    sessions: std::sync::Mutex<Keyed<Session>>,
     /// Sealed session ids deleted here: another replica may still accept them, this one not.
     deleted: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
-    pub(crate) sse_sessions: std::sync::Mutex<HashMap<String, SseSession>>,
+    pub(crate) sse_sessions: std::sync::Mutex<Keyed<SseSession>>,
     posts: AtomicU64,
     sse_answers: AtomicU64,
     /// Faults injected so far (every kind), for tests that must know a fault happened.
@@ -136,9 +136,9 @@ impl<S: Service> Front<S> {
         Arc::new(Self {
             local,
             core,
-            sessions: std::sync::Mutex::new(HashMap::new()),
+            sessions: std::sync::Mutex::new(HashMap::default()),
             deleted: std::sync::Mutex::new(std::collections::HashSet::new()),
-            sse_sessions: std::sync::Mutex::new(HashMap::new()),
+            sse_sessions: std::sync::Mutex::new(HashMap::default()),
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
             faults: Arc::new(AtomicU64::new(0)),

@@ -29,7 +29,9 @@
 //! hyper + hyper-util (the HTTP server), tokio, `http-body-util` (streamed bodies),
 //! `toolwire-headers` (the SEP-2243 check), `toolwire-types` (codes and `_meta` keys),
 //! `ring` (session ids: the AEAD that seals them and the random source; already the client's
-//! choice), `base64` (their text form), `thiserror`, `serde_json` (messages are handled as JSON values: a server that relays them, as the
+//! choice), `base64` (their text form), `thiserror`, `foldhash` (already the session's and
+//! the client's: the maps by session id, looked up several times a request; its seed is the
+//! process's own, so keys a client chooses cannot be made to collide ahead of time), `serde_json` (messages are handled as JSON values: a server that relays them, as the
 //! gateway does, keeps every member it does not know).
 
 mod asks;

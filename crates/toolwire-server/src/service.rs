@@ -98,6 +98,10 @@ pub enum Reply {
     /// A result as JSON text: an object, sent as it is where the era and method need nothing
     /// added to it (else read and completed as a [`Reply::Json`] would be).
     Text(Box<serde_json::value::RawValue>),
+    /// A result as JSON text, as [`Reply::Text`], whose object the service knows says what it
+    /// is (`resultType`, 2026-07-28): it is not read again to find out. The service answers
+    /// so only where the request's era has that member.
+    Typed(Box<serde_json::value::RawValue>),
 }
 
 impl From<Value> for Reply {

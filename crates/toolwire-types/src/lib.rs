@@ -125,7 +125,9 @@ pub use prompts::{
     CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult, Prompt,
     PromptArgument, PromptMessage,
 };
-pub use raw::{CompleteCall, complete_call_result, names_result_type, without_members};
+pub use raw::{
+    CompleteCall, complete_call_result, names_result_type, without_members, without_modern_members,
+};
 pub use rendered::Rendered;
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult,

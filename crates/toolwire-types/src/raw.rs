@@ -24,65 +24,28 @@ pub struct CompleteCall {
     pub says_complete: bool,
     /// It carries caching hints (`ttlMs`, `cacheScope`: 2026-07-28).
     pub has_cache_hints: bool,
+    /// Where the members only 2026-07-28 has lie in the text read, for
+    /// [`without_modern_members`].
+    modern: ModernMembers,
 }
 
-/// What a complete `tools/call` result (a JSON object without `resultType`, or with
-/// `complete`) says of itself, read without decoding the rest; `None` for anything else
-/// (another kind of result, or not one at all), which the method's decoding reports.
-pub fn complete_call_result(raw: &RawValue) -> Option<CompleteCall> {
-    #[derive(Deserialize)]
-    struct Peek<'a> {
-        #[serde(rename = "resultType", borrow, default)]
-        result_type: Option<Cow<'a, str>>,
-        #[serde(rename = "isError", default)]
-        is_error: Option<bool>,
-        #[serde(default)]
-        registers: Option<IgnoredAny>,
-        #[serde(default)]
-        unregisters: Option<IgnoredAny>,
-        #[serde(default)]
-        updates: Option<IgnoredAny>,
-        #[serde(rename = "ttlMs", default)]
-        ttl_ms: Option<IgnoredAny>,
-        #[serde(rename = "cacheScope", default)]
-        cache_scope: Option<IgnoredAny>,
-    }
-    if !is_object(raw) {
-        return None;
-    }
-    let peek: Peek<'_> = serde_json::from_str(raw.get()).ok()?;
-    let says_complete = match peek.result_type.as_deref() {
-        None => false,
-        Some("complete") => true,
-        Some(_) => return None,
-    };
-    Some(CompleteCall {
-        is_error: peek.is_error == Some(true),
-        names_tools: peek.registers.is_some()
-            || peek.unregisters.is_some()
-            || peek.updates.is_some(),
-        says_complete,
-        has_cache_hints: peek.ttl_ms.is_some() || peek.cache_scope.is_some(),
-    })
+/// Where the members `resultType`, `ttlMs` and `cacheScope` lie in a result's text: each from
+/// the end of the member before it (or the object's `{`) to the end of its value, so the text
+/// without them is what lies between, less a comma left first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct ModernMembers {
+    /// The text's length, to know the spans belong to the text given.
+    len: usize,
+    spans: [Option<(usize, usize)>; 3],
 }
 
-/// Whether a result (a JSON object) says what it is (`resultType`, 2026-07-28).
-pub fn names_result_type(raw: &RawValue) -> bool {
-    #[derive(Deserialize)]
-    struct Peek {
-        #[serde(rename = "resultType", default)]
-        result_type: Option<IgnoredAny>,
-    }
-    is_object(raw) && serde_json::from_str::<Peek>(raw.get()).is_ok_and(|p| p.result_type.is_some())
-}
-
-/// The JSON object `raw` without the members `drop` picks (by name and value text), the
-/// others as they were, in their order; `None` when it picks none (or `raw` is not an
-/// object), so the caller keeps `raw` as it is.
-pub fn without_members(
-    raw: &RawValue,
-    drop: impl Fn(&str, &RawValue) -> bool,
-) -> Option<Box<RawValue>> {
+/// Calls `each` with every member of the JSON object `text` (its name, borrowed unless it
+/// had escapes, and its value as text), in order; `None` if `text` is not one object, or
+/// when `each` says stop (`Err`).
+fn each_member<'a>(
+    text: &'a str,
+    each: impl FnMut(Cow<'a, str>, &'a RawValue) -> Result<(), ()>,
+) -> Option<()> {
     /// A member's name as read: borrowed from the text unless it had escapes.
     struct Name<'a>(Cow<'a, str>);
     impl<'de: 'a, 'a> Deserialize<'de> for Name<'a> {
@@ -103,34 +66,177 @@ pub fn without_members(
             d.deserialize_str(Text(std::marker::PhantomData))
         }
     }
-    struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-    impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Each<'a>(std::marker::PhantomData<&'a ()>);
-            impl<'de: 'a, 'a> Visitor<'de> for Each<'a> {
-                type Value = Members<'a>;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Members<'a>, M::Error> {
-                    let mut members = Vec::with_capacity(8);
-                    while let Some(Name(key)) = map.next_key::<Name<'de>>()? {
-                        let value: &'de RawValue = map.next_value()?;
-                        members.push((key, value));
-                    }
-                    Ok(Members(members))
-                }
+    struct Each<F>(F);
+    impl<'de, F: FnMut(Cow<'de, str>, &'de RawValue) -> Result<(), ()>> Visitor<'de> for Each<F> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<M: MapAccess<'de>>(mut self, mut map: M) -> Result<(), M::Error> {
+            while let Some(Name(key)) = map.next_key::<Name<'de>>()? {
+                let value: &'de RawValue = map.next_value()?;
+                (self.0)(key, value).map_err(|()| serde::de::Error::custom("stopped"))?;
             }
-            d.deserialize_map(Each(std::marker::PhantomData))
+            Ok(())
         }
     }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde::Deserializer::deserialize_map(&mut de, Each(each)).ok()?;
+    de.end().ok()
+}
+
+/// Where `part` (borrowed from `whole`) begins in it.
+fn offset(whole: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
+}
+
+/// What a complete `tools/call` result (a JSON object without `resultType`, or with
+/// `complete`) says of itself, read once, without decoding the rest; `None` for anything
+/// else (another kind of result, or not one at all, or one naming a member of its own twice),
+/// which the method's decoding reports.
+pub fn complete_call_result(raw: &RawValue) -> Option<CompleteCall> {
     if !is_object(raw) {
         return None;
     }
-    let Members(mut members) = serde_json::from_str(raw.get()).ok()?;
-    let all = members.len();
-    members.retain(|(key, value)| !drop(key, value));
-    if members.len() == all {
+    let text = raw.get();
+    let mut facts = CompleteCall {
+        is_error: false,
+        names_tools: false,
+        says_complete: false,
+        has_cache_hints: false,
+        modern: ModernMembers {
+            len: text.len(),
+            spans: [None; 3],
+        },
+    };
+    let mut seen = [false; 7];
+    // The end of the member before, or the object's `{`.
+    let mut before = text.find('{')? + 1;
+    each_member(text, |key, value| {
+        let known = match &*key {
+            "resultType" => 0,
+            "ttlMs" => 1,
+            "cacheScope" => 2,
+            "isError" => 3,
+            "registers" => 4,
+            "unregisters" => 5,
+            "updates" => 6,
+            _ => usize::MAX,
+        };
+        let end = offset(text, value.get()) + value.get().len();
+        if known != usize::MAX {
+            if std::mem::replace(&mut seen[known], true) {
+                return Err(());
+            }
+            // A member that is `null` says nothing, as if it were absent.
+            let null = value.get() == "null";
+            match known {
+                // Read as text where it is written the usual way, decoded where it is not.
+                0 => match value.get() {
+                    "\"complete\"" => facts.says_complete = true,
+                    "null" => {}
+                    other => {
+                        let kind: Option<Cow<'_, str>> =
+                            serde_json::from_str(other).map_err(|_| ())?;
+                        match kind.as_deref() {
+                            None => {}
+                            Some("complete") => facts.says_complete = true,
+                            Some(_) => return Err(()),
+                        }
+                    }
+                },
+                1 | 2 => facts.has_cache_hints = !null,
+                3 => {
+                    facts.is_error = match value.get() {
+                        "true" => true,
+                        "false" | "null" => false,
+                        _ => return Err(()),
+                    };
+                }
+                _ => facts.names_tools |= !null,
+            }
+            // `resultType` goes only when it says `complete`; the hints whatever they say.
+            if (known != 0 || facts.says_complete)
+                && let Some(span) = facts.modern.spans.get_mut(known)
+            {
+                *span = Some((before, end));
+            }
+        }
+        before = end;
+        Ok(())
+    })?;
+    Some(facts)
+}
+
+/// The result `raw` without the members only 2026-07-28 has (`resultType`, `ttlMs`,
+/// `cacheScope`), the rest of its text as it was, cut where `facts` (read from this same text
+/// by [`complete_call_result`]) found them; `None` when it has none of them. Facts read from
+/// another text are not used: the members are then found by reading `raw` again.
+pub fn without_modern_members(raw: &RawValue, facts: &CompleteCall) -> Option<Box<RawValue>> {
+    let text = raw.get();
+    let mut spans = facts.modern.spans;
+    spans.sort_unstable();
+    let spans = spans.iter().flatten();
+    let fits = facts.modern.len == text.len()
+        && spans.clone().all(|&(from, to)| {
+            from <= to && text.is_char_boundary(from) && text.is_char_boundary(to)
+        });
+    if !fits {
+        return without_members(raw, |key, value| match key {
+            "resultType" => value.get() == "\"complete\"",
+            "ttlMs" | "cacheScope" => true,
+            _ => false,
+        });
+    }
+    // None of them: nothing is made.
+    spans.clone().next()?;
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(from, to) in spans {
+        out.push_str(text.get(at..from)?);
+        at = to;
+    }
+    out.push_str(text.get(at..)?);
+    // The first member taken out leaves the comma of the one after it first: it goes.
+    let open = out.find('{')? + 1;
+    let rest = out.get(open..)?.trim_start();
+    if let Some(after) = rest.strip_prefix(',') {
+        out = format!("{}{}", out.get(..open)?, after);
+    }
+    RawValue::from_string(out).ok()
+}
+
+/// Whether a result (a JSON object) says what it is (`resultType`, 2026-07-28).
+pub fn names_result_type(raw: &RawValue) -> bool {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(rename = "resultType", default)]
+        result_type: Option<IgnoredAny>,
+    }
+    is_object(raw) && serde_json::from_str::<Peek>(raw.get()).is_ok_and(|p| p.result_type.is_some())
+}
+
+/// The JSON object `raw` without the members `drop` picks (by name and value text), the
+/// others as they were, in their order; `None` when it picks none (or `raw` is not an
+/// object), so the caller keeps `raw` as it is.
+pub fn without_members(
+    raw: &RawValue,
+    drop: impl Fn(&str, &RawValue) -> bool,
+) -> Option<Box<RawValue>> {
+    if !is_object(raw) {
+        return None;
+    }
+    let mut members = Vec::with_capacity(8);
+    let mut dropped = false;
+    each_member(raw.get(), |key, value| {
+        if drop(&key, value) {
+            dropped = true;
+        } else {
+            members.push((key, value));
+        }
+        Ok(())
+    })?;
+    if !dropped {
         return None;
     }
     let mut out = String::with_capacity(raw.get().len());
@@ -174,11 +280,16 @@ mod tests {
     fn a_complete_result_says_what_it_is_and_nothing_else_is_complete() {
         let text = |t: &str| RawValue::from_string(t.to_owned()).unwrap();
         let facts = |is_error, names_tools, says_complete, has_cache_hints| {
-            Some(CompleteCall {
-                is_error,
-                names_tools,
-                says_complete,
-                has_cache_hints,
+            Some((is_error, names_tools, says_complete, has_cache_hints))
+        };
+        let complete_call_result = |raw: &RawValue| {
+            complete_call_result(raw).map(|f| {
+                (
+                    f.is_error,
+                    f.names_tools,
+                    f.says_complete,
+                    f.has_cache_hints,
+                )
             })
         };
         // Members of its content are not its own.
@@ -203,9 +314,71 @@ mod tests {
             None
         );
         assert_eq!(complete_call_result(&text(r#"{"isError":"yes"}"#)), None);
+        // Written with an escape, still complete.
+        assert_eq!(
+            complete_call_result(&text(r#"{"resultType":"compl\u0065te"}"#)),
+            facts(false, false, true, false)
+        );
+        // Said twice: not a result this reading vouches for.
+        assert_eq!(
+            complete_call_result(&text(r#"{"isError":false,"isError":true}"#)),
+            None
+        );
+        // `null` says nothing.
+        assert_eq!(
+            complete_call_result(&text(
+                r#"{"isError":null,"resultType":null,"updates":null,"ttlMs":null}"#
+            )),
+            facts(false, false, false, false)
+        );
         // An array would decode into a struct: it is not a result.
         assert_eq!(complete_call_result(&text("[null, true]")), None);
         assert_eq!(complete_call_result(&text("7")), None);
+    }
+
+    #[test]
+    fn the_modern_members_are_cut_where_the_one_read_found_them_wherever_they_stand() {
+        let cut = |t: &str| {
+            let raw = RawValue::from_string(t.to_owned()).unwrap();
+            let facts = complete_call_result(&raw).unwrap();
+            without_modern_members(&raw, &facts).map(|out| out.get().to_owned())
+        };
+        // First, middle, last, all of them; spaces and escapes elsewhere left as they were.
+        assert_eq!(
+            cut(r#"{"resultType":"complete","content":[],"isError":false}"#).as_deref(),
+            Some(r#"{"content":[],"isError":false}"#)
+        );
+        assert_eq!(
+            cut(r#"{ "content" : [ "a\"ttlMs\"" ] , "ttlMs" : 5 , "k\u0065y" : 1 }"#).as_deref(),
+            Some(r#"{ "content" : [ "a\"ttlMs\"" ] , "k\u0065y" : 1 }"#)
+        );
+        assert_eq!(
+            cut(r#"{"content":[],"cacheScope":"private"}"#).as_deref(),
+            Some(r#"{"content":[]}"#)
+        );
+        assert_eq!(
+            cut(r#" {"ttlMs":0, "resultType":"complete" ,"cacheScope":"public","content":[]}"#)
+                .as_deref(),
+            Some(r#"{"content":[]}"#)
+        );
+        assert_eq!(
+            cut(r#"{"resultType":"complete","ttlMs":0}"#).as_deref(),
+            Some("{}")
+        );
+        // Members of the content are not the result's own; nothing to cut, nothing made.
+        assert_eq!(
+            cut(r#"{"content":[{"ttlMs":1,"resultType":"complete"}]}"#),
+            None
+        );
+        // Facts of another text are not trusted: the members are found by reading again.
+        let read =
+            RawValue::from_string(r#"{"resultType":"complete","content":[]}"#.to_owned()).unwrap();
+        let other = RawValue::from_string(r#"{"content":[1,2,3],"ttlMs":10}"#.to_owned()).unwrap();
+        let facts = complete_call_result(&read).unwrap();
+        assert_eq!(
+            without_modern_members(&other, &facts).unwrap().get(),
+            r#"{"content":[1,2,3]}"#
+        );
     }
 
     #[test]
