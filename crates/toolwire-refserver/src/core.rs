@@ -191,7 +191,7 @@ impl Core {
             "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
             "skills/list" => Ok(json!({"skills": [tools::skill()]})),
             "tasks/get" | "tasks/update" | "tasks/cancel" if modern.is_some() => {
-                if declares_tasks(params) {
+                if declares_tasks(client) {
                     self.tasks.handle(method, params)
                 } else {
                     Err((
@@ -304,7 +304,7 @@ impl Core {
             }
             "test_tool_with_task" => {
                 // An MRTR round gathers a name, then the work goes on as a task.
-                if !modern_with_tasks(params) {
+                if !modern_with_tasks(params, client) {
                     return Job::Greet {
                         name: String::new(),
                     }
@@ -382,7 +382,7 @@ impl Core {
                 tools::text("linked")
             }
             task_tool if let Some(job) = Job::for_tool(task_tool, &args) => {
-                if modern_with_tasks(params) {
+                if modern_with_tasks(params, client) {
                     self.tasks.create(job)
                 } else {
                     job.run_in_call().await?
@@ -495,13 +495,15 @@ fn capabilities() -> Value {
 }
 
 /// Whether a 2026-07-28 request declares the tasks extension: a task may answer it.
-fn modern_with_tasks(params: &Value) -> bool {
-    params["_meta"][meta_key::PROTOCOL_VERSION].is_string() && declares_tasks(params)
+fn modern_with_tasks(params: &Value, client: Option<&Value>) -> bool {
+    params["_meta"][meta_key::PROTOCOL_VERSION].is_string() && declares_tasks(client)
 }
 
 /// Whether a request's per-request capabilities declare the tasks extension.
-fn declares_tasks(params: &Value) -> bool {
-    params["_meta"][meta_key::CLIENT_CAPABILITIES]["extensions"]
-        .get(toolwire_types::TASKS_EXTENSION)
-        .is_some()
+fn declares_tasks(client: Option<&Value>) -> bool {
+    client.is_some_and(|c| {
+        c["extensions"]
+            .get(toolwire_types::TASKS_EXTENSION)
+            .is_some()
+    })
 }

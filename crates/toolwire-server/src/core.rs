@@ -12,6 +12,7 @@ use toolwire_types::{error::code, meta_key};
 use tracing::Instrument as _;
 
 use crate::asks::Asks;
+use crate::incoming::{Incoming, Reader};
 use crate::service::{Change, Era, Notifier, Reply, Request, RpcError, Service};
 use crate::{Eras, Options};
 
@@ -140,6 +141,8 @@ pub(crate) struct Core<S> {
     asks: Arc<Asks>,
     /// The capabilities each legacy client declared in its `initialize`, by scope.
     clients: Mutex<Keyed<Arc<Value>>>,
+    /// Reads messages, keeping the declarations 2026-07-28 requests repeat.
+    reader: Reader,
 }
 
 /// A map by a session's or connection's id, hashed with `foldhash` (seeded per process): its
@@ -209,7 +212,13 @@ impl<S: Service> Core<S> {
             in_flight: Mutex::new(HashMap::default()),
             asks: Asks::new(),
             clients: Mutex::new(HashMap::default()),
+            reader: Reader::default(),
         })
+    }
+
+    /// Reads one message from its bytes.
+    pub(crate) fn read(&self, bytes: &[u8]) -> Result<Incoming, serde_json::Error> {
+        self.reader.read(bytes)
     }
 
     /// The legacy session or connection `scope` ended: what was kept of its client goes.
@@ -249,12 +258,13 @@ impl<S: Service> Core<S> {
     /// `caller` is who sent it, when the service authenticated it.
     pub(crate) async fn handle(
         self: &Arc<Self>,
-        message: &Value,
+        incoming: &Incoming,
         notify: &mpsc::UnboundedSender<Value>,
         scope: Option<&str>,
         streams: bool,
         caller: Option<&crate::Caller>,
     ) -> Handled {
+        let message = &incoming.value;
         let Some(method) = message["method"].as_str() else {
             // A response: to one of this server's requests, or to nothing.
             self.asks.answered(message);
@@ -274,7 +284,7 @@ impl<S: Service> Core<S> {
         };
         let span = request_span(method, id, &message["params"], scope);
         let handled = self
-            .handle_request(message, method, id, notify, scope, streams, caller)
+            .handle_request(incoming, method, id, notify, scope, streams, caller)
             .instrument(span.clone())
             .await;
         if let Handled::Answer(answer) = &handled
@@ -304,7 +314,7 @@ impl<S: Service> Core<S> {
     )]
     async fn handle_request(
         self: &Arc<Self>,
-        message: &Value,
+        incoming: &Incoming,
         method: &str,
         id: &Value,
         notify: &mpsc::UnboundedSender<Value>,
@@ -312,6 +322,7 @@ impl<S: Service> Core<S> {
         streams: bool,
         caller: Option<&crate::Caller>,
     ) -> Handled {
+        let message = &incoming.value;
         let params = &message["params"];
         let modern = request_version(message);
         if self.modern_ok() && method != "initialize" {
@@ -387,7 +398,7 @@ impl<S: Service> Core<S> {
                     Era::Legacy => scope.and_then(|s| lock(&self.clients).get(s).cloned()),
                 };
                 let declared = match era {
-                    Era::Modern => params["_meta"].get(meta_key::CLIENT_CAPABILITIES),
+                    Era::Modern => incoming.client.as_deref(),
                     Era::Legacy => session_declared.as_deref(),
                 };
                 let request = Request {
@@ -396,6 +407,7 @@ impl<S: Service> Core<S> {
                     params,
                     era,
                     client: declared,
+                    client_info: incoming.client_info.as_deref(),
                     caller,
                 };
                 let asks = (streams && era == Era::Legacy).then(|| self.asks.clone());
@@ -585,7 +597,7 @@ mod tests {
             call["params"]["_meta"] = meta;
         }
         let (notify, _) = mpsc::unbounded_channel();
-        match core.handle(&call, &notify, None, false, None).await {
+        match core.handle(&call.into(), &notify, None, false, None).await {
             Handled::Answer(answer) => answer,
             _ => panic!("no answer"),
         }

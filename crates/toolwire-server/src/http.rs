@@ -286,8 +286,8 @@ impl<S: Service> Front<S> {
             Ok(b) => b.to_bytes(),
             Err(_) => return empty(StatusCode::PAYLOAD_TOO_LARGE),
         };
-        let message: Value = match serde_json::from_slice(&body) {
-            Ok(v) => v,
+        let incoming = match self.core.read(&body) {
+            Ok(incoming) => incoming,
             Err(e) => {
                 return json_response(
                     StatusCode::BAD_REQUEST,
@@ -295,9 +295,10 @@ impl<S: Service> Front<S> {
                 );
             }
         };
+        let message = &incoming.value;
         let method = message["method"].as_str().unwrap_or("").to_owned();
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let modern = request_version(&message).is_some() && options.eras != Eras::Legacy;
+        let modern = request_version(message).is_some() && options.eras != Eras::Legacy;
 
         if modern {
             if options.validate_headers {
@@ -380,12 +381,12 @@ impl<S: Service> Front<S> {
         let who = caller.as_deref();
         if !is_request {
             let _ = core
-                .handle(&message, &notify, session.as_deref(), false, who)
+                .handle(&incoming, &notify, session.as_deref(), false, who)
                 .await;
             return empty(StatusCode::ACCEPTED);
         }
         if method == "subscriptions/listen" && modern {
-            return match core.handle(&message, &notify, None, false, who).await {
+            return match core.handle(&incoming, &notify, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
                 Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
@@ -418,7 +419,7 @@ impl<S: Service> Front<S> {
         let mut response = match framing {
             Framing::Json => {
                 let answer = match core
-                    .handle(&message, &notify, session.as_deref(), false, who)
+                    .handle(&incoming, &notify, session.as_deref(), false, who)
                     .await
                 {
                     Handled::Answer(a) => a,
@@ -450,7 +451,7 @@ impl<S: Service> Front<S> {
                     let stream = session.as_ref().map(|sid| front.open_stream(sid));
                     let mut sent_ok = true;
                     let handling = core.handle(
-                        &message,
+                        &incoming,
                         &notify,
                         session.as_deref(),
                         true,

@@ -32,12 +32,14 @@
 //! choice), `base64` (their text form), `thiserror`, `foldhash` (already the session's and
 //! the client's: the maps by session id, looked up several times a request; its seed is the
 //! process's own, so keys a client chooses cannot be made to collide ahead of time), `serde_json` (messages are handled as JSON values: a server that relays them, as the
-//! gateway does, keeps every member it does not know).
+//! gateway does, keeps every member it does not know), `serde` (reading a message, the
+//! client's declarations in its `_meta` are taken out as text, decoded once each; `incoming.rs`).
 
 mod asks;
 mod core;
 mod guard;
 mod http;
+mod incoming;
 mod respond;
 mod service;
 mod session_id;

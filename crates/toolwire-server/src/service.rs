@@ -31,7 +31,9 @@ pub struct Request<'a> {
     pub id: &'a Value,
     /// The method.
     pub method: &'a str,
-    /// Its `params` (`Null` when it had none).
+    /// Its `params` (`Null` when it had none). Their `_meta` lacks the client's
+    /// capabilities and information, which are [`Request::client`] and
+    /// [`Request::client_info`].
     pub params: &'a Value,
     /// The era it arrived in.
     pub era: Era,
@@ -39,6 +41,9 @@ pub struct Request<'a> {
     /// request's `_meta` (2026-07-28). `None` when they are not known here (a legacy session
     /// another replica began).
     pub client: Option<&'a Value>,
+    /// What the client said it is (`name`, `version`, …), when the request carries it
+    /// (2026-07-28's `_meta`).
+    pub client_info: Option<&'a Value>,
     /// Who sent it, when the service authenticates callers ([`Service::authenticate`]).
     pub caller: Option<&'a Caller>,
 }

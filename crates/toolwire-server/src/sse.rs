@@ -88,8 +88,8 @@ impl<S: crate::Service> Front<S> {
         let Ok(body) = http_body_util::Limited::new(body, MAX_BODY).collect().await else {
             return empty(StatusCode::PAYLOAD_TOO_LARGE);
         };
-        let message: Value = match serde_json::from_slice(&body.to_bytes()) {
-            Ok(v) => v,
+        let incoming = match self.core.read(&body.to_bytes()) {
+            Ok(incoming) => incoming,
             Err(e) => {
                 let _ = stream.send(error(
                     &Value::Null,
@@ -100,9 +100,9 @@ impl<S: crate::Service> Front<S> {
                 return empty(StatusCode::BAD_REQUEST);
             }
         };
-        if message["method"] == "server/discover" {
+        if incoming.value["method"] == "server/discover" {
             // This transport predates the modern era, as a server speaking it would.
-            let id = message["id"].clone();
+            let id = incoming.value["id"].clone();
             let _ = stream.send(error(
                 &id,
                 -32601,
@@ -120,7 +120,7 @@ impl<S: crate::Service> Front<S> {
         tokio::spawn(async move {
             // What the handler sends on the way goes to the stream in order, before its answer.
             match core
-                .handle(&message, &stream, Some(&scope), true, owner.as_deref())
+                .handle(&incoming, &stream, Some(&scope), true, owner.as_deref())
                 .await
             {
                 Handled::Answer(answer) => {

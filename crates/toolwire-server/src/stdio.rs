@@ -129,18 +129,18 @@ async fn serve_on<S: Service>(
                 if buf.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                let message: Value = match serde_json::from_slice(&buf) {
-                    Ok(m) => m,
+                let incoming = match core.read(&buf) {
+                    Ok(incoming) => incoming,
                     Err(e) => {
                         let _ = out.send(error(&Value::Null, -32700, format!("Parse error: {e}"), None));
                         continue;
                     }
                 };
-                if message["method"] == "initialize" {
+                if incoming.value["method"] == "initialize" {
                     legacy = true;
                 }
-                if message["method"] == "notifications/cancelled" {
-                    let id = &message["params"]["requestId"];
+                if incoming.value["method"] == "notifications/cancelled" {
+                    let id = &incoming.value["params"]["requestId"];
                     listening.retain(|(l, interest)| {
                         let ends = l == id;
                         if ends {
@@ -158,7 +158,7 @@ async fn serve_on<S: Service>(
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     // One client on the other end: the whole connection is one scope.
-                    let answer = match core.handle(&message, &out, Some("stdio"), true, None).await {
+                    let answer = match core.handle(&incoming, &out, Some("stdio"), true, None).await {
                         Handled::Answer(answer) => answer.into_value(),
                         Handled::Refused(answer, _) => answer,
                         Handled::Listen(id, interest) => {
@@ -170,7 +170,7 @@ async fn serve_on<S: Service>(
                         Handled::Nothing => return,
                     };
                     let _ = out.send(answer);
-                    if message["method"] == "tools/call" {
+                    if incoming.value["method"] == "tools/call" {
                         let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                         if exit_after == Some(n) {
                             let _ = quit.send(());
