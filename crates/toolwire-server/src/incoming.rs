@@ -51,7 +51,11 @@ impl From<Value> for Incoming {
 /// How many distinct declarations are kept decoded.
 const KEPT: usize = 8;
 
-/// Reads messages, keeping the declarations (capabilities, information) last read, by their
+/// The longest declaration kept, in bytes: a client's is a few hundred; a larger one is
+/// decoded for its request alone, so no client can make the server hold much of its text.
+const KEPT_UP_TO: usize = 4096;
+
+/// Reads messages, keeping the declarations (capabilities, information) last used, by their
 /// exact text.
 #[derive(Debug, Default)]
 pub(crate) struct Reader {
@@ -62,10 +66,21 @@ impl Reader {
     /// The value of `raw`: the one kept for the same text, or decoded now and kept.
     fn get(&self, raw: &RawValue) -> Result<Arc<Value>, serde_json::Error> {
         let text = raw.get();
-        if let Some((_, value)) = lock(&self.kept).iter().find(|(t, _)| &**t == text) {
-            return Ok(value.clone());
+        {
+            // Found, it goes last: the ones in use stay, the oldest unused goes first.
+            let mut kept = lock(&self.kept);
+            if let Some(i) = kept.iter().position(|(t, _)| &**t == text)
+                && let Some(entry) = kept.remove(i)
+            {
+                let value = entry.1.clone();
+                kept.push_back(entry);
+                return Ok(value);
+            }
         }
         let value = Arc::new(serde_json::from_str::<Value>(text)?);
+        if text.len() > KEPT_UP_TO {
+            return Ok(value);
+        }
         let mut kept = lock(&self.kept);
         if kept.len() == KEPT {
             kept.pop_front();
@@ -238,6 +253,7 @@ mod tests {
         let reader = Reader::default();
         let first = reader.read(&modern_call(&json!({}))).unwrap();
         let again = reader.read(&modern_call(&json!({}))).unwrap();
+        let first_info = first.clone();
         let (Some(a), Some(b)) = (first.client, again.client) else {
             panic!("no declaration read");
         };
@@ -248,8 +264,23 @@ mod tests {
         assert_eq!(lock(&reader.kept).len(), KEPT);
         let after = reader.read(&modern_call(&json!({}))).unwrap();
         assert!(
-            !Arc::ptr_eq(&a, &after.client.unwrap()),
+            !Arc::ptr_eq(&a, after.client.as_ref().unwrap()),
             "kept past its turn"
+        );
+        // One in use stays: the client information, read with each of them.
+        let info = |read: &Incoming| read.client_info.clone().unwrap();
+        assert!(
+            Arc::ptr_eq(&info(&first_info), &info(&after)),
+            "the one in use went"
+        );
+        // A large one is read, and not kept.
+        let large = json!({"x": "y".repeat(KEPT_UP_TO)});
+        let read = reader.read(&modern_call(&large)).unwrap();
+        assert_eq!(read.client.as_deref(), Some(&large));
+        assert!(
+            lock(&reader.kept)
+                .iter()
+                .all(|(text, _)| text.len() <= KEPT_UP_TO)
         );
     }
 
