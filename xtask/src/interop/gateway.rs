@@ -387,8 +387,8 @@ pub(super) fn fleet_checks(
 }
 
 /// A Python client calls 40 times, 100 ms apart, in one legacy session while replica 1 is
-/// killed (SIGKILL) a second in: every call succeeds but those nginx had already sent to the
-/// killed replica (logged there with a 5xx).
+/// killed (SIGKILL) once it has answered one of them: every call succeeds but those nginx had
+/// already sent to the killed replica (logged there with a 5xx).
 fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool, String), String> {
     const CALLS: usize = 40;
     let child = Command::new(&peers.python)
@@ -405,8 +405,20 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("py_client.py: {e}"))?;
-    std::thread::sleep(std::time::Duration::from_secs(1));
     let killed = fleet.replicas[0];
+    let at_killed = format!("127.0.0.1:{killed}");
+    // Killed once it has answered a call (not at a fixed time: a client slow to start, on a
+    // busy machine, had made none a second in, and the replica died having served nothing).
+    let answered_one = || {
+        std::fs::read_to_string(fleet.dir.join("access.log")).is_ok_and(|log| {
+            log.lines()
+                .any(|line| line.split('|').nth(2) == Some(at_killed.as_str()))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !answered_one() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     fleet.processes.kill(1)?;
     let output = child.wait_with_output().map_err(|e| e.to_string())?;
     let printed: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
@@ -428,7 +440,6 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
         })
         .count();
     // Requests it answered before it died, and those nginx found it dead for and sent on.
-    let at_killed = format!("127.0.0.1:{killed}");
     let served = log
         .lines()
         .filter(|line| line.split('|').nth(2) == Some(at_killed.as_str()))
