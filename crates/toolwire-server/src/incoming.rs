@@ -26,6 +26,8 @@ pub(crate) struct Incoming {
     pub(crate) client_info: Option<Arc<Value>>,
 }
 
+/// For tests that make their messages as values.
+#[cfg(test)]
 impl From<Value> for Incoming {
     /// A message given as a value: the two members moved out of it, as reading would.
     fn from(mut value: Value) -> Self {
