@@ -37,7 +37,9 @@ use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
 use crate::core::{Core, Handled, Interest, Keyed, error, lock, request_version};
-use crate::respond::{denied, json_bytes, json_response, json_text_response, sse, sse_text};
+use crate::respond::{
+    denied, in_request_map, json_bytes, json_response, json_text_response, sse, sse_text,
+};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
@@ -77,6 +79,10 @@ pub(crate) struct Front<S> {
     pub(crate) faults: Arc<AtomicU64>,
     /// Listening on a loopback address: `Host` and `Origin` must name a local host.
     local: bool,
+    /// Where the notifications of a request answered with one JSON body go: no stream carries
+    /// them to the client, so nowhere (its receiver is gone; a send drops the message at once
+    /// rather than keeping it until the answer, and no channel is made per request).
+    nowhere: mpsc::UnboundedSender<Value>,
 }
 
 /// Whether the host named by `value` (a `Host` header's `host[:port]`, or an `Origin`'s
@@ -142,6 +148,7 @@ impl<S: Service> Front<S> {
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
             faults: Arc::new(AtomicU64::new(0)),
+            nowhere: mpsc::unbounded_channel().0,
         })
     }
 
@@ -374,19 +381,25 @@ impl<S: Service> Front<S> {
             session = Some(sid.to_owned());
         }
 
-        let (notify, mut notes) = mpsc::unbounded_channel();
+        // Nothing of the request's bytes is held past this point: while the service works,
+        // hyper reads the connection on into its buffer, which it reuses only when no part of
+        // the last request (header values, path, body) still points into it.
+        let mut headers = parts.headers;
+        headers.clear();
+        drop((parts.uri, body));
+        let nowhere = &self.nowhere;
         let framing = options.framing;
         let core = self.core.clone();
         let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
         let who = caller.as_deref();
         if !is_request {
             let _ = core
-                .handle(&incoming, &notify, session.as_deref(), false, who)
+                .handle(&incoming, nowhere, session.as_deref(), false, who)
                 .await;
-            return empty(StatusCode::ACCEPTED);
+            return in_request_map(headers, StatusCode::ACCEPTED, None);
         }
         if method == "subscriptions/listen" && modern {
-            return match core.handle(&incoming, &notify, None, false, who).await {
+            return match core.handle(&incoming, nowhere, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest),
                 Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
                 Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
@@ -419,16 +432,17 @@ impl<S: Service> Front<S> {
         let mut response = match framing {
             Framing::Json => {
                 let answer = match core
-                    .handle(&incoming, &notify, session.as_deref(), false, who)
+                    .handle(&incoming, nowhere, session.as_deref(), false, who)
                     .await
                 {
                     Handled::Answer(a) => a,
                     Handled::Refused(_, denial) => return denied(&denial),
                     Handled::Listen(..) | Handled::Nothing => return empty(StatusCode::ACCEPTED),
                 };
-                json_text_response(StatusCode::OK, answer.into_bytes())
+                in_request_map(headers, StatusCode::OK, Some(answer.into_bytes()))
             }
             Framing::Sse => {
+                let (notify, mut notes) = mpsc::unbounded_channel();
                 let (mut tx, response) = sse_response();
                 // A request the service may refuse with a challenge begins its response with
                 // its first event (or as that refusal); the others at once.

@@ -2,7 +2,7 @@
 //! a refusal of credentials.
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::channel::{Channel, Sender};
 use http_body_util::{Either, Full};
 use serde_json::Value;
@@ -88,6 +88,31 @@ pub(crate) fn with_body(
     r
 }
 
+/// An answer written into the request's own header map, emptied: the JSON text `json`, or
+/// nothing. hyper reads a connection's next request into the header map of the response it
+/// wrote last, so handing back a map that has held a request's headers spares allocating and
+/// growing one for every request (a response made by [`empty`] or [`with_body`] starts from a
+/// map with no room).
+pub(crate) fn in_request_map(
+    mut headers: HeaderMap,
+    status: StatusCode,
+    json: Option<Vec<u8>>,
+) -> Response<Body> {
+    headers.clear();
+    if json.is_some() {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    let mut r = Response::new(Either::Left(Full::new(
+        json.map_or_else(Bytes::new, Bytes::from),
+    )));
+    *r.status_mut() = status;
+    *r.headers_mut() = headers;
+    r
+}
+
 /// The answer to a request refused before it was read.
 pub(crate) fn denied(denial: &Denial) -> Response<Body> {
     tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request's credentials");
@@ -133,7 +158,45 @@ pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) 
 mod tests {
     use serde_json::json;
 
-    use super::{sse, sse_endpoint, sse_message, sse_text};
+    use http::{HeaderMap, HeaderValue, StatusCode};
+
+    use super::{in_request_map, sse, sse_endpoint, sse_message, sse_text};
+
+    /// An answer in the request's map carries none of the request's headers, only its own, and
+    /// keeps the room the request's headers took.
+    #[test]
+    fn an_answer_in_the_request_map_keeps_its_room_and_none_of_its_headers() {
+        let mut request = HeaderMap::new();
+        for (i, name) in ["authorization", "mcp-session-id", "mcp-method", "mcp-name"]
+            .into_iter()
+            .chain([
+                "host",
+                "accept",
+                "user-agent",
+                "content-length",
+                "x-a",
+                "x-b",
+            ])
+            .enumerate()
+        {
+            request.insert(name, HeaderValue::from(i));
+        }
+        let room = request.capacity();
+        let answer = in_request_map(request.clone(), StatusCode::OK, Some(b"{}".to_vec()));
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(
+            answer.headers().iter().collect::<Vec<_>>(),
+            [(
+                &http::header::CONTENT_TYPE,
+                &HeaderValue::from_static("application/json")
+            )]
+        );
+        assert_eq!(answer.headers().capacity(), room);
+        let accepted = in_request_map(request, StatusCode::ACCEPTED, None);
+        assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+        assert!(accepted.headers().is_empty());
+        assert_eq!(accepted.headers().capacity(), room);
+    }
 
     /// Every frame is its fields in the order a reader expects them, ending in a blank line.
     #[test]
