@@ -381,12 +381,8 @@ impl<S: Service> Front<S> {
             session = Some(sid.to_owned());
         }
 
-        // Nothing of the request's bytes is held past this point: while the service works,
-        // hyper reads the connection on into its buffer, which it reuses only when no part of
-        // the last request (header values, path, body) still points into it.
-        let mut headers = parts.headers;
-        headers.clear();
-        drop((parts.uri, body));
+        // The request's header map, emptied, carries the answer (`in_request_map`).
+        let headers = parts.headers;
         let nowhere = &self.nowhere;
         let framing = options.framing;
         let core = self.core.clone();
