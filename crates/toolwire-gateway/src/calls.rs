@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize as _;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use toolwire::{CallHooks, CallOptions, LoggingLevel, ProgressParams};
 use toolwire_host::HostError;
 use toolwire_server::{Era, Notifier, Reply, Request, RpcError};
@@ -199,7 +199,7 @@ impl Gateway {
                 }
             });
         }
-        let (questions_to, questions) = mpsc::unbounded_channel();
+        let (questions_to, questions) = futures_channel::mpsc::unbounded();
         let with_tasks = crate::tasks::declared(client.as_deref());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to));
         let (host, name) = (self.host.clone(), name.to_owned());
@@ -254,7 +254,7 @@ impl Gateway {
         }
         let next = tokio::select! {
             done = &mut running.task => Next::Done(Box::new(done)),
-            Some(question) = running.questions.recv() => Next::Asked(question),
+            Ok(question) = running.questions.recv() => Next::Asked(question),
         };
         let first = match next {
             Next::Done(called) => return self.finish(*called),

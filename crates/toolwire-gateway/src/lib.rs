@@ -82,7 +82,9 @@
 //! `toolwire-server` (the protocol downstream), `toolwire` (the client's types and errors),
 //! `toolwire-headers` (the header plans of the merged tools), `tokio` (the change coalescer),
 //! `serde_json` (messages relayed as JSON, unknown members kept), `futures-util` (listings
-//! fetched from every upstream at once), `percent-encoding` (a server's name inside a URI;
+//! fetched from every upstream at once), `futures-channel` (the channel for an upstream's
+//! questions during a call: one is made per call, rarely used, and it allocates per message
+//! where tokio's allocates a block of 32 slots when made; already in the tree under hyper), `percent-encoding` (a server's name inside a URI;
 //! already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
 //! for `/metrics`: the text format and histograms, not hand-written), `globset` (the policy's
 //! globs compiled to one matcher per rule; BurntSushi's, over `regex-automata` already in the

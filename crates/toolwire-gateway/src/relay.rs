@@ -20,9 +20,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use toolwire::{ClientBuilder, ClientCapabilities, ErrorObject, ServerRequest};
 use toolwire_server::{Notifier, RpcError};
@@ -160,7 +161,7 @@ pub(crate) struct Question {
 /// call's answer carries as an input request.
 pub(crate) fn modern(
     client: Option<Arc<Value>>,
-    questions: mpsc::UnboundedSender<Question>,
+    questions: UnboundedSender<Question>,
 ) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
 {
     move |request| {
@@ -175,7 +176,7 @@ pub(crate) fn modern(
                 params,
                 reply,
             };
-            if questions.send(asked).is_err() {
+            if questions.unbounded_send(asked).is_err() {
                 return Err(gone(&method));
             }
             answer.await.unwrap_or_else(|_| Err(gone(&method)))
@@ -196,7 +197,7 @@ fn gone(method: &str) -> ErrorObject {
 /// the call upstream.
 pub(crate) struct Running<T> {
     pub(crate) task: BoxFuture<'static, T>,
-    pub(crate) questions: mpsc::UnboundedReceiver<Question>,
+    pub(crate) questions: UnboundedReceiver<Question>,
     /// Where its news goes: the client's latest request for it.
     pub(crate) relay_to: Arc<Mutex<Relay>>,
 }
@@ -308,11 +309,11 @@ pub(crate) fn input_required(asked: &[(String, String, Value)], state: &str) -> 
 mod tests {
     use super::*;
 
-    fn running() -> (Running<()>, mpsc::UnboundedSender<Question>) {
-        let (tx, questions) = mpsc::unbounded_channel();
+    fn running() -> (Running<()>, UnboundedSender<Question>) {
+        let (tx, questions) = futures_channel::mpsc::unbounded();
         let task = Box::pin(std::future::pending::<()>());
         let relay_to = Arc::new(Mutex::new(Relay {
-            notifier: Notifier::new(mpsc::unbounded_channel().0),
+            notifier: Notifier::new(tokio::sync::mpsc::unbounded_channel().0),
             token: None,
             level: None,
         }));
