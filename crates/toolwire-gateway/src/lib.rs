@@ -83,9 +83,9 @@
 //! `toolwire-headers` (the header plans of the merged tools), `tokio` (the change coalescer),
 //! `serde_json` (messages relayed as JSON, unknown members kept), `futures-util` (listings
 //! fetched from every upstream at once), `futures-channel` (the channel for an upstream's
-//! questions during a call: one is made per call, rarely used, and it allocates per message
-//! where tokio's allocates a block of 32 slots when made; already in the tree under hyper), `percent-encoding` (a server's name inside a URI;
-//! already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
+//! questions during a call: one is made per call and rarely used, and it allocates per
+//! message where tokio's allocates a block of 32 slots when made; already under hyper),
+//! `percent-encoding` (a server's name inside a URI; already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
 //! for `/metrics`: the text format and histograms, not hand-written), `globset` (the policy's
 //! globs compiled to one matcher per rule; BurntSushi's, over `regex-automata` already in the
 //! tree), `serde` (the file's `gateway` section, unknown members refused: a typo in an access
