@@ -85,10 +85,10 @@
 //! fetched from every upstream at once), `futures-channel` (the channel for an upstream's
 //! questions during a call: one is made per call and rarely used, and it allocates per
 //! message where tokio's allocates a block of 32 slots when made; already under hyper),
-//! `percent-encoding` (a server's name inside a URI; already under `url`), `tracing`, `prometheus-client` (the Prometheus project's own client
-//! for `/metrics`: the text format and histograms, not hand-written), `globset` (the policy's
-//! globs compiled to one matcher per rule; BurntSushi's, over `regex-automata` already in the
-//! tree), `serde` (the file's `gateway` section, unknown members refused: a typo in an access
+//! `percent-encoding` (a server's name inside a URI; already under `url`), `tracing`,
+//! `prometheus-client` (the Prometheus project's own client for `/metrics`: the text format
+//! and histograms, not hand-written), `globset` (the policy's globs compiled to one matcher
+//! per rule; BurntSushi's, over `regex-automata` already in the tree), `serde` (the file's `gateway` section, unknown members refused: a typo in an access
 //! rule must not pass silently), `http` (the request head a caller is authenticated from),
 //! `thiserror`. Token checks are `toolwire::auth::verify`'s (ring, already the client's).
 
