@@ -88,9 +88,9 @@
 //! `percent-encoding` (a server's name inside a URI; already under `url`), `tracing`,
 //! `prometheus-client` (the Prometheus project's own client for `/metrics`: the text format
 //! and histograms, not hand-written), `globset` (the policy's globs compiled to one matcher
-//! per rule; BurntSushi's, over `regex-automata` already in the tree), `serde` (the file's `gateway` section, unknown members refused: a typo in an access
-//! rule must not pass silently), `http` (the request head a caller is authenticated from),
-//! `thiserror`. Token checks are `toolwire::auth::verify`'s (ring, already the client's).
+//! per rule; BurntSushi's, over `regex-automata` already in the tree), `serde` (the file's
+//! `gateway` section, unknown members refused: a typo in an access rule must not pass
+//! silently), `http` (the request head a caller is authenticated from), `thiserror`. Token checks are `toolwire::auth::verify`'s (ring, already the client's).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
