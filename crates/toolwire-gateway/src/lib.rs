@@ -90,7 +90,8 @@
 //! and histograms, not hand-written), `globset` (the policy's globs compiled to one matcher
 //! per rule; BurntSushi's, over `regex-automata` already in the tree), `serde` (the file's
 //! `gateway` section, unknown members refused: a typo in an access rule must not pass
-//! silently), `http` (the request head a caller is authenticated from), `thiserror`. Token checks are `toolwire::auth::verify`'s (ring, already the client's).
+//! silently), `http` (the request head a caller is authenticated from), `thiserror`. Token
+//! checks are `toolwire::auth::verify`'s (ring, already the client's).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
