@@ -69,9 +69,7 @@ fn event(name: Option<&str>, id: Option<&str>, data: impl FnOnce(&mut Vec<u8>)) 
 }
 
 pub(crate) fn empty(status: StatusCode) -> Response<Body> {
-    let mut r = Response::new(Either::Left(Full::new(Bytes::new())));
-    *r.status_mut() = status;
-    r
+    in_map(HeaderMap::new(), status, None)
 }
 
 pub(crate) fn with_body(
@@ -79,13 +77,7 @@ pub(crate) fn with_body(
     content_type: &'static str,
     data: Bytes,
 ) -> Response<Body> {
-    let mut r = Response::new(Either::Left(Full::new(data)));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
-    r
+    in_map(HeaderMap::new(), status, Some((content_type, data)))
 }
 
 /// An answer written into the request's own header map, emptied: the JSON text `json`, or
@@ -94,20 +86,36 @@ pub(crate) fn with_body(
 /// growing one for every request (a response made by [`empty`] or [`with_body`] starts from a
 /// map with no room).
 pub(crate) fn in_request_map(
-    mut headers: HeaderMap,
+    headers: HeaderMap,
     status: StatusCode,
     json: Option<Vec<u8>>,
 ) -> Response<Body> {
+    in_map(
+        headers,
+        status,
+        json.map(|json| ("application/json", Bytes::from(json))),
+    )
+}
+
+/// A whole response of `status` whose headers go into `headers`, emptied first; with a body,
+/// its content type and data.
+fn in_map(
+    mut headers: HeaderMap,
+    status: StatusCode,
+    body: Option<(&'static str, Bytes)>,
+) -> Response<Body> {
     headers.clear();
-    if json.is_some() {
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-    }
-    let mut r = Response::new(Either::Left(Full::new(
-        json.map_or_else(Bytes::new, Bytes::from),
-    )));
+    let data = match body {
+        Some((content_type, data)) => {
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type),
+            );
+            data
+        }
+        None => Bytes::new(),
+    };
+    let mut r = Response::new(Either::Left(Full::new(data)));
     *r.status_mut() = status;
     *r.headers_mut() = headers;
     r
