@@ -84,9 +84,16 @@ async fn an_elicitation_reaches_the_client_that_called_in_every_pairing_of_eras(
             2,
             "{downstream}: asked once per call: {heard:?}"
         );
-        for (method, params) in &heard {
+        // In call order, each attributed to the upstream that asked (so that no upstream can
+        // pass its question off as the gateway's or another's).
+        for ((method, params), upstream) in heard.iter().zip(["old", "new"]) {
             assert_eq!(method, "elicitation/create");
-            assert_eq!(params["message"], "What is your name?", "{params}");
+            assert_eq!(
+                params["message"],
+                format!("[{upstream}] What is your name?"),
+                "{params}"
+            );
+            assert_eq!(params["_meta"][toolwire_gateway::UPSTREAM_META], upstream);
             assert_eq!(params["requestedSchema"]["required"], json!(["name"]));
         }
     }

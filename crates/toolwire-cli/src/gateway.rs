@@ -130,6 +130,9 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     if let Some(access) = access {
         gateway = gateway.access(access);
     }
+    if let Some(keys) = &options.session_keys {
+        gateway = gateway.keys(keys.clone());
+    }
     let gateway = gateway.build();
     let reloading = tokio::spawn(reload_on_change(
         gateway.host().clone(),

@@ -78,7 +78,8 @@ impl Gateway {
             && let Some(state) = params["requestState"].as_str()
             && state.starts_with("gw-")
         {
-            return self.resume(state, params, notifier).await;
+            let owner = crate::access::principal(request.caller);
+            return self.resume(state, owner, params, notifier).await;
         }
         let Some(name) = params["name"].as_str() else {
             return Err(RpcError::new(
@@ -154,14 +155,64 @@ impl Gateway {
             if let (Some(server), Some(upstream)) = (&server, &upstream) {
                 self.forward(server, upstream);
             }
+            let session = request
+                .session
+                .map(|s| crate::sessions::SessionKey::new(&caller, s));
+            // The upstream's messages about the call reach this caller on the call's own
+            // stream (from the level its session asked for, if it asked), and nobody else.
+            if let Some(server) = server.clone() {
+                let level = session.as_ref().and_then(|s| self.sessions.level(s));
+                let notifier = notifier.clone();
+                hooks = hooks.on_log(move |message: &toolwire_types::Notification| {
+                    let params: Value = message
+                        .params
+                        .as_deref()
+                        .and_then(|p| serde_json::from_str(p.get()).ok())
+                        .unwrap_or_default();
+                    let heard = crate::sessions::level_of(&params);
+                    if level.is_none_or(|asked| heard.is_none_or(|l| l >= asked)) {
+                        notifier.send(crate::subscriptions::log_message(&server, params));
+                    }
+                });
+            }
+            // A URL elicitation asked of this call is completed for this session alone.
+            let asked_url: relay::AskedUrl = match (&server, &session) {
+                (Some(server), Some(session)) => {
+                    let (server, session) = (server.clone(), session.clone());
+                    let sessions = self.sessions.clone();
+                    Some(Arc::new(move |id: &str| {
+                        sessions.asked_url(&session, &server, id);
+                    }))
+                }
+                _ => None,
+            };
             // Ends with this call, and with it any question still waiting for the client.
             let (_alive, alive) = watch::channel(());
-            let hooks = hooks.on_server_request(relay::legacy(notifier.clone(), client, alive));
+            let hooks = hooks.on_server_request(relay::legacy(
+                notifier.clone(),
+                client,
+                alive,
+                asked_url.clone(),
+                server.clone(),
+            ));
             let result = self
                 .host
                 .call_tool_relayed(name, arguments, options, hooks, false)
                 .await
                 .map(|(_, called)| called);
+            if let (Err(HostError::Call { error, .. }), Some(asked)) = (&result, &asked_url)
+                && let toolwire::Error::Input(toolwire::InputError::UrlElicitationRequired {
+                    elicitations,
+                    ..
+                }) = error
+            {
+                for id in elicitations
+                    .iter()
+                    .filter_map(|e| e.elicitation_id.as_deref())
+                {
+                    asked(id);
+                }
+            }
             let called = Called {
                 caller,
                 name: name.to_owned(),
@@ -200,8 +251,13 @@ impl Gateway {
             });
         }
         let (questions_to, questions) = futures_channel::mpsc::unbounded();
-        let with_tasks = crate::tasks::declared(client.as_deref());
-        let hooks = hooks.on_server_request(relay::modern(client, questions_to));
+        // A task of an upstream called with its callers' credentials would be followed with
+        // the entry's own (tasks/* carry no caller's): the gateway follows it itself.
+        let with_tasks = crate::tasks::declared(client.as_deref())
+            && server
+                .as_deref()
+                .is_none_or(|s| self.own_credentials_only(s, "tasks/get").is_ok());
+        let hooks = hooks.on_server_request(relay::modern(client, questions_to, server.clone()));
         let (host, name) = (self.host.clone(), name.to_owned());
         let task = Box::pin(async move {
             let result = host
@@ -223,7 +279,8 @@ impl Gateway {
             questions,
             relay_to,
         };
-        self.wait(running).await
+        let owner = crate::access::principal(request.caller);
+        self.wait(running, owner).await
     }
 
     /// A 2026-07-28 client's retry of a call parked here: its answers go to the upstream's
@@ -231,10 +288,11 @@ impl Gateway {
     async fn resume(
         &self,
         state: &str,
+        owner: &str,
         params: &Value,
         notifier: &Notifier,
     ) -> Result<Reply, RpcError> {
-        let Some(mut parked) = self.parked.take(state) else {
+        let Some(mut parked) = self.parked.take(state, owner) else {
             return Err(RpcError::new(
                 code::INVALID_PARAMS,
                 "requestState names no call waiting here: it expired, was used already, or was given by another gateway replica; call the tool again",
@@ -242,12 +300,12 @@ impl Gateway {
         };
         *lock(&parked.running.relay_to) = relay(params, notifier);
         parked.answer(&params["inputResponses"]);
-        self.wait(parked.running).await
+        self.wait(parked.running, owner).await
     }
 
     /// Waits for a call's work: its answer, or, when the upstream asks something first, an
     /// `input_required` answer carrying the questions, the call parked until the retry.
-    async fn wait(&self, mut running: Running<Called>) -> Result<Reply, RpcError> {
+    async fn wait(&self, mut running: Running<Called>, owner: &str) -> Result<Reply, RpcError> {
         enum Next {
             Done(Box<Called>),
             Asked(Question),
@@ -277,12 +335,9 @@ impl Gateway {
             .map(|(key, q)| (key.clone(), q.method.clone(), q.params.clone()))
             .collect();
         let replies = keyed.into_iter().map(|(key, q)| (key, q.reply)).collect();
-        match self.parked.park(running, replies) {
-            Some(state) => Ok(Reply::Json(relay::input_required(&shown, &state))),
-            None => Err(RpcError::new(
-                code::INTERNAL_ERROR,
-                "the gateway has too many calls waiting for their clients' input; try again later",
-            )),
+        match self.parked.park(owner, running, replies) {
+            Ok(state) => Ok(Reply::Json(relay::input_required(&shown, &state))),
+            Err(full) => Err(full.error()),
         }
     }
 
@@ -341,8 +396,7 @@ impl Gateway {
                 let Some(server) = &server else {
                     return Err(RpcError::new(code::INTERNAL_ERROR, "a task from no server"));
                 };
-                let mut task =
-                    crate::tasks::outward(server, self.host.separator(), handle.task().clone())?;
+                let mut task = self.outward_task(&caller, server, handle.task().clone())?;
                 task["resultType"] = json!("task");
                 return Ok(Reply::Json(task));
             }

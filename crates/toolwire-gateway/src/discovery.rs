@@ -203,7 +203,7 @@ impl Gateway {
         let hits = self.host.search_tools(query, asked);
         let visible = hits
             .iter()
-            .filter(|hit| view.item(&hit.tool.server, &hit.name))
+            .filter(|hit| self.tool_allowed(view, &hit.name, &hit.tool))
             .take(limit);
         for hit in visible {
             let (name, tool) = (&*hit.name, &hit.tool.tool);

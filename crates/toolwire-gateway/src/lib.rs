@@ -119,6 +119,7 @@ mod declared;
 mod discovery;
 mod metrics;
 mod relay;
+mod sessions;
 mod subscriptions;
 mod surface;
 mod tasks;
@@ -149,7 +150,10 @@ pub use access::{
     TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
-pub use relay::{PARKED_FOR, unrelated, upstream_capabilities, upstream_client};
+pub use relay::{
+    MAX_PARKED_PER_CALLER, PARKED_FOR, UPSTREAM_META, unrelated, upstream_capabilities,
+    upstream_client,
+};
 
 /// Settings of a [`Gateway`].
 #[derive(Debug)]
@@ -160,9 +164,20 @@ pub struct GatewayBuilder {
     progressive: Progressive,
     access: Option<Access>,
     audit_arguments: bool,
+    keys: Option<toolwire_server::SessionKeys>,
 }
 
 impl GatewayBuilder {
+    /// The keys the gateway seals the ids it hands a caller with (tasks), so that every
+    /// replica given the same keys resolves them: the same keys as the server's
+    /// [`Options::session_keys`]. Without them, keys are made at random for this process (its
+    /// ids then resolve only here).
+    #[must_use]
+    pub fn keys(mut self, keys: toolwire_server::SessionKeys) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
     /// Who may call the gateway and what each caller sees ([`Access`]): without it, every
     /// caller is served everything (fit for stdio and loopback).
     #[must_use]
@@ -214,12 +229,16 @@ impl GatewayBuilder {
             progressive: self.progressive,
             access: self.access,
             audit_arguments: self.audit_arguments,
+            keys: self
+                .keys
+                .or_else(|| toolwire_server::SessionKeys::random().ok()),
             sizes: discovery::Sizes::default(),
             started: tokio::sync::OnceCell::new(),
             changes: changes.clone(),
             metrics: Metrics::new(),
             plans: std::sync::Mutex::new((0, HashMap::new())),
             subscriptions: subscriptions::Subscriptions::default(),
+            sessions: Arc::default(),
             parked: relay::Parked::default(),
             declarations: declared::Declarations::default(),
         });
@@ -275,6 +294,9 @@ pub struct Gateway {
     access: Option<Access>,
     /// The audit line of each call carries its arguments.
     audit_arguments: bool,
+    /// What task ids are sealed with (None only if the system's random source failed: tasks
+    /// are then not handed out).
+    keys: Option<toolwire_server::SessionKeys>,
     /// The catalog's size, for `progressive`.
     sizes: discovery::Sizes,
     /// Set once the upstreams have started (or the wait ran out).
@@ -283,6 +305,8 @@ pub struct Gateway {
     metrics: Metrics,
     /// Resource subscriptions held upstream for the gateway's clients.
     subscriptions: subscriptions::Subscriptions,
+    /// What each legacy session of each caller asked to hear.
+    sessions: Arc<sessions::Sessions>,
     /// Header plans of the listed tools, by gateway name, for the snapshot generation held.
     plans: std::sync::Mutex<(u64, HashMap<String, Option<HeaderPlan>>)>,
     /// Calls of 2026-07-28 clients answered `input_required`, waiting for their retries.
@@ -301,6 +325,7 @@ impl Gateway {
             progressive: Progressive::default(),
             access: None,
             audit_arguments: false,
+            keys: None,
         }
     }
 
@@ -381,7 +406,11 @@ impl Gateway {
         let merged = self.host.load();
         let mut names = merged.names();
         if !view.is_everything() {
-            names.retain(|name| merged.get(name).is_some_and(|t| view.item(&t.server, name)));
+            names.retain(|name| {
+                merged
+                    .get(name)
+                    .is_some_and(|t| self.tool_allowed(view, name, t))
+            });
         }
         let page: Vec<Value> = names
             .iter()
@@ -550,6 +579,9 @@ impl Service for Gateway {
             .await;
         let view = self.view(request.caller);
         self.admit(&request, &view)?;
+        let session = request
+            .session
+            .map(|s| sessions::SessionKey::new(access::principal(request.caller), s));
         let answer = match request.method {
             // A call's result may be the upstream's text, passed on as it came.
             "tools/call" => return self.call_or_own(request, notifier, &view).await,
@@ -560,14 +592,15 @@ impl Service for Gateway {
             "resources/read" => self.read(request.params).await,
             "resources/subscribe" | "resources/unsubscribe" if request.era == Era::Legacy => {
                 let uri = request.params["uri"].as_str().unwrap_or("");
-                self.subscribe(uri, request.method == "resources/subscribe")
-                    .await
+                let on = request.method == "resources/subscribe";
+                self.session_subscribe(uri, on, session.as_ref()).await
             }
             "resources/subscribe" | "resources/unsubscribe" => {
                 Err(subscriptions::not_in_this_era(request.method))
             }
             "logging/setLevel" if request.era == Era::Legacy => {
-                self.set_level(request.params).await
+                self.set_level(request.params, &view, session.as_ref())
+                    .await
             }
             "prompts/list" => self.merged(Listing::Prompts).await,
             "prompts/get" => self.prompt(request.params).await,
@@ -672,16 +705,46 @@ impl Service for Gateway {
         &'a self,
         resources: &'a std::collections::BTreeSet<String>,
         on: bool,
-    ) -> impl std::future::Future<Output = ()> + Send + 'a {
-        self.watch_all(resources, on)
+        caller: Option<&'a toolwire_server::Caller>,
+    ) -> impl std::future::Future<Output = std::collections::BTreeSet<String>> + Send + 'a {
+        self.watch_all(resources, on, caller)
     }
 
-    /// Tool-list changes, updates of the resources some client subscribed to, upstreams' log
-    /// messages.
-    fn legacy_notification(&self, change: &Change) -> Option<Value> {
-        if let Change::Resource(uri) = change
-            && !self.subscriptions.wanted(uri)
-        {
+    fn session_ended(&self, session: &str) {
+        self.session_gone(session);
+    }
+
+    /// Tool-list changes to every session; to each session only what is its own: updates of
+    /// the resources it subscribed to, log lines of upstreams its caller may see from the level
+    /// it asked for, completions of the URL elicitations its calls were asked.
+    fn legacy_notification(
+        &self,
+        change: &Change,
+        listener: &toolwire_server::Listener<'_>,
+    ) -> Option<Value> {
+        use sessions::Heard;
+        let key =
+            || sessions::SessionKey::new(access::principal(listener.caller), listener.session);
+        let hears = match change {
+            Change::Resource(uri) => self.sessions.hears(&key(), &Heard::Resource(uri)),
+            Change::Sourced { source, change } => match &**change {
+                Change::Log(message) => {
+                    let view = self.view(listener.caller);
+                    self.server_allowed(&view, source, true)
+                        && self
+                            .sessions
+                            .hears(&key(), &Heard::Log(sessions::level_of(&message["params"])))
+                }
+                Change::ElicitationComplete(id) => self
+                    .sessions
+                    .hears(&key(), &Heard::ElicitationComplete { server: source, id }),
+                _ => false,
+            },
+            // The gateway makes none of these unattributed.
+            Change::Log(_) | Change::ElicitationComplete(_) => false,
+            _ => true,
+        };
+        if !hears {
             return None;
         }
         toolwire_server::legacy_notification(change)

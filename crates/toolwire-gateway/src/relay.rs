@@ -34,8 +34,12 @@ use toolwire_types::error::code;
 pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// How long a 2026-07-28 client has to retry a call answered `input_required`.
 pub const PARKED_FOR: Duration = Duration::from_secs(5 * 60);
-/// The most calls parked at once; past it a call that asks is refused.
+/// The most calls parked at once, all callers together: a backstop; past it a call that asks
+/// is refused.
 pub(crate) const MAX_PARKED: usize = 10_000;
+/// The most calls one caller (principal) may have parked at once: past it that caller's call
+/// that asks is refused, and nobody else's.
+pub const MAX_PARKED_PER_CALLER: usize = 64;
 
 /// What the gateway declares to every upstream, so that each may ask: elicitation (form and
 /// URL mode), sampling, roots. Whether the downstream client that made a call can answer is
@@ -119,19 +123,54 @@ pub(crate) fn to_error_object(e: RpcError) -> ErrorObject {
     object
 }
 
+/// Told the id of each URL elicitation a call's upstream asks, so that its completion reaches
+/// the session whose call it was.
+pub(crate) type AskedUrl = Option<Arc<dyn Fn(&str) + Send + Sync>>;
+
+/// The `_meta` key that names the upstream a relayed request comes from.
+pub const UPSTREAM_META: &str = "io.toolwire/upstream";
+
+/// A relayed request's params, attributed: its `message` (an elicitation's, which a person
+/// reads) begins with the upstream's name, and `_meta` names it, so that no upstream can pass
+/// its question off as the gateway's own or another upstream's.
+pub(crate) fn attributed(server: Option<&str>, mut params: Value) -> Value {
+    let Some(server) = server else {
+        return params;
+    };
+    if let Some(message) = params.get("message").and_then(Value::as_str) {
+        params["message"] = json!(format!("[{server}] {message}"));
+    }
+    if let Some(object) = params.as_object_mut() {
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(UPSTREAM_META.to_owned(), json!(server));
+        }
+    }
+    params
+}
+
 /// The handler of one call from a legacy client: each request goes to that client on the
-/// call's stream, bounded by [`ASK_TIMEOUT`] and by the call itself (`alive` ends with it).
+/// call's stream (attributed to `server`), bounded by [`ASK_TIMEOUT`] and by the call itself
+/// (`alive` ends with it); the id of a URL elicitation goes to `asked_url`.
 pub(crate) fn legacy(
     notifier: Notifier,
     client: Option<Arc<Value>>,
     alive: tokio::sync::watch::Receiver<()>,
+    asked_url: AskedUrl,
+    server: Option<Arc<str>>,
 ) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
 {
     move |request| {
         let (notifier, client, mut alive) = (notifier.clone(), client.clone(), alive.clone());
+        let server = server.clone();
+        if let (ServerRequest::Elicit(params), Some(asked)) = (&request, &asked_url)
+            && let Some(id) = params.elicitation_id.as_deref()
+        {
+            asked(id);
+        }
         Box::pin(async move {
             allowed(&request, client.as_deref())?;
-            let params = params_of(&request)?;
+            let params = attributed(server.as_deref(), params_of(&request)?);
             let method = request.method().to_owned();
             tokio::select! {
                 answer = tokio::time::timeout(ASK_TIMEOUT, notifier.ask(&method, params)) => match answer {
@@ -162,13 +201,15 @@ pub(crate) struct Question {
 pub(crate) fn modern(
     client: Option<Arc<Value>>,
     questions: UnboundedSender<Question>,
+    server: Option<Arc<str>>,
 ) -> impl Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync + 'static
 {
     move |request| {
         let (client, questions) = (client.clone(), questions.clone());
+        let server = server.clone();
         Box::pin(async move {
             allowed(&request, client.as_deref())?;
-            let params = params_of(&request)?;
+            let params = attributed(server.as_deref(), params_of(&request)?);
             let (reply, answer) = oneshot::channel();
             let method = request.method().to_owned();
             let asked = Question {
@@ -217,6 +258,34 @@ pub(crate) struct ParkedCall<T> {
     /// The questions asked, by the key the client answers them under.
     pub(crate) asked: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
     until: Instant,
+    /// The principal whose call it is: only its retry resumes it.
+    owner: String,
+}
+
+/// Why a call could not be parked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// Its caller has [`MAX_PARKED_PER_CALLER`] calls parked.
+    Caller,
+    /// The gateway has [`MAX_PARKED`].
+    Gateway,
+}
+
+impl Full {
+    /// The error its caller hears.
+    pub(crate) fn error(self) -> RpcError {
+        let message = match self {
+            Self::Caller => format!(
+                "you have {MAX_PARKED_PER_CALLER} calls waiting for your input already; answer or abandon them (they expire after {} s) and try again",
+                PARKED_FOR.as_secs()
+            ),
+            Self::Gateway => {
+                "the gateway has too many calls waiting for their clients' input; try again later"
+                    .to_owned()
+            }
+        };
+        RpcError::new(code::INTERNAL_ERROR, message)
+    }
 }
 
 /// The calls of 2026-07-28 clients waiting for their retries, by `requestState`.
@@ -241,18 +310,22 @@ impl<T> Default for Parked<T> {
 }
 
 impl<T> Parked<T> {
-    /// Parks a call that asked `asked`; its `requestState`, or `None` when too many are parked.
+    /// Parks `owner`'s call that asked `asked`: its `requestState`, or why it cannot be.
     pub(crate) fn park(
         &self,
+        owner: &str,
         running: Running<T>,
         asked: Vec<(String, oneshot::Sender<Result<Value, ErrorObject>>)>,
-    ) -> Option<String> {
+    ) -> Result<String, Full> {
         let now = Instant::now();
         let mut calls = lock(&self.calls);
         // Calls whose clients never came back are cancelled (dropping them aborts their work).
         calls.retain(|_, call| call.until > now);
+        if calls.values().filter(|c| c.owner == owner).count() >= MAX_PARKED_PER_CALLER {
+            return Err(Full::Caller);
+        }
         if calls.len() >= MAX_PARKED {
-            return None;
+            return Err(Full::Gateway);
         }
         let state = format!("gw-{}", toolwire_server::random_id());
         calls.insert(
@@ -261,14 +334,20 @@ impl<T> Parked<T> {
                 running,
                 asked,
                 until: now + PARKED_FOR,
+                owner: owner.to_owned(),
             },
         );
-        Some(state)
+        Ok(state)
     }
 
-    /// Takes the call parked under `state` out, if it is (still) here.
-    pub(crate) fn take(&self, state: &str) -> Option<ParkedCall<T>> {
-        let call = lock(&self.calls).remove(state)?;
+    /// Takes the call parked under `state` out, if it is (still) here and `owner`'s; another
+    /// caller's retry leaves it where it is.
+    pub(crate) fn take(&self, state: &str, owner: &str) -> Option<ParkedCall<T>> {
+        let mut calls = lock(&self.calls);
+        if calls.get(state)?.owner != owner {
+            return None;
+        }
+        let call = calls.remove(state)?;
         (call.until > Instant::now()).then_some(call)
     }
 
@@ -334,11 +413,19 @@ mod tests {
         let (reply, answer) = oneshot::channel();
         let (other, unanswered) = oneshot::channel();
         let state = parked
-            .park(run, vec![("q1".into(), reply), ("q2".into(), other)])
+            .park(
+                "alice",
+                run,
+                vec![("q1".into(), reply), ("q2".into(), other)],
+            )
             .unwrap();
-        assert!(parked.take("gw-someone-else").is_none());
-        let mut call = parked.take(&state).unwrap();
-        assert!(parked.take(&state).is_none(), "taken once");
+        assert!(parked.take("gw-someone-else", "alice").is_none());
+        assert!(
+            parked.take(&state, "bob").is_none(),
+            "another caller's retry"
+        );
+        let mut call = parked.take(&state, "alice").unwrap();
+        assert!(parked.take(&state, "alice").is_none(), "taken once");
         call.answer(&json!({"q1": {"action": "accept"}}));
         assert_eq!(answer.await.unwrap(), Ok(json!({"action": "accept"})));
         let refused = unanswered.await.unwrap().unwrap_err();
@@ -355,13 +442,30 @@ mod tests {
             let _held = held;
             std::future::pending::<()>().await;
         });
-        let state = parked.park(run, Vec::new()).unwrap();
+        let state = parked.park("alice", run, Vec::new()).unwrap();
         tokio::time::advance(PARKED_FOR + Duration::from_secs(1)).await;
-        assert!(parked.take(&state).is_none(), "expired");
+        assert!(parked.take(&state, "alice").is_none(), "expired");
         assert!(
             dropped.await.is_err(),
             "its work was dropped, which cancels the call"
         );
+    }
+
+    #[tokio::test]
+    async fn one_caller_filling_its_share_of_parked_calls_leaves_room_for_the_others() {
+        let parked = Parked::default();
+        let mut held = Vec::new();
+        for _ in 0..MAX_PARKED_PER_CALLER {
+            let (run, tx) = running();
+            held.push(tx);
+            parked.park("mallory", run, Vec::new()).unwrap();
+        }
+        let (run, _tx) = running();
+        assert_eq!(parked.park("mallory", run, Vec::new()), Err(Full::Caller));
+        let (run, _tx) = running();
+        let state = parked.park("alice", run, Vec::new()).unwrap();
+        assert!(parked.take(&state, "alice").is_some());
+        assert!(Full::Caller.error().message.contains("you have"));
     }
 
     #[test]

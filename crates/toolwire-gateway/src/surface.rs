@@ -231,6 +231,7 @@ impl Gateway {
     pub(crate) async fn read(&self, params: &Value) -> Answer {
         let uri = params["uri"].as_str().unwrap_or("");
         let (server, client, original) = self.resource_route(uri)?;
+        self.own_credentials_only(&server, "resources/read")?;
         let result = client
             .read_resource(&original)
             .await
@@ -274,6 +275,7 @@ impl Gateway {
     pub(crate) async fn prompt(&self, params: &Value) -> Answer {
         let name = params["name"].as_str().unwrap_or("");
         let (server, client, own) = self.prompt_route(name).await?;
+        self.own_credentials_only(&server, "prompts/get")?;
         let arguments: Vec<(String, String)> = params["arguments"]
             .as_object()
             .map(|args| {
@@ -316,11 +318,35 @@ impl Gateway {
                 ));
             }
         };
+        self.own_credentials_only(&server, "completion/complete")?;
         let result = client
             .request::<method::Complete>(params)
             .await
             .map_err(|error| called(&server, error))?;
         serde_json::to_value(result).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+    }
+}
+
+impl Gateway {
+    /// Refuses `method` for `server` when its calls carry each caller's own credentials
+    /// (per-user sign-in, pass-through, exchange): the gateway's client of an upstream sends
+    /// the caller's credentials with `tools/call` only, and anything else would go as the
+    /// entry's own identity (the operator's), reading what that identity may for every
+    /// caller.
+    pub(crate) fn own_credentials_only(&self, server: &str, method: &str) -> Result<(), RpcError> {
+        if self
+            .access
+            .as_ref()
+            .is_some_and(|a| a.calls_as_caller(server))
+        {
+            return Err(RpcError::new(
+                code::INVALID_REQUEST,
+                format!(
+                    "server `{server}` is called with each caller's own credentials, which the gateway sends with tools/call only: {method} is not relayed to it (it would run as the gateway's own identity)"
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -97,7 +97,11 @@ impl Service for Core {
     }
 
     /// Every tool-list change, updates of the resources subscribed to, completed links.
-    fn legacy_notification(&self, change: &Change) -> Option<Value> {
+    fn legacy_notification(
+        &self,
+        change: &Change,
+        _: &toolwire_server::Listener<'_>,
+    ) -> Option<Value> {
         if let Change::Resource(uri) = change
             && !lock(&self.subscribed).contains(uri)
         {

@@ -11,7 +11,7 @@ use toolwire_headers::HeaderPlan;
 use toolwire_types::{error::code, meta_key};
 use tracing::Instrument as _;
 
-use crate::asks::Asks;
+use crate::asks::{Asks, Scope};
 use crate::incoming::{Incoming, Reader};
 use crate::service::{Change, Era, Notifier, Reply, Request, RpcError, Service};
 use crate::{Eras, Options};
@@ -107,8 +107,16 @@ impl Interest {
                 .contains(uri)
                 .then(|| resource_updated(uri, Some(subscription))),
             // The 2026-07-28 era completes URL elicitations by retrying the request.
+            Change::Sourced { change, .. } => self.notification(change, subscription),
             Change::ElicitationComplete(_) | Change::Log(_) | Change::ForCaller { .. } => None,
         }
+    }
+
+    /// The same, narrowed to the resources the service watches for its caller
+    /// ([`Service::watch`]).
+    pub(crate) fn narrowed(mut self, watched: BTreeSet<String>) -> Self {
+        self.resources = watched;
+        self
     }
 
     /// The resources whose updates it asked for.
@@ -221,9 +229,11 @@ impl<S: Service> Core<S> {
         self.reader.read(bytes)
     }
 
-    /// The legacy session or connection `scope` ended: what was kept of its client goes.
+    /// The legacy session or connection `scope` ended: what was kept of its client goes, here
+    /// and in the service.
     pub(crate) fn forget(&self, scope: &str) {
         lock(&self.clients).remove(scope);
+        self.service.session_ended(scope);
     }
 
     /// Changes, as they happen.
@@ -231,9 +241,16 @@ impl<S: Service> Core<S> {
         self.service.changes()
     }
 
-    /// The legacy notification `change` makes.
-    pub(crate) fn legacy_notification(&self, change: &Change) -> Option<Value> {
-        self.service.legacy_notification(change)
+    /// The legacy notification `change` makes for `listener`, if it hears of it at all.
+    pub(crate) fn legacy_notification(
+        &self,
+        change: &Change,
+        listener: &crate::Listener<'_>,
+    ) -> Option<Value> {
+        if !change.reaches(crate::Caller::tag(listener.caller)) {
+            return None;
+        }
+        self.service.legacy_notification(change, listener)
     }
 
     /// The header plan of tool `name`, if it has one.
@@ -266,8 +283,10 @@ impl<S: Service> Core<S> {
     ) -> Handled {
         let message = &incoming.value;
         let Some(method) = message["method"].as_str() else {
-            // A response: to one of this server's requests, or to nothing.
-            self.asks.answered(message);
+            // A response: to one of this server's requests (taken only from the caller and
+            // session it was sent to), or to nothing.
+            let from = Scope::new(crate::Caller::tag(caller), scope);
+            self.asks.answered(message, &from);
             return Handled::Nothing;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
@@ -409,8 +428,15 @@ impl<S: Service> Core<S> {
                     client: declared,
                     client_info: incoming.client_info.as_deref(),
                     caller,
+                    session: match era {
+                        Era::Modern => None,
+                        Era::Legacy => scope,
+                    },
                 };
-                let asks = (streams && era == Era::Legacy).then(|| self.asks.clone());
+                let asks = (streams && era == Era::Legacy).then(|| {
+                    let to = Scope::new(crate::Caller::tag(caller), scope);
+                    (self.asks.clone(), to)
+                });
                 let notifier = Notifier::asking(notify.clone(), asks);
                 // Boxed: a service's future (a gateway's holds a whole call upstream) is large,
                 // and this one is moved into its span's wrapper and the front end's futures;

@@ -262,7 +262,7 @@ impl<S: Service> Front<S> {
         }
         match parts.method {
             Method::POST => {}
-            Method::GET => return self.get(&parts, owner).await,
+            Method::GET => return self.get(&parts, caller).await,
             Method::DELETE => return self.delete(&parts, owner),
             _ => return empty(StatusCode::METHOD_NOT_ALLOWED),
         }
@@ -396,7 +396,7 @@ impl<S: Service> Front<S> {
         }
         if method == "subscriptions/listen" && modern {
             return match core.handle(&incoming, nowhere, None, false, who).await {
-                Handled::Listen(id, interest) => self.listen(id, interest),
+                Handled::Listen(id, interest) => self.listen(id, interest, caller),
                 Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
                 Handled::Refused(a, _) => json_response(StatusCode::OK, &a),
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
@@ -629,12 +629,19 @@ impl<S: Service> Front<S> {
     }
 
     /// The modern listen stream: the acknowledgement, then every change it asked for.
-    fn listen(self: &Arc<Self>, id: Value, interest: Interest) -> Response<Body> {
+    fn listen(
+        self: &Arc<Self>,
+        id: Value,
+        interest: Interest,
+        caller: Option<Arc<Caller>>,
+    ) -> Response<Body> {
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
         let core = self.core.clone();
         tokio::spawn(async move {
-            core.service.watch(interest.resources(), true).await;
+            let who = caller.as_deref();
+            let watched = core.service.watch(interest.resources(), true, who).await;
+            let interest = interest.narrowed(watched);
             if tx
                 .send_data(sse(None, &interest.acknowledged(&id)))
                 .await
@@ -649,7 +656,9 @@ impl<S: Service> Front<S> {
                 })
                 .await;
             }
-            core.service.watch(interest.resources(), false).await;
+            core.service
+                .watch(interest.resources(), false, caller.as_deref())
+                .await;
         });
         response
     }
@@ -658,8 +667,9 @@ impl<S: Service> Front<S> {
     async fn get(
         self: &Arc<Self>,
         parts: &http::request::Parts,
-        owner: [u8; 16],
+        caller: Option<Arc<Caller>>,
     ) -> Response<Body> {
+        let owner = Caller::tag(caller.as_deref());
         let options = &self.core.options;
         if options.eras == Eras::Modern || !options.sessions {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
@@ -707,10 +717,8 @@ impl<S: Service> Front<S> {
                 if !lock(&front.sessions).contains_key(&sid) {
                     return ControlFlow::Break(());
                 }
-                if !change.reaches(owner) {
-                    return ControlFlow::Continue(None);
-                }
-                let Some(note) = front.core.legacy_notification(change) else {
+                let listener = crate::Listener::new(caller.as_deref(), &sid);
+                let Some(note) = front.core.legacy_notification(change, &listener) else {
                     return ControlFlow::Continue(None);
                 };
                 let json = Bytes::from(json_bytes(&note));

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 pub use guard::{Caller, Credential, Denial};
 pub use service::{
-    Answer, Change, Era, Notifier, Page, Reply, Request, RpcError, ServerInfo, Service,
+    Answer, Change, Era, Listener, Notifier, Page, Reply, Request, RpcError, ServerInfo, Service,
     legacy_notification,
 };
 pub use session_id::{SESSION_LIFETIME, SessionKeyError, SessionKeys};

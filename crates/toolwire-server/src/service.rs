@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, mpsc};
 use toolwire_headers::HeaderPlan;
 use toolwire_types::error::code;
 
-use crate::asks::Asks;
+use crate::asks::{Asks, Scope};
 use crate::guard::{Caller, Denial};
 
 /// The era a request arrived in.
@@ -46,6 +46,10 @@ pub struct Request<'a> {
     pub client_info: Option<&'a Value>,
     /// Who sent it, when the service authenticates callers ([`Service::authenticate`]).
     pub caller: Option<&'a Caller>,
+    /// The legacy session (or HTTP+SSE connection, or `stdio`) it came in on, when it has
+    /// one: a service that keeps state per session (log levels, subscriptions) keys it by
+    /// this and the caller together. None for a 2026-07-28 request, which has no session.
+    pub session: Option<&'a str>,
 }
 
 /// A JSON-RPC error to answer with.
@@ -121,7 +125,9 @@ impl From<Value> for Reply {
 #[derive(Clone)]
 pub struct Notifier {
     to: mpsc::UnboundedSender<Value>,
-    asks: Option<Arc<Asks>>,
+    /// Where the server's requests wait for their answers, and the only scope they are taken
+    /// from.
+    asks: Option<(Arc<Asks>, Scope)>,
 }
 
 impl std::fmt::Debug for Notifier {
@@ -146,7 +152,10 @@ impl Notifier {
     }
 
     /// A notifier that can also ask the client, for the front ends.
-    pub(crate) fn asking(to: mpsc::UnboundedSender<Value>, asks: Option<Arc<Asks>>) -> Self {
+    pub(crate) fn asking(
+        to: mpsc::UnboundedSender<Value>,
+        asks: Option<(Arc<Asks>, Scope)>,
+    ) -> Self {
         Self { to, asks }
     }
 
@@ -163,13 +172,13 @@ impl Notifier {
     /// first. The caller checks the client declared the capability ([`Request::client`]) and
     /// bounds the wait.
     pub async fn ask(&self, method: &str, params: Value) -> Answer {
-        let Some(asks) = &self.asks else {
+        let Some((asks, scope)) = &self.asks else {
             return Err(RpcError::new(
                 code::INTERNAL_ERROR,
                 format!("{method} cannot reach this client: its request has no stream back to it"),
             ));
         };
-        let (id, mut waiting) = asks.begin();
+        let (id, mut waiting) = asks.begin(scope.clone());
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         if self.to.send(request).is_err() {
             return Err(closed(method));
@@ -212,6 +221,15 @@ pub enum Change {
         /// What they hear.
         change: Box<Change>,
     },
+    /// `change` as one of the service's sources made it (a gateway's upstream, by name): the
+    /// service's [`Service::legacy_notification`] decides which listeners may hear of that
+    /// source; the default delivers `change` as if it came alone.
+    Sourced {
+        /// Where it came from.
+        source: String,
+        /// What happened there.
+        change: Box<Change>,
+    },
 }
 
 impl Change {
@@ -219,8 +237,29 @@ impl Change {
     pub(crate) fn reaches(&self, owner: [u8; 16]) -> bool {
         match self {
             Self::ForCaller { principal, .. } => Caller::tag_of(principal) == owner,
+            Self::Sourced { change, .. } => change.reaches(owner),
             _ => true,
         }
+    }
+}
+
+/// A legacy session that hears changes (on its GET stream, its HTTP+SSE stream, or stdio):
+/// who began it and which session it is, for a service that delivers each change only where
+/// it belongs ([`Service::legacy_notification`]).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Listener<'a> {
+    /// The caller that began the session, when the service authenticates callers.
+    pub caller: Option<&'a Caller>,
+    /// The session (its `Mcp-Session-Id`, the HTTP+SSE connection's id, or `stdio`), as
+    /// [`Request::session`] names it.
+    pub session: &'a str,
+}
+
+impl<'a> Listener<'a> {
+    /// The session `session`, begun by `caller`.
+    pub fn new(caller: Option<&'a Caller>, session: &'a str) -> Self {
+        Self { caller, session }
     }
 }
 
@@ -343,18 +382,27 @@ pub trait Service: Send + Sync + 'static {
         std::future::ready(None)
     }
 
-    /// A 2026-07-28 listen stream begins (`on`) or ended (`!on`) asking for updates of these
-    /// resources: a service that must subscribe somewhere to hear of them (the gateway, to its
-    /// upstreams) does it here. The stream is acknowledged once this resolves, so nothing
-    /// after the acknowledgement is missed. Nothing by default; called once per stream each
-    /// way.
+    /// A 2026-07-28 listen stream of `caller` begins (`on`) or ended (`!on`) asking for
+    /// updates of these resources: a service that must subscribe somewhere to hear of them
+    /// (the gateway, to its upstreams) does it here, and resolves with the resources it
+    /// watches for this caller (those it may see); only those are acknowledged and delivered.
+    /// The stream is acknowledged once this resolves, so nothing after the acknowledgement is
+    /// missed. Every resource asked for, by default; called once per stream each way (on the
+    /// way out, with what it resolved with on the way in).
     fn watch<'a>(
         &'a self,
         resources: &'a BTreeSet<String>,
         on: bool,
-    ) -> impl Future<Output = ()> + Send + 'a {
-        let _ = (resources, on);
-        std::future::ready(())
+        caller: Option<&'a Caller>,
+    ) -> impl Future<Output = BTreeSet<String>> + Send + 'a {
+        let _ = (on, caller);
+        std::future::ready(resources.clone())
+    }
+
+    /// The legacy session `session` ended (deleted by its client, expired, or its stream
+    /// closed): what the service kept for it can go. Nothing by default.
+    fn session_ended(&self, session: &str) {
+        let _ = session;
     }
 
     /// Changes as they happen. The default has none.
@@ -362,9 +410,12 @@ pub trait Service: Send + Sync + 'static {
         broadcast::channel(1).1
     }
 
-    /// The notification a legacy session hears for `change` (None: it hears nothing). By
-    /// default every change: a service with `resources/subscribe` filters updates here.
-    fn legacy_notification(&self, change: &Change) -> Option<Value> {
+    /// The notification the legacy session `listener` hears for `change` (None: it hears
+    /// nothing). By default every change: a service with `resources/subscribe` filters updates
+    /// here, and a service with several callers delivers each change only to the sessions it
+    /// belongs to.
+    fn legacy_notification(&self, change: &Change, listener: &Listener<'_>) -> Option<Value> {
+        let _ = listener;
         legacy_notification(change)
     }
 }
@@ -380,6 +431,8 @@ pub fn legacy_notification(change: &Change) -> Option<Value> {
                 "params": {"elicitationId": id}})
         }
         Change::Log(message) => message.clone(),
-        Change::ForCaller { change, .. } => return legacy_notification(change),
+        Change::ForCaller { change, .. } | Change::Sourced { change, .. } => {
+            return legacy_notification(change);
+        }
     })
 }

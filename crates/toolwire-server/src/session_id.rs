@@ -107,6 +107,56 @@ impl SessionKeys {
         Some(URL_SAFE_NO_PAD.encode(token))
     }
 
+    /// Keys made now from the system's random source: what a single process seals with when
+    /// no keys were given (only it opens what it sealed).
+    pub fn random() -> Result<Self, SessionKeyError> {
+        let mut key = [0u8; 32];
+        SystemRandom::new()
+            .fill(&mut key)
+            .map_err(|_| SessionKeyError::Empty)?;
+        Self::new([key])
+    }
+
+    /// `text` sealed with the first key for `purpose` and the caller `principal`, as
+    /// URL-safe base64: it opens ([`SessionKeys::open_for`]) only with these keys, for the same
+    /// purpose and principal; nobody else can read or change it. For ids a server hands one
+    /// caller that every replica must resolve (a gateway's task ids).
+    pub fn seal_for(&self, purpose: &str, principal: &str, text: &[u8]) -> Option<String> {
+        let mut nonce = [0u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).ok()?;
+        let mut body = text.to_vec();
+        self.keys
+            .first()?
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(bound(purpose, principal)),
+                &mut body,
+            )
+            .ok()?;
+        let mut token = nonce.to_vec();
+        token.extend_from_slice(&body);
+        Some(URL_SAFE_NO_PAD.encode(token))
+    }
+
+    /// The text [`SessionKeys::seal_for`] sealed in `token` for `purpose` and `principal`;
+    /// None for any other token, purpose or principal.
+    pub fn open_for(&self, purpose: &str, principal: &str, token: &str) -> Option<Vec<u8>> {
+        let token = URL_SAFE_NO_PAD.decode(token).ok()?;
+        if token.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, sealed) = token.split_at(NONCE_LEN);
+        let aad = bound(purpose, principal);
+        self.keys.iter().find_map(|key| {
+            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+            let mut sealed = sealed.to_vec();
+            let body = key
+                .open_in_place(nonce, Aad::from(&aad), &mut sealed)
+                .ok()?;
+            Some(body.to_vec())
+        })
+    }
+
     /// The owner tag of `id` when it is a session id one of the keys sealed, no older than
     /// [`SESSION_LIFETIME`] at `now` (an id sealed before owners were, all zeros).
     pub(crate) fn opens(&self, id: &str, now: SystemTime) -> Option<[u8; 16]> {
@@ -133,6 +183,16 @@ impl SessionKeys {
     }
 }
 
+/// What a [`SessionKeys::seal_for`] token is bound to: its purpose and its caller's tag
+/// (never a session id's [`AAD`]: the purpose is prefixed).
+fn bound(purpose: &str, principal: &str) -> Vec<u8> {
+    let mut aad = b"toolwire-sealed-v1:".to_vec();
+    aad.extend_from_slice(purpose.as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(&crate::Caller::tag_of(principal));
+    aad
+}
+
 /// A random session id (32 hexadecimal digits) for a server without keys: unguessable, known
 /// only to the replica that minted it.
 pub(crate) fn random() -> String {
@@ -144,6 +204,41 @@ pub(crate) fn random() -> String {
         bytes[..8].copy_from_slice(&n.to_be_bytes());
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod sealed_for_tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_text_opens_only_for_its_purpose_and_principal_and_with_a_key_of_the_set() {
+        let keys = SessionKeys::new([[7; 32]]).unwrap();
+        let token = keys.seal_for("task", "iss#alice", b"ref\0task-1").unwrap();
+        assert_eq!(
+            keys.open_for("task", "iss#alice", &token).as_deref(),
+            Some(&b"ref\0task-1"[..])
+        );
+        assert!(keys.open_for("task", "iss#bob", &token).is_none());
+        assert!(keys.open_for("other", "iss#alice", &token).is_none());
+        // Another replica with the same key opens it; one with another key does not.
+        let replica = SessionKeys::new([[9; 32], [7; 32]]).unwrap();
+        assert!(replica.open_for("task", "iss#alice", &token).is_some());
+        assert!(
+            SessionKeys::random()
+                .unwrap()
+                .open_for("task", "iss#alice", &token)
+                .is_none()
+        );
+        // Nor does a session id open as one, or one of these as a session id.
+        let sid = keys.seal(SystemTime::now(), [0; 16]).unwrap();
+        assert!(keys.open_for("task", "-", &sid).is_none());
+        assert!(keys.opens(&token, SystemTime::now()).is_none());
+        // Sealed twice, two tokens: nothing in one tells of the other.
+        assert_ne!(
+            keys.seal_for("task", "iss#alice", b"x"),
+            keys.seal_for("task", "iss#alice", b"x")
+        );
+    }
 }
 
 #[cfg(test)]

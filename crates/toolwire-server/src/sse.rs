@@ -26,12 +26,13 @@ impl<S: crate::Service> Front<S> {
     ) -> Response {
         let id = crate::session_id::random();
         let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
-        let owner = Caller::tag(caller.as_deref());
-        lock(&self.sse_sessions).insert(id.clone(), (messages, caller));
+        lock(&self.sse_sessions).insert(id.clone(), (messages, caller.clone()));
         let (mut tx, response) = sse_response();
         let mut changes = self.core.subscribe();
         let front = self.clone();
         let endpoint = sse_endpoint(&format!("{base}/messages?session_id={id}"));
+        // The scope its messages are handled in (`sse_post`).
+        let scope = format!("sse:{id}");
         tokio::spawn(async move {
             if tx.send_data(endpoint).await.is_ok() {
                 loop {
@@ -46,10 +47,8 @@ impl<S: crate::Service> Front<S> {
                                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Change::Tools,
                                 Err(_) => continue,
                             };
-                            if !change.reaches(owner) {
-                                continue;
-                            }
-                            match front.core.legacy_notification(&change) {
+                            let listener = crate::Listener::new(caller.as_deref(), &scope);
+                            match front.core.legacy_notification(&change, &listener) {
                                 Some(note) => sse_message(&note),
                                 None => continue,
                             }
@@ -62,6 +61,7 @@ impl<S: crate::Service> Front<S> {
             }
             // The client went away: so does its session.
             lock(&front.sse_sessions).remove(&id);
+            front.core.forget(&scope);
         });
         response
     }

@@ -145,7 +145,7 @@ async fn serve_on<S: Service>(
                         let ends = l == id;
                         if ends {
                             let (core, resources) = (core.clone(), interest.resources().clone());
-                            tokio::spawn(async move { core.service.watch(&resources, false).await });
+                            tokio::spawn(async move { core.service.watch(&resources, false, None).await });
                         }
                         !ends
                     });
@@ -163,8 +163,8 @@ async fn serve_on<S: Service>(
                         Handled::Refused(answer, _) => answer,
                         Handled::Listen(id, interest) => {
                             // Acknowledged (by the loop) once the service watches.
-                            core.service.watch(interest.resources(), true).await;
-                            let _ = listens.send((id, interest));
+                            let watched = core.service.watch(interest.resources(), true, None).await;
+                            let _ = listens.send((id, interest.narrowed(watched)));
                             return;
                         }
                         Handled::Nothing => return,
@@ -192,7 +192,8 @@ async fn serve_on<S: Service>(
                 // Nobody is authenticated over stdio: what is for one caller is for none here.
                 if legacy
                     && !matches!(change, Change::ForCaller { .. })
-                    && let Some(note) = core.legacy_notification(&change)
+                    && let Some(note) =
+                        core.legacy_notification(&change, &crate::Listener::new(None, "stdio"))
                 {
                     let _ = out.send(note);
                 }
@@ -204,10 +205,11 @@ async fn serve_on<S: Service>(
             }
         }
     }
-    // The client went away: its listen streams with it.
+    // The client went away: its listen streams with it, and its session.
     for (_, interest) in &listening {
-        core.service.watch(interest.resources(), false).await;
+        core.service.watch(interest.resources(), false, None).await;
     }
+    core.forget("stdio");
     drop(out);
     let _ = writer.await;
     Ok(())

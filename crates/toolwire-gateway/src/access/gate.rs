@@ -7,6 +7,7 @@ use toolwire_server::{Caller, Request, RpcError};
 use toolwire_types::error::code;
 
 use super::View;
+use super::policy::ItemNames;
 use crate::Gateway;
 use crate::discovery::{CALL_TOOL, DESCRIBE_TOOL};
 
@@ -24,36 +25,54 @@ impl Gateway {
     }
 
     /// Whether the tool or prompt listed as `name` is allowed: its server is the one the
-    /// snapshot knows for a tool, else the one its name begins with.
-    fn item_allowed(&self, view: &View<'_>, name: &str) -> bool {
-        let server = self
-            .host
-            .load()
-            .get(name)
-            .map(|tool| tool.server.to_string())
-            .or_else(|| {
-                name.split_once(self.host.separator())
-                    .map(|(s, _)| s.to_owned())
-            })
-            .unwrap_or_default();
-        view.item(&server, name)
+    /// snapshot knows for a tool (and its upstream name is matched too), else the one its
+    /// name begins with.
+    pub(crate) fn item_allowed(&self, view: &View<'_>, name: &str) -> bool {
+        if view.is_everything() {
+            return true;
+        }
+        if let Some(tool) = self.host.load().get(name) {
+            return self.tool_allowed(view, name, tool);
+        }
+        let server = name
+            .split_once(self.host.separator())
+            .map_or("", |(s, _)| s);
+        view.item(server, &ItemNames::listed(name))
+    }
+
+    /// Whether the tool `entry`, listed as `name`, is allowed: by its listed name or its
+    /// upstream identity.
+    pub(crate) fn tool_allowed(
+        &self,
+        view: &View<'_>,
+        name: &str,
+        entry: &toolwire_host::HostTool,
+    ) -> bool {
+        let names = ItemNames::tool(name, &entry.server, self.host.separator(), &entry.tool.name);
+        view.item(&entry.server, &names)
     }
 
     /// Whether the caller may reach `server` through a resource or a task: its resources are
     /// open to it, or (tasks) any of its tools is.
-    fn server_allowed(&self, view: &View<'_>, server: &str, tools_count: bool) -> bool {
+    pub(crate) fn server_allowed(&self, view: &View<'_>, server: &str, tools_count: bool) -> bool {
         view.server(server)
             || (tools_count
-                && self
-                    .host
-                    .load()
-                    .iter()
-                    .any(|(name, tool)| &*tool.server == server && view.item(server, name)))
+                && self.host.load().iter().any(|(name, tool)| {
+                    &*tool.server == server && self.tool_allowed(view, name, tool)
+                }))
     }
 
     /// The server behind a URI the gateway gave out.
     fn uri_server(&self, uri: &str) -> Option<String> {
         crate::uris::inward(uri, self.host.separator()).map(|(server, _)| server)
+    }
+
+    /// Whether the caller may read (and hear of) the resource `uri`.
+    pub(crate) fn uri_allowed(&self, view: &View<'_>, uri: &str) -> bool {
+        view.is_everything()
+            || self
+                .uri_server(uri)
+                .is_some_and(|s| self.server_allowed(view, &s, false))
     }
 
     /// Refuses a request for something the caller may not see, as if it did not exist.

@@ -409,6 +409,12 @@ impl Access {
         }
     }
 
+    /// Whether `server`'s calls carry each caller's own credentials (per-user, pass-through,
+    /// exchange) rather than the entry's.
+    pub(crate) fn calls_as_caller(&self, server: &str) -> bool {
+        self.upstreams.contains_key(server)
+    }
+
     /// The [`login::SIGN_OUT`] tool, when some upstream's callers sign in to it.
     pub(crate) fn sign_out_tool(&self) -> Option<Value> {
         self.logins.as_ref()?;

@@ -3,9 +3,12 @@
 //!
 //! A caller is given the union of what the rules that match it allow, less what any of them
 //! denies. With rules configured, a caller no rule matches sees nothing. A tool or prompt is
-//! allowed when its server is (`servers`) or its name as the gateway lists it is (`tools`,
-//! which also name prompts); resources, templates, completions and tasks go with their
-//! server. What is not allowed is absent from listings and refused as unknown if asked for
+//! allowed when its server is (`servers`) or one of its names is (`tools`, which also name
+//! prompts); resources, templates, completions and tasks go with their server. A tool has two
+//! names a glob is matched against: the one the gateway lists it under (its provider-safe
+//! short form, an alias) and its upstream identity, `server{separator}tool` with the server's
+//! own name for it ([`ItemNames`]): a denial written either way holds whatever the naming or
+//! the aliases. What is not allowed is absent from listings and refused as unknown if asked for
 //! by name, so a caller cannot tell a hidden tool from one that does not exist.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -45,10 +48,11 @@ pub struct RuleConfig {
     /// Servers (config entry names, globs) whose every tool, prompt and resource it opens.
     #[serde(default)]
     pub servers: Vec<String>,
-    /// Tools and prompts it opens, by the name the gateway lists them under (globs).
+    /// Tools and prompts it opens, by the name the gateway lists them under or their
+    /// qualified upstream name, `server__tool` (globs).
     #[serde(default)]
     pub tools: Vec<String>,
-    /// Tools and prompts it closes, whatever opened them (globs).
+    /// Tools and prompts it closes, whatever opened them, by either of those names (globs).
     #[serde(default)]
     pub deny: Vec<String>,
 }
@@ -150,6 +154,35 @@ impl Policy {
     }
 }
 
+/// The names a tool or prompt is known by, each matched against a rule's `tools` and `deny`.
+#[derive(Debug)]
+pub(crate) struct ItemNames<'a> {
+    /// As the gateway lists it.
+    pub(crate) listed: &'a str,
+    /// Its upstream identity, `server{separator}name` with the server's own name for it, when
+    /// that differs from the listed one.
+    pub(crate) upstream: Option<String>,
+}
+
+impl<'a> ItemNames<'a> {
+    /// An item known by its listed name alone.
+    pub(crate) fn listed(listed: &'a str) -> Self {
+        Self {
+            listed,
+            upstream: None,
+        }
+    }
+
+    /// A tool listed as `listed`, `own` on `server`.
+    pub(crate) fn tool(listed: &'a str, server: &str, separator: &str, own: &str) -> Self {
+        let upstream = format!("{server}{separator}{own}");
+        Self {
+            listed,
+            upstream: (upstream != listed).then_some(upstream),
+        }
+    }
+}
+
 /// What one caller may see and call.
 #[derive(Debug)]
 pub(crate) struct View<'a> {
@@ -168,15 +201,18 @@ impl View<'_> {
         self.rules.is_none()
     }
 
-    /// Whether the tool or prompt listed as `name`, of `server`, is allowed.
-    pub(crate) fn item(&self, server: &str, name: &str) -> bool {
+    /// Whether the tool or prompt `names` name, of `server`, is allowed.
+    pub(crate) fn item(&self, server: &str, names: &ItemNames<'_>) -> bool {
         let Some(rules) = &self.rules else {
             return true;
         };
+        let matches = |set: &GlobSet| {
+            set.is_match(names.listed) || names.upstream.as_deref().is_some_and(|n| set.is_match(n))
+        };
         rules
             .iter()
-            .any(|r| r.servers.is_match(server) || r.tools.is_match(name))
-            && !rules.iter().any(|r| r.deny.is_match(name))
+            .any(|r| r.servers.is_match(server) || matches(&r.tools))
+            && !rules.iter().any(|r| matches(&r.deny))
     }
 
     /// Whether `server`'s resources, templates, completions and tasks are allowed.
@@ -198,6 +234,11 @@ mod tests {
         Policy::new(&rules).unwrap()
     }
 
+    /// Names as the qualified naming lists them: the listed name is the upstream identity.
+    fn n(name: &str) -> ItemNames<'_> {
+        ItemNames::listed(name)
+    }
+
     fn caller(subject: &str, scopes: &[&str]) -> Caller {
         let mut c = Caller::new(format!("iss#{subject}"));
         c.subject = Some(subject.into());
@@ -214,37 +255,71 @@ mod tests {
         ]));
         let alice = caller("alice", &["docs"]);
         let v = p.view(Some(&alice));
-        assert!(v.item("github", "github__list_issues"));
-        assert!(!v.item("github", "github__delete_repo"));
-        assert!(v.item("docs", "docs__search"));
+        assert!(v.item("github", &n("github__list_issues")));
+        assert!(!v.item("github", &n("github__delete_repo")));
+        assert!(v.item("docs", &n("docs__search")));
         assert!(
-            !v.item("docs", "docs__drop"),
+            !v.item("docs", &n("docs__drop")),
             "denied by the rule that opened it"
         );
         assert!(v.server("docs") && !v.server("github"));
 
         let bob = caller("bob", &[]);
         let v = p.view(Some(&bob));
-        assert!(v.item("github", "github__list_issues") && v.server("github"));
-        assert!(!v.item("github", "github__delete_repo"));
+        assert!(v.item("github", &n("github__list_issues")) && v.server("github"));
+        assert!(!v.item("github", &n("github__delete_repo")));
         // A denial binds only the callers of its own rule.
-        assert!(v.item("docs", "docs__drop"));
+        assert!(v.item("docs", &n("docs__drop")));
 
         // No rule for carol: nothing at all.
         let carol = caller("carol", &[]);
         let v = p.view(Some(&carol));
-        assert!(!v.item("github", "github__list_issues") && !v.server("docs"));
+        assert!(!v.item("github", &n("github__list_issues")) && !v.server("docs"));
         // Nor for a caller nobody authenticated.
-        assert!(!p.view(None).item("github", "github__list_issues"));
+        assert!(!p.view(None).item("github", &n("github__list_issues")));
     }
 
     #[test]
     fn a_rule_without_callers_is_for_everyone_and_no_policy_allows_everything() {
         let p = policy(json!([{"tools": ["echo__*"]}]));
-        assert!(p.view(None).item("echo", "echo__say"));
-        assert!(p.view(Some(&caller("x", &[]))).item("echo", "echo__say"));
-        assert!(!p.view(None).item("other", "other__say"));
-        assert!(View::everything().item("any", "any__thing") && View::everything().server("any"));
+        assert!(p.view(None).item("echo", &n("echo__say")));
+        assert!(
+            p.view(Some(&caller("x", &[])))
+                .item("echo", &n("echo__say"))
+        );
+        assert!(!p.view(None).item("other", &n("other__say")));
+        assert!(
+            View::everything().item("any", &n("any__thing")) && View::everything().server("any")
+        );
+    }
+
+    #[test]
+    fn a_denial_of_the_upstream_name_holds_under_a_short_form_or_an_alias() {
+        let p = policy(json!([{"servers": ["ref.v2", "other"],
+            "deny": ["ref.v2__execute_sql", "other__execute_sql"]}]));
+        let v = p.view(None);
+        // The provider-safe short form of `ref.v2__execute_sql`, and an alias of
+        // `other__execute_sql`: neither listed name matches the denial.
+        let short = ItemNames::tool(
+            "ref_v2__execute_sql_d0bba14d",
+            "ref.v2",
+            "__",
+            "execute_sql",
+        );
+        let alias = ItemNames::tool("run_query", "other", "__", "execute_sql");
+        assert!(!v.item("ref.v2", &short) && !v.item("other", &alias));
+        // Their siblings stay allowed.
+        assert!(v.item(
+            "other",
+            &ItemNames::tool("other__echo", "other", "__", "echo")
+        ));
+        // And `tools` opens a tool by its upstream name as well.
+        let p = policy(json!([{"tools": ["other__execute_sql"]}]));
+        assert!(p.view(None).item("other", &alias));
+        assert!(
+            !p.view(None)
+                .item("other", &ItemNames::tool("x", "other", "__", "echo"))
+        );
     }
 
     #[test]
