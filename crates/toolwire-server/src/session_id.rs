@@ -27,6 +27,10 @@ const AAD: &[u8] = b"toolwire-session-v1";
 #[derive(Clone)]
 pub struct SessionKeys {
     keys: Vec<LessSafeKey>,
+    /// Derives the nonce of a [`SessionKeys::seal_for`] token from what it seals (from the
+    /// first key): the same text sealed twice is the same token, so an id handed out again
+    /// (a task's, on every `tasks/get`) stays the same id.
+    nonces: ring::hmac::Key,
 }
 
 impl std::fmt::Debug for SessionKeys {
@@ -50,15 +54,23 @@ pub enum SessionKeyError {
 impl SessionKeys {
     /// Keys from 32 bytes each; the first seals.
     pub fn new(keys: impl IntoIterator<Item = [u8; 32]>) -> Result<Self, SessionKeyError> {
-        let keys: Vec<LessSafeKey> = keys
-            .into_iter()
-            .filter_map(|k| UnboundKey::new(&CHACHA20_POLY1305, &k).ok())
+        let raw: Vec<[u8; 32]> = keys.into_iter().collect();
+        let first = raw.first().ok_or(SessionKeyError::Empty)?;
+        // Its own key, derived from the first: never the AEAD key itself.
+        let derived = ring::hmac::sign(
+            &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, first),
+            b"toolwire-sealed-nonce-key-v1",
+        );
+        let nonces = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, derived.as_ref());
+        let keys: Vec<LessSafeKey> = raw
+            .iter()
+            .filter_map(|k| UnboundKey::new(&CHACHA20_POLY1305, k).ok())
             .map(LessSafeKey::new)
             .collect();
         if keys.is_empty() {
             return Err(SessionKeyError::Empty);
         }
-        Ok(Self { keys })
+        Ok(Self { keys, nonces })
     }
 
     /// Keys written as base64 (standard or URL-safe, padded or not), separated by whitespace or
@@ -120,16 +132,23 @@ impl SessionKeys {
     /// `text` sealed with the first key for `purpose` and the caller `principal`, as
     /// URL-safe base64: it opens ([`SessionKeys::open_for`]) only with these keys, for the same
     /// purpose and principal; nobody else can read or change it. For ids a server hands one
-    /// caller that every replica must resolve (a gateway's task ids).
+    /// caller that every replica must resolve (a gateway's task ids). Deterministic (the nonce
+    /// is a keyed digest of the purpose, principal and text, as in SIV): the same text for the
+    /// same caller is the same token, which tells an observer only that it is the same.
     pub fn seal_for(&self, purpose: &str, principal: &str, text: &[u8]) -> Option<String> {
-        let mut nonce = [0u8; NONCE_LEN];
-        SystemRandom::new().fill(&mut nonce).ok()?;
+        let aad = bound(purpose, principal);
+        let mut context = ring::hmac::Context::with_key(&self.nonces);
+        context.update(&(aad.len() as u64).to_be_bytes());
+        context.update(&aad);
+        context.update(text);
+        let digest = context.sign();
+        let nonce: [u8; NONCE_LEN] = digest.as_ref().get(..NONCE_LEN)?.try_into().ok()?;
         let mut body = text.to_vec();
         self.keys
             .first()?
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(bound(purpose, principal)),
+                Aad::from(aad),
                 &mut body,
             )
             .ok()?;
@@ -233,10 +252,17 @@ mod sealed_for_tests {
         let sid = keys.seal(SystemTime::now(), [0; 16]).unwrap();
         assert!(keys.open_for("task", "-", &sid).is_none());
         assert!(keys.opens(&token, SystemTime::now()).is_none());
-        // Sealed twice, two tokens: nothing in one tells of the other.
+        // The same text for the same caller is the same token (a task's id stays its id);
+        // another text, or another caller, another token.
+        let again = keys.seal_for("task", "iss#alice", b"ref\0task-1").unwrap();
+        assert_eq!(again, token);
         assert_ne!(
-            keys.seal_for("task", "iss#alice", b"x"),
-            keys.seal_for("task", "iss#alice", b"x")
+            keys.seal_for("task", "iss#alice", b"ref\0task-2").unwrap(),
+            token
+        );
+        assert_ne!(
+            keys.seal_for("task", "iss#bob", b"ref\0task-1").unwrap(),
+            token
         );
     }
 }
