@@ -422,10 +422,12 @@ async fn a_legacy_session_answers_only_the_caller_that_began_it() {
 async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused() {
     use toolwire_test_support::issuer::GATEWAY_CLIENT;
     let issuer = Issuer::start().await;
+    // A bucket of 20 introspections of new tokens, refilled at one every ten seconds.
     let section = json!({"introspection": {"issuer": issuer.url(),
         "endpoint": format!("{}/introspect", issuer.url()),
         "clientId": GATEWAY_CLIENT.0,
-        "clientSecretEnv": "TOOLWIRE_TEST_UNSET_INTROSPECTION_SECRET"}});
+        "clientSecretEnv": "TOOLWIRE_TEST_UNSET_INTROSPECTION_SECRET",
+        "burst": 20, "perSecond": 0.1}});
     let mut config = AccessConfig::from_json(&section).unwrap();
     // The secret's variable unset: a clear error at start that names it.
     let missing = Access::new(&config, RESOURCE).await.unwrap_err();
@@ -486,5 +488,44 @@ async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused(
         3,
         "only the active token's calls"
     );
+    // Each refused token was asked about at most once.
+    let asked_before = issuer.introspections();
+    assert!(asked_before <= 4, "{asked_before}");
+    // A refused token sent again and again is not asked about again (for a minute).
+    for _ in 0..20 {
+        let (status, _, _) = exchange_whole(
+            front.addr(),
+            &[("authorization", "Bearer opaque-never-issued")],
+            &legacy_call("new__echo"),
+        )
+        .await;
+        assert_eq!(status, 401);
+    }
+    assert_eq!(
+        issuer.introspections(),
+        asked_before,
+        "refusals are remembered"
+    );
+    // A flood of invented tokens costs the issuer what is left of the burst (and one more at
+    // most if the flood took ten seconds), the rest are answered 503.
+    let mut unavailable = 0;
+    for n in 0..150 {
+        let auth = format!("Bearer opaque-invented-{n}");
+        let (status, _, _) = exchange_whole(
+            front.addr(),
+            &[("authorization", &auth)],
+            &legacy_call("new__echo"),
+        )
+        .await;
+        assert!(status == 401 || status == 503, "{status}");
+        unavailable += u32::from(status == 503);
+    }
+    let asked = issuer.introspections() - asked_before;
+    let left = 20 - asked_before;
+    assert!(
+        (left..=left + 1).contains(&asked),
+        "{asked} introspections for 150 invented tokens, {left} left in the burst"
+    );
+    assert_eq!(unavailable, 150 - asked);
     let _ = new;
 }

@@ -212,6 +212,20 @@ async fn protected_upstream() -> (
     (upstream, upstream_as, host)
 }
 
+/// A client of the gateway at `front` with `issuer`'s token for `who`.
+fn signed_in_as(front: &toolwire_server::HttpServer, issuer: &Issuer, who: &str) -> Client {
+    Client::builder("downstream", "0")
+        .connect_http(
+            HttpTransport::builder(front.url()).bearer_token(issuer.token(
+                "k1",
+                RESOURCE,
+                who,
+                &json!({}),
+            )),
+        )
+        .unwrap()
+}
+
 async fn per_user() -> PerUser {
     let issuer = Issuer::start().await;
     let (upstream, upstream_as, host) = protected_upstream().await;
@@ -249,14 +263,14 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
     let alice = client(&issuer.token("k1", RESOURCE, "alice", &json!({})));
     let bob = client(&issuer.token("k1", RESOURCE, "bob", &json!({})));
 
-    // No login yet: a link to the upstream's own authorization page; asked again, the same.
+    // No login yet: a link to the gateway's sign-in page; asked again, the same.
     let first = alice
         .call_tool("up__echo", json!({"text": "a"}))
         .await
         .unwrap_err();
     let link = sign_in_link(first);
     assert!(
-        link.starts_with(&format!("http://{}/authorize", upstream.addr)),
+        link.starts_with("https://gw.example/oauth/connect?t="),
         "{link}"
     );
     let again = alice
@@ -269,20 +283,34 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
         "a call went without a login"
     );
 
-    // The user agent: the authorization server approves and sends it to the gateway's
+    // The user agent: the gateway's page names the account the login is for; going on, the
+    // authorization server (at its own origin) approves and sends it to the gateway's
     // callback (at its public origin: the path and query go to the gateway itself).
-    let (status, callback) = follow(upstream.addr, &link).await;
-    assert_eq!(status, 302);
-    let callback = callback.unwrap();
+    let signed = browse_sign_in(front.addr(), upstream.addr, front.addr(), &link).await;
     assert!(
-        callback.starts_with("https://gw.example/oauth/callback?"),
-        "{callback}"
+        signed.page.contains("for the gateway account"),
+        "{}",
+        signed.page
     );
-    let (status, _) = follow(front.addr(), &callback).await;
-    assert_eq!(status, 200);
-    // A callback nobody waits for.
+    assert!(signed.page.contains("#alice"), "{}", signed.page);
+    assert!(
+        signed
+            .authorize
+            .starts_with(&format!("http://{}/authorize", upstream.addr)),
+        "{}",
+        signed.authorize
+    );
+    assert!(
+        signed
+            .callback
+            .starts_with("https://gw.example/oauth/callback?"),
+        "{}",
+        signed.callback
+    );
+    assert_eq!(signed.status, 200);
+    // A callback nobody waits for, from a browser bound to no login.
     let unknown = "https://gw.example/oauth/callback?code=x&state=nope";
-    assert_eq!(follow(front.addr(), unknown).await.0, 400);
+    assert_eq!(follow(front.addr(), unknown).await.0, 403);
 
     // The login finishes in the background; then alice's call goes with her own token.
     let mut said = None;
@@ -390,8 +418,9 @@ async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
     assert_eq!(answer["error"]["code"], -32042, "{answer}");
     let elicitation = &answer["error"]["data"]["elicitations"][0];
     let id = elicitation["elicitationId"].as_str().unwrap().to_owned();
-    let (_, callback) = follow(upstream.addr, elicitation["url"].as_str().unwrap()).await;
-    assert_eq!(follow(front.addr(), &callback.unwrap()).await.0, 200);
+    let link = elicitation["url"].as_str().unwrap();
+    let signed = browse_sign_in(front.addr(), upstream.addr, front.addr(), link).await;
+    assert_eq!(signed.status, 200);
 
     // Alice's stream hears the completion of her elicitation.
     let heard = sessions[0]
@@ -556,8 +585,8 @@ async fn a_caller_signs_out_of_a_per_user_upstream_and_is_asked_to_sign_in_again
             .await
             .unwrap_err(),
     );
-    let (_, callback) = follow(upstream.addr, &link).await;
-    assert_eq!(follow(front.addr(), &callback.unwrap()).await.0, 200);
+    let signed = browse_sign_in(front.addr(), upstream.addr, front.addr(), &link).await;
+    assert_eq!(signed.status, 200);
     let mut signed_in = false;
     for _ in 0..100 {
         if alice
@@ -618,4 +647,138 @@ async fn a_caller_signs_out_of_a_per_user_upstream_and_is_asked_to_sign_in_again
         .await
         .unwrap();
     assert_eq!(unknown.is_error, Some(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_link_sent_to_someone_else_completes_nothing_and_the_page_names_the_account()
+ {
+    let PerUser {
+        issuer,
+        upstream,
+        upstream_as,
+        front,
+        ..
+    } = per_user().await;
+    let mallory = signed_in_as(&front, &issuer, "mallory");
+    let link = sign_in_link(
+        mallory
+            .call_tool("up__echo", json!({"text": "m"}))
+            .await
+            .unwrap_err(),
+    );
+    // Whoever opens the gateway's page is told whose account the login would be stored under.
+    let (status, _, page) = fetch(front.addr(), &link, None).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("#mallory") && page.contains("Go on only if"),
+        "{page}"
+    );
+    // Mallory goes on in her browser and sends the authorization server's link itself to a
+    // colleague, whose browser is signed in there: the colleague's browser comes back to the
+    // callback without Mallory's binding, and nothing is completed.
+    let (status, head, _) = fetch(front.addr(), &format!("{link}&go=1"), None).await;
+    assert_eq!(status, 303);
+    let authorize = header_of(&head, "location").unwrap().to_owned();
+    let mallorys_cookie = header_of(&head, "set-cookie").unwrap().to_owned();
+    assert!(
+        mallorys_cookie.contains("HttpOnly") && mallorys_cookie.contains("SameSite=Lax"),
+        "{mallorys_cookie}"
+    );
+    let (_, callback) = follow(upstream.addr, &authorize).await;
+    let callback = callback.unwrap();
+    let (status, _, refusal) = fetch(front.addr(), &callback, None).await;
+    assert_eq!(status, 403, "{refusal}");
+    // Nor does another binding (one of another sign-in) do.
+    let forged = "toolwire-sign-in-000000000000=AAAA";
+    assert_eq!(fetch(front.addr(), &callback, Some(forged)).await.0, 403);
+    assert!(
+        mallory
+            .call_tool("up__echo", json!({"text": "m"}))
+            .await
+            .is_err(),
+        "mallory has no login from the colleague's browser"
+    );
+    assert!(upstream.calls("tools/call").is_empty());
+    assert_eq!(
+        upstream_as.lock().unwrap().authorizations,
+        1,
+        "the authorization server did approve the colleague: the gateway refused it"
+    );
+    // The link the gateway made is still good for the browser it bound.
+    let cookie = mallorys_cookie.split(';').next().unwrap();
+    let (_, again) = follow(upstream.addr, &authorize).await;
+    assert_eq!(
+        fetch(front.addr(), &again.unwrap(), Some(cookie)).await.0,
+        200
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_user_upstream_serves_tools_calls_only_and_refuses_what_would_run_as_the_operator() {
+    let PerUser {
+        issuer,
+        upstream,
+        front,
+        ..
+    } = per_user().await;
+    let eve = signed_in_as(&front, &issuer, "eve");
+    let refused = eve.read_resource("mem://up__inbox").await.unwrap_err();
+    let toolwire::Error::Server(e) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(e.code, -32600, "{e:?}");
+    assert!(e.message.contains("each caller's own credentials"), "{e:?}");
+    let refused = eve.get_prompt("up__greet", Vec::new()).await.unwrap_err();
+    assert!(
+        matches!(&refused, toolwire::Error::Server(e) if e.code == -32600 || e.code == -32602),
+        "{refused:?}"
+    );
+    assert!(
+        upstream.calls("resources/read").is_empty() && upstream.calls("prompts/get").is_empty(),
+        "nothing went upstream as the operator"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_moves_a_per_user_upstream_stops_its_callers_tokens_from_following() {
+    let PerUser {
+        issuer,
+        upstream,
+        gateway,
+        front,
+        ..
+    } = per_user().await;
+    // Somewhere else an upstream listens: the entry is edited to point there.
+    let (elsewhere, _) = toolwire_test_support::oauth::protected_server(|s| {
+        s.reuse_detection = true;
+        s.live = vec!["gw-own".into()];
+    })
+    .await;
+    let moved = toolwire_host::ServersConfig::parse(
+        &json!({"mcpServers": {"up": {"url": elsewhere.url(),
+            "headers": {"Authorization": "Bearer gw-own"}}}})
+        .to_string(),
+        |_| None,
+    )
+    .unwrap();
+    gateway.host().reload(&moved).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while gateway.host().load().get("up__echo").is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the moved entry's tools came back");
+    let alice = signed_in_as(&front, &issuer, "alice");
+    let refused = alice
+        .call_tool("up__echo", json!({"text": "a"}))
+        .await
+        .unwrap_err();
+    let toolwire::Error::Server(e) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(e.code, -32600, "{e:?}");
+    assert!(e.message.contains("moved to another URL"), "{e:?}");
+    assert!(elsewhere.calls("tools/call").is_empty());
+    assert!(upstream.calls("tools/call").is_empty());
 }

@@ -88,6 +88,16 @@ struct Streamed {
 }
 
 async fn open(addr: SocketAddr, key: &str, session: Option<&str>, body: &Value) -> Streamed {
+    open_with(addr, key, session, &[], body).await
+}
+
+async fn open_with(
+    addr: SocketAddr,
+    key: &str,
+    session: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> Streamed {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nauthorization: Bearer {key}\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -95,6 +105,9 @@ async fn open(addr: SocketAddr, key: &str, session: Option<&str>, body: &Value) 
     );
     if let Some(session) = session {
         request.push_str(&format!("mcp-session-id: {session}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
     request.push_str(&body);
@@ -430,5 +443,37 @@ async fn a_parked_call_is_resumed_by_its_caller_alone() {
     assert_eq!(
         resumed["result"]["content"][0]["text"], "Hello, Ada!",
         "{resumed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listen_stream_is_acknowledged_only_for_resources_its_caller_may_see() {
+    let f = fleet().await;
+    let addr = f.front.addr();
+    let hidden = "toolwire://old__files/payroll.txt";
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": [hidden], "toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "subscriptions/listen"),
+    ];
+    // Carol sees only `new`: her stream is acknowledged for the tool list alone.
+    let mut carol = open_with(addr, CAROL, None, &headers, &listen).await;
+    assert_eq!(carol.status, 200);
+    let acknowledged = carol.next().await.unwrap();
+    let agreed = &acknowledged["params"]["notifications"];
+    assert_eq!(agreed["toolsListChanged"], true, "{acknowledged}");
+    assert!(
+        agreed.get("resourceSubscriptions").is_none(),
+        "{acknowledged}"
+    );
+    // Alice sees `old`: hers names the file.
+    let mut alice = open_with(addr, ALICE, None, &headers, &listen).await;
+    let acknowledged = alice.next().await.unwrap();
+    assert_eq!(
+        acknowledged["params"]["notifications"]["resourceSubscriptions"],
+        json!([hidden]),
+        "{acknowledged}"
     );
 }

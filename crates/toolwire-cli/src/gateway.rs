@@ -98,6 +98,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             "tokens must name {endpoint} as their audience: give --public-url with the URL callers use"
         );
     }
+    let limits = access.limits.clone();
     // Upstreams named for per-caller credentials without callers who authenticate are an
     // error `Access::new` reports, never a section quietly ignored.
     let access =
@@ -113,6 +114,9 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let mut options = toolwire_server::Options::default();
     options.allowed_hosts.clone_from(&args.allowed_hosts);
     options.session_keys = session_keys(args.session_key_file.as_deref())?;
+    if let Some(limits) = &limits {
+        limits.apply(&mut options.limits);
+    }
     if args.json_responses {
         options.framing = toolwire_server::Framing::Json;
     }

@@ -141,7 +141,11 @@ impl Gateway {
         {
             options = options.with_capabilities(capabilities);
         }
-        // An upstream called with its callers' credentials gets this caller's.
+        // An upstream called with its callers' credentials gets this caller's, and only at
+        // the address they were got for.
+        if let Some(server) = &server {
+            self.still_where_pinned(server)?;
+        }
         if let (Some(server), Some(access)) = (&server, &self.access)
             && let Some(header) = access
                 .upstream_authorization(server, request.caller, &self.changes)
@@ -281,6 +285,25 @@ impl Gateway {
         };
         let owner = crate::access::principal(request.caller);
         self.wait(running, owner).await
+    }
+
+    /// Refuses a call to an upstream called with its callers' credentials whose entry a
+    /// reload moved to another URL: the credentials were got for the first one.
+    fn still_where_pinned(&self, server: &str) -> Result<(), RpcError> {
+        let Some(then) = self.pinned.get(server) else {
+            return Ok(());
+        };
+        let now = crate::entry_url(&self.host, server);
+        if now == *then {
+            return Ok(());
+        }
+        tracing::warn!(target: "toolwire_gateway::audit", upstream = server, "refused: a reload moved an upstream called with its callers' credentials");
+        Err(RpcError::new(
+            code::INVALID_REQUEST,
+            format!(
+                "server `{server}` moved to another URL since the gateway started, and its callers' credentials are for the first one: restart the gateway to call it at its new address"
+            ),
+        ))
     }
 
     /// A 2026-07-28 client's retry of a call parked here: its answers go to the upstream's

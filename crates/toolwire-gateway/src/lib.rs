@@ -102,7 +102,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolwire::{Error, ErrorChain, InputError, Tool};
 use toolwire_headers::HeaderPlan;
-use toolwire_host::{Host, HostError, ServerState};
+use toolwire_host::{Host, HostError};
 use toolwire_server::{
     Answer, Change, Era, HttpServer, Notifier, Options, Page, Reply, Request, RpcError, ServerInfo,
     Service,
@@ -118,6 +118,7 @@ mod calls;
 mod declared;
 mod discovery;
 mod metrics;
+mod ops;
 mod relay;
 mod sessions;
 mod subscriptions;
@@ -146,8 +147,9 @@ pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
-    INTROSPECTION_RECHECK, IntrospectionConfig, LOGIN_WAIT, PerUserConfig, RuleConfig, SIGN_OUT,
-    TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
+    INTROSPECTION_BURST, INTROSPECTION_RATE, INTROSPECTION_RECHECK, IntrospectionConfig,
+    LOGIN_WAIT, LimitsConfig, PerUserConfig, REFUSAL_KEPT, RuleConfig, SIGN_OUT, TOKEN_RECHECK,
+    UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{
@@ -222,7 +224,16 @@ impl GatewayBuilder {
     /// runtime.
     pub fn build(self) -> Arc<Gateway> {
         let changes = broadcast::channel(64).0;
+        // Where each upstream called with its callers' credentials is now: their tokens are
+        // for that address, and go nowhere else.
+        let pinned = self
+            .access
+            .iter()
+            .flat_map(Access::caller_credential_servers)
+            .map(|server| (server.to_owned(), entry_url(&self.host, server)))
+            .collect();
         let gateway = Arc::new(Gateway {
+            pinned,
             host: self.host,
             page_size: self.page_size,
             startup_wait: self.startup_wait,
@@ -313,6 +324,14 @@ pub struct Gateway {
     parked: relay::Parked<calls::Called>,
     /// What callers declared, decoded once for the calls that pass it on.
     declarations: declared::Declarations,
+    /// The URL of each upstream called with its callers' credentials, when the gateway
+    /// started (the address their tokens are for).
+    pinned: HashMap<String, Option<String>>,
+}
+
+/// The URL of `server`'s entry, if it has one.
+fn entry_url(host: &Host, server: &str) -> Option<String> {
+    host.config(server).and_then(|c| c.url().map(str::to_owned))
 }
 
 impl Gateway {
@@ -347,48 +366,6 @@ impl Gateway {
     /// Serves on stdin/stdout until stdin ends.
     pub async fn serve_stdio(self: &Arc<Self>, options: Options) -> std::io::Result<()> {
         toolwire_server::serve_stdio(options, self.clone()).await
-    }
-
-    /// Whether every enabled upstream has been tried (none is still starting), and each
-    /// one's state as JSON.
-    pub fn readiness(&self) -> (bool, Value) {
-        let states = self.states();
-        let ready = states.iter().all(|(_, state, _)| *state != "starting");
-        let servers = states
-            .into_iter()
-            .map(|(server, _, described)| (server, described))
-            .collect();
-        (ready, Value::Object(servers))
-    }
-
-    /// Each upstream's name, state in one word, and state as JSON.
-    fn states(&self) -> Vec<(String, &'static str, Value)> {
-        self.host
-            .servers()
-            .into_iter()
-            .map(|server| {
-                let (word, described) = match self.host.state(&server) {
-                    Some(ServerState::Ready { version, tools }) => (
-                        "ready",
-                        json!({"version": version.as_str(), "tools": tools}),
-                    ),
-                    Some(ServerState::Starting) | None => ("starting", json!({})),
-                    Some(ServerState::Reconnecting { attempt }) => {
-                        ("reconnecting", json!({"attempt": attempt}))
-                    }
-                    Some(ServerState::Disabled) => ("disabled", json!({})),
-                    Some(ServerState::Idle { tools }) => ("idle", json!({"tools": tools})),
-                    Some(ServerState::Failed { reason }) => ("failed", json!({"reason": reason})),
-                    Some(ServerState::NeedsLogin { reason }) => {
-                        ("needs-login", json!({"reason": reason}))
-                    }
-                    Some(_) => ("unknown", json!({})),
-                };
-                let mut described = described;
-                described["state"] = json!(word);
-                (server.to_string(), word, described)
-            })
-            .collect()
     }
 
     /// One page of the merged listing, after `cursor` (an offset into the tools in name
@@ -633,46 +610,18 @@ impl Service for Gateway {
         method == "tools/call" && self.access.as_ref().is_some_and(|a| a.relays_challenges())
     }
 
-    async fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+    async fn page(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Option<Page> {
         if let Some(access) = &self.access
-            && let Some(page) = access.page(path, query).await
+            && let Some(page) = access.page(path, query, headers).await
         {
             return Some(page);
         }
-        match path {
-            // The process is up and serving.
-            "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),
-            // Every enabled upstream has been tried, and how each is.
-            "/readyz" => {
-                let (ready, servers) = self.readiness();
-                let status = if ready { 200 } else { 503 };
-                // Tools left out because another has their name, each naming both and the
-                // remedy.
-                let collisions: Vec<String> = self
-                    .host
-                    .load()
-                    .collisions()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect();
-                let body = json!({"ready": ready, "servers": servers, "collisions": collisions})
-                    .to_string();
-                Some(Page::new(status, "application/json", body))
-            }
-            "/metrics" => {
-                let states: Vec<(String, &'static str)> = self
-                    .states()
-                    .into_iter()
-                    .map(|(server, word, _)| (server, word))
-                    .collect();
-                Some(Page::new(
-                    200,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    self.metrics.render(&states),
-                ))
-            }
-            _ => None,
-        }
+        self.operational_page(path)
     }
 
     /// The plan of the tool as listed here (its gateway name), built once per snapshot.

@@ -489,6 +489,11 @@ impl Host {
         let _ = tokio::time::timeout(limit, wait).await;
     }
 
+    /// The entry `server` runs from now (as the last reload left it).
+    pub fn config(&self, server: &str) -> Option<ServerConfig> {
+        self.inner.server(server).map(|s| s.config.clone())
+    }
+
     /// The client of a running server, for anything the host does not wrap.
     pub fn client(&self, server: &str) -> Result<Client, HostError> {
         let s = self.inner.named(server)?;

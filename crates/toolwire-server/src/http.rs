@@ -1,8 +1,8 @@
-//! The Streamable HTTP front end: both eras, sessions, SSE with event ids and resumption,
-//! SEP-2243 header validation, and the fault knobs.
+//! The Streamable HTTP front end: both eras, legacy sessions (held in `sessions.rs`), SSE with
+//! event ids and resumption, SEP-2243 header validation, and the fault knobs; connections and
+//! the host checks are `edge.rs`'s.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,34 +13,17 @@ use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::channel::{Channel, Sender};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
-use tokio::net::TcpListener;
 
-/// Where connections come from.
-pub(crate) enum Listener {
-    /// TCP.
-    Tcp(TcpListener),
-    /// A Unix domain socket.
-    #[cfg(unix)]
-    Unix(tokio::net::UnixListener),
-}
-
-/// One accepted connection.
-enum Accepted {
-    Tcp(tokio::net::TcpStream),
-    #[cfg(unix)]
-    Unix(tokio::net::UnixStream),
-}
 use tokio::sync::{mpsc, oneshot};
 use toolwire_headers::{ReceivedHeaders, check_request};
 
-use crate::core::{Core, Handled, Interest, Keyed, error, lock, request_version};
+use crate::core::{Core, Handled, Interest, Keyed, error, request_version};
 use crate::respond::{
     denied, in_request_map, json_bytes, json_response, json_text_response, sse, sse_text,
 };
 pub(crate) use crate::respond::{empty, sse_response, with_body};
+use crate::sessions::{Sessions, Used};
 use crate::{Caller, Change, Denial, Eras, Framing, Service};
 
 /// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
@@ -49,28 +32,14 @@ pub(crate) type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
 
 /// The largest request body accepted.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
-/// Events kept per session for resumption.
-const EVENT_LOG: usize = 1000;
-
-#[derive(Default)]
-struct Session {
-    /// The tag of the caller that began it ([`Caller::tag`]; zeros for no caller).
-    owner: [u8; 16],
-    requests: u64,
-    next_stream: u64,
-    /// (stream, sequence, event data) for `Last-Event-ID` replays.
-    events: Vec<(u64, u64, Bytes)>,
-}
-
 /// A 2024-11-05 SSE session: where its stream takes messages, and who began it.
 pub(crate) type SseSession = (mpsc::UnboundedSender<Value>, Option<Arc<Caller>>);
 
 /// The HTTP side's state: sessions and fault counters.
 pub(crate) struct Front<S> {
     pub(crate) core: Arc<Core<S>>,
-    sessions: std::sync::Mutex<Keyed<Session>>,
-    /// Sealed session ids deleted here: another replica may still accept them, this one not.
-    deleted: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The legacy sessions, each under its caller.
+    sessions: Sessions,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
     pub(crate) sse_sessions: std::sync::Mutex<Keyed<SseSession>>,
     posts: AtomicU64,
@@ -85,20 +54,18 @@ pub(crate) struct Front<S> {
     nowhere: mpsc::UnboundedSender<Value>,
 }
 
-/// Whether the host named by `value` (a `Host` header's `host[:port]`, or an `Origin`'s
-/// `scheme://host[:port]`) is loopback or one of `allowed`.
-pub(crate) fn local_host(value: &str, allowed: &[String]) -> bool {
-    let authority = value.split_once("://").map_or(value, |(_, rest)| rest);
-    let authority = authority.split('/').next().unwrap_or("");
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => authority.split(':').next().unwrap_or(""),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-        || allowed.iter().any(|a| a.eq_ignore_ascii_case(host))
+/// The first 2026-07-28 header a request carries, if any: `MCP-Protocol-Version:
+/// 2026-07-28`, `Mcp-Method`, `Mcp-Name` or an `Mcp-Param-*`.
+fn modern_header(req: &http::request::Parts) -> Option<&'static str> {
+    if header(req, "mcp-protocol-version") == Some(crate::core::MODERN) {
+        return Some("MCP-Protocol-Version: 2026-07-28");
+    }
+    req.headers.keys().find_map(|name| match name.as_str() {
+        "mcp-method" => Some("Mcp-Method"),
+        "mcp-name" => Some("Mcp-Name"),
+        n if n.starts_with("mcp-param-") => Some("Mcp-Param-*"),
+        _ => None,
+    })
 }
 
 fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -139,11 +106,14 @@ async fn forward_changes(
 
 impl<S: Service> Front<S> {
     pub(crate) fn new(core: Arc<Core<S>>, local: bool) -> Arc<Self> {
+        let sessions = Sessions::new(
+            core.options.limits.clone(),
+            core.options.session_keys.clone(),
+        );
         Arc::new(Self {
+            sessions,
             local,
             core,
-            sessions: std::sync::Mutex::new(HashMap::default()),
-            deleted: std::sync::Mutex::new(std::collections::HashSet::new()),
             sse_sessions: std::sync::Mutex::new(HashMap::default()),
             posts: AtomicU64::new(0),
             sse_answers: AtomicU64::new(0),
@@ -156,59 +126,12 @@ impl<S: Service> Front<S> {
         self.faults.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Accepts connections until the task is dropped; its connections (and their streams)
-    /// end with it, as a stopped server's would.
-    pub(crate) async fn run(self: Arc<Self>, listener: Listener) {
-        let mut connections = tokio::task::JoinSet::new();
-        loop {
-            let accepted = match &listener {
-                Listener::Tcp(tcp) => tcp.accept().await.map(|(stream, _)| {
-                    // Off only for the stall benchmark, which needs Nagle's algorithm on.
-                    let _ = stream.set_nodelay(!self.core.options.faults.nagle);
-                    Accepted::Tcp(stream)
-                }),
-                #[cfg(unix)]
-                Listener::Unix(unix) => unix.accept().await.map(|(s, _)| Accepted::Unix(s)),
-            };
-            let Ok(stream) = accepted else {
-                continue;
-            };
-            while connections.try_join_next().is_some() {}
-            let front = self.clone();
-            connections.spawn(async move {
-                match stream {
-                    Accepted::Tcp(s) => front.serve_connection(s).await,
-                    #[cfg(unix)]
-                    Accepted::Unix(s) => front.serve_connection(s).await,
-                }
-            });
-        }
-    }
-
-    /// Serves one connection until it ends.
-    async fn serve_connection<C>(self: Arc<Self>, stream: C)
-    where
-        C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let service = service_fn(move |req: Request<Incoming>| {
-            let front = self.clone();
-            async move { Ok::<_, Infallible>(front.answer(req).await) }
-        });
-        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-            .serve_connection(TokioIo::new(stream), service)
-            .await;
-    }
-
-    async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+    /// Answers one request.
+    pub(crate) async fn answer(self: &Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let options = &self.core.options;
         if self.local {
-            let foreign = [http::header::HOST, http::header::ORIGIN]
-                .iter()
-                .filter_map(|name| req.headers().get(name))
-                .find(|v| {
-                    v.to_str()
-                        .map_or(true, |v| !local_host(v, &options.allowed_hosts))
-                });
+            let foreign =
+                crate::edge::foreign_name(req.headers(), req.uri(), &options.allowed_hosts);
             if let Some(foreign) = foreign {
                 tracing::info!(
                     ?foreign,
@@ -235,12 +158,19 @@ impl<S: Service> Front<S> {
             // The service's own pages (health, metrics, resource metadata), GET only, never
             // behind authentication.
             let page = match parts.method == Method::GET {
-                true => self.core.service.page(path, parts.uri.query()).await,
+                true => {
+                    let query = parts.uri.query();
+                    self.core.service.page(path, query, &parts.headers).await
+                }
                 false => None,
             };
             if let Some(page) = page {
                 let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
-                return with_body(status, page.content_type, Bytes::from(page.body));
+                let mut response = with_body(status, page.content_type, Bytes::from(page.body));
+                for (name, value) in page.headers {
+                    response.headers_mut().append(name, value);
+                }
+                return response;
             }
             return empty(StatusCode::NOT_FOUND);
         }
@@ -289,9 +219,11 @@ impl<S: Service> Front<S> {
             self.fault();
             return empty(StatusCode::NOT_ACCEPTABLE);
         }
-        let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(_) => return empty(StatusCode::PAYLOAD_TOO_LARGE),
+        let collecting = http_body_util::Limited::new(body, MAX_BODY).collect();
+        let body = match tokio::time::timeout(options.limits.body_timeout, collecting).await {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(_)) => return empty(StatusCode::PAYLOAD_TOO_LARGE),
+            Err(_) => return empty(StatusCode::REQUEST_TIMEOUT),
         };
         let incoming = match self.core.read(&body) {
             Ok(incoming) => incoming,
@@ -331,6 +263,27 @@ impl<S: Service> Front<S> {
                     );
                 }
             }
+        } else if options.validate_headers
+            && request_version(message).is_none()
+            && let Some(named) = modern_header(&parts)
+        {
+            // A balancer may route on these: a legacy body under them would go where they say
+            // and do what the body says.
+            tracing::info!(
+                header = named,
+                "refusing a legacy request that carries a 2026-07-28 header"
+            );
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &error(
+                    &id,
+                    toolwire_types::error::code::HEADER_MISMATCH,
+                    format!(
+                        "Header mismatch: {named} belongs to 2026-07-28 requests, and this body is not one"
+                    ),
+                    None,
+                ),
+            );
         } else if method == "server/discover" && options.eras == Eras::Legacy {
             // What the TypeScript SDK's legacy servers answer to anything before initialize.
             return json_response(
@@ -362,19 +315,15 @@ impl<S: Service> Front<S> {
                 return empty(StatusCode::BAD_REQUEST);
             };
             if self.owner(sid) != Some(owner) {
-                // Unknown, or begun by another caller: the same answer either way.
+                // Unknown, expired, or begun by another caller: the same answer either way.
                 return empty(StatusCode::NOT_FOUND);
             }
-            let mut sessions = lock(&self.sessions);
-            let Some(s) = sessions.get_mut(sid) else {
-                return empty(StatusCode::NOT_FOUND);
+            let expire = match self.sessions.used(sid) {
+                Used::Live(requests) => faults.session_expiry.is_some_and(|limit| requests > limit),
+                Used::Gone => return empty(StatusCode::NOT_FOUND),
             };
-            s.requests += 1;
-            if faults
-                .session_expiry
-                .is_some_and(|limit| s.requests > limit)
-            {
-                sessions.remove(sid);
+            if expire {
+                self.end_session(sid);
                 self.fault();
                 return empty(StatusCode::NOT_FOUND);
             }
@@ -403,6 +352,28 @@ impl<S: Service> Front<S> {
             };
         }
         let new_session = if method == "initialize" && options.sessions && !modern {
+            let declared =
+                serde_json::to_vec(&message["params"]["capabilities"]).map_or(0, |t| t.len());
+            if declared > options.limits.max_declaration {
+                return json_response(
+                    StatusCode::OK,
+                    &error(
+                        &id,
+                        toolwire_types::error::code::INVALID_PARAMS,
+                        format!(
+                            "the declared capabilities are {declared} bytes, more than the {} this server keeps",
+                            options.limits.max_declaration
+                        ),
+                        None,
+                    ),
+                );
+            }
+            if !self.room_for(owner) {
+                let mut r = empty(StatusCode::SERVICE_UNAVAILABLE);
+                r.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("30"));
+                return r;
+            }
             let minted = match &options.session_keys {
                 Some(keys) => keys.seal(std::time::SystemTime::now(), owner),
                 None => Some(crate::session_id::random()),
@@ -416,13 +387,7 @@ impl<S: Service> Front<S> {
             None
         };
         if let Some(sid) = &new_session {
-            lock(&self.sessions).insert(
-                sid.clone(),
-                Session {
-                    owner,
-                    ..Session::default()
-                },
-            );
+            self.hold(sid, owner);
             session = Some(sid.clone());
         }
         let mut response = match framing {
@@ -540,6 +505,9 @@ impl<S: Service> Front<S> {
                     } else if !sent_ok {
                         tracing::debug!("the client went away before its answer");
                     }
+                    if let (Some(sid), Some(stream)) = (&session, stream) {
+                        front.close_stream(sid, stream);
+                    }
                 });
                 match headed.await {
                     Ok(Some(denial)) => return denied(&denial),
@@ -588,44 +556,54 @@ impl<S: Service> Front<S> {
         tx.send_data(sse_text(id.as_deref(), &json)).await.is_ok()
     }
 
-    /// The owner tag of `sid` when it is a live session here: one this process holds, or
-    /// (with keys) one any replica sealed and nobody deleted here, which this process then
-    /// holds from now on.
+    /// The owner tag of `sid` when it is a live session here ([`Sessions::owner`]); the
+    /// sessions that ended on the way are forgotten.
     fn owner(&self, sid: &str) -> Option<[u8; 16]> {
-        if let Some(session) = lock(&self.sessions).get(sid) {
-            return Some(session.owner);
+        let mut ended = Vec::new();
+        let owner = self.sessions.owner(sid, &mut ended);
+        self.forget_all(ended);
+        owner
+    }
+
+    /// Whether a new session of `owner` may be held ([`Sessions::room_for`]).
+    fn room_for(&self, owner: [u8; 16]) -> bool {
+        let mut ended = Vec::new();
+        let room = self.sessions.room_for(owner, &mut ended);
+        self.forget_all(ended);
+        room
+    }
+
+    /// Holds the new session `sid` of `owner`.
+    fn hold(&self, sid: &str, owner: [u8; 16]) {
+        self.sessions.hold(sid, owner);
+    }
+
+    /// The session `sid` ends here: what it kept goes, in the protocol layer and the service
+    /// too.
+    fn end_session(&self, sid: &str) {
+        if self.sessions.end(sid) {
+            self.core.forget(sid);
         }
-        let keys = self.core.options.session_keys.as_ref()?;
-        if lock(&self.deleted).contains(sid) {
-            return None;
+    }
+
+    /// Sessions that ended: the protocol layer and the service forget them.
+    fn forget_all(&self, ended: Vec<String>) {
+        for sid in ended {
+            self.core.forget(&sid);
         }
-        let owner = keys.opens(sid, std::time::SystemTime::now())?;
-        lock(&self.sessions)
-            .entry(sid.to_owned())
-            .or_insert(Session {
-                owner,
-                ..Session::default()
-            });
-        Some(owner)
     }
 
     fn open_stream(&self, sid: &str) -> u64 {
-        let mut sessions = lock(&self.sessions);
-        let s = sessions.entry(sid.to_owned()).or_default();
-        s.next_stream += 1;
-        s.next_stream
+        self.sessions.open_stream(sid)
     }
 
-    /// Logs an event of `stream` and returns its id (`stream:sequence`).
+    fn close_stream(&self, sid: &str, stream: u64) {
+        self.sessions.close_stream(sid, stream);
+    }
+
+    /// Logs an event of `stream` and returns its id ([`Sessions::log`]).
     fn log(&self, sid: &str, stream: u64, data: Bytes) -> String {
-        let mut sessions = lock(&self.sessions);
-        let s = sessions.entry(sid.to_owned()).or_default();
-        let seq = s.events.iter().filter(|e| e.0 == stream).count() as u64;
-        s.events.push((stream, seq, data));
-        if s.events.len() > EVENT_LOG {
-            s.events.remove(0);
-        }
-        format!("{stream}:{seq}")
+        self.sessions.log(sid, stream, data)
     }
 
     /// The modern listen stream: the acknowledgement, then every change it asked for.
@@ -686,17 +664,8 @@ impl<S: Service> Front<S> {
             let cursor = last
                 .split_once(':')
                 .and_then(|(s, q)| Some((s.parse::<u64>().ok()?, q.parse::<u64>().ok()?)));
-            let replay: Vec<(String, Bytes)> = match cursor {
-                Some((stream, seq)) => lock(&self.sessions)
-                    .get(&sid)
-                    .map(|s| {
-                        s.events
-                            .iter()
-                            .filter(|e| e.0 == stream && e.1 > seq && !e.2.is_empty())
-                            .map(|e| (format!("{}:{}", e.0, e.1), e.2.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+            let replay = match cursor {
+                Some((stream, seq)) => self.sessions.replay(&sid, stream, seq),
                 None => Vec::new(),
             };
             tokio::spawn(async move {
@@ -714,7 +683,7 @@ impl<S: Service> Front<S> {
             let stream = front.open_stream(&sid);
             forward_changes(tx, changes, |change| {
                 // The session was deleted: end its stream.
-                if !lock(&front.sessions).contains_key(&sid) {
+                if !front.sessions.holds(&sid) {
                     return ControlFlow::Break(());
                 }
                 let listener = crate::Listener::new(caller.as_deref(), &sid);
@@ -726,6 +695,7 @@ impl<S: Service> Front<S> {
                 ControlFlow::Continue(Some(sse_text(Some(&id), &json)))
             })
             .await;
+            front.close_stream(&sid, stream);
         });
         response
     }
@@ -737,53 +707,11 @@ impl<S: Service> Front<S> {
         }
         match header(parts, "mcp-session-id") {
             Some(sid) if self.owner(sid) == Some(owner) => {
-                lock(&self.sessions).remove(sid);
-                self.core.forget(sid);
-                if self.core.options.session_keys.is_some() {
-                    lock(&self.deleted).insert(sid.to_owned());
-                }
+                self.end_session(sid);
                 empty(StatusCode::OK)
             }
             Some(_) => empty(StatusCode::NOT_FOUND),
             None => empty(StatusCode::BAD_REQUEST),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::local_host;
-
-    #[test]
-    fn loopback_hosts_and_origins_are_local_and_others_are_not() {
-        let allowed = ["mcp.internal".to_owned()];
-        for local in [
-            "localhost",
-            "localhost:8080",
-            "LOCALHOST",
-            "127.0.0.1:3000",
-            "127.8.9.10",
-            "[::1]:8080",
-            "http://localhost:8080",
-            "https://127.0.0.1",
-            "http://[::1]",
-            "mcp.internal:80",
-            "https://MCP.internal",
-        ] {
-            assert!(local_host(local, &allowed), "{local}");
-        }
-        for foreign in [
-            "evil.example",
-            "evil.example:8080",
-            "http://evil.example",
-            "http://localhost.evil.example",
-            "http://127.0.0.1.evil.example",
-            "10.0.0.1:80",
-            "[::2]:80",
-            "null",
-            "",
-        ] {
-            assert!(!local_host(foreign, &allowed), "{foreign}");
         }
     }
 }

@@ -37,12 +37,15 @@
 
 mod asks;
 mod core;
+mod edge;
 mod guard;
 mod http;
 mod incoming;
+mod limits;
 mod respond;
 mod service;
 mod session_id;
+mod sessions;
 mod sse;
 mod stdio;
 
@@ -140,6 +143,68 @@ pub struct Options {
     /// keys accepts a session another one started (no shared store, no affinity at the
     /// balancer). Without keys, ids are random and known only to this process.
     pub session_keys: Option<SessionKeys>,
+    /// What one client can hold or grow ([`Limits`]; defaults fit a public deployment).
+    pub limits: Limits,
+}
+
+/// Bounds on everything a client can hold open or make the server keep: each is a default
+/// fit for a server open to the internet, and each can be set. Together they bound what the
+/// legacy sessions of every caller can make a server keep to about
+/// `events_total + max_sessions × (max_declaration + 2 KiB)` (about 440 MiB with the defaults),
+/// whatever the callers do.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The longest a client may take to send a request's head once it began (a client that
+    /// trickles headers is cut off): 10 s.
+    pub header_timeout: Duration,
+    /// The longest a request's body may take to arrive (408 after it): 30 s.
+    pub body_timeout: Duration,
+    /// A connection with no request in flight and no bytes either way for this long is
+    /// closed (an SSE stream sends a comment every 15 s, so one open stream keeps its
+    /// connection): 120 s.
+    pub idle_timeout: Duration,
+    /// Connections served at once: past it, new ones wait in the listen backlog until one
+    /// ends (a flood of idle sockets cannot exhaust the process's file descriptors): 4096.
+    pub max_connections: usize,
+    /// A legacy session with no request and no stream open for this long ends (404
+    /// afterwards, as the transport says of an expired session): 30 min.
+    pub session_idle: Duration,
+    /// Live legacy sessions per caller (principal, or every unauthenticated client together):
+    /// a new one past it ends that caller's longest-idle session: 64.
+    pub sessions_per_caller: usize,
+    /// Live legacy sessions in all: past it (once expired ones are gone) `initialize` is
+    /// answered 503 with `Retry-After`: 10,000.
+    pub max_sessions: usize,
+    /// Bytes of events a legacy session keeps for resumption (`Last-Event-ID`): the oldest go
+    /// first; an event larger than this is sent but not kept: 1 MiB.
+    pub events_per_session: usize,
+    /// Bytes of events every session together keeps for resumption: past it, an event is sent
+    /// but not kept: 256 MiB.
+    pub events_total: usize,
+    /// The largest `capabilities` object (as JSON text) an `initialize` may declare; a larger
+    /// one is refused (`-32602`): 16 KiB.
+    pub max_declaration: usize,
+    /// Requests in flight at once over stdio; the next line is read once one ends: 256.
+    pub stdio_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 4096,
+            session_idle: Duration::from_secs(30 * 60),
+            sessions_per_caller: 64,
+            max_sessions: 10_000,
+            events_per_session: 1024 * 1024,
+            events_total: 256 * 1024 * 1024,
+            max_declaration: 16 * 1024,
+            stdio_in_flight: 256,
+        }
+    }
 }
 
 impl Default for Options {
@@ -155,6 +220,7 @@ impl Default for Options {
             sse: false,
             allowed_hosts: Vec::new(),
             session_keys: None,
+            limits: Limits::default(),
         }
     }
 }
@@ -225,7 +291,7 @@ pub async fn serve_http<S: Service>(
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
     Ok(start(
-        http::Listener::Tcp(listener),
+        edge::Listener::Tcp(listener),
         addr,
         None,
         options,
@@ -256,7 +322,7 @@ pub async fn serve_http_unix<S: Service>(
     };
     let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
     Ok(start(
-        http::Listener::Unix(listener),
+        edge::Listener::Unix(listener),
         unspecified,
         Some(socket.to_owned()),
         options,
@@ -265,7 +331,7 @@ pub async fn serve_http_unix<S: Service>(
 }
 
 fn start<S: Service>(
-    listener: http::Listener,
+    listener: edge::Listener,
     addr: SocketAddr,
     unix_socket: Option<std::path::PathBuf>,
     options: Options,

@@ -274,6 +274,8 @@ pub struct Page {
     pub content_type: &'static str,
     /// The body.
     pub body: String,
+    /// More headers (`Location`, `Set-Cookie`, `Cache-Control`, …).
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
 }
 
 impl Page {
@@ -283,7 +285,15 @@ impl Page {
             status,
             content_type,
             body: body.into(),
+            headers: Vec::new(),
         }
+    }
+
+    /// The same page with the header `name: value` too.
+    #[must_use]
+    pub fn with_header(mut self, name: http::HeaderName, value: http::HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
     }
 }
 
@@ -372,13 +382,15 @@ pub trait Service: Send + Sync + 'static {
     }
 
     /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
-    /// part after `?`, if any); None is a 404. None by default.
+    /// part after `?`, if any) and the request's `headers` (its cookies, say); None is a 404.
+    /// None by default.
     fn page<'a>(
         &'a self,
         path: &'a str,
         query: Option<&'a str>,
+        headers: &'a http::HeaderMap,
     ) -> impl Future<Output = Option<Page>> + Send + 'a {
-        let _ = (path, query);
+        let _ = (path, query, headers);
         std::future::ready(None)
     }
 

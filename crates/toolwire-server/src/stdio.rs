@@ -83,6 +83,11 @@ async fn serve_on<S: Service>(
     let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let exit_after = core.options.faults.exit_after_calls;
     let (quit_tx, mut quit_rx) = mpsc::unbounded_channel::<()>();
+    // Requests in flight at once: past the limit, a request is refused at once rather than
+    // read later, so that the answers and cancellations behind it on stdin still arrive.
+    let slots = Arc::new(tokio::sync::Semaphore::new(
+        core.options.limits.stdio_in_flight.max(1),
+    ));
     // Lines are read on a task of their own: `read_until` is not cancel-safe in a select.
     let (line_tx, mut line_rx) = mpsc::channel::<std::io::Result<Option<Vec<u8>>>>(16);
     tokio::spawn(async move {
@@ -150,6 +155,25 @@ async fn serve_on<S: Service>(
                         !ends
                     });
                 }
+                let is_request = incoming.value["method"].is_string()
+                    && incoming.value.get("id").is_some_and(|id| !id.is_null());
+                let slot = match slots.clone().try_acquire_owned() {
+                    Ok(slot) => Some(slot),
+                    Err(_) if is_request => {
+                        let _ = out.send(error(
+                            &incoming.value["id"],
+                            toolwire_types::error::code::INTERNAL_ERROR,
+                            format!(
+                                "the server has {} requests in flight already; try again when one ends",
+                                core.options.limits.stdio_in_flight
+                            ),
+                            None,
+                        ));
+                        continue;
+                    }
+                    // A notification or a response takes no slot.
+                    Err(_) => None,
+                };
                 let core = core.clone();
                 // What the handler sends on the way (progress, log messages, requests) goes
                 // straight to the writer, in order, before its answer.
@@ -157,6 +181,7 @@ async fn serve_on<S: Service>(
                 let listens = listen_tx.clone();
                 let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
+                    let _slot = slot;
                     // One client on the other end: the whole connection is one scope.
                     let answer = match core.handle(&incoming, &out, Some("stdio"), true, None).await {
                         Handled::Answer(answer) => answer.into_value(),

@@ -181,6 +181,21 @@ pub(crate) async fn exchange_whole(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> (u16, String, Value) {
+    let (status, head, messages) = exchange_all(addr, headers, body).await;
+    (
+        status,
+        head,
+        messages.into_iter().next().unwrap_or(Value::Null),
+    )
+}
+
+/// One raw HTTP/1.1 POST of `body` with `headers`: the status, the head, and every JSON
+/// message of the body (the JSON body, or each SSE event's data).
+pub(crate) async fn exchange_all(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, String, Vec<Value>) {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -191,21 +206,32 @@ pub(crate) async fn exchange_whole(
     }
     request.push_str("\r\n");
     request.push_str(&body);
+    raw(addr, request.as_bytes()).await
+}
+
+/// `request` written to `addr` as it is: the status, the head, and every JSON message of the
+/// answer's body (the JSON body, or each SSE event's data, between chunk sizes).
+pub(crate) async fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<Value>) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(request).await.unwrap();
     let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        stream.read_to_string(&mut response),
+    )
+    .await
+    .expect("an answer in time")
+    .unwrap();
     let status = response[9..12].parse().unwrap();
     let (head, rest) = response.split_once("\r\n\r\n").unwrap();
-    // A JSON body, or the data of an SSE stream's events (between chunk sizes).
-    let json = rest
+    let messages = rest
         .lines()
         .filter_map(|line| {
             serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
         })
-        .find(Value::is_object)
-        .unwrap_or(Value::Null);
-    (status, head.to_owned(), json)
+        .filter(Value::is_object)
+        .collect();
+    (status, head.to_owned(), messages)
 }
 
 /// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the
@@ -246,5 +272,74 @@ pub(crate) fn sign_in_link(e: toolwire::Error) -> String {
             ..
         }) => elicitations[0].url.clone().unwrap(),
         other => panic!("not a sign-in: {other}"),
+    }
+}
+
+/// One raw GET of `url`'s path and query from `addr` (whatever host the URL names), with
+/// `cookie` if given: the status, the head and the body.
+pub(crate) async fn fetch(
+    addr: SocketAddr,
+    url: &str,
+    cookie: Option<&str>,
+) -> (u16, String, String) {
+    let target = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or(url);
+    let mut request = format!("GET {target} HTTP/1.0\r\nhost: {addr}\r\n");
+    if let Some(cookie) = cookie {
+        request.push_str(&format!("cookie: {cookie}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// What a browser does with a gateway's sign-in `link`: the gateway's page (served by
+/// `gateway`) says whose account the login is for; going on, the browser is bound to the login
+/// (a cookie) and sent to the authorization server (`authorization_server`, which approves at
+/// once); back at the gateway's callback (served by `callback`), with the cookie. The page's
+/// body, and the callback's status. Also the authorization server's link and the callback
+/// URL, for tests that take them out of the flow.
+pub(crate) struct SignIn {
+    pub(crate) page: String,
+    pub(crate) authorize: String,
+    pub(crate) callback: String,
+    pub(crate) cookie: String,
+    pub(crate) status: u16,
+}
+
+pub(crate) async fn browse_sign_in(
+    gateway: SocketAddr,
+    authorization_server: SocketAddr,
+    callback: SocketAddr,
+    link: &str,
+) -> SignIn {
+    let (status, _, page) = fetch(gateway, link, None).await;
+    assert_eq!(status, 200, "the sign-in page: {page}");
+    let (status, head, _) = fetch(gateway, &format!("{link}&go=1"), None).await;
+    assert_eq!(status, 303, "going on: {head}");
+    let authorize = header_of(&head, "location").unwrap().to_owned();
+    let cookie = header_of(&head, "set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let (status, back) = follow(authorization_server, &authorize).await;
+    assert_eq!(status, 302, "the authorization server approves");
+    let back = back.unwrap();
+    let (status, _, _) = fetch(callback, &back, Some(&cookie)).await;
+    SignIn {
+        page,
+        authorize,
+        callback: back,
+        cookie,
+        status,
     }
 }

@@ -20,7 +20,7 @@ mod jws;
 
 use serde_json::{Map, Value};
 
-pub use dpop::DpopVerifier;
+pub use dpop::{DpopVerifier, MAX_SEEN_PER_KEY};
 pub use introspect::Introspector;
 pub use jwks::Jwks;
 pub use jws::PublicKey;

@@ -266,6 +266,34 @@ fn a_dpop_proof_is_accepted_once_for_its_own_request_token_and_key() {
 }
 
 #[test]
+fn one_key_flooding_proofs_fills_its_own_share_and_never_refuses_another_key() {
+    let (key, jkt, v, t) = dpop_setup();
+    let v = v.with_share_per_key(20);
+    let url = "https://gw.example/mcp";
+    let now = t.load(Ordering::Relaxed);
+    let proof = |key: &DpopKey| key.proof("POST", url, Some("tok"), None, now).unwrap();
+    for _ in 0..20 {
+        v.check(&proof(&key), "POST", url, "tok", &jkt).unwrap();
+    }
+    let full = v.check(&proof(&key), "POST", url, "tok", &jkt);
+    assert!(
+        matches!(full, Err(TokenError::Dpop(why)) if why.contains("from this key")),
+        "{full:?}"
+    );
+    // Another caller's key is served meanwhile.
+    let other = DpopKey::generate().unwrap();
+    let other_jkt = PublicKey::from_jwk(&other.jwk()).unwrap().thumbprint();
+    v.check(&proof(&other), "POST", url, "tok", &other_jkt)
+        .unwrap();
+    // Once the flood's proofs could no longer be accepted, the key has its share again.
+    t.fetch_add(700, Ordering::Relaxed);
+    let later = key
+        .proof("POST", url, Some("tok"), None, now + 700)
+        .unwrap();
+    v.check(&later, "POST", url, "tok", &jkt).unwrap();
+}
+
+#[test]
 fn the_thumbprint_of_a_jwk_is_rfc_7638s() {
     // RFC 7638 §3.1's example key and thumbprint.
     let jwk = json!({"kty": "RSA", "e": "AQAB", "alg": "RS256", "kid": "2011-04-29",

@@ -1,11 +1,16 @@
 //! Per-user logins to upstreams: an upstream configured `perUser` is called with a token the
 //! caller got by logging in to that upstream's authorization server through the gateway. A
-//! caller without one is answered with a URL elicitation (`-32042`): the link is the upstream
-//! authorization server's own authorization page, found and registered for by Toolwire's
-//! OAuth client (`toolwire_auth::OAuth`) with the gateway's callback as its redirect URI
-//! ([`CALLBACK_PATH`]). The callback finishes the login, the tokens are kept for that caller
-//! and upstream (refreshed as they near expiry), legacy clients hear
-//! `notifications/elicitation/complete`, and the retried call goes through.
+//! caller without one is answered with a URL elicitation (`-32042`) whose link is the
+//! gateway's own sign-in page ([`CONNECT_PATH`]), signed so that no one can make one up: it
+//! names the gateway account the login will be stored under and the upstream, and only when
+//! the person in the browser goes on does it send the browser to the upstream authorization
+//! server's own page (found and registered for by Toolwire's OAuth client,
+//! `toolwire_auth::OAuth`, with the gateway's callback as its redirect URI, [`CALLBACK_PATH`]),
+//! binding that browser with a cookie. The callback is taken only from a browser so bound to
+//! that login: an authorization link taken out of the flow and sent to someone else completes
+//! nothing. It finishes the login, the tokens are kept for that caller and upstream
+//! (refreshed as they near expiry), legacy clients hear `notifications/elicitation/complete`,
+//! and the retried call goes through.
 //!
 //! With a vault every replica shares ([`Vault::shared`]), a login made through one replica is
 //! used by the others (a replica without one reads the vault again before it asks the caller
@@ -17,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::{broadcast, oneshot};
@@ -36,6 +43,9 @@ use toolwire_types::error::code;
 
 /// Where the upstreams' authorization servers send the user back.
 pub(crate) const CALLBACK_PATH: &str = "/oauth/callback";
+
+/// The gateway's sign-in page: the link a caller is given.
+pub(crate) const CONNECT_PATH: &str = "/oauth/connect";
 
 /// The tool a caller ends its own login to a per-user upstream with (listed unprefixed, like
 /// the discovery tools, so no upstream's tool can have its name).
@@ -153,6 +163,11 @@ struct Login {
 /// Every per-user login of a gateway.
 pub(crate) struct Logins {
     redirect_uri: String,
+    /// The gateway's public origin, for the sign-in page's links.
+    origin: String,
+    /// Signs sign-in links and binds browsers to them (the vault's, so every replica's; else
+    /// this process's own).
+    binder: ring::hmac::Key,
     pending: Pending,
     /// (caller's principal, upstream) → its OAuth client.
     clients: Mutex<HashMap<Key, Arc<Login>>>,
@@ -176,8 +191,18 @@ impl Logins {
     /// Logins whose callbacks come to `origin` (the gateway's public origin), tokens kept in
     /// `vault` or in memory.
     pub(crate) fn new(origin: &str, vault: Option<Vault>) -> Self {
+        let binder = vault.as_ref().map_or_else(
+            || {
+                let mut key = [0u8; 32];
+                let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key);
+                ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key)
+            },
+            Vault::binder,
+        );
         Self {
             redirect_uri: format!("{origin}{CALLBACK_PATH}"),
+            origin: origin.to_owned(),
+            binder,
             pending: Arc::default(),
             clients: Mutex::default(),
             underway: Arc::default(),
@@ -259,6 +284,17 @@ impl Logins {
         if let Some(login) = lock(&self.clients).get(&key) {
             return login.clone();
         }
+        let login = self.new_login(principal, url, config);
+        let mut clients = lock(&self.clients);
+        {
+            let underway = lock(&self.underway);
+            make_room(&mut clients, |k| underway.contains_key(k));
+        }
+        clients.entry(key).or_insert(login).clone()
+    }
+
+    /// A new OAuth client of `principal` for the upstream at `url`, kept nowhere.
+    fn new_login(&self, principal: &str, url: &str, config: &PerUserConfig) -> Arc<Login> {
         let handler = Arc::new(Handler {
             redirect_uri: self.redirect_uri.clone(),
             pending: self.pending.clone(),
@@ -278,16 +314,10 @@ impl Logins {
         if let Some(scope) = &config.scope {
             oauth = oauth.scope(scope);
         }
-        let login = Arc::new(Login {
+        Arc::new(Login {
             oauth: OAuth::new(url, oauth),
             handler,
-        });
-        let mut clients = lock(&self.clients);
-        {
-            let underway = lock(&self.underway);
-            make_room(&mut clients, |k| underway.contains_key(k));
-        }
-        clients.entry(key).or_insert(login).clone()
+        })
     }
 
     /// The `Authorization` of `principal`'s call to `server` (at `url`); without a login, a
@@ -317,9 +347,21 @@ impl Logins {
                 Ok(None) => {}
                 Err(e) => return Err(failed(server, toolwire::ErrorChain(&e))),
             }
-            if read < rereads && !lock(&self.underway).contains_key(&key) {
-                lock(&self.clients).remove(&key);
-                login = self.login(principal, server, url, config);
+            if read < rereads {
+                if lock(&self.underway).contains_key(&key) {
+                    // A sign-in is under way here, and its client waits for its callback;
+                    // another replica may have finished one meanwhile: a client of its own
+                    // reads the vault, and takes the cached one's place if it found a login.
+                    let fresh = self.new_login(principal, url, config);
+                    if let Ok(Some(value)) = fresh.oauth.authorization(http).await {
+                        lock(&self.clients).insert(key.clone(), fresh);
+                        return toolwire_headers::authorization_header(value.expose())
+                            .ok_or_else(|| failed(server, "the token cannot travel in a header"));
+                    }
+                } else {
+                    lock(&self.clients).remove(&key);
+                    login = self.login(principal, server, url, config);
+                }
             }
         }
         if let Some((link, id)) = lock(&self.underway).get(&key).cloned() {
@@ -351,7 +393,7 @@ impl Logins {
                 }
             }
         });
-        let link = match tokio::time::timeout(LINK_WAIT, rx).await {
+        let authorize = match tokio::time::timeout(LINK_WAIT, rx).await {
             Ok(Ok(link)) => link,
             _ => {
                 return Err(failed(
@@ -360,6 +402,7 @@ impl Logins {
                 ));
             }
         };
+        let link = self.connect_link(principal, server, &authorize);
         lock(&self.underway).insert(key, (link.clone(), id.clone()));
         Err(sign_in(server, &link, &id))
     }
@@ -388,10 +431,135 @@ impl Logins {
         Ok(removed)
     }
 
+    /// The link to the gateway's sign-in page for `principal`'s login to `server` at the
+    /// authorization URL `authorize`: signed, valid for [`LOGIN_WAIT`].
+    fn connect_link(&self, principal: &str, server: &str, authorize: &str) -> String {
+        let until = super::unix_now() + LOGIN_WAIT.as_secs();
+        let payload = json!({"p": principal, "s": server, "u": authorize, "e": until}).to_string();
+        let payload = URL_SAFE_NO_PAD.encode(payload);
+        let tag = URL_SAFE_NO_PAD.encode(ring::hmac::sign(&self.binder, payload.as_bytes()));
+        format!("{}{CONNECT_PATH}?t={payload}.{tag}", self.origin)
+    }
+
+    /// What a sign-in link's token `t` says, if the gateway signed it and it is not past its
+    /// time: (principal, server, authorization URL).
+    fn opened(&self, token: &str) -> Option<(String, String, String)> {
+        let (payload, tag) = token.split_once('.')?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        ring::hmac::verify(&self.binder, payload.as_bytes(), &tag).ok()?;
+        let payload: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+        if payload["e"].as_u64()? < super::unix_now() {
+            return None;
+        }
+        let text = |k: &str| payload[k].as_str().map(str::to_owned);
+        Some((text("p")?, text("s")?, text("u")?))
+    }
+
+    /// The cookie that binds a browser to the login whose OAuth `state` this is: its name
+    /// (several sign-ins may be under way in one browser) and value (only the gateway can
+    /// make it).
+    fn binding(&self, state: &str) -> (String, String) {
+        let mac = ring::hmac::sign(&self.binder, format!("bind:{state}").as_bytes());
+        let name = mac
+            .as_ref()
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        (
+            format!("toolwire-sign-in-{name}"),
+            URL_SAFE_NO_PAD.encode(&mac.as_ref()[6..]),
+        )
+    }
+
+    /// The page of `GET /oauth/connect?t=…`: the account and upstream the sign-in is for and a
+    /// link on; with `go=1`, the browser is bound to the login (a cookie) and sent to the
+    /// upstream's authorization server.
+    pub(crate) fn connect(&self, query: Option<&str>) -> Page {
+        let mut token = None;
+        let mut go = false;
+        for pair in query.unwrap_or("").split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_encoding::percent_decode_str(v).decode_utf8_lossy();
+            match k {
+                "t" => token = Some(v.into_owned()),
+                "go" => go = v == "1",
+                _ => {}
+            }
+        }
+        let Some((principal, server, authorize)) = token.as_deref().and_then(|t| self.opened(t))
+        else {
+            return html(
+                400,
+                "Unknown sign-in",
+                "<p>This sign-in link is not one this gateway made, or it has expired. Ask your agent to try again.</p>",
+            );
+        };
+        if !go {
+            let on = format!(
+                "{CONNECT_PATH}?t={}&go=1",
+                token.as_deref().unwrap_or_default()
+            );
+            let body = format!(
+                "<p>You are about to sign in to <b>{server}</b> for the gateway account <b>{principal}</b>.</p>                 <p>The gateway will call <b>{server}</b> with the account you sign in with, whenever <b>{principal}</b> asks it to.                  Go on only if <b>{principal}</b> is you: if someone sent you this link, close this page.</p>                 <p><a href=\"{on}\">Sign in to {server} as {principal}</a></p>",
+                server = escape(&server),
+                principal = escape(&principal),
+                on = escape(&on),
+            );
+            return html(200, "Sign in through the gateway", &body);
+        }
+        let state = CallbackParams::from_url(&authorize)
+            .ok()
+            .and_then(|p| p.state)
+            .unwrap_or_default();
+        let (name, value) = self.binding(&state);
+        let secure = if self.origin.starts_with("https://") {
+            "; Secure"
+        } else {
+            ""
+        };
+        let cookie = format!(
+            "{name}={value}; Path={CALLBACK_PATH}; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+            LOGIN_WAIT.as_secs()
+        );
+        let mut page = html(303, "Signing in", "<p>On to the sign-in page.</p>");
+        for (header, value) in [
+            (http::header::LOCATION, authorize),
+            (http::header::SET_COOKIE, cookie),
+        ] {
+            if let Ok(value) = http::HeaderValue::try_from(value) {
+                page = page.with_header(header, value);
+            }
+        }
+        page.with_header(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        )
+    }
+
     /// The page of `GET /oauth/callback?…`: the parameters go to the login that waits for
-    /// them, here or (through a shared vault) on the replica that made the link.
-    pub(crate) async fn callback(&self, query: Option<&str>) -> Page {
+    /// them, here or (through a shared vault) on the replica that made the link, when the
+    /// browser is the one the gateway's sign-in page sent on for that login.
+    pub(crate) async fn callback(&self, query: Option<&str>, headers: &http::HeaderMap) -> Page {
         let query = query.unwrap_or("");
+        let state = CallbackParams::from_query(query).state.unwrap_or_default();
+        let (name, value) = self.binding(&state);
+        let bound = headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|h| h.to_str().ok())
+            .flat_map(|h| h.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(n, v)| n == name && v == value);
+        if !bound {
+            tracing::info!(target: "toolwire_gateway::audit", "refused a sign-in callback from a browser the gateway's sign-in page did not send");
+            return html(
+                403,
+                "Sign-in not started here",
+                "<p>This sign-in was not started in this browser through the gateway's sign-in page, so it is not completed. Open the sign-in link your agent gave you, in this browser.</p>",
+            );
+        }
         let mut delivered = deliver(&self.pending, query);
         if !delivered && let Some(vault) = self.shared() {
             delivered = vault.hand_over_callback(query).await.unwrap_or_else(|e| {
@@ -400,18 +568,45 @@ impl Logins {
             });
         }
         match delivered {
-            true => Page::new(
+            true => html(
                 200,
-                "text/html; charset=utf-8",
-                "<!doctype html><title>Signed in</title><p>Signed in. You can close this window and go back to your agent.</p>\n",
+                "Signed in",
+                "<p>Signed in. You can close this window and go back to your agent.</p>",
             ),
-            false => Page::new(
+            false => html(
                 400,
-                "text/html; charset=utf-8",
-                "<!doctype html><title>Unknown sign-in</title><p>This sign-in link is unknown, used or expired. Ask your agent to try again.</p>\n",
+                "Unknown sign-in",
+                "<p>This sign-in link is unknown, used or expired. Ask your agent to try again.</p>",
             ),
         }
     }
+}
+
+/// A small HTML page: `title` and `body` (HTML already escaped).
+fn html(status: u16, title: &str, body: &str) -> Page {
+    Page::new(
+        status,
+        "text/html; charset=utf-8",
+        format!("<!doctype html><meta charset=\"utf-8\"><title>{title}</title>{body}\n"),
+    )
+    .with_header(
+        http::header::CONTENT_SECURITY_POLICY,
+        http::HeaderValue::from_static("default-src 'none'"),
+    )
+}
+
+/// `text` for HTML.
+fn escape(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            '\'' => "&#39;".to_owned(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// Gives a callback's parameters (its `query`) to the login here that waits for its `state`:

@@ -17,6 +17,7 @@
 //!
 //! Tokens and keys never reach a log, an error or `Debug`.
 
+mod config;
 mod gate;
 mod login;
 mod policy;
@@ -26,14 +27,15 @@ mod vault;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
 use serde_json::{Value, json};
-use toolwire::auth::Secret;
+
 use toolwire::auth::verify::{
     AccessToken, DpopVerifier, Introspector, Jwks, JwtVerifier, TokenError,
 };
 use toolwire_server::{Caller, Denial, Page};
 
+pub use config::{AccessConfig, ApiKeyConfig, IntrospectionConfig, LimitsConfig};
+use config::{client_secret, executor};
 pub(crate) use gate::principal;
 pub use login::{LOGIN_WAIT, PerUserConfig, SIGN_OUT};
 pub(crate) use policy::View;
@@ -59,92 +61,6 @@ pub enum AccessError {
     },
 }
 
-/// An API key of the config: its name and the SHA-256 of the key, in hex (the key itself is
-/// never written down: `printf %s "$KEY" | sha256sum`).
-// tidy: not an MCP shape
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ApiKeyConfig {
-    /// Its name, which is who the caller is.
-    pub name: String,
-    /// 64 hexadecimal digits.
-    pub sha256: String,
-}
-
-/// Opaque tokens, checked at their authorization server's introspection endpoint (RFC 7662).
-// tidy: not an MCP shape
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct IntrospectionConfig {
-    /// The issuer whose tokens these are.
-    pub issuer: String,
-    /// Its introspection endpoint.
-    pub endpoint: String,
-    /// The client the gateway introspects as.
-    pub client_id: String,
-    /// The environment variable holding that client's secret (a file never holds the secret
-    /// itself).
-    #[serde(default)]
-    pub client_secret_env: Option<String>,
-    /// The secret itself, for a program that has it at hand (never read from a file).
-    #[serde(skip)]
-    pub client_secret: Option<toolwire::auth::Secret>,
-}
-
-/// The `gateway` section of the mcpServers file: who may call, and what.
-// tidy: not an MCP shape
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AccessConfig {
-    /// The gateway's MCP endpoint as its callers reach it (`https://gw.example/mcp`): the
-    /// resource of its metadata, the audience tokens must name, the URL DPoP proofs are for.
-    /// Defaults to the address it serves.
-    #[serde(default)]
-    pub resource: Option<String>,
-    /// The issuers whose tokens are accepted (their keys found through their metadata).
-    #[serde(default)]
-    pub authorization_servers: Vec<String>,
-    /// The `aud` tokens must name, when it is not the resource.
-    #[serde(default)]
-    pub audience: Option<String>,
-    /// Scopes every request needs (403 `insufficient_scope` without them).
-    #[serde(default)]
-    pub scopes_required: Vec<String>,
-    /// API keys accepted as bearer tokens.
-    #[serde(default)]
-    pub api_keys: Vec<ApiKeyConfig>,
-    /// Opaque (non-JWT) tokens, introspected.
-    #[serde(default)]
-    pub introspection: Option<IntrospectionConfig>,
-    /// Who may see and call what; absent, every authenticated caller may do everything.
-    #[serde(default)]
-    pub policy: Option<Vec<RuleConfig>>,
-    /// Whose credentials each upstream is called with, by entry name (absent: the entry's
-    /// own).
-    #[serde(default)]
-    pub upstreams: std::collections::BTreeMap<String, UpstreamConfig>,
-    /// Where callers' tokens for per-user upstreams are kept, sealed: a directory (`"vault":
-    /// "/dir"` or `{"dir": …}`) or a Redis server every replica reaches (`{"redis": …}`), with
-    /// the key in an environment variable; absent, in memory (lost on restart).
-    #[serde(default, deserialize_with = "vault::deserialize")]
-    pub vault: Option<vault::VaultConfig>,
-}
-
-impl AccessConfig {
-    /// The settings of an mcpServers file's `gateway` member.
-    pub fn from_json(section: &Value) -> Result<Self, AccessError> {
-        serde_json::from_value(section.clone())
-            .map_err(|e| AccessError::Config(format!("the \"gateway\" section: {e}")))
-    }
-
-    /// Whether callers must authenticate (issuers or keys are configured).
-    pub fn authenticates(&self) -> bool {
-        !self.authorization_servers.is_empty()
-            || !self.api_keys.is_empty()
-            || self.introspection.is_some()
-    }
-}
-
 /// Access control, ready to check requests ([`crate::GatewayBuilder::access`]).
 pub struct Access {
     resource: String,
@@ -162,6 +78,14 @@ pub struct Access {
     policy: Option<policy::Policy>,
     /// Credentials verified before, by the SHA-256 of the credential.
     known: Mutex<HashMap<[u8; 32], Known>>,
+    /// Credentials refused before, by their SHA-256: until when (and why) they are refused
+    /// without being checked again, so one bad token sent again and again costs one check.
+    refused: Mutex<HashMap<[u8; 32], (u64, Denial)>>,
+    /// Introspections allowed now (a token bucket): unknown opaque tokens cannot make the
+    /// gateway hammer the authorization server.
+    introspections: Mutex<(f64, std::time::Instant)>,
+    /// The bucket's size and its refill per second.
+    introspection_rate: (f64, f64),
     /// Upstreams called with their callers' credentials, by entry name.
     upstreams: HashMap<String, upstream::Upstream>,
     /// Callers' logins to per-user upstreams.
@@ -189,41 +113,23 @@ pub const INTROSPECTION_RECHECK: u64 = 60;
 /// The most tokens remembered as verified.
 const MAX_KNOWN: usize = 10_000;
 
+/// How long a refused credential is refused without being checked again (seconds).
+pub const REFUSAL_KEPT: u64 = 60;
+
+/// Introspections of tokens never seen before, at most, in a burst and per second after it:
+/// past them, a new opaque token is answered 503 (`temporarily_unavailable`, try again)
+/// rather than checked, so a flood of invented tokens costs the authorization server
+/// [`INTROSPECTION_RATE`] calls a second, not one each.
+pub const INTROSPECTION_BURST: f64 = 100.0;
+/// See [`INTROSPECTION_BURST`].
+pub const INTROSPECTION_RATE: f64 = 50.0;
+
 /// A credential verified before: who it stands for, the DPoP key it is bound to, until when
 /// it is trusted without another check.
 struct Known {
     caller: Arc<Caller>,
     jkt: Option<String>,
     until: u64,
-}
-
-/// The HTTP client for `url`, the gateway's own requests there (`what` names it in errors).
-fn executor(url: &str, what: &str) -> Result<toolwire::HttpExecutor, AccessError> {
-    Ok(toolwire::HttpTransport::builder(url)
-        .build()
-        .map_err(|e| AccessError::Config(format!("{what}: {e}")))?
-        .executor())
-}
-
-/// A client secret given to a program (`given`), else read from the environment variable
-/// `env` names; None when neither is set. A variable named but unset is an error naming it
-/// (never a value).
-fn client_secret(
-    given: Option<&Secret>,
-    env: Option<&str>,
-    what: &str,
-) -> Result<Option<Secret>, AccessError> {
-    match (given, env) {
-        (Some(secret), _) => Ok(Some(secret.clone())),
-        (None, Some(var)) => std::env::var(var)
-            .map(|v| Some(Secret::new(v)))
-            .map_err(|_| {
-                AccessError::Config(format!(
-                    "{what}: the environment variable {var} (the client secret) is not set"
-                ))
-            }),
-        (None, None) => Ok(None),
-    }
 }
 
 /// Seconds since the Unix epoch.
@@ -286,6 +192,16 @@ impl Access {
                 })?;
             verifiers.push(JwtVerifier::new(issuer.clone(), audience.clone(), keys));
         }
+        let introspection_rate =
+            config
+                .introspection
+                .as_ref()
+                .map_or((INTROSPECTION_BURST, INTROSPECTION_RATE), |i| {
+                    (
+                        i.burst.unwrap_or(INTROSPECTION_BURST).max(1.0),
+                        i.per_second.unwrap_or(INTROSPECTION_RATE).max(0.0),
+                    )
+                });
         let introspector = match &config.introspection {
             None => None,
             Some(i) => {
@@ -333,10 +249,17 @@ impl Access {
                 )));
             }
         }
+        let issuers = config.authorization_servers.len()
+            + usize::from(
+                config
+                    .introspection
+                    .as_ref()
+                    .is_some_and(|i| !config.authorization_servers.contains(&i.issuer)),
+            );
         let policy = config
             .policy
             .as_deref()
-            .map(policy::Policy::new)
+            .map(|rules| policy::Policy::new(rules, issuers))
             .transpose()?;
         let mut upstreams = HashMap::new();
         for (server, settings) in &config.upstreams {
@@ -371,6 +294,9 @@ impl Access {
             scopes_required: config.scopes_required.clone(),
             policy,
             known: Mutex::new(HashMap::new()),
+            refused: Mutex::new(HashMap::new()),
+            introspections: Mutex::new((introspection_rate.0, std::time::Instant::now())),
+            introspection_rate,
             logins: match upstreams.values().any(upstream::Upstream::per_user) {
                 true => Some(login::Logins::new(
                     &origin,
@@ -407,6 +333,11 @@ impl Access {
                 .map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The upstreams called with their callers' credentials.
+    pub(crate) fn caller_credential_servers(&self) -> impl Iterator<Item = &str> {
+        self.upstreams.keys().map(String::as_str)
     }
 
     /// Whether `server`'s calls carry each caller's own credentials (per-user, pass-through,
@@ -529,12 +460,20 @@ impl Access {
     }
 
     /// The protected resource metadata, at its paths.
-    pub(crate) async fn page(&self, path: &str, query: Option<&str>) -> Option<Page> {
+    pub(crate) async fn page(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Option<Page> {
         if path == login::CALLBACK_PATH {
             return match &self.logins {
-                Some(logins) => Some(logins.callback(query).await),
+                Some(logins) => Some(logins.callback(query, headers).await),
                 None => None,
             };
+        }
+        if path == login::CONNECT_PATH {
+            return self.logins.as_ref().map(|logins| logins.connect(query));
         }
         if self.authorization_servers.is_empty() || !self.metadata_paths.iter().any(|p| p == path) {
             return None;
@@ -607,10 +546,33 @@ impl Access {
             .get(&digest)
             .filter(|known| known.until > now)
             .map(|known| (known.caller.clone(), known.jkt.clone()));
+        let refused = crate::lock(&self.refused)
+            .get(&digest)
+            .filter(|(until, _)| *until > now)
+            .map(|(_, denial)| denial.clone());
+        if let Some(denial) = refused {
+            return Err(denial);
+        }
         let (caller, jkt) = match cached {
             Some(known) => known,
             None => {
-                let known = self.identify(token, &digest, dpop, now).await?;
+                let known = match self.identify(token, &digest, dpop, now).await {
+                    Ok(known) => known,
+                    Err(denial) => {
+                        // A refusal of the token itself is remembered; "try again later" not.
+                        if denial.status == 401 {
+                            let mut refused = crate::lock(&self.refused);
+                            if refused.len() >= MAX_KNOWN {
+                                refused.retain(|_, (until, _)| *until > now);
+                                if refused.len() >= MAX_KNOWN {
+                                    refused.clear();
+                                }
+                            }
+                            refused.insert(digest, (now + REFUSAL_KEPT, denial.clone()));
+                        }
+                        return Err(denial);
+                    }
+                };
                 let found = (known.caller.clone(), known.jkt.clone());
                 let mut cache = self.known();
                 if cache.len() >= MAX_KNOWN {
@@ -644,6 +606,21 @@ impl Access {
         crate::lock(&self.known)
     }
 
+    /// Takes one introspection from the bucket, if there is one.
+    fn may_introspect(&self) -> bool {
+        let mut bucket = crate::lock(&self.introspections);
+        let now = std::time::Instant::now();
+        let (burst, rate) = self.introspection_rate;
+        let refill = now.duration_since(bucket.1).as_secs_f64() * rate;
+        *bucket = ((bucket.0 + refill).min(burst), now);
+        if bucket.0 >= 1.0 {
+            bucket.0 -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Who `token` stands for: an API key's name, or a JWT's issuer and subject once verified.
     async fn identify(
         &self,
@@ -666,6 +643,14 @@ impl Access {
             let Some(introspector) = &self.introspector else {
                 return Err(self.invalid("Bearer", "the token is not one this gateway accepts"));
             };
+            if !self.may_introspect() {
+                tracing::warn!(
+                    "more new opaque tokens than may be introspected: one is answered 503"
+                );
+                return Err(Denial::unavailable(
+                    "too many new tokens to check at once; try again in a moment",
+                ));
+            }
             let checked = introspector.check(token).await;
             // Asked again after a minute, so a revocation takes effect soon.
             return self.known_from(checked, token, scheme, now + INTROSPECTION_RECHECK);
@@ -763,8 +748,14 @@ impl Access {
 /// The caller a verified token stands for; None for a token that names neither a subject nor
 /// a client.
 fn caller_of(token: AccessToken, raw: &str) -> Option<Caller> {
-    let who = token.subject.as_ref().or(token.client_id.as_ref())?;
-    let mut caller = Caller::new(format!("{}#{who}", token.issuer));
+    // A subject and a client id are names in two namespaces: a client whose id is a user's
+    // subject must not be that user (its sessions, its logins, its exchanged tokens).
+    let principal = match (&token.subject, &token.client_id) {
+        (Some(subject), _) => format!("{}#{subject}", token.issuer),
+        (None, Some(client)) => format!("{}#client:{client}", token.issuer),
+        (None, None) => return None,
+    };
+    let mut caller = Caller::new(principal);
     caller.credential = Some(toolwire_server::Credential::new(raw));
     caller.subject = token.subject;
     caller.client_id = token.client_id;

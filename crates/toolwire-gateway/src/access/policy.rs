@@ -23,6 +23,10 @@ use super::AccessError;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CallerMatchConfig {
+    /// The token's issuer, a glob (needed beside `subject` when several issuers are trusted:
+    /// a subject is a name only within its issuer).
+    #[serde(default)]
+    pub issuer: Option<String>,
     /// The token's subject, a glob.
     #[serde(default)]
     pub subject: Option<String>,
@@ -79,6 +83,7 @@ fn set(patterns: &[String]) -> Result<GlobSet, AccessError> {
 
 #[derive(Debug)]
 struct CallerMatch {
+    issuer: Option<globset::GlobMatcher>,
     subject: Option<globset::GlobMatcher>,
     client_id: Option<globset::GlobMatcher>,
     api_key: Option<globset::GlobMatcher>,
@@ -88,6 +93,7 @@ struct CallerMatch {
 impl CallerMatch {
     fn matches(&self, caller: Option<&Caller>) -> bool {
         let unconditional = self.subject.is_none()
+            && self.issuer.is_none()
             && self.client_id.is_none()
             && self.api_key.is_none()
             && self.scopes.is_empty();
@@ -98,7 +104,14 @@ impl CallerMatch {
             None => true,
             Some(m) => v.as_deref().is_some_and(|v| m.is_match(v)),
         };
-        field(&self.subject, &caller.subject)
+        // A token's principal is `{issuer}#{who}` (an issuer has no `#`); an API key's has no
+        // issuer.
+        let issuer = caller
+            .principal
+            .split_once('#')
+            .map(|(issuer, _)| issuer.to_owned());
+        field(&self.issuer, &issuer)
+            && field(&self.subject, &caller.subject)
             && field(&self.client_id, &caller.client_id)
             && field(&self.api_key, &caller.api_key)
             && caller.has_scopes(self.scopes.iter().map(String::as_str))
@@ -120,13 +133,22 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    pub(crate) fn new(rules: &[RuleConfig]) -> Result<Self, AccessError> {
+    /// The rules; `issuers` is how many issuers are trusted (a rule that names a subject
+    /// without its issuer is refused when there are several).
+    pub(crate) fn new(rules: &[RuleConfig], issuers: usize) -> Result<Self, AccessError> {
         let rules = rules
             .iter()
             .map(|r| {
                 let optional = |p: &Option<String>| p.as_deref().map(glob).transpose();
+                if issuers > 1 && r.callers.subject.is_some() && r.callers.issuer.is_none() {
+                    return Err(AccessError::Config(format!(
+                        "policy: callers.subject {:?} needs callers.issuer: {issuers} issuers are trusted, and a subject is a name only within its issuer",
+                        r.callers.subject.as_deref().unwrap_or_default()
+                    )));
+                }
                 Ok(Rule {
                     callers: CallerMatch {
+                        issuer: optional(&r.callers.issuer)?,
                         subject: optional(&r.callers.subject)?,
                         client_id: optional(&r.callers.client_id)?,
                         api_key: optional(&r.callers.api_key)?,
@@ -231,7 +253,7 @@ mod tests {
 
     fn policy(rules: serde_json::Value) -> Policy {
         let rules: Vec<RuleConfig> = serde_json::from_value(rules).unwrap();
-        Policy::new(&rules).unwrap()
+        Policy::new(&rules, 1).unwrap()
     }
 
     /// Names as the qualified naming lists them: the listed name is the upstream identity.
@@ -323,9 +345,32 @@ mod tests {
     }
 
     #[test]
+    fn a_subject_matches_within_its_issuer_and_needs_one_named_when_several_are_trusted() {
+        let rules: Vec<RuleConfig> = serde_json::from_value(json!([{"callers":
+            {"issuer": "https://a.example", "subject": "admin"}, "servers": ["*"]}]))
+        .unwrap();
+        let p = Policy::new(&rules, 2).unwrap();
+        let mut from_a = Caller::new("https://a.example#admin");
+        from_a.subject = Some("admin".into());
+        let mut from_b = Caller::new("https://b.example#admin");
+        from_b.subject = Some("admin".into());
+        assert!(p.view(Some(&from_a)).server("ref"));
+        assert!(
+            !p.view(Some(&from_b)).server("ref"),
+            "another issuer's admin"
+        );
+        let bare: Vec<RuleConfig> =
+            serde_json::from_value(json!([{"callers": {"subject": "admin"}}])).unwrap();
+        assert!(
+            matches!(Policy::new(&bare, 2), Err(AccessError::Config(m)) if m.contains("callers.issuer"))
+        );
+        assert!(Policy::new(&bare, 1).is_ok());
+    }
+
+    #[test]
     fn a_bad_glob_or_an_unknown_member_is_a_config_error() {
         let bad: Vec<RuleConfig> = serde_json::from_value(json!([{"tools": ["a[b"]}])).unwrap();
-        assert!(matches!(Policy::new(&bad), Err(AccessError::Config(m)) if m.contains("a[b")));
+        assert!(matches!(Policy::new(&bad, 1), Err(AccessError::Config(m)) if m.contains("a[b")));
         let typo = serde_json::from_value::<Vec<RuleConfig>>(json!([{"tool": ["x"]}]));
         assert!(typo.is_err());
     }

@@ -96,7 +96,7 @@ enum Mode {
         client: Box<TokenExchange>,
         audience: Option<String>,
         scope: Option<String>,
-        /// (caller's principal, upstream) → its token.
+        /// (SHA-256 of the token presented, upstream) → the token exchanged for it.
         tokens: Mutex<HashMap<(String, String), Exchanged>>,
     },
 }
@@ -264,7 +264,15 @@ impl Upstream {
                 tokens,
             } => {
                 let (caller, credential) = presented(server, caller)?;
-                let key = (caller.principal.clone(), server.to_owned());
+                // Kept per token presented, not per caller: a narrower token of the same user
+                // gets its own exchange, never the broader one's.
+                let digest: String =
+                    ring::digest::digest(&ring::digest::SHA256, credential.expose().as_bytes())
+                        .as_ref()
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                let key = (digest, server.to_owned());
                 let now = unix_now();
                 let held = lock(tokens)
                     .get(&key)
@@ -282,9 +290,16 @@ impl Upstream {
                         )
                         .await
                         .map_err(|e| failed(server, toolwire::ErrorChain(&e)))?;
+                    // Never kept past the token it was exchanged for.
+                    let subject_expiry = caller
+                        .claims
+                        .get("exp")
+                        .and_then(serde_json::Value::as_u64)
+                        .unwrap_or(u64::MAX);
                     let until = got
                         .expires_at
-                        .map_or(now + 300, |at| at.saturating_sub(EARLY));
+                        .map_or(now + 300, |at| at.saturating_sub(EARLY))
+                        .min(subject_expiry);
                     let mut held = lock(tokens);
                     if held.len() >= MAX_EXCHANGED {
                         held.retain(|_, t| t.until > now);

@@ -231,6 +231,9 @@ fn redis_error(e: redis::RedisError) -> AuthError {
 pub(crate) struct Vault {
     backend: Backend,
     sealer: Sealer,
+    /// The key sign-in links and their browsers are bound with (derived from the vault's,
+    /// so every replica holds it).
+    binder: ring::hmac::Key,
     /// One writer of records at a time in this process.
     writing: tokio::sync::Mutex<()>,
 }
@@ -286,11 +289,22 @@ impl Vault {
                 ));
             }
         };
+        // Its own key, derived from the vault's: never the sealing key itself.
+        let derived = ring::hmac::sign(
+            &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key),
+            b"toolwire-sign-in-binding-v1",
+        );
         Ok(Self {
             backend,
             sealer: Sealer::new(&key)?,
+            binder: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, derived.as_ref()),
             writing: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// The key sign-in links are bound with, the same on every replica of this vault.
+    pub(crate) fn binder(&self) -> ring::hmac::Key {
+        self.binder.clone()
     }
 
     /// Whether other replicas share it (and may make or use a login for this one).

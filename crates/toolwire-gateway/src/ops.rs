@@ -1,0 +1,91 @@
+//! The gateway's operational pages beside its MCP endpoint: `/healthz` (the process serves),
+//! `/readyz` (every enabled upstream tried; each one's state as JSON; 503 until then) and
+//! `/metrics` (Prometheus), from each upstream's state.
+
+use serde_json::{Value, json};
+use toolwire_host::ServerState;
+use toolwire_server::Page;
+
+use crate::Gateway;
+
+impl Gateway {
+    /// Whether every enabled upstream has been tried (none is still starting), and each
+    /// one's state as JSON.
+    pub fn readiness(&self) -> (bool, Value) {
+        let states = self.states();
+        let ready = states.iter().all(|(_, state, _)| *state != "starting");
+        let servers = states
+            .into_iter()
+            .map(|(server, _, described)| (server, described))
+            .collect();
+        (ready, Value::Object(servers))
+    }
+
+    /// Each upstream's name, state in one word, and state as JSON.
+    pub(crate) fn states(&self) -> Vec<(String, &'static str, Value)> {
+        self.host
+            .servers()
+            .into_iter()
+            .map(|server| {
+                let (word, described) = match self.host.state(&server) {
+                    Some(ServerState::Ready { version, tools }) => (
+                        "ready",
+                        json!({"version": version.as_str(), "tools": tools}),
+                    ),
+                    Some(ServerState::Starting) | None => ("starting", json!({})),
+                    Some(ServerState::Reconnecting { attempt }) => {
+                        ("reconnecting", json!({"attempt": attempt}))
+                    }
+                    Some(ServerState::Disabled) => ("disabled", json!({})),
+                    Some(ServerState::Idle { tools }) => ("idle", json!({"tools": tools})),
+                    Some(ServerState::Failed { reason }) => ("failed", json!({"reason": reason})),
+                    Some(ServerState::NeedsLogin { reason }) => {
+                        ("needs-login", json!({"reason": reason}))
+                    }
+                    Some(_) => ("unknown", json!({})),
+                };
+                let mut described = described;
+                described["state"] = json!(word);
+                (server.to_string(), word, described)
+            })
+            .collect()
+    }
+
+    /// The operational page at `path`, if it is one.
+    pub(crate) fn operational_page(&self, path: &str) -> Option<Page> {
+        match path {
+            // The process is up and serving.
+            "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),
+            // Every enabled upstream has been tried, and how each is.
+            "/readyz" => {
+                let (ready, servers) = self.readiness();
+                let status = if ready { 200 } else { 503 };
+                // Tools left out because another has their name, each naming both and the
+                // remedy.
+                let collisions: Vec<String> = self
+                    .host
+                    .load()
+                    .collisions()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                let body = json!({"ready": ready, "servers": servers, "collisions": collisions})
+                    .to_string();
+                Some(Page::new(status, "application/json", body))
+            }
+            "/metrics" => {
+                let states: Vec<(String, &'static str)> = self
+                    .states()
+                    .into_iter()
+                    .map(|(server, word, _)| (server, word))
+                    .collect();
+                Some(Page::new(
+                    200,
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    self.metrics.render(&states),
+                ))
+            }
+            _ => None,
+        }
+    }
+}

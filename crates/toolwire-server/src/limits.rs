@@ -1,0 +1,151 @@
+//! What a connection is doing, for the idle cut-off ([`crate::Limits::idle_timeout`]): when a
+//! byte last went either way, and how many requests are in flight on it.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// One connection's activity, shared by its stream and its service.
+#[derive(Debug, Clone)]
+pub(crate) struct Activity(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    began: Instant,
+    /// Milliseconds after `began` of the last byte either way.
+    last: AtomicU64,
+    /// Requests whose answer (head) is not given yet.
+    in_flight: AtomicUsize,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Self(Arc::new(Shared {
+            began: Instant::now(),
+            last: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        }))
+    }
+}
+
+/// A request in flight; it ends when dropped.
+pub(crate) struct Busy(Activity);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.0.touch();
+    }
+}
+
+impl Activity {
+    fn touch(&self) {
+        let now = u64::try_from(self.0.began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.last.store(now, Ordering::Relaxed);
+    }
+
+    /// A request begins.
+    pub(crate) fn busy(&self) -> Busy {
+        self.0.in_flight.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+
+    /// How long the connection has been idle: zero while a request is in flight.
+    pub(crate) fn idle_for(&self) -> Duration {
+        if self.0.in_flight.load(Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
+        let last = Duration::from_millis(self.0.last.load(Ordering::Relaxed));
+        self.0.began.elapsed().saturating_sub(last)
+    }
+}
+
+/// A connection's stream, telling its [`Activity`] of every byte.
+pub(crate) struct Tracked<C> {
+    inner: C,
+    activity: Activity,
+}
+
+impl<C> Tracked<C> {
+    pub(crate) fn new(inner: C, activity: Activity) -> Self {
+        Self { inner, activity }
+    }
+}
+
+impl<C: AsyncRead + Unpin> AsyncRead for Tracked<C> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl<C: AsyncWrite + Unpin> AsyncWrite for Tracked<C> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_idles_only_without_a_request_in_flight_or_a_byte() {
+        let activity = Activity::default();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(activity.idle_for() >= Duration::from_millis(20));
+        let busy = activity.busy();
+        assert_eq!(activity.idle_for(), Duration::ZERO);
+        drop(busy);
+        let after = activity.idle_for();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            activity.idle_for() > after,
+            "idle time grows with no activity"
+        );
+    }
+}

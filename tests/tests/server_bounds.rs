@@ -1,0 +1,195 @@
+//! What one client can hold open or make a server keep is bounded (`toolwire_server::Limits`):
+//! idle and half-sent connections are closed and cannot starve a legitimate request; a caller
+//! opening session after session keeps at most its share; stored answers stay within their
+//! byte bound; a legacy request under 2026-07-28 routing headers is refused. Real loopback
+//! sockets against the reference server, with limits small enough to reach in a test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod gateway_common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gateway_common::{LOOPBACK, exchange_all, raw};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn serve(
+    limits: impl FnOnce(&mut toolwire_server::Limits),
+) -> toolwire_refserver::HttpServer {
+    let mut o = toolwire_refserver::Options::default();
+    limits(&mut o.server.limits);
+    toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap()
+}
+
+/// [`exchange_all`] on the reference server.
+async fn post(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, String, Vec<Value>) {
+    exchange_all(addr, headers, body).await
+}
+
+fn session_of(head: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    })
+}
+
+fn initialize(capabilities: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": capabilities,
+        "clientInfo": {"name": "raw", "version": "0"}}})
+}
+
+fn ping() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_idle_and_half_sent_connections_is_closed_and_a_real_request_is_served() {
+    let server = serve(|l| {
+        l.max_connections = 50;
+        l.idle_timeout = Duration::from_millis(500);
+        l.header_timeout = Duration::from_millis(500);
+        l.body_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let addr = server.addr();
+    // 600 connections: a third say nothing, a third send half a head, a third a whole head
+    // and part of a body that never ends. Past the cap they wait in the backlog.
+    let mut held = Vec::new();
+    for n in 0..600 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        match n % 3 {
+            0 => {}
+            1 => s
+                .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+                .await
+                .unwrap(),
+            _ => {
+                s.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\"")
+                    .await
+                    .unwrap();
+            }
+        }
+        held.push(s);
+    }
+    // A legitimate request is still served, while every flooding connection is held open by
+    // its client.
+    let (status, _, answer) = post(addr, &[], &initialize(json!({}))).await;
+    assert_eq!(status, 200, "{answer:?}");
+    assert_eq!(answer[0]["result"]["protocolVersion"], "2025-06-18");
+    // The server closed the ones it served (an EOF, or a 408 for the body that never ended);
+    // none is left open past the timeouts.
+    let mut closed = 0;
+    for mut s in held.drain(..50) {
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut rest)).await;
+        if read.is_ok() {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 50, "the server closed every connection it took");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_opening_session_after_session_keeps_only_its_newest_share() {
+    let server = serve(|l| l.sessions_per_caller = 4).await;
+    let addr = server.addr();
+    let mut sessions = Vec::new();
+    for _ in 0..10 {
+        let (status, head, _) = post(addr, &[], &initialize(json!({}))).await;
+        assert_eq!(status, 200);
+        sessions.push(session_of(&head).unwrap());
+    }
+    let mut live = Vec::new();
+    for sid in &sessions {
+        let (status, _, _) = post(addr, &[("mcp-session-id", sid)], &ping()).await;
+        live.push(status);
+    }
+    // The six oldest were pushed out (404, as an expired session is); the newest four serve.
+    assert_eq!(live, [404, 404, 404, 404, 404, 404, 200, 200, 200, 200]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_expires_and_answers_404() {
+    let server = serve(|l| l.session_idle = Duration::from_millis(300)).await;
+    let addr = server.addr();
+    let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
+    let sid = session_of(&head).unwrap();
+    let (status, _, _) = post(addr, &[("mcp-session-id", &sid)], &ping()).await;
+    assert_eq!(status, 200, "used within its idle time");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (status, _, _) = post(addr, &[("mcp-session-id", &sid)], &ping()).await;
+    assert_eq!(status, 404, "expired");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declaration_larger_than_the_bound_is_refused_and_no_session_is_made() {
+    let server = serve(|l| l.max_declaration = 1024).await;
+    let huge = json!({"experimental": {"padding": "x".repeat(4096)}});
+    let (status, head, answer) = post(server.addr(), &[], &initialize(huge)).await;
+    assert_eq!(status, 200);
+    assert_eq!(answer[0]["error"]["code"], -32602, "{answer:?}");
+    assert!(session_of(&head).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_kept_for_resumption_stay_within_their_byte_bound() {
+    let server = serve(|l| l.events_per_session = 64 * 1024).await;
+    let addr = server.addr();
+    let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
+    let sid = session_of(&head).unwrap();
+    let text = "y".repeat(20 * 1024);
+    for n in 0..10 {
+        let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}});
+        let (status, _, answer) = post(addr, &[("mcp-session-id", &sid)], &call).await;
+        assert_eq!(status, 200);
+        assert_eq!(answer.last().unwrap()["result"]["content"][0]["text"], text);
+    }
+    // Replays after each stream's priming event (stream 1 was the initialize's answer, so
+    // the calls' are 2 to 11): the first calls' answers are gone (past 64 KiB), the last
+    // one's kept.
+    let replay = |stream: usize| {
+        format!(
+            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nlast-event-id: {stream}:0\r\nconnection: close\r\n\r\n"
+        )
+    };
+    let (_, _, first) = raw(addr, replay(2).as_bytes()).await;
+    let (_, _, last) = raw(addr, replay(11).as_bytes()).await;
+    assert!(first.is_empty(), "the oldest answer is no longer kept");
+    assert_eq!(last.len(), 1, "the newest is");
+    assert_eq!(last[0]["id"], 19);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_body_under_modern_routing_headers_is_refused() {
+    let server = serve(|_| {}).await;
+    let addr = server.addr();
+    let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
+    let sid = session_of(&head).unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "execute_sql", "arguments": {"region": "us-prod-1", "query": "q"}}});
+    for (name, value) in [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+        ("mcp-name", "echo"),
+        ("mcp-param-region", "eu-west-1"),
+    ] {
+        let (status, _, answer) =
+            post(addr, &[("mcp-session-id", &sid), (name, value)], &call).await;
+        assert_eq!(status, 400, "{name}: {answer:?}");
+        assert_eq!(answer[0]["error"]["code"], -32020, "{name}");
+    }
+    // The same call without them is served.
+    let (status, _, answer) = post(addr, &[("mcp-session-id", &sid)], &call).await;
+    assert_eq!(status, 200);
+    assert!(answer.last().unwrap()["result"].is_object(), "{answer:?}");
+}
