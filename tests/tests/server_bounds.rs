@@ -170,7 +170,7 @@ async fn answers_kept_for_resumption_stay_within_their_byte_bound() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_body_under_modern_routing_headers_is_refused() {
+async fn a_legacy_body_under_routing_headers_that_contradict_it_is_refused() {
     let server = serve(|_| {}).await;
     let addr = server.addr();
     let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
@@ -188,8 +188,18 @@ async fn a_legacy_body_under_modern_routing_headers_is_refused() {
         assert_eq!(status, 400, "{name}: {answer:?}");
         assert_eq!(answer[0]["error"]["code"], -32020, "{name}");
     }
-    // The same call without them is served.
-    let (status, _, answer) = post(addr, &[("mcp-session-id", &sid)], &call).await;
-    assert_eq!(status, 200);
-    assert!(answer.last().unwrap()["result"].is_object(), "{answer:?}");
+    // The same call without them, or under headers that agree with it (some clients send
+    // them in every era), is served.
+    let agreeing = [
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "execute_sql"),
+        ("mcp-param-region", "us-prod-1"),
+    ];
+    for headers in [&[][..], &agreeing[..]] {
+        let mut headers = headers.to_vec();
+        headers.push(("mcp-session-id", &sid));
+        let (status, _, answer) = post(addr, &headers, &call).await;
+        assert_eq!(status, 200, "{headers:?}");
+        assert!(answer.last().unwrap()["result"].is_object(), "{answer:?}");
+    }
 }

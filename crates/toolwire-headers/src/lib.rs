@@ -12,7 +12,9 @@
 //!   anything that is not safe as plain ASCII. A [`HeaderValue`] can hold only printable ASCII,
 //!   so CR and LF never reach a header.
 //! - [`check_request`]: the server-side check that headers match the body, answering with the
-//!   `-32020 HeaderMismatch` error the spec prescribes ([`Mismatch::to_error`]).
+//!   `-32020 HeaderMismatch` error the spec prescribes ([`Mismatch::to_error`]);
+//!   [`check_present`] the same for a request of an older era, whose headers are optional but,
+//!   when sent, must still agree with the body.
 //!
 //! Pure: no I/O, no clock, no caching. Names and values are built once in the form they travel
 //! in, `http`'s types ([`Header::into_http`]): the session hands them to the transport without
@@ -60,7 +62,7 @@ pub use plan::{
     ANNOTATION, ArgumentError, HeaderPlan, HeaderProblem, HeaderRule, InvalidToolHeaders,
     MAX_SAFE_INTEGER, MAX_SCHEMA_DEPTH, PARAM_PREFIX, ParamHeader, ParamKind,
 };
-pub use server::{Mismatch, MismatchKind, ReceivedHeaders, check_request};
+pub use server::{Mismatch, MismatchKind, ReceivedHeaders, check_present, check_request};
 pub use standard::{
     AUTHORIZATION, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, authorization_header, method_header,
     name_header, name_source, protocol_version_header, standard_headers,

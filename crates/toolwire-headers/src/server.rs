@@ -133,14 +133,16 @@ fn decoded<'a>(
     }
 }
 
-/// Requires `name` and compares it with `body`, exactly.
-fn require_equal(
+/// `name` equals `body` when present; when `required`, it must be.
+fn check_equal(
     headers: &ReceivedHeaders<'_>,
     name: &str,
     member: &str,
     body: &str,
+    required: bool,
 ) -> Result<(), Mismatch> {
     match decoded(headers, name)? {
+        None if !required => Ok(()),
         None => Err(Mismatch::new(name, MismatchKind::Missing).member(member)),
         Some(h) if h == body => Ok(()),
         Some(h) => Err(Mismatch::new(
@@ -217,14 +219,40 @@ pub fn check_request(
         _ => {}
     }
 
-    require_equal(headers, "Mcp-Method", "method", method)?;
+    check_routing(headers, method, params, plan, true)
+}
+
+/// Checks the routing headers a request that is not modern carries against its body, requiring
+/// none: `Mcp-Method`, `Mcp-Name` and each `Mcp-Param-*` of the tool's `plan` must, when
+/// present, say what the body says (some clients send them in every era: the C# SDK adds
+/// `Mcp-Method` and `Mcp-Name` to every POST), so a balancer routing on them is never told
+/// one thing while the server does another.
+pub fn check_present(
+    headers: &ReceivedHeaders<'_>,
+    method: &str,
+    params: Option<&JsonObject>,
+    plan: Option<&HeaderPlan>,
+) -> Result<(), Mismatch> {
+    check_routing(headers, method, params, plan, false)
+}
+
+/// `Mcp-Method`, `Mcp-Name` and the plan's `Mcp-Param-*` against the body; when `required`,
+/// each must be present where the body has its value.
+fn check_routing(
+    headers: &ReceivedHeaders<'_>,
+    method: &str,
+    params: Option<&JsonObject>,
+    plan: Option<&HeaderPlan>,
+    required: bool,
+) -> Result<(), Mismatch> {
+    check_equal(headers, "Mcp-Method", "method", method, required)?;
 
     if let Some(member) = name_source(method) {
         let body = params
             .and_then(|p| p.get(member))
             .map(body_text)
             .unwrap_or_default();
-        require_equal(headers, "Mcp-Name", member, &body)?;
+        check_equal(headers, "Mcp-Name", member, &body, required)?;
     }
 
     let Some(plan) = plan.filter(|_| method == "tools/call") else {
@@ -239,6 +267,7 @@ pub fn check_request(
         let header = decoded(headers, name)?;
         match (p.lookup(arguments), header) {
             (None, _) => {}
+            (Some(_), None) if !required => {}
             (Some(_), None) => {
                 return Err(Mismatch::new(name, MismatchKind::Missing).member(member()));
             }

@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use serde_json::Value;
 
 use tokio::sync::{mpsc, oneshot};
-use toolwire_headers::{ReceivedHeaders, check_request};
+use toolwire_headers::{ReceivedHeaders, check_present, check_request};
 
 use crate::core::{Core, Handled, Interest, Keyed, error, request_version};
 use crate::respond::{
@@ -52,20 +52,6 @@ pub(crate) struct Front<S> {
     /// them to the client, so nowhere (its receiver is gone; a send drops the message at once
     /// rather than keeping it until the answer, and no channel is made per request).
     nowhere: mpsc::UnboundedSender<Value>,
-}
-
-/// The first 2026-07-28 header a request carries, if any: `MCP-Protocol-Version:
-/// 2026-07-28`, `Mcp-Method`, `Mcp-Name` or an `Mcp-Param-*`.
-fn modern_header(req: &http::request::Parts) -> Option<&'static str> {
-    if header(req, "mcp-protocol-version") == Some(crate::core::MODERN) {
-        return Some("MCP-Protocol-Version: 2026-07-28");
-    }
-    req.headers.keys().find_map(|name| match name.as_str() {
-        "mcp-method" => Some("Mcp-Method"),
-        "mcp-name" => Some("Mcp-Name"),
-        n if n.starts_with("mcp-param-") => Some("Mcp-Param-*"),
-        _ => None,
-    })
 }
 
 fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -265,24 +251,14 @@ impl<S: Service> Front<S> {
             }
         } else if options.validate_headers
             && request_version(message).is_none()
-            && let Some(named) = modern_header(&parts)
+            && let Err(refused) = self.check_legacy_headers(&parts, &method, message)
         {
-            // A balancer may route on these: a legacy body under them would go where they say
-            // and do what the body says.
-            tracing::info!(
-                header = named,
-                "refusing a legacy request that carries a 2026-07-28 header"
-            );
+            // A balancer may route on these: a legacy body under headers that say otherwise
+            // would go where they say and do what the body says.
+            tracing::info!(refused = %refused.message, "refusing a legacy request whose 2026-07-28 headers do not match its body");
             return json_response(
                 StatusCode::BAD_REQUEST,
-                &error(
-                    &id,
-                    toolwire_types::error::code::HEADER_MISMATCH,
-                    format!(
-                        "Header mismatch: {named} belongs to 2026-07-28 requests, and this body is not one"
-                    ),
-                    None,
-                ),
+                &error(&id, refused.code, refused.message, refused.data),
             );
         } else if method == "server/discover" && options.eras == Eras::Legacy {
             // What the TypeScript SDK's legacy servers answer to anything before initialize.
@@ -521,6 +497,50 @@ impl<S: Service> Front<S> {
             response.headers_mut().insert("mcp-session-id", v);
         }
         response
+    }
+
+    /// The routing headers of a request whose body is not 2026-07-28's, against that body:
+    /// `MCP-Protocol-Version: 2026-07-28` contradicts it, and `Mcp-Method`, `Mcp-Name` and
+    /// `Mcp-Param-*` must say what it says when they are sent (some clients send them in
+    /// every era).
+    fn check_legacy_headers(
+        &self,
+        parts: &http::request::Parts,
+        method: &str,
+        message: &Value,
+    ) -> Result<(), toolwire_types::ErrorObject> {
+        if header(parts, "mcp-protocol-version") == Some(crate::core::MODERN) {
+            return Err(toolwire_types::ErrorObject::new(
+                toolwire_types::error::code::HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version is 2026-07-28, and the body is not a 2026-07-28 request",
+            ));
+        }
+        let routed = parts.headers.keys().any(|name| {
+            let name = name.as_str();
+            name == "mcp-method" || name == "mcp-name" || name.starts_with("mcp-param-")
+        });
+        if !routed {
+            return Ok(());
+        }
+        let received = ReceivedHeaders::new(
+            parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_bytes())),
+        );
+        let plan = (method == "tools/call")
+            .then(|| {
+                self.core
+                    .plan(message["params"]["name"].as_str().unwrap_or(""))
+            })
+            .flatten();
+        check_present(
+            &received,
+            method,
+            message["params"].as_object(),
+            plan.as_ref(),
+        )
+        .map_err(|mismatch| mismatch.to_error())
     }
 
     /// Sends one event (logged for resumption in a session); with `cut`, logs without sending.
