@@ -365,3 +365,50 @@ async fn a_calls_trace_context_reaches_its_upstream_in_either_era() {
         assert_eq!(proxy.sent_count("user=alice"), 1, "{mode:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_call_whose_client_went_away_is_cancelled_upstream() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Proxied {
+        host,
+        proxies,
+        upstreams: _upstreams,
+    } = proxied().await;
+    let gateway = Gateway::builder(host).build();
+    let mut options = toolwire_server::Options::default();
+    options.limits.sse_keep_alive = Duration::from_millis(200);
+    let front = gateway.serve_http(LOOPBACK, options).await.unwrap();
+    // Five seconds of work on the legacy upstream, for a 2026-07-28 caller that reads the
+    // head of its SSE answer and goes away.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "old__slow", "arguments": {"steps": 50, "delay_ms": 100},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: old__slow\r\ncontent-length: {}\r\n\r\n{body}",
+        front.addr(),
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(front.addr()).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head[9..12], b"200");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        proxies[1].sent_count("\"tools/call\""),
+        1,
+        "the call went upstream"
+    );
+    drop(stream);
+    let cancelled = tokio::time::timeout(Duration::from_secs(4), async {
+        while proxies[1].sent_count("notifications/cancelled") == 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        cancelled.is_ok(),
+        "the upstream never heard the call was cancelled"
+    );
+}

@@ -31,10 +31,17 @@
 //!   back.
 //! - **Resource subscriptions**: a client's `resources/subscribe` (legacy) or listen stream
 //!   (2026-07-28) subscribes the upstream once, however many clients ask; its updates reach
-//!   the clients under the gateway's URI.
-//! - **Logging** (legacy clients): `logging/setLevel` sets the level of every upstream that
-//!   logs (one level for the gateway: the last set), and their messages reach every legacy
-//!   session with the logger named after the server.
+//!   the sessions and streams that subscribed, under the gateway's URI (a listen stream only
+//!   for resources its caller may see).
+//! - **Logging** (legacy clients): an upstream's messages about a call go on that call's
+//!   stream; `logging/setLevel` is a session's own level, and asks the upstreams its caller may
+//!   see for the most verbose level any session set; their messages outside a call reach a
+//!   session from the level it set, only from upstreams its caller may see, with the logger
+//!   named after the server.
+//! - **Isolation**: nothing one caller does reaches another (module `sessions`, the server's
+//!   `asks`): questions are answered only from the session they were sent to, tasks and parked
+//!   calls are their caller's alone, and upstreams called with their callers' credentials are
+//!   sent `tools/call` only.
 //! - **Progress and cancellation**: a call's progress reaches the client under its own token;
 //!   a call the client cancels (`notifications/cancelled` over stdio or in its legacy session)
 //!   is cancelled upstream.
@@ -45,7 +52,8 @@
 //!   as hashes, and a policy of who sees and calls which servers, tools and prompts (what a
 //!   caller may not see is absent and refused as unknown); upstreams called with the caller's
 //!   token (only where the token names them), a token exchanged for it (RFC 8693), or each
-//!   user's own login to the upstream (a URL elicitation, `/oauth/callback`), per entry. One audit line per call under
+//!   user's own login to the upstream (a URL elicitation to the gateway's `/oauth/connect`
+//!   page, then `/oauth/callback`), per entry. One audit line per call under
 //!   `toolwire_gateway::audit`: caller, upstream, tool, outcome, duration.
 //! - **Traces**: each request is a server span (the OpenTelemetry conventions for MCP), the
 //!   child of the W3C context its `_meta` carried; the calls upstream are client spans inside

@@ -63,6 +63,7 @@ fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
 async fn forward_changes(
     mut tx: Sender<Bytes, std::io::Error>,
     mut changes: tokio::sync::broadcast::Receiver<Change>,
+    quiet: Duration,
     mut next: impl FnMut(&Change) -> ControlFlow<(), Option<Bytes>>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
@@ -82,7 +83,7 @@ async fn forward_changes(
                 }
             }
             // A comment keeps proxies from closing a quiet stream.
-            () = tokio::time::sleep(Duration::from_secs(15)) => Bytes::from_static(b": keep-alive\n\n"),
+            () = tokio::time::sleep(quiet) => Bytes::from_static(b": keep-alive\n\n"),
         };
         if tx.send_data(event).await.is_err() {
             return;
@@ -443,11 +444,23 @@ impl<S: Service> Front<S> {
                                     .emit(&mut tx, session.as_deref(), stream, &note, cut)
                                     .await;
                             }
+                            let quiet = front.core.options.limits.sse_keep_alive;
                             loop {
                                 tokio::select! {
                                     a = &mut handling => break a,
                                     Some(note) = notes.recv() => {
                                         sent_ok &= front.emit(&mut tx, session.as_deref(), stream, &note, cut).await;
+                                    }
+                                    // A comment keeps proxies from closing a quiet stream, and
+                                    // finds out whether the client is still there: a 2026-07-28
+                                    // call whose client went away is dropped, which cancels it
+                                    // (a legacy one runs on for a `Last-Event-ID` resumption).
+                                    () = tokio::time::sleep(quiet), if !cut => {
+                                        let gone = tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err();
+                                        if gone && session.is_none() {
+                                            tracing::debug!("the client went away: its call is dropped");
+                                            return;
+                                        }
                                     }
                                 }
                             }
@@ -645,7 +658,7 @@ impl<S: Service> Front<S> {
                 .await
                 .is_ok()
             {
-                forward_changes(tx, changes, |change| {
+                forward_changes(tx, changes, core.options.limits.sse_keep_alive, |change| {
                     ControlFlow::Continue(
                         interest
                             .notification(change, &id)
@@ -701,7 +714,8 @@ impl<S: Service> Front<S> {
         let front = self.clone();
         tokio::spawn(async move {
             let stream = front.open_stream(&sid);
-            forward_changes(tx, changes, |change| {
+            let quiet = front.core.options.limits.sse_keep_alive;
+            forward_changes(tx, changes, quiet, |change| {
                 // The session was deleted: end its stream.
                 if !front.sessions.holds(&sid) {
                     return ControlFlow::Break(());

@@ -187,6 +187,10 @@ pub struct Limits {
     pub max_declaration: usize,
     /// Requests in flight at once over stdio; the next line is read once one ends: 256.
     pub stdio_in_flight: usize,
+    /// A quiet SSE stream (a GET stream, a listen stream, an answer still being worked on)
+    /// gets a comment this often: proxies do not close it, and a 2026-07-28 call whose client
+    /// went away is found out and dropped, which cancels it upstream: 15 s.
+    pub sse_keep_alive: Duration,
 }
 
 impl Default for Limits {
@@ -203,6 +207,7 @@ impl Default for Limits {
             events_total: 256 * 1024 * 1024,
             max_declaration: 16 * 1024,
             stdio_in_flight: 256,
+            sse_keep_alive: Duration::from_secs(15),
         }
     }
 }

@@ -129,6 +129,9 @@ pub struct LimitsConfig {
     /// Requests in flight at once over stdio.
     #[serde(default)]
     pub stdio_in_flight: Option<usize>,
+    /// Seconds between comments on a quiet SSE stream.
+    #[serde(default)]
+    pub sse_keep_alive_secs: Option<u64>,
 }
 
 impl LimitsConfig {
@@ -167,6 +170,9 @@ impl LimitsConfig {
         }
         if let Some(v) = self.stdio_in_flight {
             limits.stdio_in_flight = v;
+        }
+        if let Some(v) = self.sse_keep_alive_secs {
+            limits.sse_keep_alive = secs(v.max(1));
         }
     }
 }
