@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use toolwire_headers::HeaderPlan;
-use toolwire_types::{error::code, meta_key};
+use toolwire_types::{ProtocolVersion, error::code, meta_key};
 use tracing::Instrument as _;
 
 use crate::asks::{Asks, Scope};
@@ -16,11 +16,11 @@ use crate::incoming::{Incoming, Reader};
 use crate::service::{Change, Era, Notifier, Reply, Request, RpcError, Service};
 use crate::{Eras, Options};
 
-/// The versions of the legacy era served, newest first.
-pub(crate) const LEGACY_VERSIONS: &[&str] =
-    &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-/// The modern version.
-pub(crate) const MODERN: &str = "2026-07-28";
+/// The modern version served (the types' newest).
+pub(crate) const MODERN: &str = match ProtocolVersion::LATEST.known() {
+    Some(version) => version,
+    None => "",
+};
 
 /// Locks a mutex; the data under every lock here stays consistent if a holder panicked.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -203,13 +203,10 @@ fn written(id: &Value, text: &serde_json::value::RawValue) -> Vec<u8> {
     out
 }
 
-/// Whether a 2026-07-28 method's result is cacheable, so carries `ttlMs` and `cacheScope`.
+/// Whether a 2026-07-28 method's result is cacheable, so carries `ttlMs` and `cacheScope`
+/// (the types' table).
 fn cacheable(method: &str) -> bool {
-    method.ends_with("/list")
-        || matches!(
-            method,
-            "server/discover" | "resources/read" | "skills/get" | "resources/directory/read"
-        )
+    toolwire_types::CachePolicy::carries_hints(method)
 }
 
 impl<S: Service> Core<S> {
@@ -388,12 +385,12 @@ impl<S: Service> Core<S> {
                     let declared = params["capabilities"].clone();
                     lock(&self.clients).insert(scope.to_owned(), Arc::new(declared));
                 }
+                // The client's, when this server speaks it; else the newest legacy one.
                 let asked = params["protocolVersion"].as_str().unwrap_or("");
-                let version = if LEGACY_VERSIONS.contains(&asked) {
-                    asked
-                } else {
-                    LEGACY_VERSIONS[0]
-                };
+                let version = ProtocolVersion::legacy()
+                    .find(|v| v.as_str() == asked)
+                    .unwrap_or(&ProtocolVersion::LATEST_LEGACY)
+                    .as_str();
                 let info = self.service.info();
                 let mut r = json!({
                     "protocolVersion": version,

@@ -64,6 +64,26 @@ impl CachePolicy {
         ]
     };
 
+    /// Whether a 2026-07-28 result of `method` carries the SEP-2549 hints (`ttlMs` and
+    /// `cacheScope`, both required there): every method whose answers a client may keep,
+    /// `tools/list` and `server/discover` among them. A server fills them in where its service
+    /// gave none.
+    pub fn carries_hints(method: &str) -> bool {
+        use method::*;
+        [
+            Discover::NAME,
+            ListTools::NAME,
+            ListPrompts::NAME,
+            ListResources::NAME,
+            ListResourceTemplates::NAME,
+            ReadResource::NAME,
+            ListSkills::NAME,
+            GetSkill::NAME,
+            ReadDirectory::NAME,
+        ]
+        .contains(&method)
+    }
+
     /// Whether `notification` makes some method's kept answers stale (an answer to a request
     /// asked before it must not be kept either).
     pub fn evicts(notification: &str) -> bool {
@@ -465,5 +485,35 @@ mod tests {
         assert!(!CachePolicy::evicts("notifications/tools/list_changed"));
         assert_eq!(method::ReadResource::CACHE, Some(CachePolicy::BY_URI));
         assert_eq!(method::CallTool::CACHE, None, "a tool call is never kept");
+    }
+
+    #[test]
+    fn every_kept_method_carries_hints_and_calls_and_gets_do_not() {
+        for kept in CachePolicy::ALL.iter().zip([
+            method::ListPrompts::NAME,
+            method::ListResources::NAME,
+            method::ListResourceTemplates::NAME,
+            method::ReadResource::NAME,
+            method::ListSkills::NAME,
+            method::GetSkill::NAME,
+            method::ReadDirectory::NAME,
+        ]) {
+            assert!(
+                kept.0.is_some() && CachePolicy::carries_hints(kept.1),
+                "{}",
+                kept.1
+            );
+        }
+        assert!(CachePolicy::carries_hints("tools/list"));
+        assert!(CachePolicy::carries_hints("server/discover"));
+        for not in [
+            "tools/call",
+            "prompts/get",
+            "completion/complete",
+            "tasks/get",
+            "ping",
+        ] {
+            assert!(!CachePolicy::carries_hints(not), "{not}");
+        }
     }
 }

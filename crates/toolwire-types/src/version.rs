@@ -68,6 +68,21 @@ impl ProtocolVersion {
         Self::V2024_11_05,
     ];
 
+    /// The version string of a revision this crate names, in a constant (`None` for one read
+    /// from a peer).
+    pub const fn known(&self) -> Option<&'static str> {
+        match &self.0 {
+            Cow::Borrowed(s) => Some(s),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// The legacy revisions this crate speaks, newest first (what a server offers in
+    /// `initialize`).
+    pub fn legacy() -> impl Iterator<Item = &'static ProtocolVersion> {
+        Self::SUPPORTED.iter().filter(|v| !v.is_modern())
+    }
+
     /// Parses a version string received from a peer or a user.
     pub fn new(value: impl Into<String>) -> Result<Self, InvalidProtocolVersion> {
         let value = value.into();
@@ -193,6 +208,19 @@ mod tests {
 
     fn v(s: &str) -> ProtocolVersion {
         ProtocolVersion::new(s).unwrap()
+    }
+
+    #[test]
+    fn the_legacy_revisions_are_the_supported_ones_before_the_first_modern_newest_first() {
+        let legacy: Vec<&str> = ProtocolVersion::legacy()
+            .map(ProtocolVersion::as_str)
+            .collect();
+        assert_eq!(
+            legacy,
+            ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+        );
+        assert_eq!(ProtocolVersion::LATEST.known(), Some("2026-07-28"));
+        assert_eq!(v("2099-01-01").known(), None);
     }
 
     #[test]
