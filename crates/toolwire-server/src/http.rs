@@ -30,6 +30,9 @@ use crate::{Caller, Change, Denial, Eras, Framing, Service};
 /// once), or a stream fed through a channel (SSE).
 pub(crate) type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
 
+/// An answer given instead of going on (boxed: a response is large, and a refusal is rare).
+type Refusal = Box<Response<Body>>;
+
 /// The largest request body accepted.
 pub(crate) const MAX_BODY: usize = 4 * 1024 * 1024;
 /// A 2024-11-05 SSE session: where its stream takes messages, and who began it.
@@ -178,19 +181,53 @@ impl<S: Service> Front<S> {
             tokio::time::sleep(options.latency).await;
         }
         match parts.method {
-            Method::POST => {}
-            Method::GET => return self.get(&parts, caller).await,
-            Method::DELETE => return self.delete(&parts, owner),
-            _ => return empty(StatusCode::METHOD_NOT_ALLOWED),
+            Method::POST => self.post(parts, body, caller).await,
+            Method::GET => self.get(&parts, caller).await,
+            Method::DELETE => self.delete(&parts, owner),
+            _ => empty(StatusCode::METHOD_NOT_ALLOWED),
         }
+    }
+
+    /// A POST to the endpoint: read, checked, placed in its session, answered (framed as JSON
+    /// or SSE).
+    async fn post(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        body: Incoming,
+        caller: Option<Arc<Caller>>,
+    ) -> Response<Body> {
+        if let Some(refused) = self.injected_fault(&parts) {
+            return refused;
+        }
+        let incoming = match self.read(body).await {
+            Ok(incoming) => incoming,
+            Err(refused) => return *refused,
+        };
+        let message = &incoming.value;
+        let method = message["method"].as_str().unwrap_or("").to_owned();
+        let modern = request_version(message).is_some() && self.core.options.eras != Eras::Legacy;
+        if let Err(refused) = self.check_headers(&parts, &incoming, &method, modern) {
+            return *refused;
+        }
+        let owner = Caller::tag(caller.as_deref());
+        let session = match self.session_of(&parts, &incoming, &method, modern, owner) {
+            Ok(session) => session,
+            Err(refused) => return *refused,
+        };
+        self.frame(parts, incoming, method, modern, session, caller)
+            .await
+    }
+
+    /// A fault of [`crate::Faults`] to answer this POST with, if one is due.
+    fn injected_fault(&self, parts: &http::request::Parts) -> Option<Response<Body>> {
         let n = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
-        let faults = &options.faults;
+        let faults = &self.core.options.faults;
         if n <= faults.fail_429 {
             self.fault();
             let mut r = empty(StatusCode::TOO_MANY_REQUESTS);
             r.headers_mut()
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
+            return Some(r);
         }
         if n <= faults.fail_429 + faults.fail_503
             || faults
@@ -198,34 +235,48 @@ impl<S: Service> Front<S> {
                 .is_some_and(|every| every > 0 && n.is_multiple_of(every))
         {
             self.fault();
-            return empty(StatusCode::SERVICE_UNAVAILABLE);
+            return Some(empty(StatusCode::SERVICE_UNAVAILABLE));
         }
         if let Some(refused) = &faults.reject_accept
-            && header(&parts, "accept").unwrap_or("") == refused
+            && header(parts, "accept").unwrap_or("") == refused
         {
             self.fault();
-            return empty(StatusCode::NOT_ACCEPTABLE);
+            return Some(empty(StatusCode::NOT_ACCEPTABLE));
         }
-        let collecting = http_body_util::Limited::new(body, MAX_BODY).collect();
-        let body = match tokio::time::timeout(options.limits.body_timeout, collecting).await {
-            Ok(Ok(b)) => b.to_bytes(),
-            Ok(Err(_)) => return empty(StatusCode::PAYLOAD_TOO_LARGE),
-            Err(_) => return empty(StatusCode::REQUEST_TIMEOUT),
-        };
-        let incoming = match self.core.read(&body) {
-            Ok(incoming) => incoming,
-            Err(e) => {
-                return json_response(
-                    StatusCode::BAD_REQUEST,
-                    &error(&Value::Null, -32700, format!("Parse error: {e}"), None),
-                );
-            }
-        };
-        let message = &incoming.value;
-        let method = message["method"].as_str().unwrap_or("").to_owned();
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let modern = request_version(message).is_some() && options.eras != Eras::Legacy;
+        None
+    }
 
+    /// The message a POST carries, read within [`MAX_BODY`] and
+    /// [`crate::Limits::body_timeout`].
+    async fn read(&self, body: Incoming) -> Result<crate::incoming::Incoming, Refusal> {
+        let collecting = http_body_util::Limited::new(body, MAX_BODY).collect();
+        let limit = self.core.options.limits.body_timeout;
+        let body = match tokio::time::timeout(limit, collecting).await {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(_)) => return Err(Box::new(empty(StatusCode::PAYLOAD_TOO_LARGE))),
+            Err(_) => return Err(Box::new(empty(StatusCode::REQUEST_TIMEOUT))),
+        };
+        self.core.read(&body).map_err(|e| {
+            Box::new(json_response(
+                StatusCode::BAD_REQUEST,
+                &error(&Value::Null, -32700, format!("Parse error: {e}"), None),
+            ))
+        })
+    }
+
+    /// The SEP-2243 headers against the body (required for a 2026-07-28 request, checked
+    /// where sent for another), and a legacy-only server's answer to `server/discover`.
+    fn check_headers(
+        &self,
+        parts: &http::request::Parts,
+        incoming: &crate::incoming::Incoming,
+        method: &str,
+        modern: bool,
+    ) -> Result<(), Refusal> {
+        let options = &self.core.options;
+        let message = &incoming.value;
+        let method = method.to_owned();
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
         if modern {
             if options.validate_headers {
                 let received = ReceivedHeaders::new(
@@ -244,26 +295,26 @@ impl<S: Service> Front<S> {
                 if let Err(mismatch) = check_request(&received, &method, params, plan.as_ref()) {
                     tracing::info!(%mismatch, "refusing a request whose headers do not match its body");
                     let e = mismatch.to_error();
-                    return json_response(
+                    return Err(Box::new(json_response(
                         StatusCode::BAD_REQUEST,
                         &error(&id, e.code, e.message, e.data.clone()),
-                    );
+                    )));
                 }
             }
         } else if options.validate_headers
             && request_version(message).is_none()
-            && let Err(refused) = self.check_legacy_headers(&parts, &method, message)
+            && let Err(refused) = self.check_legacy_headers(parts, &method, message)
         {
             // A balancer may route on these: a legacy body under headers that say otherwise
             // would go where they say and do what the body says.
             tracing::info!(refused = %refused.message, "refusing a legacy request whose 2026-07-28 headers do not match its body");
-            return json_response(
+            return Err(Box::new(json_response(
                 StatusCode::BAD_REQUEST,
                 &error(&id, refused.code, refused.message, refused.data),
-            );
+            )));
         } else if method == "server/discover" && options.eras == Eras::Legacy {
             // What the TypeScript SDK's legacy servers answer to anything before initialize.
-            return json_response(
+            return Err(Box::new(json_response(
                 StatusCode::BAD_REQUEST,
                 &error(
                     &Value::Null,
@@ -271,42 +322,76 @@ impl<S: Service> Front<S> {
                     "Bad Request: Server not initialized",
                     None,
                 ),
-            );
+            )));
         }
+        Ok(())
+    }
 
-        // Legacy sessions.
-        let mut session = None;
-        if !modern && options.eras != Eras::Modern && options.sessions && method != "initialize" {
-            let Some(sid) = header(&parts, "mcp-session-id") else {
-                if message.get("id").is_some() || !method.is_empty() {
-                    return json_response(
-                        StatusCode::BAD_REQUEST,
-                        &error(
-                            &id,
-                            -32000,
-                            "Bad Request: no valid session ID provided",
-                            None,
-                        ),
-                    );
-                }
-                return empty(StatusCode::BAD_REQUEST);
-            };
-            if self.owner(sid) != Some(owner) {
-                // Unknown, expired, or begun by another caller: the same answer either way.
-                return empty(StatusCode::NOT_FOUND);
-            }
-            let expire = match self.sessions.used(sid) {
-                Used::Live(requests) => faults.session_expiry.is_some_and(|limit| requests > limit),
-                Used::Gone => return empty(StatusCode::NOT_FOUND),
-            };
-            if expire {
-                self.end_session(sid);
-                self.fault();
-                return empty(StatusCode::NOT_FOUND);
-            }
-            session = Some(sid.to_owned());
+    /// The legacy session a POST belongs to, when it has one: named by `Mcp-Session-Id`, live
+    /// here and begun by this caller (`owner`), else the refusal.
+    fn session_of(
+        &self,
+        parts: &http::request::Parts,
+        incoming: &crate::incoming::Incoming,
+        method: &str,
+        modern: bool,
+        owner: [u8; 16],
+    ) -> Result<Option<String>, Refusal> {
+        let options = &self.core.options;
+        let message = &incoming.value;
+        if modern || options.eras == Eras::Modern || !options.sessions || method == "initialize" {
+            return Ok(None);
         }
+        let Some(sid) = header(parts, "mcp-session-id") else {
+            if message.get("id").is_some() || !method.is_empty() {
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                return Err(Box::new(json_response(
+                    StatusCode::BAD_REQUEST,
+                    &error(
+                        &id,
+                        -32000,
+                        "Bad Request: no valid session ID provided",
+                        None,
+                    ),
+                )));
+            }
+            return Err(Box::new(empty(StatusCode::BAD_REQUEST)));
+        };
+        if self.owner(sid) != Some(owner) {
+            // Unknown, expired, or begun by another caller: the same answer either way.
+            return Err(Box::new(empty(StatusCode::NOT_FOUND)));
+        }
+        let expire = match self.sessions.used(sid) {
+            Used::Live(requests) => options
+                .faults
+                .session_expiry
+                .is_some_and(|limit| requests > limit),
+            Used::Gone => return Err(Box::new(empty(StatusCode::NOT_FOUND))),
+        };
+        if expire {
+            self.end_session(sid);
+            self.fault();
+            return Err(Box::new(empty(StatusCode::NOT_FOUND)));
+        }
+        Ok(Some(sid.to_owned()))
+    }
 
+    /// Answers a checked POST: a notification or response with 202, a listen stream, an
+    /// `initialize` with a new session, a request as one JSON body or an SSE stream.
+    async fn frame(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        incoming: crate::incoming::Incoming,
+        method: String,
+        modern: bool,
+        mut session: Option<String>,
+        caller: Option<Arc<Caller>>,
+    ) -> Response<Body> {
+        let options = &self.core.options;
+        let faults = &options.faults;
+        let message = &incoming.value;
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let owner = Caller::tag(caller.as_deref());
         // The request's header map, emptied, carries the answer (`in_request_map`).
         let headers = parts.headers;
         let nowhere = &self.nowhere;
