@@ -112,7 +112,7 @@ use toolwire::{Error, ErrorChain, InputError, Tool};
 use toolwire_headers::HeaderPlan;
 use toolwire_host::{Host, HostError};
 use toolwire_server::{
-    Answer, Change, Era, HttpServer, Notifier, Options, Page, Reply, Request, RpcError, ServerInfo,
+    Answer, Change, Era, HttpServer, Notifier, Options, Reply, Request, RpcError, ServerInfo,
     Service,
 };
 
@@ -602,34 +602,6 @@ impl Service for Gateway {
                 request.era,
             ))
         })
-    }
-
-    async fn authenticate(
-        &self,
-        request: &http::request::Parts,
-    ) -> Result<Option<Arc<toolwire_server::Caller>>, toolwire_server::Denial> {
-        match &self.access {
-            Some(access) => access.authenticate(request).await,
-            None => Ok(None),
-        }
-    }
-
-    fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
-        method == "tools/call" && self.access.as_ref().is_some_and(|a| a.relays_challenges())
-    }
-
-    async fn page(
-        &self,
-        path: &str,
-        query: Option<&str>,
-        headers: &http::HeaderMap,
-    ) -> Option<Page> {
-        if let Some(access) = &self.access
-            && let Some(page) = access.page(path, query, headers).await
-        {
-            return Some(page);
-        }
-        self.operational_page(path)
     }
 
     /// The plan of the tool as listed here (its gateway name), built once per snapshot.

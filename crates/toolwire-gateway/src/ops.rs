@@ -1,10 +1,13 @@
-//! The gateway's operational pages beside its MCP endpoint: `/healthz` (the process serves),
-//! `/readyz` (every enabled upstream tried; each one's state as JSON; 503 until then) and
-//! `/metrics` (Prometheus), from each upstream's state.
+//! The gateway's HTTP edge ([`Edge`]): who is calling ([`crate::Access`]), and the pages
+//! beside its MCP endpoint: the resource metadata and sign-in pages of its access control,
+//! `/healthz` (the process serves), `/readyz` (every enabled upstream tried; each one's state
+//! as JSON; 503 until then) and `/metrics` (Prometheus), from each upstream's state.
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use toolwire_host::ServerState;
-use toolwire_server::Page;
+
+use toolwire_server::{Edge, Page};
 
 use crate::Gateway;
 
@@ -87,5 +90,35 @@ impl Gateway {
             }
             _ => None,
         }
+    }
+}
+
+impl Edge for Gateway {
+    async fn authenticate(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<Option<Arc<toolwire_server::Caller>>, toolwire_server::Denial> {
+        match &self.access {
+            Some(access) => access.authenticate(request).await,
+            None => Ok(None),
+        }
+    }
+
+    fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
+        method == "tools/call" && self.access.as_ref().is_some_and(|a| a.relays_challenges())
+    }
+
+    async fn page(
+        &self,
+        path: &str,
+        query: Option<&str>,
+        headers: &http::HeaderMap,
+    ) -> Option<Page> {
+        if let Some(access) = &self.access
+            && let Some(page) = access.page(path, query, headers).await
+        {
+            return Some(page);
+        }
+        self.operational_page(path)
     }
 }

@@ -60,6 +60,9 @@ pub(crate) struct Core {
     pub(crate) cancellations: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// The reference server authenticates nobody and serves no page beside its endpoint.
+impl toolwire_server::Edge for Core {}
+
 impl Service for Core {
     fn info(&self) -> ServerInfo {
         ServerInfo::new(

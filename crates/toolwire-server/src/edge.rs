@@ -13,8 +13,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
-use crate::Service;
 use crate::http::Front;
+use crate::{Edge, Service};
 
 /// Where connections come from.
 pub(crate) enum Listener {
@@ -32,7 +32,7 @@ enum Accepted {
     Unix(tokio::net::UnixStream),
 }
 
-impl<S: Service> Front<S> {
+impl<S: Service + Edge> Front<S> {
     /// Accepts connections until the task is dropped; its connections (and their streams)
     /// end with it, as a stopped server's would.
     pub(crate) async fn run(self: Arc<Self>, listener: Listener) {

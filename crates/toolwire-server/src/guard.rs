@@ -1,4 +1,4 @@
-//! Who is calling: what a service's [`Service::authenticate`](crate::Service::authenticate)
+//! Who is calling: what a service's [`Edge::authenticate`](crate::Edge::authenticate)
 //! establishes from an HTTP request's credentials before anything else of it is read, and
 //! the refusal it answers with otherwise (401 or 403 with `WWW-Authenticate`, as the MCP
 //! authorization spec asks of a protected server).

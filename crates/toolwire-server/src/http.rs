@@ -24,7 +24,7 @@ use crate::respond::{
 };
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::sessions::{Sessions, Used};
-use crate::{Caller, Change, Denial, Eras, Framing, Service};
+use crate::{Caller, Change, Denial, Edge, Eras, Framing, Service};
 
 /// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
 /// once), or a stream fed through a channel (SSE).
@@ -94,7 +94,7 @@ async fn forward_changes(
     }
 }
 
-impl<S: Service> Front<S> {
+impl<S: Service + Edge> Front<S> {
     pub(crate) fn new(core: Arc<Core<S>>, local: bool) -> Arc<Self> {
         let sessions = Sessions::new(
             core.options.limits.clone(),

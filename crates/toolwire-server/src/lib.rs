@@ -14,7 +14,7 @@
 //!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.
 //! - **Any replica**: with [`Options::session_keys`], a legacy session id is a sealed token
 //!   (ChaCha20-Poly1305) any replica holding the key accepts, for [`SESSION_LIFETIME`].
-//! - **Callers** ([`Service::authenticate`]): a service that checks credentials says who
+//! - **Callers** ([`Edge::authenticate`]): a server that checks credentials says who
 //!   sent each HTTP request ([`Caller`]) or how it is refused ([`Denial`]: 401/403 with
 //!   `WWW-Authenticate`); a legacy session is bound to the caller that began it.
 //! - **DNS rebinding**: on a loopback address, a request whose `Host` or `Origin` names
@@ -56,8 +56,8 @@ use std::time::Duration;
 
 pub use guard::{Caller, Credential, Denial};
 pub use service::{
-    Answer, Change, Era, Listener, Notifier, Page, Reply, Request, RpcError, ServerInfo, Service,
-    legacy_notification,
+    Answer, Change, Edge, Era, Listener, Notifier, Page, Reply, Request, RpcError, ServerInfo,
+    Service, legacy_notification,
 };
 pub use session_id::{SESSION_LIFETIME, SessionKeyError, SessionKeys};
 
@@ -288,7 +288,7 @@ impl Drop for HttpServer {
 
 /// Serves `service` over Streamable HTTP on `addr` (port 0 picks one) inside the current
 /// tokio runtime.
-pub async fn serve_http<S: Service>(
+pub async fn serve_http<S: Service + Edge>(
     addr: SocketAddr,
     options: Options,
     service: Arc<S>,
@@ -309,7 +309,7 @@ pub async fn serve_http<S: Service>(
 /// is replaced; one a live server holds is `AddrInUse`. The file is removed when the server is
 /// dropped.
 #[cfg(unix)]
-pub async fn serve_http_unix<S: Service>(
+pub async fn serve_http_unix<S: Service + Edge>(
     socket: impl AsRef<std::path::Path>,
     options: Options,
     service: Arc<S>,
@@ -335,7 +335,7 @@ pub async fn serve_http_unix<S: Service>(
     ))
 }
 
-fn start<S: Service>(
+fn start<S: Service + Edge>(
     listener: edge::Listener,
     addr: SocketAddr,
     unix_socket: Option<std::path::PathBuf>,

@@ -44,7 +44,7 @@ pub struct Request<'a> {
     /// What the client said it is (`name`, `version`, …), when the request carries it
     /// (2026-07-28's `_meta`).
     pub client_info: Option<&'a Value>,
-    /// Who sent it, when the service authenticates callers ([`Service::authenticate`]).
+    /// Who sent it, when the server authenticates callers ([`Edge::authenticate`]).
     pub caller: Option<&'a Caller>,
     /// The legacy session (or HTTP+SSE connection, or `stdio`) it came in on, when it has
     /// one: a service that keeps state per session (log levels, subscriptions) keys it by
@@ -63,7 +63,7 @@ pub struct RpcError {
     pub data: Option<Value>,
     /// Over HTTP, answer the request with this refusal instead: its status and
     /// `WWW-Authenticate` (a gateway relaying its upstream's challenge), when the response
-    /// has not begun ([`Service::may_challenge`]); over stdio, and once an SSE stream has
+    /// has not begun ([`Edge::may_challenge`]); over stdio, and once an SSE stream has
     /// begun, the JSON-RPC error stands.
     pub challenge: Option<Box<crate::Denial>>,
 }
@@ -330,9 +330,11 @@ impl ServerInfo {
     }
 }
 
-/// The server's own behaviour: tools, resources, prompts, whatever it offers. The protocol
-/// layer ([`crate::serve_http`], [`crate::serve_stdio`]) does the rest: eras and versions,
-/// sessions, framing, SEP-2243 header checks, listen streams, caching fields.
+/// The server's own behaviour: tools, resources, prompts, whatever it offers, in MCP's terms.
+/// The protocol layer ([`crate::serve_http`], [`crate::serve_stdio`]) does the rest: eras and
+/// versions, sessions, framing, SEP-2243 header checks, listen streams, caching fields; what
+/// a server does at its HTTP edge (who is calling, refusals, pages beside the endpoint) is its
+/// [`Edge`].
 pub trait Service: Send + Sync + 'static {
     /// Who the server is.
     fn info(&self) -> ServerInfo;
@@ -357,41 +359,6 @@ pub trait Service: Send + Sync + 'static {
     fn header_plan(&self, name: &str) -> Option<HeaderPlan> {
         let _ = name;
         None
-    }
-
-    /// Who sent an HTTP request to the MCP endpoint, from its credentials (the headers of
-    /// `request`: `Authorization`, `DPoP`), before anything else of it is read: a
-    /// [`Caller`] the request is served for (and its legacy session bound to), a
-    /// [`Denial`] answered instead, or None for a server that does not authenticate
-    /// (the default). Not asked over stdio, whose caller is whoever started the process, nor
-    /// for [`Service::page`]s.
-    fn authenticate<'a>(
-        &'a self,
-        request: &'a http::request::Parts,
-    ) -> impl Future<Output = Result<Option<Arc<Caller>>, Denial>> + Send + 'a {
-        let _ = request;
-        std::future::ready(Ok(None))
-    }
-
-    /// Whether a `method` request of `caller` may be answered with an HTTP refusal
-    /// ([`RpcError::challenge`]): an SSE response to it then begins only with its first event,
-    /// so that a refusal can still be its status. False by default.
-    fn may_challenge(&self, method: &str, caller: Option<&Caller>) -> bool {
-        let _ = (method, caller);
-        false
-    }
-
-    /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
-    /// part after `?`, if any) and the request's `headers` (its cookies, say); None is a 404.
-    /// None by default.
-    fn page<'a>(
-        &'a self,
-        path: &'a str,
-        query: Option<&'a str>,
-        headers: &'a http::HeaderMap,
-    ) -> impl Future<Output = Option<Page>> + Send + 'a {
-        let _ = (path, query, headers);
-        std::future::ready(None)
     }
 
     /// A 2026-07-28 listen stream of `caller` begins (`on`) or ended (`!on`) asking for
@@ -447,4 +414,46 @@ pub fn legacy_notification(change: &Change) -> Option<Value> {
             return legacy_notification(change);
         }
     })
+}
+
+/// What a server does at its HTTP edge, before and beside MCP: who sent a request (and how a
+/// request is refused), whether a refusal may still become a call's HTTP status, and the
+/// pages it serves beside the endpoint (health, metrics, resource metadata, sign-in pages).
+/// Every default is a server that authenticates nobody and serves no page; a server over stdio
+/// has no edge.
+pub trait Edge: Send + Sync + 'static {
+    /// Who sent an HTTP request to the MCP endpoint, from its credentials (the headers of
+    /// `request`: `Authorization`, `DPoP`), before anything else of it is read: a
+    /// [`Caller`] the request is served for (and its legacy session bound to), a
+    /// [`Denial`] answered instead, or None for a server that does not authenticate
+    /// (the default). Not asked over stdio, whose caller is whoever started the process, nor
+    /// for [`Edge::page`]s.
+    fn authenticate<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> impl Future<Output = Result<Option<Arc<Caller>>, Denial>> + Send + 'a {
+        let _ = request;
+        std::future::ready(Ok(None))
+    }
+
+    /// Whether a `method` request of `caller` may be answered with an HTTP refusal
+    /// ([`RpcError::challenge`]): an SSE response to it then begins only with its first event,
+    /// so that a refusal can still be its status. False by default.
+    fn may_challenge(&self, method: &str, caller: Option<&Caller>) -> bool {
+        let _ = (method, caller);
+        false
+    }
+
+    /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
+    /// part after `?`, if any) and the request's `headers` (its cookies, say); None is a 404.
+    /// None by default.
+    fn page<'a>(
+        &'a self,
+        path: &'a str,
+        query: Option<&'a str>,
+        headers: &'a http::HeaderMap,
+    ) -> impl Future<Output = Option<Page>> + Send + 'a {
+        let _ = (path, query, headers);
+        std::future::ready(None)
+    }
 }

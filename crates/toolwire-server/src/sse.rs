@@ -17,7 +17,7 @@ use crate::http::{Body, Front, MAX_BODY, empty, sse_response, with_body};
 use crate::respond::{sse_endpoint, sse_message};
 use crate::{Caller, Change};
 
-impl<S: crate::Service> Front<S> {
+impl<S: crate::Service + crate::Edge> Front<S> {
     /// `GET …/sse`: a new session and its stream.
     pub(crate) fn sse_stream(
         self: &Arc<Self>,

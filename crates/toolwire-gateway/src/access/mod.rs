@@ -404,7 +404,7 @@ impl Access {
     }
 
     /// Whether some upstream's refusals of a caller's token go to the caller as they came (a
-    /// `tools/call`'s response then waits for its first event: [`toolwire_server::Service::may_challenge`]).
+    /// `tools/call`'s response then waits for its first event: [`toolwire_server::Edge::may_challenge`]).
     pub(crate) fn relays_challenges(&self) -> bool {
         self.upstreams
             .values()
