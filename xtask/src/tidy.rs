@@ -194,6 +194,8 @@ pub(crate) const NO_MCP_SHAPES: &[&str] = &[
     "toolwire-wire",
     "toolwire-headers",
     "toolwire-cache",
+    "toolwire-server",
+    "toolwire-gateway",
 ];
 
 /// What marks a derive of a type that is not an MCP shape (rule 8).

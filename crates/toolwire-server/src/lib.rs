@@ -38,6 +38,7 @@
 mod asks;
 mod core;
 mod edge;
+mod frame;
 mod guard;
 mod http;
 mod incoming;
