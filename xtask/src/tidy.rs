@@ -15,6 +15,8 @@
 //! 8. Only `toolwire-types` knows the JSON shape of MCP: the crates that carry MCP messages
 //!    ([`NO_MCP_SHAPES`]) derive no `Deserialize` (a type of their own that is not an MCP
 //!    shape says so on the line before its derive: `// tidy: not an MCP shape`).
+//! 9. The crates that serve MCP ([`METHODS_THROUGH_TYPES`]) name its methods through
+//!    `toolwire-types`' markers, never as string literals outside their tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -183,6 +185,11 @@ pub(crate) const METHOD_BLIND: &[&str] = &[
     "toolwire-transport",
     "toolwire-wire",
 ];
+
+/// Crates that serve MCP and name its methods only through `toolwire-types`' markers
+/// (`method::CallTool::NAME`), never as string literals (rule 9): one list of methods, the
+/// types'.
+pub(crate) const METHODS_THROUGH_TYPES: &[&str] = &["toolwire-server", "toolwire-gateway"];
 
 /// Crates that carry MCP messages and read them only through `toolwire-types` (rule 8).
 pub(crate) const NO_MCP_SHAPES: &[&str] = &[
@@ -368,9 +375,18 @@ pub(crate) fn check_sans_io(graph: &Graph) -> Vec<String> {
 /// with its index: what the rules read (tests may read the clock, name methods, derive).
 fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let lines: Vec<&str> = text.lines().collect();
-    let end = lines
-        .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+    // `#[cfg(test)]` (or `#[cfg(all(test, …))]`), with at most two attributes more, before
+    // `mod tests`.
+    let end = (0..lines.len())
+        .find(|&i| {
+            let cfg = lines[i].trim();
+            (cfg == "#[cfg(test)]" || cfg.starts_with("#[cfg(all(test"))
+                && lines[i + 1..]
+                    .iter()
+                    .take(3)
+                    .find(|l| !l.trim_start().starts_with("#["))
+                    .is_some_and(|l| l.trim_start().starts_with("mod tests"))
+        })
         .unwrap_or(lines.len());
     lines.into_iter().take(end).enumerate()
 }
@@ -415,6 +431,15 @@ pub(crate) fn check_method_blind(path: &str, text: &str) -> Vec<String> {
     find_patterns(path, text, METHOD_LITERALS, |pat| {
         format!(
             "{pat}…: a transport names no MCP method; the session marks what it needs on `Outbound`"
+        )
+    })
+}
+
+/// Checks rule 9 on one source file's text (tests at its end may name methods).
+pub(crate) fn check_methods_through_types(path: &str, text: &str) -> Vec<String> {
+    find_patterns(path, text, METHOD_LITERALS, |pat| {
+        format!(
+            "{pat}…: name an MCP method through toolwire-types' markers (`method::CallTool::NAME`), not as a literal"
         )
     })
 }
@@ -576,7 +601,8 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         let no_conversion = NO_HEADER_CONVERSION.contains(&name.as_str());
         let blind = METHOD_BLIND.contains(&name.as_str());
         let shapeless = NO_MCP_SHAPES.contains(&name.as_str());
-        if sans_io || no_conversion || blind || shapeless {
+        let through_types = METHODS_THROUGH_TYPES.contains(&name.as_str());
+        if sans_io || no_conversion || blind || shapeless || through_types {
             let mut files = Vec::new();
             rust_files(&dir.join("src"), &mut files);
             for file in files {
@@ -597,6 +623,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
                 }
                 if shapeless {
                     problems.extend(check_mcp_shapes(&shown, &text));
+                }
+                if through_types {
+                    problems.extend(check_methods_through_types(&shown, &text));
                 }
             }
         }
@@ -663,6 +692,14 @@ mod tests {
         let problems = check_method_blind("crates/t/src/lib.rs", text);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("crates/t/src/lib.rs:2: \"tools/"));
+    }
+
+    #[test]
+    fn a_method_literal_in_a_serving_crate_is_named_and_a_marker_or_a_cfg_all_test_module_is_not() {
+        let text = "let m = mcp::CallTool::NAME;\nlet n = \"notifications/message\";\n#[cfg(all(test, unix))]\n#[allow(dead_code)]\nmod tests {\n    const M: &str = \"tools/call\";\n}\n";
+        let problems = check_methods_through_types("crates/toolwire-server/src/x.rs", text);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with("crates/toolwire-server/src/x.rs:2: \"notifications/"));
     }
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever

@@ -4,6 +4,8 @@
 
 use crate::lock;
 use std::sync::{Arc, Mutex};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde::Deserialize as _;
 use serde_json::{Value, json};
@@ -41,7 +43,7 @@ fn progress(token: &Value, p: &ProgressParams) -> Value {
     if let Some(message) = &p.message {
         params["message"] = json!(message);
     }
-    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    json!({"jsonrpc": "2.0", "method": mcp::Progress::NAME, "params": params})
 }
 
 /// The progress token of a request, if it asked for progress.
@@ -84,7 +86,7 @@ impl Gateway {
         let Some(name) = params["name"].as_str() else {
             return Err(RpcError::new(
                 code::INVALID_PARAMS,
-                "tools/call needs a name",
+                format!("{} needs a name", mcp::CallTool::NAME),
             ));
         };
         let arguments = match params.get("arguments") {
@@ -260,7 +262,7 @@ impl Gateway {
         let with_tasks = crate::tasks::declared(client.as_deref())
             && server
                 .as_deref()
-                .is_none_or(|s| self.own_credentials_only(s, "tasks/get").is_ok());
+                .is_none_or(|s| self.own_credentials_only(s, mcp::GetTask::NAME).is_ok());
         let hooks = hooks.on_server_request(relay::modern(client, questions_to, server.clone()));
         let (host, name) = (self.host.clone(), name.to_owned());
         let task = Box::pin(async move {

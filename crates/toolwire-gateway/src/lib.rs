@@ -105,6 +105,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -569,28 +571,30 @@ impl Service for Gateway {
             .map(|s| sessions::SessionKey::new(access::principal(request.caller), s));
         let answer = match request.method {
             // A call's result may be the upstream's text, passed on as it came.
-            "tools/call" => return self.call_or_own(request, notifier, &view).await,
-            "tools/list" if self.progressive_now() => Ok(self.discovery_listing()),
-            "tools/list" => self.list(request.params, &view),
-            "resources/list" => self.merged(Listing::Resources).await,
-            "resources/templates/list" => self.merged(Listing::ResourceTemplates).await,
-            "resources/read" => self.read(request.params).await,
-            "resources/subscribe" | "resources/unsubscribe" if request.era == Era::Legacy => {
+            mcp::CallTool::NAME => return self.call_or_own(request, notifier, &view).await,
+            mcp::ListTools::NAME if self.progressive_now() => Ok(self.discovery_listing()),
+            mcp::ListTools::NAME => self.list(request.params, &view),
+            mcp::ListResources::NAME => self.merged(Listing::Resources).await,
+            mcp::ListResourceTemplates::NAME => self.merged(Listing::ResourceTemplates).await,
+            mcp::ReadResource::NAME => self.read(request.params).await,
+            mcp::Subscribe::NAME | mcp::Unsubscribe::NAME if request.era == Era::Legacy => {
                 let uri = request.params["uri"].as_str().unwrap_or("");
-                let on = request.method == "resources/subscribe";
+                let on = request.method == mcp::Subscribe::NAME;
                 self.session_subscribe(uri, on, session.as_ref()).await
             }
-            "resources/subscribe" | "resources/unsubscribe" => {
+            mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
                 Err(subscriptions::not_in_this_era(request.method))
             }
-            "logging/setLevel" if request.era == Era::Legacy => {
+            mcp::SetLevel::NAME if request.era == Era::Legacy => {
                 self.set_level(request.params, &view, session.as_ref())
                     .await
             }
-            "prompts/list" => self.merged(Listing::Prompts).await,
-            "prompts/get" => self.prompt(request.params).await,
-            "completion/complete" => self.complete(request.params).await,
-            "tasks/get" | "tasks/update" | "tasks/cancel" => self.task_request(request).await,
+            mcp::ListPrompts::NAME => self.merged(Listing::Prompts).await,
+            mcp::GetPrompt::NAME => self.prompt(request.params).await,
+            mcp::Complete::NAME => self.complete(request.params).await,
+            mcp::GetTask::NAME | mcp::UpdateTask::NAME | mcp::CancelTask::NAME => {
+                self.task_request(request).await
+            }
             other => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),

@@ -6,6 +6,8 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use toolwire_host::ServerState;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use toolwire_server::{Edge, Page};
 
@@ -105,7 +107,7 @@ impl Edge for Gateway {
     }
 
     fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
-        method == "tools/call" && self.access.as_ref().is_some_and(|a| a.relays_challenges())
+        method == mcp::CallTool::NAME && self.access.as_ref().is_some_and(|a| a.relays_challenges())
     }
 
     async fn page(

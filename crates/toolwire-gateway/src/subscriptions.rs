@@ -8,6 +8,8 @@
 use crate::lock;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
 use toolwire::{Client, LoggingLevel};
@@ -62,7 +64,7 @@ impl Gateway {
         // Checked before anything is counted: a URI no server gave is an error, and so is one
         // of a server called with its callers' credentials.
         let (server, _, _) = self.resource_route(uri)?;
-        self.own_credentials_only(&server, "resources/subscribe")?;
+        self.own_credentials_only(&server, mcp::Subscribe::NAME)?;
         if let Some(key) = session
             && !self.sessions.subscribe(key, uri, on)
         {
@@ -226,13 +228,19 @@ impl Gateway {
         if visible.is_empty() {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
-                "logging/setLevel: this caller may see no server whose log lines it could hear",
+                format!(
+                    "{}: this caller may see no server whose log lines it could hear",
+                    mcp::SetLevel::NAME
+                ),
             ));
         }
         let Some(session) = session else {
             return Err(RpcError::new(
                 code::INVALID_REQUEST,
-                "logging/setLevel needs a session: its level is the session's own",
+                format!(
+                    "{} needs a session: its level is the session's own",
+                    mcp::SetLevel::NAME
+                ),
             ));
         };
         self.sessions.set_level(session, level);
@@ -273,17 +281,17 @@ impl Gateway {
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                     .unwrap_or_default();
                 let change = match notice.method.as_str() {
-                    "notifications/resources/updated" => params["uri"]
+                    mcp::ResourceUpdated::NAME => params["uri"]
                         .as_str()
                         .and_then(|u| uris::outward(&server, &separator, u))
                         .map(Change::Resource),
-                    "notifications/message" => Some(Change::Sourced {
+                    mcp::LoggingMessage::NAME => Some(Change::Sourced {
                         source: server.to_string(),
                         change: Box::new(Change::Log(log_message(&server, params))),
                     }),
                     // Ids are the upstream's, unique to the elicitation it asked for: it goes
                     // to the session whose call was asked it.
-                    "notifications/elicitation/complete" => {
+                    mcp::ElicitationComplete::NAME => {
                         params["elicitationId"].as_str().map(|id| Change::Sourced {
                             source: server.to_string(),
                             change: Box::new(Change::ElicitationComplete(id.to_owned())),
@@ -309,7 +317,7 @@ pub(crate) fn log_message(server: &str, mut params: Value) -> Value {
         None => server.to_owned(),
     };
     params["logger"] = json!(logger);
-    json!({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+    json!({"jsonrpc": "2.0", "method": mcp::LoggingMessage::NAME, "params": params})
 }
 
 /// An unknown method's error, for requests in the era that has none of them.

@@ -3,6 +3,8 @@
 //! routed to the server a name or URI leads back to.
 
 use std::sync::Arc;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
 use toolwire::types::CompleteParams;
@@ -231,7 +233,7 @@ impl Gateway {
     pub(crate) async fn read(&self, params: &Value) -> Answer {
         let uri = params["uri"].as_str().unwrap_or("");
         let (server, client, original) = self.resource_route(uri)?;
-        self.own_credentials_only(&server, "resources/read")?;
+        self.own_credentials_only(&server, mcp::ReadResource::NAME)?;
         let result = client
             .read_resource(&original)
             .await
@@ -275,7 +277,7 @@ impl Gateway {
     pub(crate) async fn prompt(&self, params: &Value) -> Answer {
         let name = params["name"].as_str().unwrap_or("");
         let (server, client, own) = self.prompt_route(name).await?;
-        self.own_credentials_only(&server, "prompts/get")?;
+        self.own_credentials_only(&server, mcp::GetPrompt::NAME)?;
         let arguments: Vec<(String, String)> = params["arguments"]
             .as_object()
             .map(|args| {
@@ -318,7 +320,7 @@ impl Gateway {
                 ));
             }
         };
-        self.own_credentials_only(&server, "completion/complete")?;
+        self.own_credentials_only(&server, mcp::Complete::NAME)?;
         let result = client
             .request::<method::Complete>(params)
             .await

@@ -10,6 +10,8 @@
 
 use serde_json::{Value, json};
 use toolwire_server::{Answer, Era, Request, RpcError, SessionKeys};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 use toolwire_types::{TASKS_EXTENSION, Task, error::code};
 
 use crate::{Gateway, relayed};
@@ -109,15 +111,15 @@ impl Gateway {
         let client = self.host.client(server).map_err(|_| unknown())?;
         let state = params["requestState"].as_str().map(str::to_owned);
         let answer = match method {
-            "tasks/get" => match client.get_task(id, state).await {
+            mcp::GetTask::NAME => match client.get_task(id, state).await {
                 Ok(task) => return self.outward_task(owner, server, task),
                 Err(e) => Err(e),
             },
-            "tasks/update" => {
+            mcp::UpdateTask::NAME => {
                 let Some(responses) = params["inputResponses"].as_object() else {
                     return Err(RpcError::new(
                         code::INVALID_PARAMS,
-                        "tasks/update needs inputResponses",
+                        format!("{} needs inputResponses", mcp::UpdateTask::NAME),
                     ));
                 };
                 client.update_task(id, responses.clone(), state).await

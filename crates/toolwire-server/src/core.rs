@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -133,7 +135,7 @@ impl Interest {
         if !self.resources.is_empty() {
             agreed["resourceSubscriptions"] = json!(self.resources);
         }
-        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        json!({"jsonrpc": "2.0", "method": mcp::SubscriptionsAcknowledged::NAME,
             "params": {"notifications": agreed,
                 "_meta": {meta_key::SUBSCRIPTION_ID: subscription}}})
     }
@@ -287,7 +289,7 @@ impl<S: Service> Core<S> {
             return Handled::Nothing;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
-            if method == "notifications/cancelled"
+            if method == mcp::Cancelled::NAME
                 && let Some(scope) = scope
             {
                 let key = (scope.to_owned(), message["params"]["requestId"].to_string());
@@ -341,7 +343,7 @@ impl<S: Service> Core<S> {
         let message = &incoming.value;
         let params = &message["params"];
         let modern = request_version(message);
-        if self.modern_ok() && method != "initialize" {
+        if self.modern_ok() && method != mcp::Initialize::NAME {
             match modern {
                 Some(v) if v != MODERN => {
                     return Handled::Answer(Outgoing::Json(error(
@@ -368,7 +370,7 @@ impl<S: Service> Core<S> {
             Era::Legacy
         };
         let answer = match method {
-            "server/discover" if self.modern_ok() => {
+            mcp::Discover::NAME if self.modern_ok() => {
                 let info = self.service.info();
                 let mut r = json!({
                     "supportedVersions": [MODERN],
@@ -380,7 +382,7 @@ impl<S: Service> Core<S> {
                 }
                 Ok(Reply::Json(r))
             }
-            "initialize" if self.legacy_ok() => {
+            mcp::Initialize::NAME if self.legacy_ok() => {
                 if let Some(scope) = scope {
                     let declared = params["capabilities"].clone();
                     lock(&self.clients).insert(scope.to_owned(), Arc::new(declared));
@@ -402,10 +404,10 @@ impl<S: Service> Core<S> {
                 }
                 Ok(Reply::Json(r))
             }
-            "subscriptions/listen" if modern.is_some() => {
+            mcp::Listen::NAME if modern.is_some() => {
                 return Handled::Listen(id.clone(), Interest::from_params(params));
             }
-            "ping" => Ok(Reply::Json(json!({}))),
+            mcp::Ping::NAME => Ok(Reply::Json(json!({}))),
             _ => {
                 // A 2026-07-28 request carries them; a legacy session's are shared (a count
                 // taken, not the declaration copied on every request).
@@ -539,9 +541,9 @@ fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -
     use toolwire_telemetry::Subject;
     let text = |key: &str| params.get(key).and_then(Value::as_str);
     let subject = match method {
-        "tools/call" => text("name").map_or(Subject::None, Subject::Tool),
-        "prompts/get" => text("name").map_or(Subject::None, Subject::Prompt),
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+        mcp::CallTool::NAME => text("name").map_or(Subject::None, Subject::Tool),
+        mcp::GetPrompt::NAME => text("name").map_or(Subject::None, Subject::Prompt),
+        mcp::ReadResource::NAME | mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
             text("uri").map_or(Subject::None, Subject::Resource)
         }
         _ => Subject::None,
@@ -570,16 +572,16 @@ fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -
 /// `notifications/tools/list_changed`, on a listen stream when `subscription` is given.
 pub(crate) fn list_changed(subscription: Option<&Value>) -> Value {
     match subscription {
-        Some(id) => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+        Some(id) => json!({"jsonrpc": "2.0", "method": mcp::ToolsListChanged::NAME,
             "params": {"_meta": {meta_key::SUBSCRIPTION_ID: id}}}),
-        None => json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        None => json!({"jsonrpc": "2.0", "method": mcp::ToolsListChanged::NAME}),
     }
 }
 
 /// `notifications/resources/updated` for `uri`, on a listen stream when `subscription` is
 /// given.
 pub(crate) fn resource_updated(uri: &str, subscription: Option<&Value>) -> Value {
-    let mut note = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+    let mut note = json!({"jsonrpc": "2.0", "method": mcp::ResourceUpdated::NAME,
         "params": {"uri": uri}});
     if let Some(id) = subscription {
         note["params"]["_meta"] = json!({meta_key::SUBSCRIPTION_ID: id});

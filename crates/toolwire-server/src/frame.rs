@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
@@ -52,7 +54,7 @@ impl<S: Service + Edge> Front<S> {
                 .await;
             return in_request_map(headers, StatusCode::ACCEPTED, None);
         }
-        if method == "subscriptions/listen" && modern {
+        if method == mcp::Listen::NAME && modern {
             return match core.handle(&incoming, nowhere, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest, caller),
                 Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
@@ -60,7 +62,7 @@ impl<S: Service + Edge> Front<S> {
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
         }
-        let new_session = if method == "initialize" && options.sessions && !modern {
+        let new_session = if method == mcp::Initialize::NAME && options.sessions && !modern {
             let declared =
                 serde_json::to_vec(&message["params"]["capabilities"]).map_or(0, |t| t.len());
             if declared > options.limits.max_declaration {

@@ -9,6 +9,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode};
@@ -286,7 +288,7 @@ impl<S: Service + Edge> Front<S> {
                         .map(|(n, v)| (n.as_str(), v.as_bytes())),
                 );
                 let params = message["params"].as_object();
-                let plan = (method == "tools/call")
+                let plan = (method == mcp::CallTool::NAME)
                     .then(|| {
                         self.core
                             .plan(message["params"]["name"].as_str().unwrap_or(""))
@@ -312,7 +314,7 @@ impl<S: Service + Edge> Front<S> {
                 StatusCode::BAD_REQUEST,
                 &error(&id, refused.code, refused.message, refused.data),
             )));
-        } else if method == "server/discover" && options.eras == Eras::Legacy {
+        } else if method == mcp::Discover::NAME && options.eras == Eras::Legacy {
             // What the TypeScript SDK's legacy servers answer to anything before initialize.
             return Err(Box::new(json_response(
                 StatusCode::BAD_REQUEST,
@@ -339,7 +341,11 @@ impl<S: Service + Edge> Front<S> {
     ) -> Result<Option<String>, Refusal> {
         let options = &self.core.options;
         let message = &incoming.value;
-        if modern || options.eras == Eras::Modern || !options.sessions || method == "initialize" {
+        if modern
+            || options.eras == Eras::Modern
+            || !options.sessions
+            || method == mcp::Initialize::NAME
+        {
             return Ok(None);
         }
         let Some(sid) = header(parts, "mcp-session-id") else {
@@ -405,7 +411,7 @@ impl<S: Service + Edge> Front<S> {
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_bytes())),
         );
-        let plan = (method == "tools/call")
+        let plan = (method == mcp::CallTool::NAME)
             .then(|| {
                 self.core
                     .plan(message["params"]["name"].as_str().unwrap_or(""))

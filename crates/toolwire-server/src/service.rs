@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use std::sync::Arc;
 
@@ -406,7 +408,7 @@ pub fn legacy_notification(change: &Change) -> Option<Value> {
         Change::Tools => crate::list_changed(None),
         Change::Resource(uri) => crate::resource_updated(uri, None),
         Change::ElicitationComplete(id) => {
-            json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            json!({"jsonrpc": "2.0", "method": mcp::ElicitationComplete::NAME,
                 "params": {"elicitationId": id}})
         }
         Change::Log(message) => message.clone(),

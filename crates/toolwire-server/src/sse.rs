@@ -4,6 +4,8 @@
 //! tool-list changes go down that session's stream as `message` events.
 
 use std::sync::Arc;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -100,7 +102,7 @@ impl<S: crate::Service + crate::Edge> Front<S> {
                 return empty(StatusCode::BAD_REQUEST);
             }
         };
-        if incoming.value["method"] == "server/discover" {
+        if incoming.value["method"] == mcp::Discover::NAME {
             // This transport predates the modern era, as a server speaking it would.
             let id = incoming.value["id"].clone();
             let _ = stream.send(error(

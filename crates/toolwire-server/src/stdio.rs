@@ -1,6 +1,8 @@
 //! The stdio front end: one JSON-RPC message per line on stdin and stdout.
 
 use std::sync::Arc;
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -141,10 +143,10 @@ async fn serve_on<S: Service>(
                         continue;
                     }
                 };
-                if incoming.value["method"] == "initialize" {
+                if incoming.value["method"] == mcp::Initialize::NAME {
                     legacy = true;
                 }
-                if incoming.value["method"] == "notifications/cancelled" {
+                if incoming.value["method"] == mcp::Cancelled::NAME {
                     let id = &incoming.value["params"]["requestId"];
                     listening.retain(|(l, interest)| {
                         let ends = l == id;
@@ -195,7 +197,7 @@ async fn serve_on<S: Service>(
                         Handled::Nothing => return,
                     };
                     let _ = out.send(answer);
-                    if incoming.value["method"] == "tools/call" {
+                    if incoming.value["method"] == mcp::CallTool::NAME {
                         let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                         if exit_after == Some(n) {
                             let _ = quit.send(());

@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 use toolwire_server::{Caller, Request, RpcError};
+use toolwire_types::Method as _;
 use toolwire_types::error::code;
+use toolwire_types::methods::method as mcp;
 
 use super::View;
 use super::policy::ItemNames;
@@ -87,7 +89,7 @@ impl Gateway {
             Err(error)
         };
         match request.method {
-            "tools/call" => {
+            mcp::CallTool::NAME => {
                 let mut name = text(&params["name"]);
                 if matches!(name.as_str(), DESCRIBE_TOOL | CALL_TOOL) && self.progressive_now() {
                     name = text(&params["arguments"]["name"]);
@@ -101,7 +103,7 @@ impl Gateway {
                     );
                 }
             }
-            "prompts/get" => {
+            mcp::GetPrompt::NAME => {
                 let name = text(&params["name"]);
                 if !self.item_allowed(view, &name) {
                     return refused(
@@ -111,7 +113,7 @@ impl Gateway {
                     );
                 }
             }
-            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => {
+            mcp::ReadResource::NAME | mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
                 let uri = text(&params["uri"]);
                 if !self
                     .uri_server(&uri)
@@ -125,7 +127,7 @@ impl Gateway {
                     );
                 }
             }
-            "completion/complete" => {
+            mcp::Complete::NAME => {
                 let reference = &params["ref"];
                 let allowed = match reference["type"].as_str() {
                     Some("ref/prompt") => self.item_allowed(view, &text(&reference["name"])),
@@ -142,7 +144,7 @@ impl Gateway {
                     );
                 }
             }
-            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            mcp::GetTask::NAME | mcp::UpdateTask::NAME | mcp::CancelTask::NAME => {
                 let id = text(&params["taskId"]);
                 let server = id.split_once(self.host.separator()).map(|(s, _)| s);
                 if server.is_some_and(|s| !self.server_allowed(view, s, true)) {
@@ -164,9 +166,9 @@ impl Gateway {
             return result;
         }
         let (key, member) = match method {
-            "prompts/list" => ("prompts", "name"),
-            "resources/list" => ("resources", "uri"),
-            "resources/templates/list" => ("resourceTemplates", "uriTemplate"),
+            mcp::ListPrompts::NAME => ("prompts", "name"),
+            mcp::ListResources::NAME => ("resources", "uri"),
+            mcp::ListResourceTemplates::NAME => ("resourceTemplates", "uriTemplate"),
             _ => return result,
         };
         if let Some(items) = result[key].as_array_mut() {
