@@ -134,7 +134,9 @@ impl<S: Service + Edge> Front<S> {
                     self.fault();
                 }
                 tokio::spawn(async move {
-                    let stream = session.as_ref().map(|sid| front.open_stream(sid));
+                    // Closed however the task ends (a refusal, a client gone, its answer).
+                    let opened = session.as_ref().map(|sid| Opened::new(front.clone(), sid));
+                    let stream = opened.as_ref().map(|o| o.stream);
                     let mut sent_ok = true;
                     let handling = core.handle(
                         &incoming,
@@ -228,9 +230,6 @@ impl<S: Service + Edge> Front<S> {
                     } else if !sent_ok {
                         tracing::debug!("the client went away before its answer");
                     }
-                    if let (Some(sid), Some(stream)) = (&session, stream) {
-                        front.close_stream(sid, stream);
-                    }
                 });
                 match headed.await {
                     Ok(Some(denial)) => return denied(&denial),
@@ -277,5 +276,30 @@ impl<S: Service + Edge> Front<S> {
             return true;
         }
         tx.send_data(sse_text(id.as_deref(), &json)).await.is_ok()
+    }
+}
+
+/// A stream of a legacy session (an SSE answer), open while this lives: the session does not
+/// idle meanwhile, and may again once it is dropped, however the stream's task ends.
+struct Opened<S: Service + Edge> {
+    front: Arc<Front<S>>,
+    sid: String,
+    stream: u64,
+}
+
+impl<S: Service + Edge> Opened<S> {
+    fn new(front: Arc<Front<S>>, sid: &str) -> Self {
+        let stream = front.open_stream(sid);
+        Self {
+            front,
+            sid: sid.to_owned(),
+            stream,
+        }
+    }
+}
+
+impl<S: Service + Edge> Drop for Opened<S> {
+    fn drop(&mut self) {
+        self.front.close_stream(&self.sid, self.stream);
     }
 }
