@@ -502,7 +502,13 @@ impl Logins {
                 token.as_deref().unwrap_or_default()
             );
             let body = format!(
-                "<p>You are about to sign in to <b>{server}</b> for the gateway account <b>{principal}</b>.</p>                 <p>The gateway will call <b>{server}</b> with the account you sign in with, whenever <b>{principal}</b> asks it to.                  Go on only if <b>{principal}</b> is you: if someone sent you this link, close this page.</p>                 <p><a href=\"{on}\">Sign in to {server} as {principal}</a></p>",
+                concat!(
+                    "<p>You are about to sign in to <b>{server}</b> for the gateway account ",
+                    "<b>{principal}</b>.</p><p>The gateway will call <b>{server}</b> with the ",
+                    "account you sign in with, whenever <b>{principal}</b> asks it to. Go on only ",
+                    "if <b>{principal}</b> is you: if someone sent you this link, close this ",
+                    "page.</p><p><a href=\"{on}\">Sign in to {server} as {principal}</a></p>"
+                ),
                 server = escape(&server),
                 principal = escape(&principal),
                 on = escape(&on),
