@@ -37,14 +37,6 @@ struct Guarded {
     _upstreams: [toolwire_refserver::HttpServer; 2],
 }
 
-fn sha256_hex(text: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// A gateway over `new` (2026-07-28) and `old` (legacy) that accepts the issuer's tokens and
 /// the API key `ci`, with `extra` members in its `gateway` section.
 async fn guarded(extra: Value) -> Guarded {

@@ -255,13 +255,8 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
         front,
         ..
     } = per_user().await;
-    let client = |token: &str| {
-        Client::builder("downstream", "0")
-            .connect_http(HttpTransport::builder(front.url()).bearer_token(token))
-            .unwrap()
-    };
-    let alice = client(&issuer.token("k1", RESOURCE, "alice", &json!({})));
-    let bob = client(&issuer.token("k1", RESOURCE, "bob", &json!({})));
+    let alice = signed_in_as(&front, &issuer, "alice");
+    let bob = signed_in_as(&front, &issuer, "bob");
 
     // No login yet: a link to the gateway's sign-in page; asked again, the same.
     let first = alice
@@ -566,19 +561,10 @@ async fn a_caller_signs_out_of_a_per_user_upstream_and_is_asked_to_sign_in_again
         ..
     } = per_user().await;
     upstream_as.lock().unwrap().revocation = true;
-    let client = |who: &str| {
-        Client::builder("downstream", "0")
-            .connect_http(
-                HttpTransport::builder(front.url()).bearer_token(issuer.token(
-                    "k1",
-                    RESOURCE,
-                    who,
-                    &json!({}),
-                )),
-            )
-            .unwrap()
-    };
-    let (alice, bob) = (client("alice"), client("bob"));
+    let (alice, bob) = (
+        signed_in_as(&front, &issuer, "alice"),
+        signed_in_as(&front, &issuer, "bob"),
+    );
     let link = sign_in_link(
         alice
             .call_tool("up__echo", json!({"text": "a"}))

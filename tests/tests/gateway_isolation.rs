@@ -28,14 +28,6 @@ const CAROL: &str = "tw-key-carol-000000000000000003";
 /// A caller no rule names: it sees nothing.
 const DAVE: &str = "tw-key-dave-0000000000000000004";
 
-fn sha256_hex(text: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 struct Fleet {
     _gateway: Arc<Gateway>,
     front: toolwire_server::HttpServer,

@@ -295,7 +295,7 @@ impl Gateway {
         let Some(then) = self.pinned.get(server) else {
             return Ok(());
         };
-        let now = crate::entry_url(&self.host, server);
+        let now = self.host.url(server);
         if now == *then {
             return Ok(());
         }

@@ -240,7 +240,7 @@ impl GatewayBuilder {
             .access
             .iter()
             .flat_map(Access::caller_credential_servers)
-            .map(|server| (server.to_owned(), entry_url(&self.host, server)))
+            .map(|server| (server.to_owned(), self.host.url(server)))
             .collect();
         let gateway = Arc::new(Gateway {
             pinned,
@@ -337,11 +337,6 @@ pub struct Gateway {
     /// The URL of each upstream called with its callers' credentials, when the gateway
     /// started (the address their tokens are for).
     pinned: HashMap<String, Option<String>>,
-}
-
-/// The URL of `server`'s entry, if it has one.
-fn entry_url(host: &Host, server: &str) -> Option<String> {
-    host.config(server).and_then(|c| c.url().map(str::to_owned))
 }
 
 impl Gateway {

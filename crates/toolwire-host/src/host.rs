@@ -489,9 +489,12 @@ impl Host {
         let _ = tokio::time::timeout(limit, wait).await;
     }
 
-    /// The entry `server` runs from now (as the last reload left it).
-    pub fn config(&self, server: &str) -> Option<ServerConfig> {
-        self.inner.server(server).map(|s| s.config.clone())
+    /// The URL of the remote entry `server` runs from now (as the last reload left it); None
+    /// for a stdio entry or a server the host does not run.
+    pub fn url(&self, server: &str) -> Option<String> {
+        self.inner
+            .server(server)
+            .and_then(|s| s.config.url().map(str::to_owned))
     }
 
     /// The client of a running server, for anything the host does not wrap.

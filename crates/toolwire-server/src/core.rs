@@ -246,7 +246,7 @@ impl<S: Service> Core<S> {
         change: &Change,
         listener: &crate::Listener<'_>,
     ) -> Option<Value> {
-        if !change.reaches(crate::Caller::tag(listener.caller)) {
+        if !change.reaches(listener.caller) {
             return None;
         }
         self.service.legacy_notification(change, listener)

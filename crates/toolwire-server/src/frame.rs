@@ -98,7 +98,7 @@ impl<S: Service + Edge> Front<S> {
             None
         };
         if let Some(sid) = &new_session {
-            self.hold(sid, owner);
+            self.sessions.hold(sid, owner);
             session = Some(sid.clone());
         }
         let mut response = match framing {
@@ -167,7 +167,7 @@ impl<S: Service + Edge> Front<S> {
                     }
                     if let (Some(sid), Some(stream)) = (&session, stream) {
                         // Priming event: an id and empty data, with the reconnection delay.
-                        let prime = front.log(sid, stream, Bytes::new());
+                        let prime = front.sessions.log(sid, stream, Bytes::new());
                         let _ = tx
                             .send_data(Bytes::from(format!("id: {prime}\nretry: 500\ndata:\n\n")))
                             .await;
@@ -269,7 +269,7 @@ impl<S: Service + Edge> Front<S> {
     ) -> bool {
         // Written once: the text kept for resumption is the text sent.
         let id = match (session, stream) {
-            (Some(sid), Some(stream)) => Some(self.log(sid, stream, json.clone())),
+            (Some(sid), Some(stream)) => Some(self.sessions.log(sid, stream, json.clone())),
             _ => None,
         };
         if cut {
@@ -289,7 +289,7 @@ struct Opened<S: Service + Edge> {
 
 impl<S: Service + Edge> Opened<S> {
     fn new(front: Arc<Front<S>>, sid: &str) -> Self {
-        let stream = front.open_stream(sid);
+        let stream = front.sessions.open_stream(sid);
         Self {
             front,
             sid: sid.to_owned(),
@@ -300,6 +300,6 @@ impl<S: Service + Edge> Opened<S> {
 
 impl<S: Service + Edge> Drop for Opened<S> {
     fn drop(&mut self) {
-        self.front.close_stream(&self.sid, self.stream);
+        self.front.sessions.close_stream(&self.sid, self.stream);
     }
 }

@@ -277,24 +277,12 @@ impl<S: Service + Edge> Front<S> {
     ) -> Result<(), Refusal> {
         let options = &self.core.options;
         let message = &incoming.value;
-        let method = method.to_owned();
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         if modern {
             if options.validate_headers {
-                let received = ReceivedHeaders::new(
-                    parts
-                        .headers
-                        .iter()
-                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
-                );
+                let (received, plan) = self.routing(parts, method, message);
                 let params = message["params"].as_object();
-                let plan = (method == mcp::CallTool::NAME)
-                    .then(|| {
-                        self.core
-                            .plan(message["params"]["name"].as_str().unwrap_or(""))
-                    })
-                    .flatten();
-                if let Err(mismatch) = check_request(&received, &method, params, plan.as_ref()) {
+                if let Err(mismatch) = check_request(&received, method, params, plan.as_ref()) {
                     tracing::info!(%mismatch, "refusing a request whose headers do not match its body");
                     let e = mismatch.to_error();
                     return Err(Box::new(json_response(
@@ -305,7 +293,7 @@ impl<S: Service + Edge> Front<S> {
             }
         } else if options.validate_headers
             && request_version(message).is_none()
-            && let Err(refused) = self.check_legacy_headers(parts, &method, message)
+            && let Err(refused) = self.check_legacy_headers(parts, method, message)
         {
             // A balancer may route on these: a legacy body under headers that say otherwise
             // would go where they say and do what the body says.
@@ -405,6 +393,24 @@ impl<S: Service + Edge> Front<S> {
         if !routed {
             return Ok(());
         }
+        let (received, plan) = self.routing(parts, method, message);
+        check_present(
+            &received,
+            method,
+            message["params"].as_object(),
+            plan.as_ref(),
+        )
+        .map_err(|mismatch| mismatch.to_error())
+    }
+
+    /// What a request's SEP-2243 headers are checked with: the headers as received, and the
+    /// header plan of the tool a `tools/call` names, if it has one.
+    fn routing<'p>(
+        &self,
+        parts: &'p http::request::Parts,
+        method: &str,
+        message: &Value,
+    ) -> (ReceivedHeaders<'p>, Option<toolwire_headers::HeaderPlan>) {
         let received = ReceivedHeaders::new(
             parts
                 .headers
@@ -417,13 +423,7 @@ impl<S: Service + Edge> Front<S> {
                     .plan(message["params"]["name"].as_str().unwrap_or(""))
             })
             .flatten();
-        check_present(
-            &received,
-            method,
-            message["params"].as_object(),
-            plan.as_ref(),
-        )
-        .map_err(|mismatch| mismatch.to_error())
+        (received, plan)
     }
 
     /// The owner tag of `sid` when it is a live session here ([`Sessions::owner`]); the
@@ -443,11 +443,6 @@ impl<S: Service + Edge> Front<S> {
         room
     }
 
-    /// Holds the new session `sid` of `owner`.
-    pub(crate) fn hold(&self, sid: &str, owner: [u8; 16]) {
-        self.sessions.hold(sid, owner);
-    }
-
     /// The session `sid` ends here: what it kept goes, in the protocol layer and the service
     /// too.
     pub(crate) fn end_session(&self, sid: &str) {
@@ -461,19 +456,6 @@ impl<S: Service + Edge> Front<S> {
         for sid in ended {
             self.core.forget(&sid);
         }
-    }
-
-    pub(crate) fn open_stream(&self, sid: &str) -> u64 {
-        self.sessions.open_stream(sid)
-    }
-
-    pub(crate) fn close_stream(&self, sid: &str, stream: u64) {
-        self.sessions.close_stream(sid, stream);
-    }
-
-    /// Logs an event of `stream` and returns its id ([`Sessions::log`]).
-    pub(crate) fn log(&self, sid: &str, stream: u64, data: Bytes) -> String {
-        self.sessions.log(sid, stream, data)
     }
 
     /// The modern listen stream: the acknowledgement, then every change it asked for.
@@ -550,7 +532,7 @@ impl<S: Service + Edge> Front<S> {
         let changes = self.core.subscribe();
         let front = self.clone();
         tokio::spawn(async move {
-            let stream = front.open_stream(&sid);
+            let stream = front.sessions.open_stream(&sid);
             let quiet = front.core.options.limits.sse_keep_alive;
             forward_changes(tx, changes, quiet, |change| {
                 // The session was deleted: end its stream.
@@ -562,11 +544,11 @@ impl<S: Service + Edge> Front<S> {
                     return ControlFlow::Continue(None);
                 };
                 let json = Bytes::from(json_bytes(&note));
-                let id = front.log(&sid, stream, json.clone());
+                let id = front.sessions.log(&sid, stream, json.clone());
                 ControlFlow::Continue(Some(sse_text(Some(&id), &json)))
             })
             .await;
-            front.close_stream(&sid, stream);
+            front.sessions.close_stream(&sid, stream);
         });
         response
     }

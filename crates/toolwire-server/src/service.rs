@@ -235,11 +235,11 @@ pub enum Change {
 }
 
 impl Change {
-    /// Whether a legacy session begun by the caller whose tag is `owner` hears it.
-    pub(crate) fn reaches(&self, owner: [u8; 16]) -> bool {
+    /// Whether a legacy session begun by `caller` hears it.
+    pub(crate) fn reaches(&self, caller: Option<&Caller>) -> bool {
         match self {
-            Self::ForCaller { principal, .. } => Caller::tag_of(principal) == owner,
-            Self::Sourced { change, .. } => change.reaches(owner),
+            Self::ForCaller { principal, .. } => caller.is_some_and(|c| c.principal == *principal),
+            Self::Sourced { change, .. } => change.reaches(caller),
             _ => true,
         }
     }

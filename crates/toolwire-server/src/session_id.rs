@@ -106,17 +106,38 @@ impl SessionKeys {
         rng.fill(&mut unique).ok()?;
         body.extend_from_slice(&unique);
         body.extend_from_slice(&owner);
+        self.sealed(nonce, AAD, body)
+    }
+
+    /// `body` sealed with the first key under `nonce` and `aad`: `base64url(nonce ‖ sealed)`.
+    fn sealed(&self, nonce: [u8; NONCE_LEN], aad: &[u8], mut body: Vec<u8>) -> Option<String> {
         self.keys
             .first()?
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(AAD),
+                Aad::from(aad),
                 &mut body,
             )
             .ok()?;
         let mut token = nonce.to_vec();
         token.extend_from_slice(&body);
         Some(URL_SAFE_NO_PAD.encode(token))
+    }
+
+    /// What one of the keys opens of `token` (made by [`SessionKeys::sealed`]) under `aad`,
+    /// as `read` takes it (the first key whose opening `read` accepts).
+    fn opened<T>(&self, token: &str, aad: &[u8], read: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+        let token = URL_SAFE_NO_PAD.decode(token).ok()?;
+        if token.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, sealed) = token.split_at(NONCE_LEN);
+        self.keys.iter().find_map(|key| {
+            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+            let mut sealed = sealed.to_vec();
+            let body = key.open_in_place(nonce, Aad::from(aad), &mut sealed).ok()?;
+            read(body)
+        })
     }
 
     /// Keys made now from the system's random source: what a single process seals with when
@@ -143,35 +164,13 @@ impl SessionKeys {
         context.update(text);
         let digest = context.sign();
         let nonce: [u8; NONCE_LEN] = digest.as_ref().get(..NONCE_LEN)?.try_into().ok()?;
-        let mut body = text.to_vec();
-        self.keys
-            .first()?
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad),
-                &mut body,
-            )
-            .ok()?;
-        let mut token = nonce.to_vec();
-        token.extend_from_slice(&body);
-        Some(URL_SAFE_NO_PAD.encode(token))
+        self.sealed(nonce, &aad, text.to_vec())
     }
 
     /// The text [`SessionKeys::seal_for`] sealed in `token` for `purpose` and `principal`;
     /// None for any other token, purpose or principal.
     pub fn open_for(&self, purpose: &str, principal: &str, token: &str) -> Option<Vec<u8>> {
-        let token = URL_SAFE_NO_PAD.decode(token).ok()?;
-        if token.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = token.split_at(NONCE_LEN);
-        let aad = bound(purpose, principal);
-        self.keys.iter().find_map(|key| {
-            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-            let mut sealed = sealed.to_vec();
-            let body = key
-                .open_in_place(nonce, Aad::from(&aad), &mut sealed)
-                .ok()?;
+        self.opened(token, &bound(purpose, principal), |body| {
             Some(body.to_vec())
         })
     }
@@ -179,15 +178,7 @@ impl SessionKeys {
     /// The owner tag of `id` when it is a session id one of the keys sealed, no older than
     /// [`SESSION_LIFETIME`] at `now` (an id sealed before owners were, all zeros).
     pub(crate) fn opens(&self, id: &str, now: SystemTime) -> Option<[u8; 16]> {
-        let token = URL_SAFE_NO_PAD.decode(id).ok()?;
-        if token.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, sealed) = token.split_at(NONCE_LEN);
-        self.keys.iter().find_map(|key| {
-            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-            let mut sealed = sealed.to_vec();
-            let body = key.open_in_place(nonce, Aad::from(AAD), &mut sealed).ok()?;
+        self.opened(id, AAD, |body| {
             let issued = body.get(..8).and_then(|b| <[u8; 8]>::try_from(b).ok())?;
             let issued = UNIX_EPOCH + Duration::from_secs(u64::from_be_bytes(issued));
             let fresh = now

@@ -264,6 +264,15 @@ pub(crate) async fn follow(addr: std::net::SocketAddr, url: &str) -> (u16, Optio
     (status, header_of(head, "location").map(str::to_owned))
 }
 
+/// The SHA-256 of `text` in hex, as an API key is written in the `gateway` section.
+pub(crate) fn sha256_hex(text: &str) -> String {
+    ring::digest::digest(&ring::digest::SHA256, text.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The sign-in link of a `-32042` URL elicitation (a per-user upstream without a login).
 pub(crate) fn sign_in_link(e: toolwire::Error) -> String {
     match e {

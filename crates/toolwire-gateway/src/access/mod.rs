@@ -113,6 +113,25 @@ pub const INTROSPECTION_RECHECK: u64 = 60;
 /// The most tokens remembered as verified.
 const MAX_KNOWN: usize = 10_000;
 
+/// Keeps `value` under the credential digest `key` in `map`, which holds at most
+/// [`MAX_KNOWN`]: past it, what `until` says is over at `now` goes, and if that is not enough,
+/// everything (each is checked again when next presented).
+fn remember<V>(
+    map: &mut HashMap<[u8; 32], V>,
+    key: [u8; 32],
+    value: V,
+    now: u64,
+    until: impl Fn(&V) -> u64,
+) {
+    if map.len() >= MAX_KNOWN {
+        map.retain(|_, v| until(v) > now);
+        if map.len() >= MAX_KNOWN {
+            map.clear();
+        }
+    }
+    map.insert(key, value);
+}
+
 /// How long a refused credential is refused without being checked again (seconds).
 pub const REFUSAL_KEPT: u64 = 60;
 
@@ -561,27 +580,16 @@ impl Access {
                     Err(denial) => {
                         // A refusal of the token itself is remembered; "try again later" not.
                         if denial.status == 401 {
-                            let mut refused = crate::lock(&self.refused);
-                            if refused.len() >= MAX_KNOWN {
-                                refused.retain(|_, (until, _)| *until > now);
-                                if refused.len() >= MAX_KNOWN {
-                                    refused.clear();
-                                }
-                            }
-                            refused.insert(digest, (now + REFUSAL_KEPT, denial.clone()));
+                            let refusal = (now + REFUSAL_KEPT, denial.clone());
+                            remember(&mut crate::lock(&self.refused), digest, refusal, now, |r| {
+                                r.0
+                            });
                         }
                         return Err(denial);
                     }
                 };
                 let found = (known.caller.clone(), known.jkt.clone());
-                let mut cache = self.known();
-                if cache.len() >= MAX_KNOWN {
-                    cache.retain(|_, k| k.until > now);
-                    if cache.len() >= MAX_KNOWN {
-                        cache.clear();
-                    }
-                }
-                cache.insert(digest, known);
+                remember(&mut self.known(), digest, known, now, |k| k.until);
                 found
             }
         };

@@ -97,7 +97,7 @@ enum Mode {
         audience: Option<String>,
         scope: Option<String>,
         /// (SHA-256 of the token presented, upstream) → the token exchanged for it.
-        tokens: Mutex<HashMap<(String, String), Exchanged>>,
+        tokens: Mutex<HashMap<([u8; 32], String), Exchanged>>,
     },
 }
 
@@ -266,13 +266,7 @@ impl Upstream {
                 let (caller, credential) = presented(server, caller)?;
                 // Kept per token presented, not per caller: a narrower token of the same user
                 // gets its own exchange, never the broader one's.
-                let digest: String =
-                    ring::digest::digest(&ring::digest::SHA256, credential.expose().as_bytes())
-                        .as_ref()
-                        .iter()
-                        .map(|b| format!("{b:02x}"))
-                        .collect();
-                let key = (digest, server.to_owned());
+                let key = (super::sha256(credential.expose()), server.to_owned());
                 let now = unix_now();
                 let held = lock(tokens)
                     .get(&key)
