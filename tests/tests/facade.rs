@@ -164,24 +164,24 @@ async fn a_server_that_dies_fails_pending_calls_with_the_reason() {
     .with_stderr(StderrMode::Discard);
     let client = Client::builder("e2e", "0").connect_stdio(config).unwrap();
     let err = client.call_tool("echo", json!({})).await.unwrap_err();
-    // It died reading the handshake: the call was still waiting for it, never sent.
-    let Error::Connection(toolwire::ConnectionError::Lost {
-        may_have_run: false,
-        cause: Some(e),
+    // It died reading the handshake: nothing was established, so it is not restarted, and
+    // the call that waited for the handshake hears its exit status and its last words.
+    let Error::Connection(toolwire::ConnectionError::EndedBeforeHandshake {
+        peer: Some(peer), ..
     }) = &err
     else {
         panic!("{err:?}")
     };
     assert!(
-        e.to_string().contains("exit code 7") && e.to_string().contains("out of memory"),
-        "{e}"
+        peer.contains("exit status: 7") && peer.contains("out of memory"),
+        "{peer}"
     );
     // Later calls say why the client cannot go on.
     let again = client.call_tool("echo", json!({})).await.unwrap_err();
     assert!(
         toolwire::ErrorChain(&again)
             .to_string()
-            .contains("exit code 7"),
+            .contains("exit status: 7"),
         "{again}"
     );
 }
@@ -553,10 +553,16 @@ async fn a_server_that_dies_on_the_probe_is_restarted_in_the_legacy_era() {
     // Without a way to start it again, the death is the caller's error.
     let transport = StdioTransport::spawn(server("strict-legacy")).unwrap();
     let client = Client::builder("e2e", "0").connect(transport).unwrap();
-    assert!(matches!(
-        client.ready().await,
-        Err(Error::Connection(toolwire::ConnectionError::Transport(_)))
-    ));
+    let ended = client.ready().await;
+    assert!(
+        matches!(
+            ended,
+            Err(Error::Connection(
+                toolwire::ConnectionError::EndedBeforeHandshake { .. }
+            ))
+        ),
+        "{ended:?}"
+    );
 }
 
 #[tokio::test]

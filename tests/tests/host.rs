@@ -192,7 +192,11 @@ async fn a_server_that_dies_while_idle_fails_alone_without_a_policy() {
         .call_tool("mortal__echo", json!({"text": "anyone?"}))
         .await
         .unwrap_err();
-    assert!(matches!(err, HostError::UnknownTool(..)), "{err}");
+    // Its tools are gone, and a call to one says its server is down.
+    assert!(
+        matches!(&err, HostError::NotRunning { server, state } if server == "mortal" && state.starts_with("failed")),
+        "{err}"
+    );
     // The others keep answering.
     let r = host
         .call_tool("ref__echo", json!({"text": "still here"}))

@@ -342,14 +342,33 @@ async fn calls_made_while_reconnecting_wait_up_to_their_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attempts_run_out_then_the_next_call_starts_over() {
     let log = Log::new("gives-up");
-    // Exits at once, every time: the probe dies, the legacy retry dies, every attempt dies.
-    let script = format!("echo start $$ >> '{}'; exit 3", log.0.display());
-    let policy = ReconnectPolicy::new(2, Duration::from_millis(10), Duration::from_millis(20));
+    // The first start is a working server; every later one exits at once.
+    let script = format!(
+        "if [ -s \"${LOG_VAR}\" ]; then echo start $$ >> \"${LOG_VAR}\"; exit 3; fi; exec '{SERVER}' modern"
+    );
+    let policy = ReconnectPolicy::new(2, Duration::from_millis(200), Duration::from_millis(400));
     let client = Client::builder("reconnect", "0")
         .reconnect(policy)
-        .connect_stdio(StdioConfig::new("sh", ["-c", &script]).with_stderr(StderrMode::Discard))
+        .connect_stdio(
+            StdioConfig::new("sh", ["-c", &script])
+                .with_env(LOG_VAR, log.0.to_string_lossy())
+                .with_stderr(StderrMode::Discard),
+        )
         .unwrap();
-    let err = echo(&client, "x").await.unwrap_err();
+    assert_eq!(echo(&client, "x").await.unwrap(), "x");
+    let first = log.starts();
+    assert_eq!(first.len(), 1, "{:?}", log.lines());
+    signal(first[0], "-KILL");
+    // Made while it reconnects, the call waits for the attempts, which run out.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !matches!(
+        client.connection_state(),
+        ConnectionState::Reconnecting { .. }
+    ) {
+        assert!(Instant::now() < give_up, "{:?}", client.connection_state());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let err = echo(&client, "y").await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -369,10 +388,21 @@ async fn attempts_run_out_then_the_next_call_starts_over() {
             .contains("exit code 3"),
         "{reason}"
     );
-    // The first start, the legacy restart, two attempts.
+    // The working start, the legacy era's one retry (the new server died on the probe), then
+    // the policy's two attempts: a connection that was once established is brought back even
+    // when its new server dies at start.
     assert_eq!(log.starts().len(), 4, "{:?}", log.lines());
-    let _ = echo(&client, "again").await.unwrap_err();
-    assert!(log.starts().len() > 4, "the next call did not start over");
+    // The next call starts over, and a server that never completes a handshake there is
+    // not restarted: one start (the legacy retry was spent), its error at once.
+    let again = echo(&client, "again").await.unwrap_err();
+    assert!(
+        matches!(
+            again,
+            Error::Connection(toolwire::ConnectionError::EndedBeforeHandshake { .. })
+        ),
+        "{again:?}"
+    );
+    assert_eq!(log.starts().len(), 5, "{:?}", log.lines());
     client.close().await;
 }
 

@@ -430,8 +430,13 @@ fn start_announcing(mut command: Command, what: &str) -> Result<(Started, String
         .spawn()
         .map_err(|e| format!("{what}: {e}"))?;
     let mut line = String::new();
+    // The line that says where it listens (the CLI's own lines start with its name); a
+    // gateway's upstreams may log before it.
     if let Some(stderr) = child.stderr.take() {
-        let _ = BufReader::new(stderr).read_line(&mut line);
+        let mut stderr = BufReader::new(stderr);
+        while stderr.read_line(&mut line).is_ok_and(|n| n > 0) && !line.starts_with("toolwire") {
+            line.clear();
+        }
     }
     let started = Started(child);
     let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();

@@ -367,8 +367,13 @@ fn start_server(mut command: Command) -> Result<Server, Error> {
         .stderr(Stdio::piped())
         .spawn()?;
     let mut line = String::new();
+    // The line that says where it listens (the CLI's own lines start with its name); a
+    // gateway's upstreams may log before it.
     if let Some(stderr) = child.stderr.take() {
-        BufReader::new(stderr).read_line(&mut line)?;
+        let mut stderr = BufReader::new(stderr);
+        while stderr.read_line(&mut line)? > 0 && !line.starts_with("toolwire") {
+            line.clear();
+        }
     }
     let url = line.trim().rsplit(' ').next().unwrap_or("").to_owned();
     if !url.starts_with("http://") {

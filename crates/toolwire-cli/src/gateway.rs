@@ -16,7 +16,11 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     // The upstreams' requests (elicitation, sampling, roots) go to the client whose call they
     // are about, never to this terminal.
     let upstream = toolwire_gateway::upstream_client(client_builder(cli)?);
-    let mut host = Host::builder(upstream).naming(args.names);
+    // A long-running gateway starts a failed upstream again for as long as it is configured:
+    // in a fleet, upstreams come up in any order.
+    let mut host = Host::builder(upstream)
+        .naming(args.names)
+        .restart_failed(Some(toolwire_gateway::RESTART_FAILED));
     if let Some(secs) = args.stop_idle {
         let limit = Duration::try_from_secs_f64(secs)
             .ok()

@@ -124,7 +124,11 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let gateway = matches!(&cli.command, Command::Gateway(_));
     let level = match cli.verbose {
+        // A long-running gateway says what its upstreams do (each state change, under the
+        // upstream's name) and every warning about its own settings.
+        0 if gateway => tracing::Level::WARN,
         // Without -v stderr carries only the one-line reason of a failure.
         0 => tracing::Level::ERROR,
         1 => tracing::Level::INFO,
@@ -138,13 +142,28 @@ fn main() -> ExitCode {
         level
     };
     // The MCP spans are for the collector (`--otlp-endpoint`), not the log lines' prefixes.
-    let filter = tracing_subscriber::filter::Targets::new()
+    let mut filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
         .with_target("toolwire_gateway::audit", audit_level)
         .with_target(
             toolwire_telemetry::TARGET,
             tracing_subscriber::filter::LevelFilter::OFF,
         );
+    if gateway {
+        filter = filter.with_target("toolwire_host", level.max(tracing::Level::INFO));
+    }
+    // `RUST_LOG`, as in every tracing program, replaces all of that when it is set.
+    let rust_log = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|directives| !directives.trim().is_empty());
+    let env_filter = match rust_log.map(|d| tracing_subscriber::EnvFilter::try_new(&d)) {
+        None => None,
+        Some(Ok(env_filter)) => Some(env_filter),
+        Some(Err(e)) => {
+            say_err!("toolwire: RUST_LOG: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match runtime(&cli.command) {
         Ok(r) => r,
         Err(e) => {
@@ -171,8 +190,11 @@ fn main() -> ExitCode {
         use tracing_subscriber::util::SubscriberInitExt as _;
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_filter(filter);
+            .with_ansi(std::io::stderr().is_terminal());
+        let logs = match env_filter {
+            Some(env_filter) => logs.with_filter(env_filter).boxed(),
+            None => logs.with_filter(filter).boxed(),
+        };
         let registry = tracing_subscriber::registry().with(logs);
         // The spans go to the collector whatever the log level (their own filter).
         #[cfg(feature = "otlp")]

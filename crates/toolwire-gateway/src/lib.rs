@@ -155,6 +155,16 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
+/// How a failed upstream is started again ([`toolwire_host::HostBuilder::restart_failed`],
+/// which `toolwire gateway` sets): after 1 s, doubling up to a minute, with jitter so that
+/// replicas do not retry in step, for as long as the entry is in the file.
+pub const RESTART_FAILED: toolwire::Backoff = toolwire::Backoff {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(60),
+    attempts: None,
+    jitter: true,
+};
+
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
     INTROSPECTION_BURST, INTROSPECTION_RATE, INTROSPECTION_RECHECK, IntrospectionConfig,
@@ -440,6 +450,15 @@ pub(crate) fn upstream_error(e: &HostError) -> RpcError {
             RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))
         }
         HostError::Call { server, error } => relayed(server, error),
+        // The upstream's state word only: its reason (a child's stderr) is the operator's,
+        // on `/readyz` and in the log.
+        HostError::NotRunning { server, state } => {
+            let word = state.split(':').next().unwrap_or(state);
+            RpcError::new(
+                code::INTERNAL_ERROR,
+                format!("upstream `{server}` is unavailable ({word}); try again later"),
+            )
+        }
         other => RpcError::new(code::INTERNAL_ERROR, ErrorChain(other).to_string()),
     }
 }

@@ -14,13 +14,14 @@ use arc_swap::ArcSwap;
 use tokio::sync::{broadcast, watch};
 use toolwire::auth::{AuthError, OAuthConfig};
 use toolwire::{
-    Client, ClientBuilder, ConnectionState, Error, ProtocolVersion, ReconnectPolicy, Tool,
+    Backoff, Client, ClientBuilder, ConnectionState, Error, ProtocolVersion, ReconnectPolicy, Tool,
 };
 
 use crate::names::{NameCollision, Naming};
 
 mod calls;
 mod idle;
+mod lifecycle;
 mod merge;
 mod reload;
 use crate::{ConnectError, ServerConfig, ServersConfig};
@@ -241,6 +242,7 @@ pub struct HostBuilder {
     separator: String,
     naming: Naming,
     reconnect: Option<ReconnectPolicy>,
+    restart: Option<Backoff>,
     oauth: Option<OAuthConfig>,
     idle: Option<Duration>,
 }
@@ -260,6 +262,18 @@ impl HostBuilder {
     /// [`ReconnectPolicy::default`]); `None` leaves them failed.
     pub fn reconnect(mut self, policy: Option<ReconnectPolicy>) -> Self {
         self.reconnect = policy;
+        self
+    }
+
+    /// Starts a server that failed again after each delay of `backoff` (`attempts: None`:
+    /// for as long as it is in the configuration), whatever failed: its start, its handshake
+    /// or, after its reconnects ran out, its connection. Meanwhile its state stays
+    /// [`ServerState::Failed`] with the last reason, and its tools stay out. A server that
+    /// reached ready starts the delays over. Off by default (a one-shot command reports the
+    /// failure instead); a long-running gateway turns it on. A server that needs a login is
+    /// not started again: a person has to give it.
+    pub fn restart_failed(mut self, backoff: Option<Backoff>) -> Self {
+        self.restart = backoff;
         self
     }
 
@@ -306,6 +320,7 @@ impl HostBuilder {
             servers: ArcSwap::from_pointee(servers),
             start: Start {
                 client,
+                restart: self.restart,
                 oauth: self.oauth,
                 idle: self.idle,
             },
@@ -375,6 +390,8 @@ struct Server {
 #[derive(Debug, Clone)]
 struct Start {
     client: ClientBuilder,
+    /// [`HostBuilder::restart_failed`].
+    restart: Option<Backoff>,
     oauth: Option<OAuthConfig>,
     /// [`HostBuilder::stop_idle`].
     idle: Option<Duration>,
@@ -416,6 +433,7 @@ impl Host {
             separator: DEFAULT_SEPARATOR.to_owned(),
             naming: Naming::default(),
             reconnect: Some(ReconnectPolicy::default()),
+            restart: None,
             oauth: None,
             idle: None,
         }
@@ -552,160 +570,6 @@ impl Inner {
             .find(|s| &*s.name == name)
             .cloned()
     }
-
-    /// Starts `server` on a task of its own, unless it is disabled.
-    pub(super) fn launch(self: &Arc<Self>, server: &Arc<Server>) {
-        if server.config.disabled {
-            return;
-        }
-        let oauth = self
-            .start
-            .oauth
-            .as_ref()
-            .and_then(|base| server.config.oauth_config(base.clone()));
-        let client = match oauth {
-            Some(oauth) => self.start.client.clone().oauth(oauth),
-            None => self.start.client.clone(),
-        };
-        let (inner, server) = (self.clone(), server.clone());
-        tokio::spawn(async move {
-            let mut retired = server.retired.subscribe();
-            tokio::select! {
-                () = inner.run(&server, client) => {}
-                _ = retired.wait_for(|r| *r) => {}
-            }
-            // Retired while it ran: whatever client it made goes with it.
-            if *server.retired.borrow() {
-                let client = lock(&server.client).take();
-                if let Some(client) = client {
-                    client.close().await;
-                }
-            }
-        });
-    }
-
-    /// Starts one server and follows its tool cache until it ends.
-    async fn run(self: &Arc<Self>, server: &Arc<Server>, client: ClientBuilder) {
-        let client = match server.config.connect(client) {
-            Ok(client) => client,
-            // The state is the server's already: its name is not repeated.
-            Err(ConnectError::Client { source, .. }) => {
-                return fail(server, toolwire::ErrorChain(&source).to_string());
-            }
-            Err(e) => return fail(server, toolwire::ErrorChain(&e).to_string()),
-        };
-        let mut changes = client.subscribe_tools();
-        let mut connection = client.watch_connection();
-        *lock(&server.client) = Some(client.clone());
-        let negotiated = match client.ready().await {
-            Ok(n) => n,
-            Err(e) => return self.stop(server, &e),
-        };
-        if let Err(e) = client.list_tools().await {
-            return self.stop(server, &e);
-        }
-        let count = self.merge(server, &client);
-        server.state.send_replace(ServerState::Ready {
-            version: negotiated.version.clone(),
-            tools: count,
-        });
-        let mut closing = self.closing.subscribe();
-        // A death between the listing and here is followed now, the rest as it comes.
-        let now = connection.borrow_and_update().clone();
-        if !now.is_ready() && !self.follow(server, &client, now) {
-            return;
-        }
-        let idle = self.start.idle.filter(|_| server.may_idle());
-        // Checked four times per limit: a server stops at most a quarter late.
-        let mut idle_check = tokio::time::interval(idle.map_or(Duration::MAX / 2, |l| {
-            (l / 4).max(Duration::from_millis(10))
-        }));
-        loop {
-            let change = tokio::select! {
-                change = changes.recv() => Some(change),
-                _ = idle_check.tick(), if idle.is_some() => None,
-                Ok(()) = connection.changed() => {
-                    let state = connection.borrow_and_update().clone();
-                    if !self.follow(server, &client, state) {
-                        return;
-                    }
-                    continue;
-                }
-                _ = closing.wait_for(|closed| *closed) => return,
-            };
-            let Some(change) = change else {
-                if let Some(limit) = idle {
-                    self.stop_if_idle(server, &client, limit).await;
-                }
-                continue;
-            };
-            // A server that failed keeps its tools out, whatever its cache does later.
-            let failed = matches!(
-                *server.state.borrow(),
-                ServerState::Failed { .. } | ServerState::NeedsLogin { .. }
-            );
-            if failed || matches!(change, Err(broadcast::error::RecvError::Closed)) {
-                return;
-            }
-            // Stopped while idle, its cache is empty and its tools stay as they were.
-            if server.parked.load(std::sync::atomic::Ordering::SeqCst) {
-                continue;
-            }
-            // A change, or changes missed (`Lagged`): either way the cache is read anew.
-            let count = self.merge(server, &client);
-            server.state.send_modify(|state| {
-                if let ServerState::Ready { tools, .. } = state {
-                    *tools = count;
-                }
-            });
-        }
-    }
-
-    /// The server could not go on: its tools leave the snapshot, and its state says why.
-    fn stop(&self, server: &Server, error: &Error) {
-        lock(&server.client).take();
-        self.replace_and_settle(server, Vec::new());
-        let reason = toolwire::ErrorChain(error).to_string();
-        match error {
-            Error::Authorization(e) if matches!(**e, AuthError::LoginRequired { .. }) => {
-                server
-                    .state
-                    .send_replace(ServerState::NeedsLogin { reason });
-            }
-            _ => fail(server, reason),
-        }
-    }
-
-    /// Follows the server's connection into its state: reconnecting keeps its tools, a new
-    /// connection counts them again, a connection that ended for good takes them out. `false`
-    /// once the server is done.
-    fn follow(&self, server: &Server, client: &Client, state: ConnectionState) -> bool {
-        match state {
-            ConnectionState::Reconnecting { attempt } => {
-                server
-                    .state
-                    .send_replace(ServerState::Reconnecting { attempt });
-            }
-            // Started again after it was stopped while idle: `wake` lists and merges.
-            ConnectionState::Ready if server.parked.load(std::sync::atomic::Ordering::SeqCst) => {}
-            ConnectionState::Ready => {
-                let count = self.merge(server, client);
-                if let Some(version) = client.protocol_version() {
-                    server.state.send_replace(ServerState::Ready {
-                        version,
-                        tools: count,
-                    });
-                }
-            }
-            ConnectionState::Failed { reason } => {
-                self.stop(server, &reason);
-                return false;
-            }
-            // `Closed` comes from the host's own shutdown; the rest are steps on the way.
-            _ => {}
-        }
-        true
-    }
 }
 
 /// `server`'s client, or why it has none ([`HostError::NotRunning`]).
@@ -715,11 +579,6 @@ fn running(server: &Server) -> Result<Client, HostError> {
         server: server.name.to_string(),
         state: describe(&server.state.borrow()),
     })
-}
-
-/// Failures are the caller's to report: the state carries them, nothing is logged here.
-fn fail(server: &Server, reason: String) {
-    server.state.send_replace(ServerState::Failed { reason });
 }
 
 /// What [`HostBuilder::start`] and [`Host::reload`] refuse in `config`: a server whose name

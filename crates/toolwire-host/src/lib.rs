@@ -57,6 +57,8 @@
 //! - `ring` (already under rustls): the SHA-256 digest an approved file is remembered by
 //!   ([`trust`]).
 //! - `tempfile` (already under the credential store): the approvals file written whole.
+//! - `tracing` (already under the client): each server's changes of state, logged in a span
+//!   that names the server, which also names its child's stderr lines and its client's own.
 
 mod config;
 mod host;

@@ -601,3 +601,38 @@ fn aliases_name_tools_and_a_bad_one_is_a_problem_of_that_entry() {
         assert!(matches!(found[0].2, ProblemKind::WrongType(_)), "{bad}");
     }
 }
+
+#[test]
+fn an_entry_pins_its_protocol_or_is_refused_for_a_version_this_client_does_not_speak() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "py": {"command": "python", "args": ["server.py"], "protocol": "2025-11-25"},
+            "auto": {"command": "x", "protocol": "auto"},
+            "plain": {"command": "x"}
+        }}"#,
+    );
+    assert_eq!(
+        config.get("py").unwrap().protocol,
+        toolwire::ProtocolMode::Pinned(toolwire::ProtocolVersion::V2025_11_25)
+    );
+    assert_eq!(
+        config.get("auto").unwrap().protocol,
+        toolwire::ProtocolMode::Auto
+    );
+    assert_eq!(
+        config.get("plain").unwrap().protocol,
+        toolwire::ProtocolMode::Auto
+    );
+    for bad in [r#""2099-01-01""#, r#""latest""#, "20251125"] {
+        let found = problems(&format!(
+            r#"{{"mcpServers": {{"py": {{"command": "python", "protocol": {bad}}}}}}}"#
+        ));
+        assert_eq!(found.len(), 1, "{bad}: {found:?}");
+        assert_eq!(found[0].0.as_deref(), Some("py"));
+        assert_eq!(found[0].1.as_deref(), Some("protocol"));
+        assert!(
+            matches!(found[0].2, ProblemKind::WrongType(_)),
+            "{bad}: {found:?}"
+        );
+    }
+}

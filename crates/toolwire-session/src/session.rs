@@ -59,6 +59,12 @@ use crate::{
 
 enum PendingKind {
     Probe,
+    /// A `server/discover` that got no answer within the probe timeout, so `initialize` went
+    /// out after it. A slow server still answers it first (a stdio server reads its input in
+    /// order): a modern answer that arrives while `initialize` waits settles the era.
+    LateProbe {
+        version: ProtocolVersion,
+    },
     Initialize,
     Request {
         op: OpId,

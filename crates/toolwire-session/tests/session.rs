@@ -88,26 +88,6 @@ fn unsupported_version_with_only_legacy_versions_goes_legacy() {
 }
 
 #[test]
-fn a_silent_probe_falls_back_after_its_timeout() {
-    let mut p = Peer::new(ProtocolMode::Auto, false);
-    p.session.start(p.at(0));
-    let (discover, _) = p.sent();
-    assert_eq!(p.session.poll_timeout(), Some(p.at(5000)));
-    p.session.handle_timeout(p.at(4999));
-    p.nothing_sent();
-    p.session.handle_timeout(p.at(5000));
-    let (init, _) = p.sent();
-    assert_eq!(init["method"], "initialize");
-    // The probe's late answer is dropped.
-    p.reply(
-        &discover,
-        json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
-        6000,
-    );
-    assert!(p.session.poll_event().is_none());
-}
-
-#[test]
 fn modern_refusals_do_not_fall_back() {
     for code in [-32020, -32021] {
         let mut p = Peer::new(ProtocolMode::Auto, true);

@@ -231,13 +231,14 @@ impl StdioTransport {
         ));
         let tail: Tail = Arc::new(StdMutex::new(VecDeque::new()));
         let stderr_task = stderr.map(|stderr| {
-            runtime.spawn(read_stderr(
+            // In the span it was started in: a host's names the server each line is from.
+            runtime.spawn(tracing::Instrument::in_current_span(read_stderr(
                 stderr,
                 config.stderr.clone(),
                 tail.clone(),
                 config.stderr_tail_lines,
                 config.max_stderr_line,
-            ))
+            )))
         });
         let closing = Arc::new(AtomicBool::new(false));
         let group_ended = Arc::new(AtomicBool::new(false));

@@ -113,9 +113,25 @@ pub fn redacted_args(args: &[String]) -> Vec<String> {
             out.push(arg.clone());
             continue;
         }
-        out.push(redacted_url(arg).into_owned());
+        out.push(redacted_arg(arg));
     }
     out
+}
+
+/// One argument as it may be shown: a URL as [`redacted_url`] shows it; `user:secret@host`
+/// (credentials without a scheme) with the part before `@` hidden; anything else as it is, so
+/// that a package pinned or scoped with `@` (`pkg@1.0.0`, `@scope/pkg@latest`,
+/// `pkg@npm:other@1`) shows exactly what will run.
+fn redacted_arg(arg: &str) -> String {
+    if arg.contains("://") {
+        return redacted_url(arg).into_owned();
+    }
+    match arg.split_once('@') {
+        Some((login, host)) if login.contains(':') && !login.contains('/') && !host.is_empty() => {
+            format!("…@{host}")
+        }
+        _ => arg.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +179,7 @@ mod tests {
             "--port",
             "8080",
             "https://u:p@h/x",
+            "admin:hunter2@db.internal",
         ]
         .iter()
         .map(|s| (*s).to_owned())
@@ -177,7 +194,32 @@ mod tests {
                 "--api-key=…",
                 "--port",
                 "8080",
-                "https://…@h/x"
+                "https://…@h/x",
+                "…@db.internal"
+            ]
+        );
+    }
+
+    #[test]
+    fn packages_pinned_or_scoped_with_an_at_sign_are_shown_whole() {
+        let args: Vec<String> = [
+            "-y",
+            "some-pkg@1.0.0",
+            "@modelcontextprotocol/server-everything@latest",
+            "alias@npm:real-pkg@2",
+            "git+ssh://git@github.com/o/r.git",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        assert_eq!(
+            redacted_args(&args),
+            [
+                "-y",
+                "some-pkg@1.0.0",
+                "@modelcontextprotocol/server-everything@latest",
+                "alias@npm:real-pkg@2",
+                "git+ssh://…@github.com/o/r.git"
             ]
         );
     }

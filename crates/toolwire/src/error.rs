@@ -86,6 +86,18 @@ pub enum ConnectionError {
         /// What the transport saw of the server.
         peer: String,
     },
+    /// The server ended before it completed a handshake: the connection was never
+    /// established, so it is not started again. What the transport saw of the server (a
+    /// child's exit status and its last stderr lines) when it can say, else what ended the
+    /// connection (also the `source`).
+    #[error("the server ended before completing the handshake{}", peer.as_ref().map(|p| format!(": {p}")).unwrap_or_default())]
+    EndedBeforeHandshake {
+        /// What the transport saw of the server.
+        peer: Option<String>,
+        /// What ended the connection, where the transport could not say more.
+        #[source]
+        cause: Option<Arc<TransportError>>,
+    },
     /// The connection ended before this request's answer. If the request had been sent
     /// (`may_have_run`), the server may have acted on it: a tool with side effects may have
     /// run, so it is not sent again unless it is safe to repeat; if not, it never left the

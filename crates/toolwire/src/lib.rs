@@ -112,8 +112,8 @@ pub use toolwire_session::{
 };
 pub use toolwire_stdio::{StderrMode, StdioConfig, StdioTransport};
 pub use toolwire_transport::{
-    BoxFuture, ExitDescription, Inbound, MessageKind, Outbound, RequestFailure, RequestId,
-    RetryClass, SessionStep, Transport, TransportError,
+    Backoff, BoxFuture, Delays, ExitDescription, Inbound, MessageKind, Outbound, RequestFailure,
+    RequestId, RetryClass, SessionStep, Transport, TransportError,
 };
 pub use toolwire_types::{
     CallToolResult, ClientCapabilities, ContentBlock, CreateMessageParams, CreateMessageResult,

@@ -58,7 +58,7 @@ pub(crate) fn serve_with(args: &[&str]) -> (Child, String) {
 }
 
 /// `toolwire COMMAND ARGS...` (a command that listens: `serve`, `gateway`) as a child, once it
-/// said where it listens: the child and that first stderr line.
+/// said where it listens: the child and the stderr line that says so.
 pub(crate) fn spawn_listening(command: &str, args: &[&str]) -> (Child, String) {
     spawn_listening_with(command, args, &[])
 }
@@ -79,10 +79,13 @@ pub(crate) fn spawn_listening_with(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The CLI's own lines start with its name; a gateway's log lines (its upstreams coming up)
+    // may come first.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    while stderr.read_line(&mut line).unwrap() > 0 && !line.starts_with("toolwire") {
+        line.clear();
+    }
     (child, line)
 }
 

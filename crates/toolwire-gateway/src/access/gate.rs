@@ -94,8 +94,9 @@ impl Gateway {
                 if matches!(name.as_str(), DESCRIBE_TOOL | CALL_TOOL) && self.progressive_now() {
                     name = text(&params["arguments"]["name"]);
                 }
-                // A name nobody serves is the handler's to report.
-                if self.host.load().get(&name).is_some() && !self.item_allowed(view, &name) {
+                // A name nobody serves is the handler's to report (an upstream that is down
+                // says so), once the policy lets the caller see that name.
+                if !self.item_allowed(view, &name) {
                     return refused(
                         "tool",
                         &name,

@@ -110,7 +110,7 @@ impl ServerConfig {
     /// cannot start is the error here); an `http` entry speaks Streamable HTTP and falls
     /// back to the 2024-11-05 HTTP+SSE transport when the server refuses it
     /// (`ClientBuilder::connect_http`); an `sse` entry speaks HTTP+SSE. The entry's
-    /// `timeout`, when set, replaces `client`'s. Every later connection (after a death, with
+    /// `timeout`, when set, replaces `client`'s, and so does a pinned `protocol`. Every later connection (after a death, with
     /// `client`'s reconnect policy, or after `Client::disconnect`) is made from the same
     /// settings.
     pub fn connect(&self, client: ClientBuilder) -> Result<Client, ConnectError> {
@@ -128,6 +128,9 @@ impl ServerConfig {
     ) -> Result<Client, E> {
         if let Some(timeout) = self.timeout {
             client = client.timeouts(timeout, timeout.min(Duration::from_secs(5)));
+        }
+        if self.protocol != toolwire::ProtocolMode::Auto {
+            client = client.mode(self.protocol.clone());
         }
         let refused = |source| ConnectError::Client {
             server: self.name.clone(),

@@ -158,6 +158,7 @@ const KNOWN: &[&str] = &[
     "unixSocket",
     "disabled",
     "timeout",
+    "protocol",
     "includeTools",
     "excludeTools",
     "enabled_tools",
@@ -305,6 +306,7 @@ impl Reader<'_> {
                 }
             },
         };
+        let protocol = self.protocol(name, entry);
         let include = self.patterns(name, entry, &["includeTools", "enabled_tools"]);
         let exclude = self
             .patterns(name, entry, &["excludeTools", "disabled_tools"])
@@ -322,6 +324,7 @@ impl Reader<'_> {
             transport,
             disabled,
             timeout,
+            protocol,
             tools: ToolFilter { include, exclude },
             oauth,
             aliases,
@@ -559,6 +562,31 @@ impl Reader<'_> {
             Some(_) => {
                 self.problem(Some(name), Some(key), ProblemKind::WrongType("a string"));
                 None
+            }
+        }
+    }
+
+    /// `protocol`: `auto`, or a version this client speaks (anything else is a problem).
+    fn protocol(&mut self, name: &str, entry: &Map<String, Value>) -> toolwire::ProtocolMode {
+        let pinned = match entry.get("protocol") {
+            None | Some(Value::Null) => return toolwire::ProtocolMode::Auto,
+            Some(Value::String(s)) if s == "auto" => return toolwire::ProtocolMode::Auto,
+            Some(Value::String(s)) => toolwire::ProtocolVersion::new(s.as_str())
+                .ok()
+                .filter(toolwire::ProtocolVersion::is_supported),
+            Some(_) => None,
+        };
+        match pinned {
+            Some(version) => toolwire::ProtocolMode::Pinned(version),
+            None => {
+                self.problem(
+                    Some(name),
+                    Some("protocol"),
+                    ProblemKind::WrongType(
+                        "\"auto\" or a version this client speaks: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
+                    ),
+                );
+                toolwire::ProtocolMode::Auto
             }
         }
     }

@@ -47,6 +47,12 @@ pub struct ServerConfig {
     pub disabled: bool,
     /// `timeout`, in milliseconds in the file (Gemini CLI's unit): every request's deadline.
     pub timeout: Option<Duration>,
+    /// `protocol` (Toolwire's own): `auto` (the default: probe `server/discover`, fall back
+    /// to `initialize`) or one version this client speaks, which pins the entry to it, the
+    /// caller's own mode notwithstanding. For a server whose newest era cannot do everything
+    /// its tools need: a Python SDK tool that asks with `ctx.elicit` can ask only in the legacy
+    /// era, so its entry says `"protocol": "2025-11-25"`.
+    pub protocol: toolwire::ProtocolMode,
     /// Which of its tools to use (`includeTools`/`enabled_tools`, `excludeTools`/
     /// `disabled_tools`).
     pub tools: ToolFilter,

@@ -5,7 +5,7 @@ use serde_json::Value;
 use toolwire::{CallHooks, CallOptions, CallToolResult, Called, Client, ProgressParams, Tool};
 
 use super::idle::InUse;
-use super::{Arc, Host, HostError, HostMatch};
+use super::{Arc, Host, HostError, HostMatch, ServerState};
 
 impl Host {
     /// The `k` tools of the merged snapshot most relevant to `query`, best first: BM25 over
@@ -136,10 +136,24 @@ impl Host {
     fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String, InUse), HostError> {
         let merged = self.load();
         let Some(entry) = merged.get(qualified) else {
-            return Err(HostError::UnknownTool(
-                qualified.to_owned(),
-                self.inner.separator.clone(),
-            ));
+            // A tool of a server that is down left the snapshot: say that server is down.
+            let down = self.inner.servers.load().iter().find_map(|s| {
+                let tool = qualified.strip_prefix(&*s.name)?;
+                let state = s.state.borrow();
+                let down = matches!(
+                    *state,
+                    ServerState::Failed { .. }
+                        | ServerState::NeedsLogin { .. }
+                        | ServerState::Starting
+                );
+                (tool.starts_with(&self.inner.separator) && down).then(|| HostError::NotRunning {
+                    server: s.name.to_string(),
+                    state: super::describe(&state),
+                })
+            });
+            return Err(down.unwrap_or_else(|| {
+                HostError::UnknownTool(qualified.to_owned(), self.inner.separator.clone())
+            }));
         };
         let server = entry.server.clone();
         let name = entry.tool.name.clone();

@@ -8,12 +8,12 @@ impl Session {
     pub(super) fn expire(&mut self, id: &RequestId, p: Pending, now: Instant) {
         match p.kind {
             PendingKind::Probe if self.config.mode == ProtocolMode::Auto => {
-                tracing::debug!("no answer to server/discover; falling back to initialize");
-                self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
+                self.probe_timed_out(id, p, now)
             }
             PendingKind::Probe => self.fail(SessionError::Timeout {
                 method: "server/discover",
             }),
+            PendingKind::LateProbe { .. } => self.late_probe_expired(),
             PendingKind::Initialize => self.fail(SessionError::Timeout {
                 method: "initialize",
             }),
@@ -150,6 +150,7 @@ impl Session {
                 self.negotiation.restart();
                 self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
             }
+            PendingKind::LateProbe { .. } => self.late_probe_expired(),
             PendingKind::Probe | PendingKind::Initialize => {
                 let method = if matches!(pending.kind, PendingKind::Probe) {
                     "server/discover"
@@ -306,6 +307,7 @@ impl Session {
         }
         match pending.kind {
             PendingKind::Probe => self.probe_answered(payload, now),
+            PendingKind::LateProbe { version } => self.late_probe_answered(version, payload, now),
             PendingKind::Initialize => self.initialize_answered(payload, now),
             PendingKind::Request { op } => self.events.push_back(Event::Completed {
                 op,

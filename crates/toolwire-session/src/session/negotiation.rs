@@ -9,11 +9,11 @@ use serde_json::value::RawValue;
 use toolwire_types::methods::method;
 use toolwire_types::{
     DecodeError, DiscoverResult, ErrorObject, InitializeParams, InitializeResult, JsonObject,
-    MetaOnlyParams, Outcome, ProtocolVersion, RequestMethod, encode_notification,
+    MetaOnlyParams, Outcome, ProtocolVersion, RequestId, RequestMethod, encode_notification,
 };
 use toolwire_wire::{MessageKind, RetryClass, SessionStep};
 
-use super::{PendingKind, Session, outbound};
+use super::{Pending, PendingKind, Session, outbound};
 use crate::{Event, Negotiated, ProtocolMode, SessionError};
 
 pub(super) enum Phase {
@@ -23,6 +23,9 @@ pub(super) enum Phase {
         retried: bool,
     },
     Initializing,
+    /// `initialize` was refused while a `server/discover` that timed out may still be
+    /// answered: that answer decides, and without it this refusal is the verdict.
+    AwaitingLateProbe(Box<ErrorObject>),
     Ready(Box<Negotiated>),
     Failed,
 }
@@ -77,6 +80,30 @@ impl Negotiation {
     /// `initialize` is in flight.
     pub(super) fn initializing(&mut self) {
         self.phase = Phase::Initializing;
+    }
+
+    /// `initialize` is in flight, or was refused while a late probe may still be answered.
+    pub(super) fn is_initializing(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Initializing | Phase::AwaitingLateProbe(_)
+        )
+    }
+
+    /// `initialize` was refused with `refusal` while a late probe may still be answered.
+    pub(super) fn awaiting_late_probe(&mut self, refusal: ErrorObject) {
+        self.phase = Phase::AwaitingLateProbe(Box::new(refusal));
+    }
+
+    /// The refusal of `initialize` that waits for a late probe, taken (the phase stays).
+    pub(super) fn take_refusal(&mut self) -> Option<ErrorObject> {
+        match std::mem::replace(&mut self.phase, Phase::Initializing) {
+            Phase::AwaitingLateProbe(refusal) => Some(*refusal),
+            other => {
+                self.phase = other;
+                None
+            }
+        }
     }
 
     /// Agreed on `negotiated`.
@@ -210,7 +237,12 @@ impl Session {
         self.envelope(&version, &mut params);
         let headers =
             self.sep2243_headers(&version, <method::Discover as toolwire_types::Method>::NAME);
-        let timeout = self.config.probe_timeout;
+        // A pinned modern version has no fallback to wait less for: the whole deadline.
+        let timeout = if self.config.mode == ProtocolMode::Auto {
+            self.config.probe_timeout
+        } else {
+            self.config.request_timeout
+        };
         match self.queue_request(
             &version,
             "server/discover",
@@ -301,6 +333,72 @@ impl Session {
         }
     }
 
+    /// No answer to `server/discover` within the probe timeout: `initialize` goes out. Over
+    /// stdio the probe stays answerable until `initialize`'s own deadline: a server that is
+    /// only slow to start reads its input in order, so a modern one answers the probe first
+    /// (and refuses `initialize`), and that answer settles the era. Over HTTP each request
+    /// has its own exchange and the transport follows `initialize`'s, so the probe ends here.
+    pub(super) fn probe_timed_out(&mut self, id: &RequestId, probe: Pending, now: Instant) {
+        let Some((version, _)) = self.negotiation.probe_answered() else {
+            return;
+        };
+        tracing::debug!("no answer to server/discover in time; sending initialize");
+        self.send_initialize(ProtocolVersion::LATEST_LEGACY, now);
+        if self.carries_headers || !self.negotiation.is_initializing() {
+            return;
+        }
+        let timeout = self.config.request_timeout;
+        let deadline = crate::later(now, timeout);
+        self.pending.insert(
+            id.clone(),
+            Pending {
+                kind: PendingKind::LateProbe { version },
+                deadline,
+                timeout,
+                hard_deadline: deadline,
+                progress_token: None,
+                retry_safe: probe.retry_safe,
+            },
+        );
+    }
+
+    /// The probe that timed out was answered after all. A modern answer while `initialize`
+    /// still waits (or was refused) settles the era: `initialize` is forgotten and its
+    /// answer dropped. Anything else leaves `initialize` to decide, or fails with its refusal.
+    pub(super) fn late_probe_answered(
+        &mut self,
+        version: ProtocolVersion,
+        payload: Result<Box<RawValue>, ErrorObject>,
+        now: Instant,
+    ) {
+        if !self.negotiation.is_initializing() {
+            tracing::debug!("a late answer to server/discover after the era was settled; dropped");
+            return;
+        }
+        if let Ok(raw) = &payload
+            && let Ok(Outcome::Complete(result)) = method::Discover::decode_result(raw)
+        {
+            tracing::info!(
+                %version,
+                "server/discover answered after the probe timeout: the server speaks the 2026-07-28 era"
+            );
+            self.pending.remove_initialize();
+            return self.ready_modern(version, result, now);
+        }
+        self.late_probe_expired();
+    }
+
+    /// The late probe ended without a modern answer: a refusal of `initialize` that waited
+    /// for it is the verdict; otherwise `initialize` still decides.
+    pub(super) fn late_probe_expired(&mut self) {
+        if let Some(error) = self.negotiation.take_refusal() {
+            self.fail(SessionError::Refused {
+                method: "initialize",
+                error,
+            });
+        }
+    }
+
     pub(super) fn ready_modern(
         &mut self,
         version: ProtocolVersion,
@@ -335,6 +433,15 @@ impl Session {
                 );
                 self.negotiation.restart();
                 return self.send_probe(ProtocolVersion::LATEST, false, now);
+            }
+            // A slow modern server refuses `initialize` after it read the probe: its answer
+            // to the probe may still come (over HTTP, in any order).
+            Err(error) if self.pending.has_late_probe() => {
+                tracing::debug!(
+                    code = error.code,
+                    "initialize refused; waiting for the late answer to server/discover"
+                );
+                return self.negotiation.awaiting_late_probe(error);
             }
             Err(error) => {
                 return self.fail(SessionError::Refused {

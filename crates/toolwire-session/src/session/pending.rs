@@ -34,6 +34,7 @@ impl Pending {
             | PendingKind::ListPage { op, .. } => Some(*op),
             PendingKind::Subscription { op, .. } | PendingKind::LogLevel { op } => *op,
             PendingKind::Probe
+            | PendingKind::LateProbe { .. }
             | PendingKind::Initialize
             | PendingKind::Listen
             | PendingKind::KeepAlive => None,
@@ -96,6 +97,23 @@ impl PendingTable {
     /// How many requests are in flight.
     pub(super) fn len(&self) -> usize {
         self.requests.len()
+    }
+
+    /// Takes out the `initialize` in flight, if one is.
+    pub(super) fn remove_initialize(&mut self) -> Option<Pending> {
+        let id = self
+            .requests
+            .iter()
+            .find(|(_, p)| matches!(p.kind, PendingKind::Initialize))
+            .map(|(id, _)| id.clone())?;
+        self.remove(&id)
+    }
+
+    /// Whether a `server/discover` that timed out may still be answered.
+    pub(super) fn has_late_probe(&self) -> bool {
+        self.requests
+            .values()
+            .any(|p| matches!(p.kind, PendingKind::LateProbe { .. }))
     }
 
     /// The earliest deadline.

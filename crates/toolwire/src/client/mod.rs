@@ -75,6 +75,9 @@ struct Inner {
     search: toolwire_search::IndexCache<String>,
     /// The MCP Apps views read for the current tool snapshot ([`Client::app`]).
     apps: crate::apps::AppCache,
+    /// The span the client was made in: its drivers log in it (a host's names the server),
+    /// and so do the transports they start.
+    span: tracing::Span,
 }
 
 pub use toolwire_session::TOOLS_STALE_META;
@@ -173,6 +176,7 @@ impl Client {
             listening: watch::channel(false).0,
             search: toolwire_search::IndexCache::default(),
             apps: crate::apps::AppCache::default(),
+            span: tracing::Span::current(),
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -759,7 +763,10 @@ impl Inner {
             self.changes.clone(),
             link,
         );
-        self.runtime.spawn(driver.run(rx));
+        self.runtime.spawn(tracing::Instrument::instrument(
+            driver.run(rx),
+            self.span.clone(),
+        ));
         Connection::Running {
             commands,
             negotiation,

@@ -199,7 +199,8 @@ impl Driver {
     async fn flush(&mut self) -> bool {
         while let Some(message) = self.session.poll_transmit() {
             if let Err(e) = self.transport.send(message).await {
-                tracing::warn!(error = %e, "sending failed");
+                // What follows (a reconnect, or the end) says it with this cause.
+                tracing::debug!(error = %e, "sending failed");
                 self.last_transport_error = Some(Arc::new(e));
                 return false;
             }
@@ -295,7 +296,7 @@ impl Driver {
                             self.session.handle_undelivered(failure, Instant::now());
                         }
                         Some(Err(e)) => {
-                            tracing::warn!(error = %e, "transport error");
+                            tracing::debug!(error = %e, "transport error");
                             self.last_transport_error = Some(Arc::new(e));
                         }
                         None => return Ended::Died,

@@ -29,6 +29,15 @@ impl Driver {
             tracing::info!(
                 "the server ended during the server/discover probe; starting it again with initialize"
             );
+        } else if !self.ever_ready {
+            // Nothing was established, so there is no connection to heal: a server that exits
+            // at start would only exit again, and its own last words say why now.
+            let peer = self.transport.peer_state();
+            let cause = self.last_transport_error.clone().filter(|_| peer.is_none());
+            self.interrupt(false);
+            let error =
+                Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
+            return Err(self.end_with(error.clone(), Negotiation::Failed(error)));
         } else if self.backoff.is_none() || self.link.connector.is_none() {
             self.interrupt(false);
             return Err(self.give_up());
@@ -129,9 +138,16 @@ impl Driver {
     /// fails everything still waiting as never sent; the error that ends the driver.
     pub(super) fn give_up(&mut self) -> Error {
         let error = self.lost(false);
-        self.state.send_replace(Negotiation::Closed {
+        let closed = Negotiation::Closed {
             error: self.last_transport_error.clone(),
-        });
+        };
+        self.end_with(error, closed)
+    }
+
+    /// The connection is over for good, for `error`, and negotiation ends as `negotiation`
+    /// says: as [`Driver::give_up`].
+    fn end_with(&mut self, error: Error, negotiation: Negotiation) -> Error {
+        self.state.send_replace(negotiation);
         self.link.connection.send_replace(ConnectionState::Failed {
             reason: error.clone(),
         });
