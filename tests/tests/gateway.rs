@@ -192,7 +192,7 @@ async fn provider_safe_names_are_served_and_routed() {
     let client = client(&front.url(), ProtocolMode::Auto);
     let listed = client.list_tools().await.unwrap();
     // `.` is not allowed: the short form, with its digest.
-    let echo = toolwire_host::provider_safe("my.server__echo").into_owned();
+    let echo = toolwire_host::provider_safe("my.server", "__", "echo");
     assert_ne!(echo, "my.server__echo");
     assert!(listed.tools.iter().any(|t| t.name == echo), "{echo}");
     for tool in &listed.tools {

@@ -242,33 +242,19 @@ async fn a_legacy_session_started_on_one_replica_goes_on_at_any_replica_with_the
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_names_both_tools_of_a_name_collision() {
     let new = reference(Eras::Modern, Framing::Json).await;
-    // `a.b__echo` is not provider-safe: its short form is `a_b__echo_` and 8 hex digits,
-    // which `a_b` lists as a tool of its own.
-    let host = host(
-        json!({"a.b": {"url": new.url()}, "a_b": {"url": new.url()}}),
-        Naming::ProviderSafe,
-    )
-    .await;
-    let short = toolwire_host::provider_safe("a.b__echo").into_owned();
-    let squatter = short.strip_prefix("a_b__").unwrap().to_owned();
-    // The host merges a server's new known tools when its client announces them: wait for
-    // that merge, not for time.
-    let mut merged = host.subscribe();
-    host.add_known_tools(
-        "a_b",
-        [toolwire::Tool::new(
-            squatter.clone(),
-            serde_json::from_value(json!({"type": "object"})).unwrap(),
-        )],
-    )
-    .unwrap();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while host.load().collisions().is_empty() {
-            let _ = merged.recv().await;
-        }
-    })
-    .await
-    .expect("the known tool was never merged");
+    // `a.b__echo` is not provider-safe: its short form is `a_b_`, 8 hex digits, `__echo`,
+    // which a server named `a_b_` and those digits lists as a tool of its own.
+    let short = toolwire_host::provider_safe("a.b", "__", "echo");
+    let squatter = short.split_once("__").unwrap().0.to_owned();
+    let mut servers = json!({"a.b": {"url": new.url()}});
+    servers[&squatter] = json!({"url": new.url()});
+    let host = host(servers, Naming::ProviderSafe).await;
+    assert_eq!(
+        host.load().collisions().len(),
+        1,
+        "{:?}",
+        host.load().collisions()
+    );
     let gateway = Gateway::builder(host).build();
     let front = gateway
         .serve_http(LOOPBACK, toolwire_server::Options::default())
@@ -281,7 +267,7 @@ async fn readiness_names_both_tools_of_a_name_collision() {
     assert_eq!(collisions.len(), 1, "{body}");
     let said = collisions[0].as_str().unwrap();
     assert!(
-        said.contains(&squatter) && said.contains("echo") && said.contains(&short),
+        said.contains(&squatter) && said.contains("a.b") && said.contains(&short),
         "{said}"
     );
     gateway.host().shutdown().await;

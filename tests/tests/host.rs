@@ -457,19 +457,23 @@ fn tool(name: &str) -> toolwire::Tool {
 /// leaves the newcomer out, with both named, until the holder goes; then it comes in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
-    let text = json!({"mcpServers": {
+    // `a.b`'s tool `x.y` is named `a_b_`, 8 hex digits, `__x_y`; a server named `a_b_` and
+    // those digits can offer a tool `x_y`, whose plain name is that same name.
+    let taken = provider_safe("a.b", "__", "x.y");
+    let holder = taken.split_once("__").unwrap().0.to_owned();
+    let mut servers = json!({
         "plain": {"command": SERVER, "args": ["modern"]},
         "a.b": {"command": SERVER, "args": ["modern"]},
-        "a_b": {"command": SERVER, "args": ["modern"]},
-    }})
-    .to_string();
+    });
+    servers[&holder] = json!({"command": SERVER, "args": ["modern"]});
+    let text = json!({ "mcpServers": servers }).to_string();
     let config = ServersConfig::parse(&text, |_| None).unwrap();
     let host = Host::builder(Client::builder("host-e2e", "0"))
         .naming(Naming::ProviderSafe)
         .start(&config)
         .unwrap();
     host.settled(Duration::from_secs(20)).await;
-    let dotted = provider_safe("a.b__echo").into_owned();
+    let dotted = provider_safe("a.b", "__", "echo");
     assert_ne!(dotted, "a.b__echo");
     let names: Vec<String> = host
         .tools()
@@ -486,12 +490,11 @@ async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("to the dotted server"));
 
-    // `a.b` takes a name; `a_b` then offers a tool whose plain name is that same name.
+    // `a.b` takes the name; the other server then offers a tool whose plain name is it.
     host.add_known_tools("a.b", [tool("x.y")]).unwrap();
-    let taken = provider_safe("a.b__x.y").into_owned();
     until_tools(&host, "a.b's known tool", |t| t.get(&taken).is_some()).await;
-    let impostor = taken.strip_prefix("a_b__").unwrap().to_owned();
-    host.add_known_tools("a_b", [tool(&impostor)]).unwrap();
+    let impostor = "x_y".to_owned();
+    host.add_known_tools(&holder, [tool(&impostor)]).unwrap();
     until_tools(&host, "the collision", |t| !t.collisions().is_empty()).await;
     let tools = host.tools();
     let collision = &tools.collisions()[0];
@@ -505,7 +508,7 @@ async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
     );
     assert_eq!(
         (collision.server.as_str(), collision.tool.as_str()),
-        ("a_b", impostor.as_str())
+        (holder.as_str(), impostor.as_str())
     );
     let message = collision.to_string();
     assert!(
@@ -525,7 +528,7 @@ async fn provider_safe_names_route_calls_and_a_collision_waits_for_the_name() {
         .remove_known_tools(["x.y"])
         .unwrap();
     until_tools(&host, "the name passed on", |t| {
-        t.get(&taken).is_some_and(|h| h.server.as_ref() == "a_b")
+        t.get(&taken).is_some_and(|h| h.server.as_ref() == holder)
     })
     .await;
     assert!(host.tools().collisions().is_empty());

@@ -260,6 +260,10 @@ pub(crate) struct ServeArgs {
     /// Serve Streamable HTTP on this address.
     #[arg(long, conflicts_with = "stdio", value_name = "ADDR")]
     pub(crate) http: Option<SocketAddr>,
+    /// Serve a 2026-07-28 request whose MCP-Protocol-Version header names another version
+    /// as its body says, instead of refusing it (-32020).
+    #[arg(long)]
+    pub(crate) era_repair: bool,
     /// Serve Streamable HTTP on this Unix domain socket instead (http://localhost/mcp there).
     #[arg(long, conflicts_with_all = ["stdio", "http"], value_name = "PATH")]
     pub(crate) unix_socket: Option<PathBuf>,
@@ -327,6 +331,12 @@ pub(crate) struct GatewayArgs {
     /// The mcpServers file whose servers it serves (also accepted before `gateway`).
     #[arg(long = "config", value_name = "FILE")]
     pub(crate) file: Option<PathBuf>,
+    /// Serve requests that real clients get slightly wrong instead of refusing them: a
+    /// 2026-07-28 request whose MCP-Protocol-Version header names the version the client
+    /// first negotiated is served as its body says (also `"eraRepair": true` in the file's
+    /// gateway section). Each repair is logged once per caller and counted in /metrics.
+    #[arg(long)]
+    pub(crate) era_repair: bool,
     /// Serve Streamable HTTP on this address (the endpoint is /mcp); loopback unless
     /// --allow-unauthenticated.
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "unix_socket", "check"])]

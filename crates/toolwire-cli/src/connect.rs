@@ -102,12 +102,8 @@ pub(crate) async fn with_config(
                 command: ToolsCommand::Call { name, .. },
             },
         ) => {
-            let (server, tool) = name.split_once(DEFAULT_SEPARATOR).ok_or_else(|| {
-                Failure::Usage(format!(
-                    "tools call {name}: with --config, name the tool as SERVER{DEFAULT_SEPARATOR}TOOL or give --server"
-                ))
-            })?;
-            Some((server.to_owned(), Some(tool.to_owned())))
+            let (server, tool) = routed_call(cli, &config, name, builder.clone()).await?;
+            Some((server, Some(tool)))
         }
         _ => None,
     };
@@ -133,6 +129,50 @@ pub(crate) async fn with_config(
     let outcome = session(cli, &client, tool.as_deref()).await;
     client.close().await;
     outcome
+}
+
+/// The entry and tool a `tools call NAME` with `--config` reaches: `SERVER__TOOL` of an entry
+/// of the file, an alias the file gives, or else any name the file's servers list under
+/// `--names` (a provider-safe short form), which takes starting them to learn.
+async fn routed_call(
+    cli: &Cli,
+    config: &ServersConfig,
+    name: &str,
+    builder: toolwire::ClientBuilder,
+) -> Result<(String, String), Failure> {
+    if let Some((server, tool)) = name.split_once(DEFAULT_SEPARATOR)
+        && config.get(server).is_some()
+    {
+        return Ok((server.to_owned(), tool.to_owned()));
+    }
+    let aliased = config.servers.iter().find_map(|entry| {
+        let (tool, _) = entry.aliases.iter().find(|(_, alias)| *alias == name)?;
+        Some((entry.name.clone(), tool.clone()))
+    });
+    if let Some(found) = aliased {
+        return Ok(found);
+    }
+    let host = login::stored_logins(Host::builder(builder).naming(cli.names))
+        .start(config)
+        .map_err(|e| Failure::Usage(one_line(&e)))?;
+    host.settled(settle_limit(cli)).await;
+    let listed = host
+        .load()
+        .get(name)
+        .map(|t| (t.server.to_string(), t.tool.name.clone()));
+    host.shutdown().await;
+    listed.ok_or_else(|| {
+        Failure::Usage(format!(
+            "tools call {name}: no server of the file lists a tool of that name (name it as SERVER{DEFAULT_SEPARATOR}TOOL, give --server, or see `tools list`)"
+        ))
+    })
+}
+
+/// How long a host's servers have to come up: `--timeout`, else a minute.
+fn settle_limit(cli: &Cli) -> Duration {
+    cli.timeout
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .unwrap_or(Duration::from_secs(60))
 }
 
 /// How a command line names one entry of a configuration file.
@@ -238,11 +278,7 @@ pub(crate) async fn every_server(
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     // Every server has until `--timeout` (else a minute) to come up.
-    let settle = cli
-        .timeout
-        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-        .unwrap_or(Duration::from_secs(60));
-    host.settled(settle).await;
+    host.settled(settle_limit(cli)).await;
     if matches!(cli.command, Command::Batch) {
         let code = batch::run(batch::Target::Host(&host)).await;
         host.shutdown().await;

@@ -103,6 +103,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         );
     }
     let limits = access.limits.clone();
+    let era_repair = args.era_repair || access.era_repair;
     // Upstreams named for per-caller credentials without callers who authenticate are an
     // error `Access::new` reports, never a section quietly ignored.
     let access =
@@ -121,6 +122,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     if let Some(limits) = &limits {
         limits.apply(&mut options.limits);
     }
+    options.era_repair = era_repair;
     if args.json_responses {
         options.framing = toolwire_server::Framing::Json;
     }

@@ -668,9 +668,10 @@ async fn call(
     if cli.json {
         print_json(&serde_json::to_value(&result).unwrap_or(Value::Null));
     } else {
+        // The headers on stderr: stdout holds the result alone, for `X=$(toolwire tools call …)`.
         if client.carries_headers() {
             for (n, v) in &headers {
-                say!("> {n}: {v}");
+                say_err!("> {n}: {v}");
             }
         }
         render(&result);
@@ -698,6 +699,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
         options.server.framing = toolwire_refserver::Framing::Json;
     }
     options.server.latency = Duration::from_millis(args.latency_ms);
+    options.server.era_repair = args.era_repair;
     options.register_delay = Duration::from_millis(args.register_delay_ms);
     options.server.faults.reject_accept = args.reject_accept.clone();
     options.server.faults.fail_429 = args.fail_429;

@@ -52,10 +52,12 @@ pub(crate) fn size(data: &str) -> usize {
         .unwrap_or(data.len() * 3 / 4)
 }
 
-/// Content blocks for people.
+/// A result for people and for scripts: its content on stdout and nothing else (the structured
+/// form only where no text says it); what is about the result (an error mark, tools it
+/// registered) on stderr.
 pub(crate) fn render(result: &CallToolResult) {
     if result.is_error() {
-        say!("(the tool reported an error)");
+        say_err!("(the tool reported an error)");
     }
     for block in &result.content {
         match block {
@@ -84,9 +86,14 @@ pub(crate) fn render(result: &CallToolResult) {
             ),
         }
     }
-    if let Some(structured) = &result.structured_content {
+    // By convention the text content carries the structured content already.
+    let text = result
+        .content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Text(_)));
+    if let Some(structured) = result.structured_content.as_ref().filter(|_| !text) {
         say!(
-            "structuredContent: {}",
+            "{}",
             serde_json::to_string_pretty(structured).unwrap_or_default()
         );
     }
@@ -96,10 +103,10 @@ pub(crate) fn render(result: &CallToolResult) {
         ("updates", &result.updates),
     ] {
         if let Some(names) = names.as_ref().filter(|n| !n.is_empty()) {
-            say!("{label}: {}", names.join(", "));
+            say_err!("{label}: {}", names.join(", "));
         }
     }
     if toolwire::tools_may_be_stale(result) {
-        say!("(the tool list may be stale: the announced changes did not arrive in time)");
+        say_err!("(the tool list may be stale: the announced changes did not arrive in time)");
     }
 }

@@ -23,16 +23,25 @@ fn the_readme_call_shows_its_headers_against_the_embedded_server() {
         "query=SELECT 1",
     ]);
     assert!(o.status.success(), "{o:?}");
-    let out = stdout(&o);
+    // The headers on stderr; stdout holds the result alone.
+    let said = String::from_utf8_lossy(&o.stderr);
     for line in [
         "> MCP-Protocol-Version: 2026-07-28",
         "> Mcp-Method: tools/call",
         "> Mcp-Name: execute_sql",
         "> Mcp-Param-Region: us-west-2",
-        "region=us-west-2 rows=1 query=SELECT 1",
     ] {
-        assert!(out.contains(line), "missing {line:?} in\n{out}");
+        assert!(said.contains(line), "missing {line:?} in\n{said}");
     }
+    assert_eq!(stdout(&o), "region=us-west-2 rows=1 query=SELECT 1\n");
+}
+
+#[test]
+fn a_scripts_capture_of_a_call_is_its_result_alone() {
+    // `add` answers text and structured content: the text says it, once.
+    let o = toolwire(&["tools", "call", "add", "a=2", "b=40"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o).trim(), "42", "{}", stdout(&o));
 }
 
 #[test]
@@ -117,8 +126,9 @@ fn arguments_are_typed_by_the_schema_and_args_json_wins() {
         r#"{"target": {"cluster": "blue", "priority": 3}}"#,
     ]);
     let out = stdout(&o);
-    assert!(out.contains("> Mcp-Param-Cluster: blue"), "{out}");
-    assert!(out.contains("> Mcp-Param-Priority: 3"), "{out}");
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("> Mcp-Param-Cluster: blue"), "{said}");
+    assert!(said.contains("> Mcp-Param-Priority: 3"), "{said}");
     assert!(
         out.contains("deployed to blue at priority 3 (dry run)"),
         "{out}"
@@ -220,7 +230,7 @@ fn known_tools_are_loaded_all_or_nothing() {
         "--no-list",
     ]);
     assert!(o.status.success(), "{o:?}");
-    assert!(stdout(&o).contains("> Mcp-Param-Region: eu"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("> Mcp-Param-Region: eu"));
 
     let bad = dir.join("bad.json");
     std::fs::write(

@@ -219,3 +219,59 @@ fn the_environment_proxy_is_honoured_no_proxy_bypasses_it_and_proxy_overrides_it
         Some("Basic dTpw")
     );
 }
+
+/// Under a server name too long for `server__tool` to fit, `--names provider-safe` keeps each
+/// tool's own name at the end of its listed name, no two alike, and `tools call` reaches a tool
+/// by that name, and by an alias the file gives.
+#[test]
+fn provider_safe_names_under_a_long_server_name_keep_the_tool_and_are_callable() {
+    let server = "registry.example.com/acme/mcp-reference-server-for-the-whole-company";
+    let path = std::env::temp_dir().join(format!("toolwire-cli-long-{}.json", std::process::id()));
+    let text = serde_json::json!({"mcpServers": {
+        server: {"command": BIN, "args": ["serve", "--stdio"], "aliases": {"add": "sum_two"}},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let config = path.to_str().unwrap();
+    let safe = ["--config", config, "--names", "provider-safe"];
+    let listed = json(&toolwire(
+        &[&safe[..], &["--json", "tools", "list"]].concat(),
+    ));
+    let entries = listed["tools"].as_array().unwrap();
+    assert!(entries.len() > 5, "{listed}");
+    let mut seen = std::collections::HashSet::new();
+    for entry in entries {
+        let (name, tool) = (
+            entry["name"].as_str().unwrap(),
+            entry["tool"]["name"].as_str().unwrap(),
+        );
+        assert!(toolwire_host::is_provider_safe(name), "{name}");
+        if name != "sum_two" {
+            assert!(name.ends_with(&format!("__{tool}")), "{name} lost `{tool}`");
+        }
+        assert!(seen.insert(name.to_owned()), "{name} twice");
+    }
+    let echo = toolwire_host::provider_safe(server, "__", "echo");
+    let call = toolwire(
+        &[
+            &safe[..],
+            &["--json", "tools", "call", &echo, "text=by its listed name"],
+        ]
+        .concat(),
+    );
+    assert!(
+        call.status.success(),
+        "{}",
+        String::from_utf8_lossy(&call.stderr)
+    );
+    assert_eq!(json(&call)["content"][0]["text"], "by its listed name");
+    let sum = toolwire(&[
+        "--config", config, "--json", "tools", "call", "sum_two", "a=2", "b=40",
+    ]);
+    assert!(
+        sum.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sum.stderr)
+    );
+    assert!(stdout(&sum).contains("42"), "{}", stdout(&sum));
+    let _ = std::fs::remove_file(&path);
+}

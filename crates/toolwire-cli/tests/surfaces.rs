@@ -336,7 +336,7 @@ fn provider_safe_names_are_listed_and_called_over_a_config() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    let echo = toolwire_host::provider_safe("files.v2__echo").into_owned();
+    let echo = toolwire_host::provider_safe("files.v2", "__", "echo");
     assert!(names.contains(&echo.as_str()), "{echo} not in {names:?}");
     assert!(
         names.iter().all(|n| toolwire_host::is_provider_safe(n)),

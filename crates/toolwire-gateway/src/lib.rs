@@ -661,6 +661,10 @@ impl Service for Gateway {
         self.session_gone(session);
     }
 
+    fn repaired(&self, repair: toolwire_server::Repair) {
+        self.metrics.repaired(repair.as_str());
+    }
+
     /// Tool-list changes to every session; to each session only what is its own: updates of
     /// the resources it subscribed to, log lines of upstreams its caller may see from the level
     /// it asked for, completions of the URL elicitations its calls were asked.

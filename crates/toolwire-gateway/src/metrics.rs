@@ -47,6 +47,11 @@ struct Tool {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Repaired {
+    kind: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct State {
     upstream: String,
     state: String,
@@ -78,6 +83,7 @@ pub(crate) struct Metrics {
     calls: Family<Call, Counter>,
     latency: Family<Tool, Histogram, fn() -> Histogram>,
     states: Family<State, Gauge>,
+    repairs: Family<Repaired, Counter>,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -97,6 +103,12 @@ impl Metrics {
         let latency =
             Family::<Tool, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
         let states = Family::<State, Gauge>::default();
+        let repairs = Family::<Repaired, Counter>::default();
+        registry.register(
+            "era_repairs",
+            "Requests served although a client quirk made them wrong (--era-repair), by kind",
+            repairs.clone(),
+        );
         registry.register(
             "tool_calls",
             "Tool calls routed to an upstream, by outcome",
@@ -117,9 +129,19 @@ impl Metrics {
             calls,
             latency,
             states,
+            repairs,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
+    }
+
+    /// One request served by an era repair of `kind`.
+    pub(crate) fn repaired(&self, kind: &str) {
+        self.repairs
+            .get_or_create(&Repaired {
+                kind: kind.to_owned(),
+            })
+            .inc();
     }
 
     /// One call to `upstream`'s `tool` (as the gateway names it), how it ended and how long it

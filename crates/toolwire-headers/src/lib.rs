@@ -62,7 +62,10 @@ pub use plan::{
     ANNOTATION, ArgumentError, HeaderPlan, HeaderProblem, HeaderRule, InvalidToolHeaders,
     MAX_SAFE_INTEGER, MAX_SCHEMA_DEPTH, PARAM_PREFIX, ParamHeader, ParamKind,
 };
-pub use server::{Mismatch, MismatchKind, ReceivedHeaders, check_present, check_request};
+pub use server::{
+    Mismatch, MismatchKind, ReceivedHeaders, check_present, check_request,
+    check_request_repairing_version,
+};
 pub use standard::{
     AUTHORIZATION, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, authorization_header, method_header,
     name_header, name_source, protocol_version_header, standard_headers,

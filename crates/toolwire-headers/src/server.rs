@@ -222,6 +222,35 @@ pub fn check_request(
     check_routing(headers, method, params, plan, true)
 }
 
+/// [`check_request`] for a server that repairs one client quirk: an `MCP-Protocol-Version`
+/// header naming another version this crate knows than the body's `_meta`, on a request that
+/// is otherwise right (some clients send the version they first negotiated on every request).
+/// The body wins: `Ok(Some(mismatch))` is the disagreement that was overlooked; every other
+/// mismatch (routing headers, an unknown or absent version) is still an error.
+pub fn check_request_repairing_version(
+    headers: &ReceivedHeaders<'_>,
+    method: &str,
+    params: Option<&JsonObject>,
+    plan: Option<&HeaderPlan>,
+) -> Result<Option<Mismatch>, Mismatch> {
+    match check_request(headers, method, params, plan) {
+        Ok(()) => Ok(None),
+        Err(mismatch) if mismatch.is_known_version_disagreement() => {
+            check_routing(headers, method, params, plan, true).map(|()| Some(mismatch))
+        }
+        Err(mismatch) => Err(mismatch),
+    }
+}
+
+impl Mismatch {
+    /// `MCP-Protocol-Version` names a version this crate knows, and the body another.
+    fn is_known_version_disagreement(&self) -> bool {
+        self.header == "MCP-Protocol-Version"
+            && matches!(&self.kind, MismatchKind::Differs { header, .. }
+                if toolwire_types::ProtocolVersion::new(header.as_str()).is_ok_and(|v| v.is_supported()))
+    }
+}
+
 /// Checks the routing headers a request that is not modern carries against its body, requiring
 /// none: `Mcp-Method`, `Mcp-Name` and each `Mcp-Param-*` of the tool's `plan` must, when
 /// present, say what the body says (some clients send them in every era: the C# SDK adds

@@ -7,9 +7,13 @@
 //! at 64 turns two long names with a common beginning into one.
 //!
 //! [`Naming::ProviderSafe`] keeps a qualified name that already meets the rule, and maps any
-//! other to a short form that does: every character outside the set becomes `_`, the result is
-//! cut to 55 characters, and `_` and the first 8 hexadecimal digits of the SHA-256 of the
-//! qualified name (its UTF-8 bytes) follow. So:
+//! other to a short form that does and that keeps the tool's own name where it can, since that
+//! is what a model chooses by: every character outside the set becomes `_`, the server's part
+//! is cut to what the tool's leaves and followed by `_` and the first 8 hexadecimal digits of
+//! the SHA-256 of the qualified name (its UTF-8 bytes), then the separator and the tool's name
+//! (`{server}_{digest}{separator}{tool}`). The tool's name is cut only when it alone leaves no
+//! room (one character of the server's is kept). So:
+//! - every tool of a server with a long name keeps its own name, at the end;
 //! - the short form depends on the server's and the tool's names alone: the same after a
 //!   restart, a list change or another server's arrival, on every machine;
 //! - two different qualified names get the same short form only if their digests agree in 32
@@ -22,15 +26,16 @@
 //! ```
 //! use toolwire_host::{Naming, provider_safe};
 //!
-//! assert_eq!(provider_safe("github__create_issue"), "github__create_issue");
-//! let dotted = provider_safe("files.v2__read.file");
-//! assert!(dotted.starts_with("files_v2__read_file_") && dotted.len() == 28);
-//! let long = format!("search__{}", "very_long_tool_name_".repeat(4));
-//! assert_eq!(provider_safe(&long).len(), 64);
+//! assert_eq!(provider_safe("github", "__", "create_issue"), "github__create_issue");
+//! let dotted = provider_safe("files.v2", "__", "read.file");
+//! assert!(dotted.starts_with("files_v2_") && dotted.ends_with("__read_file") && dotted.len() == 28);
+//! let server = "a-very-long-server-name-from-a-registry-that-names-everything-at-length";
+//! let long = provider_safe(server, "__", "create_issue");
+//! assert_eq!(long.len(), 64);
+//! assert!(long.ends_with("__create_issue"));
 //! assert_eq!(Naming::ProviderSafe.name("github", "__", "create_issue"), "github__create_issue");
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -55,13 +60,9 @@ pub enum Naming {
 impl Naming {
     /// The name `server`'s tool `tool` gets.
     pub fn name(self, server: &str, separator: &str, tool: &str) -> String {
-        let qualified = format!("{server}{separator}{tool}");
         match self {
-            Self::Qualified => qualified,
-            Self::ProviderSafe => match provider_safe(&qualified) {
-                Cow::Borrowed(_) => qualified,
-                Cow::Owned(short) => short,
-            },
+            Self::Qualified => format!("{server}{separator}{tool}"),
+            Self::ProviderSafe => provider_safe(server, separator, tool),
         }
     }
 }
@@ -101,12 +102,15 @@ pub fn is_provider_safe(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// `qualified` itself when providers accept it ([`is_provider_safe`]), else its short form:
-/// the characters outside the set replaced by `_`, cut to 55, then `_` and the first 8
-/// hexadecimal digits of the SHA-256 of `qualified`.
-pub fn provider_safe(qualified: &str) -> Cow<'_, str> {
-    if is_provider_safe(qualified) {
-        return Cow::Borrowed(qualified);
+/// `{server}{separator}{tool}` itself when providers accept it ([`is_provider_safe`]), else its
+/// short form: the characters outside the set replaced by `_`, the server's part cut to what
+/// the tool's leaves and followed by `_` and the first 8 hexadecimal digits of the SHA-256 of
+/// the qualified name, then the separator and the tool's name (cut only when it alone is too
+/// long).
+pub fn provider_safe(server: &str, separator: &str, tool: &str) -> String {
+    let qualified = format!("{server}{separator}{tool}");
+    if is_provider_safe(&qualified) {
+        return qualified;
     }
     let digest = ring::digest::digest(&ring::digest::SHA256, qualified.as_bytes());
     let tag: String = digest
@@ -115,9 +119,25 @@ pub fn provider_safe(qualified: &str) -> Cow<'_, str> {
         .take(TAG_DIGITS / 2)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let keep = PROVIDER_NAME_MAX - TAG_DIGITS - 1;
-    let mut short: String = qualified
-        .chars()
+    let (server, separator, tool) = (safe(server), safe(separator), safe(tool));
+    // What the server's part needs besides its own characters: `_`, the digest, the separator.
+    let fixed = 1 + TAG_DIGITS + separator.len();
+    let server_room = PROVIDER_NAME_MAX
+        .saturating_sub(fixed + tool.len())
+        .max(1)
+        .min(server.len());
+    let tool_room = PROVIDER_NAME_MAX.saturating_sub(fixed + server_room);
+    // Each is ASCII now: a cut at a byte is a cut at a character.
+    format!(
+        "{}_{tag}{separator}{}",
+        &server[..server_room],
+        &tool[..tool_room.min(tool.len())]
+    )
+}
+
+/// `name` with every character providers refuse replaced by `_`.
+fn safe(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -125,11 +145,7 @@ pub fn provider_safe(qualified: &str) -> Cow<'_, str> {
                 '_'
             }
         })
-        .take(keep)
-        .collect();
-    short.push('_');
-    short.push_str(&tag);
-    Cow::Owned(short)
+        .collect()
 }
 
 /// Two tools that would have the same name in the merged snapshot. The first keeps it; the
@@ -155,64 +171,87 @@ pub struct NameCollision {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_name_providers_accept_is_kept_as_it_is() {
-        for name in ["github__create_issue", "a", "x-y_Z09", &"n".repeat(64)] {
-            assert!(is_provider_safe(name), "{name}");
-            assert!(matches!(provider_safe(name), Cow::Borrowed(n) if n == name));
-        }
+    fn tag_of(qualified: &str) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, qualified.as_bytes());
+        digest.as_ref()[..4]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 
     #[test]
-    fn every_short_form_matches_the_providers_rule_and_ends_in_the_digest() {
-        let cases = [
-            "files.v2__read.file".to_owned(),
-            "srv__tool with spaces".to_owned(),
-            "srv__ünïcödé".to_owned(),
-            "srv__a/b".to_owned(),
-            format!("srv__{}", "x".repeat(60)),
-            format!("{}__{}", "s".repeat(100), "t".repeat(100)),
-            String::new(),
-        ];
-        for qualified in &cases {
-            let short = provider_safe(qualified);
-            assert!(is_provider_safe(&short), "{qualified:?} -> {short:?}");
-            assert_ne!(short, qualified.as_str());
-            let digest = ring::digest::digest(&ring::digest::SHA256, qualified.as_bytes());
-            let tag = format!(
-                "_{:02x}{:02x}{:02x}{:02x}",
-                digest.as_ref()[0],
-                digest.as_ref()[1],
-                digest.as_ref()[2],
-                digest.as_ref()[3]
+    fn a_name_providers_accept_is_kept_as_it_is() {
+        for (server, tool) in [("github", "create_issue"), ("a", "b"), ("x-y", "Z09")] {
+            assert_eq!(
+                provider_safe(server, "__", tool),
+                format!("{server}__{tool}")
             );
-            assert!(short.ends_with(&tag), "{short} does not end in {tag}");
+        }
+        let longest = "n".repeat(62);
+        assert_eq!(provider_safe("s", "_", &longest).len(), 64);
+    }
+
+    #[test]
+    fn every_short_form_matches_the_providers_rule_and_carries_the_digest() {
+        let long = "x".repeat(60);
+        let (s100, t100) = ("s".repeat(100), "t".repeat(100));
+        let cases: [(&str, &str); 6] = [
+            ("files.v2", "read.file"),
+            ("srv", "tool with spaces"),
+            ("srv", "ünïcödé"),
+            ("srv", "a/b"),
+            ("srv", &long),
+            (&s100, &t100),
+        ];
+        for (server, tool) in cases {
+            let short = provider_safe(server, "__", tool);
+            assert!(is_provider_safe(&short), "{server}/{tool} -> {short:?}");
+            let tag = tag_of(&format!("{server}__{tool}"));
+            assert!(short.contains(&format!("_{tag}__")), "{short} lacks {tag}");
         }
     }
 
     #[test]
     fn a_short_form_is_the_same_on_every_call_and_documented_exactly() {
         // Pinned: a host that restarts, or another machine, names the tool the same.
-        let digest = ring::digest::digest(&ring::digest::SHA256, b"files.v2__read.file");
-        let expected = format!(
-            "files_v2__read_file_{}",
-            digest.as_ref()[..4]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        );
-        assert_eq!(provider_safe("files.v2__read.file"), expected);
-        assert_eq!(
-            provider_safe("files.v2__read.file"),
-            provider_safe("files.v2__read.file")
-        );
+        let expected = format!("files_v2_{}__read_file", tag_of("files.v2__read.file"));
+        assert_eq!(provider_safe("files.v2", "__", "read.file"), expected);
+    }
+
+    #[test]
+    fn under_a_long_server_name_every_tool_keeps_its_own_name() {
+        let server = "registry.example.com/acme/mcp-server-for-the-quarterly-revenue-reports";
+        let tools = [
+            "list_reports",
+            "get_report",
+            "create_report",
+            "delete_report",
+        ];
+        let names: Vec<String> = tools
+            .iter()
+            .map(|t| provider_safe(server, "__", t))
+            .collect();
+        for (name, tool) in names.iter().zip(tools) {
+            assert!(is_provider_safe(name), "{name}");
+            assert!(name.ends_with(&format!("__{tool}")), "{name} lost {tool}");
+        }
+        let distinct: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), tools.len(), "{names:?}");
+    }
+
+    #[test]
+    fn a_tool_name_too_long_alone_is_cut_after_one_character_of_the_server() {
+        let tool = "t".repeat(100);
+        let short = provider_safe("server", "__", &tool);
+        assert_eq!(short.len(), 64);
+        assert!(short.starts_with(&format!("s_{}__ttt", tag_of(&format!("server__{tool}")))));
     }
 
     #[test]
     fn long_names_with_a_common_beginning_stay_apart() {
-        let stem = "analytics__run_the_quarterly_revenue_report_for_the_region_of";
-        let a = provider_safe(&format!("{stem}_emea")).into_owned();
-        let b = provider_safe(&format!("{stem}_apac")).into_owned();
+        let stem = "run_the_quarterly_revenue_report_for_the_region_of";
+        let a = provider_safe("analytics", "__", &format!("{stem}_emea"));
+        let b = provider_safe("analytics", "__", &format!("{stem}_apac"));
         assert_eq!(a.len(), 64);
         assert_eq!(b.len(), 64);
         assert_ne!(a, b, "cut at 64 alone, the two would be one name");
@@ -220,8 +259,11 @@ mod tests {
 
     #[test]
     fn names_that_differ_only_in_a_replaced_character_stay_apart() {
-        assert_ne!(provider_safe("srv__a.b"), provider_safe("srv__a/b"));
-        assert_ne!(provider_safe("srv__a.b"), "srv__a_b");
+        assert_ne!(
+            provider_safe("srv", "__", "a.b"),
+            provider_safe("srv", "__", "a/b")
+        );
+        assert_ne!(provider_safe("srv", "__", "a.b"), "srv__a_b");
     }
 
     #[test]

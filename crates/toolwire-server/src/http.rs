@@ -20,7 +20,11 @@ use hyper::body::Incoming;
 use serde_json::Value;
 
 use tokio::sync::mpsc;
-use toolwire_headers::{ReceivedHeaders, check_present, check_request};
+use toolwire_headers::{
+    ReceivedHeaders, check_present, check_request, check_request_repairing_version,
+};
+
+use crate::Repair;
 
 use crate::core::{Core, Interest, Keyed, error, request_version};
 use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
@@ -57,6 +61,8 @@ pub(crate) struct Front<S> {
     /// them to the client, so nowhere (its receiver is gone; a send drops the message at once
     /// rather than keeping it until the answer, and no channel is made per request).
     pub(crate) nowhere: mpsc::UnboundedSender<Value>,
+    /// The era repairs logged already, per caller.
+    repairs: crate::repair::Repairs,
 }
 
 fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -111,6 +117,7 @@ impl<S: Service + Edge> Front<S> {
             sse_answers: AtomicU64::new(0),
             faults: Arc::new(AtomicU64::new(0)),
             nowhere: mpsc::unbounded_channel().0,
+            repairs: crate::repair::Repairs::default(),
         })
     }
 
@@ -208,10 +215,10 @@ impl<S: Service + Edge> Front<S> {
         let message = &incoming.value;
         let method = message["method"].as_str().unwrap_or("").to_owned();
         let modern = request_version(message).is_some() && self.core.options.eras != Eras::Legacy;
-        if let Err(refused) = self.check_headers(&parts, &incoming, &method, modern) {
+        let owner = Caller::tag(caller.as_deref());
+        if let Err(refused) = self.check_headers(&parts, &incoming, &method, modern, owner) {
             return *refused;
         }
-        let owner = Caller::tag(caller.as_deref());
         let session = match self.session_of(&parts, &incoming, &method, modern, owner) {
             Ok(session) => session,
             Err(refused) => return *refused,
@@ -274,6 +281,7 @@ impl<S: Service + Edge> Front<S> {
         incoming: &crate::incoming::Incoming,
         method: &str,
         modern: bool,
+        owner: [u8; 16],
     ) -> Result<(), Refusal> {
         let options = &self.core.options;
         let message = &incoming.value;
@@ -282,7 +290,16 @@ impl<S: Service + Edge> Front<S> {
             if options.validate_headers {
                 let (received, plan) = self.routing(parts, method, message);
                 let params = message["params"].as_object();
-                if let Err(mismatch) = check_request(&received, method, params, plan.as_ref()) {
+                let checked = if options.era_repair {
+                    check_request_repairing_version(&received, method, params, plan.as_ref())
+                        .map(|repaired| {
+                            repaired.map(|m| self.repaired(Repair::VersionHeader, owner, &m))
+                        })
+                        .map(|_| ())
+                } else {
+                    check_request(&received, method, params, plan.as_ref())
+                };
+                if let Err(mismatch) = checked {
                     tracing::info!(%mismatch, "refusing a request whose headers do not match its body");
                     let e = mismatch.to_error();
                     return Err(Box::new(json_response(
@@ -315,6 +332,15 @@ impl<S: Service + Edge> Front<S> {
             )));
         }
         Ok(())
+    }
+
+    /// `repair` was made for the caller tagged `owner` (what it overlooked: `what`): reported
+    /// to the service each time, logged the first time for that caller.
+    fn repaired(&self, repair: Repair, owner: [u8; 16], what: &dyn std::fmt::Display) {
+        if self.repairs.first(repair, owner) {
+            tracing::info!(repair = repair.as_str(), %what, "era repair: served as the body says (logged once per caller)");
+        }
+        self.core.service.repaired(repair);
     }
 
     /// The legacy session a POST belongs to, when it has one: named by `Mcp-Session-Id`, live

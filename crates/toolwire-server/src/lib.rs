@@ -43,6 +43,7 @@ mod guard;
 mod http;
 mod incoming;
 mod limits;
+mod repair;
 mod respond;
 mod service;
 mod session_id;
@@ -56,6 +57,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use guard::{Caller, Credential, Denial};
+pub use repair::Repair;
 pub use service::{
     Answer, Change, Edge, Era, Listener, Notifier, Page, Reply, Request, RpcError, ServerInfo,
     Service, legacy_notification,
@@ -146,6 +148,10 @@ pub struct Options {
     pub session_keys: Option<SessionKeys>,
     /// What one client can hold or grow ([`Limits`]; defaults fit a public deployment).
     pub limits: Limits,
+    /// Overlook the client quirks [`Repair`] names instead of refusing them (default off:
+    /// strict, as the spec says). Each repair is reported to [`Service::repaired`] and logged
+    /// once per caller and kind.
+    pub era_repair: bool,
 }
 
 /// Bounds on everything a client can hold open or make the server keep: each is a default
@@ -227,6 +233,7 @@ impl Default for Options {
             allowed_hosts: Vec::new(),
             session_keys: None,
             limits: Limits::default(),
+            era_repair: false,
         }
     }
 }

@@ -386,6 +386,12 @@ pub trait Service: Send + Sync + 'static {
         let _ = session;
     }
 
+    /// A client quirk was overlooked ([`crate::Options::era_repair`]): the request was served
+    /// as its body says. Counted by the gateway; nothing by default.
+    fn repaired(&self, repair: crate::Repair) {
+        let _ = repair;
+    }
+
     /// Changes as they happen. The default has none.
     fn changes(&self) -> broadcast::Receiver<Change> {
         broadcast::channel(1).1

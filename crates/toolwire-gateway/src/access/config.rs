@@ -88,6 +88,10 @@ pub struct AccessConfig {
     /// not fit.
     #[serde(default)]
     pub limits: Option<LimitsConfig>,
+    /// Overlook the client quirks real clients have (`"eraRepair": true`, also
+    /// `--era-repair`; [`toolwire_server::Options::era_repair`]). Strict by default.
+    #[serde(default)]
+    pub era_repair: bool,
 }
 
 /// The `limits` member of the `gateway` section: each one given replaces the default of
