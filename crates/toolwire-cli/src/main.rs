@@ -201,6 +201,7 @@ fn main() -> ExitCode {
         let registry = registry.with(otlp.as_ref().map(toolwire_telemetry::Otlp::layer));
         registry.init();
     }
+    let json = cli.json;
     let outcome = runtime.block_on(run(cli));
     // What is left goes out while the runtime that sends it still runs.
     #[cfg(feature = "otlp")]
@@ -210,17 +211,17 @@ fn main() -> ExitCode {
     // Not a drop, which would wait for blocking tasks: `serve --stdio` keeps one reading stdin,
     // and a server that is done must exit now, not after the client's next line.
     runtime.shutdown_background();
-    match outcome {
-        Ok(code) => code,
-        Err(Failure::Usage(reason)) => {
-            say_err!("toolwire: {reason}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Remote(reason)) => {
-            say_err!("toolwire: {reason}");
-            ExitCode::from(3)
-        }
+    let (reason, exit) = match outcome {
+        Ok(code) => return code,
+        Err(Failure::Usage(reason)) => (reason, 2),
+        Err(Failure::Remote(reason)) => (reason, 3),
+    };
+    say_err!("toolwire: {reason}");
+    // `--json` promises one document on stdout: a failure is one too, as `batch` writes it.
+    if json && !terminal::wrote_stdout() {
+        render::print_json(&serde_json::json!({"error": {"message": reason, "exit": exit}}));
     }
+    ExitCode::from(exit)
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Failure> {

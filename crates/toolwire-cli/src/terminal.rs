@@ -22,10 +22,20 @@ pub(crate) fn write(to_stderr: bool, text: &str, newline: bool) {
     let written = if to_stderr {
         write!(std::io::stderr().lock(), "{text}{end}")
     } else {
+        WROTE_STDOUT.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut out = std::io::stdout().lock();
         write!(out, "{text}{end}").and_then(|()| out.flush())
     };
     drop(written);
+}
+
+/// Whether anything went to stdout: a failure under `--json` prints its own document only when
+/// nothing did (one document on stdout, whatever happens).
+static WROTE_STDOUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`write`] wrote anything to stdout.
+pub(crate) fn wrote_stdout() -> bool {
+    WROTE_STDOUT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `println!`, through [`safe`].

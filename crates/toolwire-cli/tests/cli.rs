@@ -367,3 +367,23 @@ fn a_reader_that_goes_away_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_ne!(out.status.code(), Some(101), "{err}");
 }
+
+#[test]
+fn a_failure_under_json_is_one_json_document_on_stdout_too() {
+    // Nothing listens on port 1: a connection failure, exit 3.
+    let refused = toolwire(&["--json", "--url", "http://127.0.0.1:1/mcp", "tools", "list"]);
+    assert_eq!(refused.status.code(), Some(3));
+    let document = json(&refused);
+    assert_eq!(document["error"]["exit"], 3, "{document}");
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Connection refused"),
+        "{document}"
+    );
+    // A usage error, exit 2.
+    let usage = toolwire(&["--json", "tools", "call", "add", "--args", "{a:1}"]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert_eq!(json(&usage)["error"]["exit"], 2);
+}
