@@ -409,3 +409,39 @@ async fn a_modern_callers_log_level_reaches_the_upstream_and_only_it_hears_the_m
         assert_ne!(notice.method, "notifications/message", "{notice:?}");
     }
 }
+
+/// A call's result that links to a resource (`write_file` links the file it wrote) names it by
+/// the gateway's URI, which the same client reads back through the gateway, in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_a_call_links_to_is_read_back_through_the_gateway_in_both_eras() {
+    let Setup {
+        gateway,
+        front,
+        _upstreams,
+    } = serving(&["new", "old"]).await;
+    for (server, mode) in [("new", ProtocolMode::Auto), ("old", LEGACY)] {
+        let client = client(&front.url(), mode.clone());
+        // Registers read_file and write_file; the call returns once they are listed.
+        client
+            .call_tool(&format!("{server}__unlock_files"), json!({}))
+            .await
+            .unwrap();
+        let wrote = client
+            .call_tool(
+                &format!("{server}__write_file"),
+                json!({"path": "list", "content": "milk, bread"}),
+            )
+            .await
+            .unwrap();
+        let wrote = serde_json::to_value(&wrote).unwrap();
+        let link = &wrote["content"][1];
+        assert_eq!(link["type"], "resource_link", "{wrote}");
+        let uri = link["uri"].as_str().unwrap();
+        assert_eq!(uri, format!("toolwire://{server}__files/list"), "{mode:?}");
+        let read = client.read_resource(uri).await.unwrap();
+        let read = serde_json::to_value(&read.contents).unwrap();
+        assert_eq!(read[0]["text"], "milk, bread", "{mode:?}: {read}");
+        client.close().await;
+    }
+    gateway.host().shutdown().await;
+}

@@ -409,8 +409,13 @@ impl Gateway {
             _ => upstream_error(&e),
         })? {
             toolwire::Called::Done(result) => result,
-            // Passed on as it came, unless it names tools, which are renamed.
-            toolwire::Called::Raw(raw) if !raw.facts().names_tools => {
+            // Passed on as it came, unless it names tools or resources, which are renamed, or
+            // its upstream, which is the gateway's to name.
+            toolwire::Called::Raw(raw)
+                if !(raw.facts().names_tools
+                    || raw.facts().names_resources
+                    || raw.facts().names_server) =>
+            {
                 return Ok(crate::text_for_era(raw, era));
             }
             toolwire::Called::Raw(raw) => raw.decode().map_err(|e| {
@@ -434,7 +439,7 @@ impl Gateway {
         };
         // Tools the call says it registers, removes or changes, by the names clients see here
         // (a client waits for exactly those names before it trusts its listing again).
-        if let Some(server) = server {
+        if let Some(server) = &server {
             for names in [
                 &mut result.registers,
                 &mut result.unregisters,
@@ -444,12 +449,73 @@ impl Gateway {
             .flatten()
             {
                 for tool in names.iter_mut() {
-                    *tool = self.host.tool_name(&server, tool);
+                    *tool = self.host.tool_name(server, tool);
                 }
             }
         }
-        serde_json::to_value(&result)
-            .map(Reply::Json)
-            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
+        let mut result = serde_json::to_value(&result)
+            .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))?;
+        if let Some(server) = &server {
+            outward_result(&mut result, server, self.host.separator());
+        }
+        Ok(Reply::Json(result))
+    }
+}
+
+/// A call's result as the gateway's own: the resources its content names (links and embedded
+/// resources) under the URIs the gateway reads them by, and no word of the upstream's identity
+/// in its `_meta` (the gateway is the server its client talks to).
+fn outward_result(result: &mut Value, server: &str, separator: &str) {
+    if let Some(blocks) = result["content"].as_array_mut() {
+        for block in blocks {
+            match block["type"].as_str() {
+                Some("resource_link") => {
+                    crate::surface::rename_uri(block, "uri", server, separator);
+                }
+                Some("resource") => {
+                    crate::surface::rename_uri(&mut block["resource"], "uri", server, separator);
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(meta_key::SERVER_INFO);
+        if meta.is_empty() {
+            result.as_object_mut().map(|r| r.remove("_meta"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_names_resources_by_the_gateways_uris_and_not_its_upstream() {
+        let mut result = json!({
+            "content": [
+                {"type": "text", "text": "see file:///report.pdf"},
+                {"type": "resource_link", "uri": "file:///report.pdf", "name": "report.pdf"},
+                {"type": "resource", "resource": {"uri": "toolwire://files/a", "text": "milk"}},
+            ],
+            "_meta": {meta_key::SERVER_INFO: {"name": "py-demo", "version": "1"}}
+        });
+        outward_result(&mut result, "py", "__");
+        assert_eq!(
+            result["content"][0]["text"], "see file:///report.pdf",
+            "text is the tool's"
+        );
+        assert_eq!(result["content"][1]["uri"], "file://py__/report.pdf");
+        assert_eq!(
+            result["content"][2]["resource"]["uri"],
+            "toolwire://py__files/a"
+        );
+        assert!(result.get("_meta").is_none(), "{result}");
+
+        let mut kept = json!({"content": [], "_meta": {"io.example/trace": 1,
+            meta_key::SERVER_INFO: {"name": "py-demo"}}});
+        outward_result(&mut kept, "py", "__");
+        assert_eq!(kept["_meta"], json!({"io.example/trace": 1}));
     }
 }

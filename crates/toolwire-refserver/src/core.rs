@@ -457,8 +457,12 @@ impl Core {
             "write_file" => {
                 lock(&self.files).insert(str_arg("path"), str_arg("content"));
                 let uri = format!("toolwire://files/{}", str_arg("path"));
-                let _ = self.changes.send(Change::Resource(uri));
-                tools::text(format!("wrote {}", str_arg("path")))
+                let _ = self.changes.send(Change::Resource(uri.clone()));
+                // The file, as a link the client can read back.
+                json!({"content": [
+                    {"type": "text", "text": format!("wrote {}", str_arg("path"))},
+                    {"type": "resource_link", "uri": uri, "name": str_arg("path"), "mimeType": "text/plain"},
+                ]})
             }
             other => return Err((code::INVALID_PARAMS, format!("Unknown tool: {other}"))),
         })

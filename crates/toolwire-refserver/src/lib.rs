@@ -13,7 +13,7 @@
 //!   says so with `notifications/elicitation/complete`), `show_clock` (an MCP Apps view,
 //!   `ui://toolwire/clock.html`, with its CSP and permissions).
 //! - **Resources, prompts, completions**: `toolwire://readme`, the template
-//!   `toolwire://files/{path}` (the files `write_file` made), the prompt `greet` (`who`), and
+//!   `toolwire://files/{path}` (the files `write_file` made, each linked from its result), the prompt `greet` (`who`), and
 //!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).
 //! - **Knobs** ([`Options`]): the registration delay, broken tool definitions in `tools/list`,
 //!   and the protocol's own ([`Faults`]: latency, 406 on a given `Accept`, 429 with

@@ -24,6 +24,12 @@ pub struct CompleteCall {
     pub says_complete: bool,
     /// It carries caching hints (`ttlMs`, `cacheScope`: 2026-07-28).
     pub has_cache_hints: bool,
+    /// Its `content` may name resources (a block has a `uri`: a `resource_link` or an
+    /// embedded resource); a text that merely says `"uri"` counts too.
+    pub names_resources: bool,
+    /// Its `_meta` names the server that made it
+    /// ([`SERVER_INFO`](crate::meta_key::SERVER_INFO)).
+    pub names_server: bool,
     /// Where the members only 2026-07-28 has lie in the text read, for
     /// [`without_modern_members`].
     modern: ModernMembers,
@@ -85,6 +91,9 @@ fn each_member<'a>(
     de.end().ok()
 }
 
+/// The server-information key of `_meta` as it is written as a member's name.
+const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\"";
+
 /// Where `part` (borrowed from `whole`) begins in it.
 fn offset(whole: &str, part: &str) -> usize {
     (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize)
@@ -104,6 +113,8 @@ pub fn complete_call_result(raw: &RawValue) -> Option<CompleteCall> {
         names_tools: false,
         says_complete: false,
         has_cache_hints: false,
+        names_resources: false,
+        names_server: false,
         modern: ModernMembers {
             len: text.len(),
             spans: [None; 3],
@@ -124,6 +135,13 @@ pub fn complete_call_result(raw: &RawValue) -> Option<CompleteCall> {
             _ => usize::MAX,
         };
         let end = offset(text, value.get()) + value.get().len();
+        match &*key {
+            "content" => facts.names_resources |= value.get().contains("\"uri\""),
+            "_meta" => {
+                facts.names_server |= value.get().contains(SERVER_INFO_MEMBER);
+            }
+            _ => {}
+        }
         if known != usize::MAX {
             if std::mem::replace(&mut seen[known], true) {
                 return Err(());
@@ -274,6 +292,23 @@ mod tests {
 
     fn raw(value: &Value) -> Box<RawValue> {
         serde_json::value::to_raw_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_result_says_whether_its_content_may_name_resources_and_its_meta_its_server() {
+        let facts = |t: &str| complete_call_result(&RawValue::from_string(t.to_owned()).unwrap());
+        let plain = facts(r#"{"content":[{"type":"text","text":"a \"uri\" in words"}]}"#);
+        assert!(plain.is_some_and(|f| !f.names_server));
+        let linked = facts(
+            r#"{"content":[{"type":"resource_link","uri":"file:///a","name":"a"}],"_meta":{"x":1}}"#,
+        );
+        assert!(linked.is_some_and(|f| f.names_resources && !f.names_server));
+        let signed =
+            facts(r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"py"}}}"#);
+        assert!(signed.is_some_and(|f| f.names_server && !f.names_resources));
+        // Only the result's own members: a `uri` in structured content does not count.
+        let structured = facts(r#"{"content":[],"structuredContent":{"uri":"x"}}"#);
+        assert!(structured.is_some_and(|f| !f.names_resources));
     }
 
     #[test]
