@@ -12,7 +12,14 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     let Some(file) = checked.or(args.file.as_ref()).or(cli.config.as_ref()) else {
         return Err(Failure::Usage("gateway needs --config FILE".into()));
     };
-    let config = trust::load_config(file)?;
+    // A check runs nothing, so the file needs no approval: its problems are all it says.
+    let config = if checked.is_some() {
+        let config = ServersConfig::load(file).map_err(|e| Failure::Usage(one_line(&e)))?;
+        trust::say_typos(&config);
+        config
+    } else {
+        trust::load_config(file)?
+    };
     // The upstreams' requests (elicitation, sampling, roots) go to the client whose call they
     // are about, never to this terminal.
     let upstream = toolwire_gateway::upstream_client(client_builder(cli)?);
@@ -67,6 +74,27 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         }
     }
     if args.check.is_some() {
+        // What would stop an entry from starting, found without starting it.
+        let mut stopped = 0;
+        for entry in config.servers.iter().filter(|s| !s.disabled) {
+            let Ok(stdio) = entry.stdio_config() else {
+                continue;
+            };
+            if let Err(why) = stdio.preflight() {
+                say_err!(
+                    "toolwire: {}: server `{}`: {why}",
+                    file.display(),
+                    entry.name
+                );
+                stopped += 1;
+            }
+        }
+        if stopped > 0 {
+            return Err(Failure::Usage(format!(
+                "{}: {stopped} server(s) could not start",
+                file.display()
+            )));
+        }
         let enabled = config.servers.iter().filter(|s| !s.disabled).count();
         say!(
             "{}: {} servers ({enabled} enabled), ready to serve",

@@ -81,7 +81,24 @@ fn load_config_asking(file: &Path, may_ask: bool) -> Result<ServersConfig, Failu
         }
         remember(store.as_ref(), file, &text)?;
     }
-    ServersConfig::from_text(file, &text).map_err(|e| Failure::Usage(crate::one_line(&e)))
+    let config =
+        ServersConfig::from_text(file, &text).map_err(|e| Failure::Usage(crate::one_line(&e)))?;
+    say_typos(&config);
+    Ok(config)
+}
+
+/// Says, on stderr, each member of the file that is likely a typo of one the loader reads
+/// (it is ignored, so its entry does not do what its author meant).
+pub(crate) fn say_typos(config: &ServersConfig) {
+    let file = config
+        .file
+        .as_deref()
+        .map_or_else(String::new, |f| format!("{}: ", f.display()));
+    for (server, key, meant) in config.likely_typos() {
+        say_err!(
+            "toolwire: {file}server `{server}`: `{key}` is not a member this reads and is ignored (did you mean `{meant}`?)"
+        );
+    }
 }
 
 fn remember(store: Option<&TrustStore>, file: &Path, text: &str) -> Result<(), Failure> {

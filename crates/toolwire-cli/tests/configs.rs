@@ -275,3 +275,65 @@ fn provider_safe_names_under_a_long_server_name_keep_the_tool_and_are_callable()
     assert!(stdout(&sum).contains("42"), "{}", stdout(&sum));
     let _ = std::fs::remove_file(&path);
 }
+
+/// The file's own problems, as a user meets them: a syntax error names the file; `gateway
+/// --check` needs no approval (it runs nothing), names likely typos of members, and refuses an
+/// entry whose program or working directory is not there.
+#[test]
+fn a_check_names_the_file_its_typos_and_the_entries_that_could_not_start() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let syntax = dir.join("syntax.json");
+    std::fs::write(
+        &syntax,
+        "{\n \"mcpServers\": {\n  \"b\": {\"command\": \"echo\" \"args\": []}\n }\n}\n",
+    )
+    .unwrap();
+    let o = toolwire(&["--config", syntax.to_str().unwrap(), "servers"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains(&format!("{}: line 3", syntax.display())),
+        "{said}"
+    );
+
+    let file = dir.join("mcp.json");
+    let text = serde_json::json!({"mcpServers": {
+        "a": {"command": "echo", "envv": {"A": "1"}},
+        "b": {"command": "/nonexistent/toolwire-check"},
+        "c": {"command": "sh", "cwd": "/nonexistent/toolwire-check-dir"},
+        "ok": {"command": BIN, "args": ["serve", "--stdio"]},
+    }});
+    std::fs::write(&file, text.to_string()).unwrap();
+    // Not approved: a check still runs, since it starts nothing.
+    let check = |file: &std::path::Path| {
+        Command::new(BIN)
+            .args(["gateway", "--check", file.to_str().unwrap()])
+            .env_remove("TOOLWIRE_TRUST")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = check(&file);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("server `a`: `envv`") && said.contains("did you mean `env`?"),
+        "{said}"
+    );
+    assert!(
+        said.contains("server `b`: `/nonexistent/toolwire-check` is found neither"),
+        "{said}"
+    );
+    assert!(said.contains("server `c`: its working directory"), "{said}");
+    assert!(!said.contains("server `ok`"), "{said}");
+
+    let good = dir.join("good.json");
+    let text =
+        serde_json::json!({"mcpServers": {"ok": {"command": BIN, "args": ["serve", "--stdio"]}}});
+    std::fs::write(&good, text.to_string()).unwrap();
+    let o = check(&good);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("ready to serve"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

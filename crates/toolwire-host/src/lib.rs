@@ -15,14 +15,17 @@
 //!   OAuth, with the draft standard's `oauth: {clientId, scopes, redirectUri}` (refused on a
 //!   stdio entry and beside an `Authorization` header) — see [`ServerConfig::oauth_config`]
 //!   and [`HostBuilder::oauth`];
-//! - `${VAR}`, `${VAR:-default}` and `${env:VAR}` in `command`, `args`, `env`, the URL,
+//! - `${VAR}`, `${VAR:-default}`, `${env:VAR}` and VS Code's `${workspaceFolder}` (the folder
+//!   of the file's project, for [`ServersConfig::load`] and [`ServersConfig::from_text`]) in
+//!   `command`, `args`, `env`, `cwd`, the URL,
 //!   `headers` and `oauth`; `${input:…}` (VS Code's prompts) and other schemes are an error naming the
 //!   server and the key;
 //! - `disabled`, `timeout` (milliseconds), and tool filters `includeTools`/`excludeTools` (also
 //!   `enabled_tools`/`disabled_tools`) with glob patterns; `aliases` (Toolwire's own:
 //!   `{"tool": "name"}`, the name a host and the gateway list the tool by instead of
 //!   `server__tool`); `unixSocket` (Toolwire's own) on a
-//!   remote entry: the local socket its URL is reached over; unknown members are kept.
+//!   remote entry: the local socket its URL is reached over; unknown members are kept
+//!   ([`ServersConfig::likely_typos`] names those that look like typos of one it reads).
 //!
 //! Every problem names the server and the key, with the line and column for syntax errors; a
 //! file with a problem never half-loads. Nothing is started by loading: a server runs only
@@ -57,6 +60,8 @@
 //! - `ring` (already under rustls): the SHA-256 digest an approved file is remembered by
 //!   ([`trust`]).
 //! - `tempfile` (already under the credential store): the approvals file written whole.
+//! - `strsim` (already under clap): the known key an unknown one is likely a typo of
+//!   ([`ServersConfig::likely_typos`]).
 //! - `tracing` (already under the client): each server's changes of state, logged in a span
 //!   that names the server, which also names its child's stderr lines and its client's own.
 

@@ -122,7 +122,8 @@ impl Verdict {
 
 /// The verdict on `file`, whose content is `text`, with the approvals in `store`.
 pub fn check(file: &Path, text: &str, store: Option<&TrustStore>) -> Result<Verdict, ConfigError> {
-    let exposure = exposure(text)?;
+    // A file that does not parse is named in what is wrong with it.
+    let exposure = exposure(text).map_err(|e| e.in_file(file))?;
     Ok(if exposure.is_empty() {
         Verdict::Harmless
     } else if is_users_own(file) {

@@ -636,3 +636,45 @@ fn an_entry_pins_its_protocol_or_is_refused_for_a_version_this_client_does_not_s
         );
     }
 }
+
+#[test]
+fn likely_typos_of_known_members_are_named_and_other_applications_members_are_not() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "a": {"command": "echo", "envv": {"A": "1"}, "disable": true, "Args": ["x"]},
+            "b": {"command": "echo", "alwaysAllow": ["x"], "title": "B", "trust": true}
+        }}"#,
+    );
+    let mut typos = config.likely_typos();
+    typos.sort();
+    assert_eq!(
+        typos,
+        [
+            ("a".to_owned(), "Args".to_owned(), "args"),
+            ("a".to_owned(), "disable".to_owned(), "disabled"),
+            ("a".to_owned(), "envv".to_owned(), "env"),
+        ]
+    );
+}
+
+#[test]
+fn workspace_folder_in_cwd_is_the_project_of_the_file() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-ws-{}", std::process::id()));
+    let vscode = dir.join(".vscode");
+    std::fs::create_dir_all(&vscode).unwrap();
+    let text = r#"{"servers": {"a": {"command": "node", "args": ["${workspaceFolder}/server.js"],
+        "cwd": "${workspaceFolder}"}}}"#;
+    let config = ServersConfig::from_text(vscode.join("mcp.json"), text).unwrap();
+    let (_, args, _) = stdio(&config, "a");
+    let root = std::path::absolute(&dir).unwrap();
+    assert_eq!(args, [format!("{}/server.js", root.display())]);
+    match &config.get("a").unwrap().transport {
+        ServerTransport::Stdio { cwd, .. } => assert_eq!(cwd.as_deref(), Some(root.as_path())),
+        other => panic!("{other:?}"),
+    }
+    // Beside any other file: its own folder.
+    let config = ServersConfig::from_text(dir.join("mcp.json"), text).unwrap();
+    let (_, args, _) = stdio(&config, "a");
+    assert_eq!(args, [format!("{}/server.js", root.display())]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

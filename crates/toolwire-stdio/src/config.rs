@@ -185,6 +185,57 @@ impl StdioConfig {
         }
     }
 
+    /// The child's own `PATH`: the one in [`Self::env`] first, then the inherited one (when
+    /// `PATH` is inherited).
+    pub(crate) fn child_path(&self) -> Option<std::ffi::OsString> {
+        self.env
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("PATH"))
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| {
+                self.inherit_env
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case("PATH"))
+                    .then(|| std::env::var_os("PATH"))
+                    .flatten()
+            })
+    }
+
+    /// What would stop the child from starting, found without starting it: a working directory
+    /// that is not one, or a program found neither where it is named nor on the child's `PATH`.
+    /// For a check of a configuration (`toolwire gateway --check`); a start says the same.
+    pub fn preflight(&self) -> Result<(), String> {
+        if let Some(cwd) = &self.cwd
+            && !cwd.is_dir()
+        {
+            return Err(format!(
+                "its working directory `{}` is not a directory",
+                cwd.display()
+            ));
+        }
+        let named = std::path::Path::new(&self.program);
+        let found = if named.components().count() > 1 {
+            let named = match &self.cwd {
+                Some(cwd) if named.is_relative() => cwd.join(named),
+                _ => named.to_path_buf(),
+            };
+            named.is_file()
+        } else {
+            crate::group::resolve(&self.program, self.child_path().as_deref()).is_file()
+                || self.child_path().is_some_and(|path| {
+                    std::env::split_paths(&path).any(|dir| dir.join(&self.program).is_file())
+                })
+        };
+        if found {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{}` is found neither as named nor on its PATH",
+                self.program
+            ))
+        }
+    }
+
     /// Sets the working directory.
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());

@@ -174,20 +174,7 @@ impl StdioTransport {
         // A group (Unix) or tree (Windows) of its own, so that its descendants can be ended
         // with it; the program found as a shell would (`npx` is `npx.cmd` on Windows);
         // kill-on-drop covers a runtime that ends before the reaper.
-        // The child's own PATH: the entry's `env` first, then the inherited one.
-        let path = config
-            .env
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("PATH"))
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| {
-                config
-                    .inherit_env
-                    .iter()
-                    .any(|n| n.eq_ignore_ascii_case("PATH"))
-                    .then(|| std::env::var_os("PATH"))
-                    .flatten()
-            });
+        let path = config.child_path();
         let mut command = crate::group::new_command(&config.program, path.as_deref());
         command.args(&config.args).env_clear().kill_on_drop(true);
         for name in &config.inherit_env {
@@ -197,6 +184,19 @@ impl StdioTransport {
         }
         command.envs(config.env.iter().map(|(k, v)| (k, v)));
         if let Some(cwd) = &config.cwd {
+            // The OS says a missing working directory as a missing program: say which it is.
+            if !cwd.is_dir() {
+                return Err(TransportError::Spawn {
+                    program: config.program,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!(
+                            "its working directory `{}` is not a directory",
+                            cwd.display()
+                        ),
+                    ),
+                });
+            }
             command.current_dir(cwd);
         }
         command

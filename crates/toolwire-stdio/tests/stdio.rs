@@ -493,3 +493,19 @@ async fn requests_a_dead_child_never_read_are_known_as_never_delivered() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_missing_working_directory_is_named_as_such_not_as_a_missing_program() {
+    let config = sh("echo never").with_cwd("/nonexistent/toolwire-test-dir");
+    let Err(err) = StdioTransport::spawn(config) else {
+        panic!("started in a directory that does not exist")
+    };
+    let chain = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ");
+    assert!(
+        chain.contains("working directory `/nonexistent/toolwire-test-dir` is not a directory"),
+        "{chain}"
+    );
+}

@@ -386,7 +386,11 @@ impl ClientBuilder {
     pub fn connect_stdio(self, stdio: StdioConfig) -> Result<Client, Error> {
         let first = toolwire_stdio::StdioTransport::spawn(stdio.clone())
             .map_err(|e| Error::Connection(crate::ConnectionError::Transport(Arc::new(e))))?;
+        // Every later child is started in the span the first was (a host's names the server),
+        // so its stderr lines say whose they are.
+        let span = tracing::Span::current();
         let connector: Connector = Arc::new(move || {
+            let _inside = span.enter();
             toolwire_stdio::StdioTransport::spawn(stdio.clone())
                 .map(|t| Arc::new(t) as Arc<dyn Transport>)
         });

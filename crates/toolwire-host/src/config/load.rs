@@ -34,6 +34,22 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// This error, naming `file` as where its problems are (unless it names one already).
+    pub fn in_file(self, file: &Path) -> Self {
+        match self {
+            Self::Invalid {
+                file: None,
+                problems,
+            } => Self::Invalid {
+                file: Some(file.to_owned()),
+                problems,
+            },
+            other => other,
+        }
+    }
+}
+
 fn file_name(file: Option<&Path>) -> String {
     file.map_or_else(
         || "the configuration".to_owned(),
@@ -144,6 +160,10 @@ pub enum ProblemKind {
     OAuthWithAuthorization,
 }
 
+/// VS Code's variable for the folder of the project a file belongs to, filled in by
+/// [`ServersConfig::from_text`] and [`ServersConfig::load`].
+const WORKSPACE_FOLDER: &str = "workspaceFolder";
+
 /// The members the loader reads; everything else is kept in [`ServerConfig::extra`].
 const KNOWN: &[&str] = &[
     "type",
@@ -184,16 +204,49 @@ impl ServersConfig {
     /// it may be trusted, [`crate::trust`]) and must use exactly what it checked.
     pub fn from_text(file: impl AsRef<Path>, text: &str) -> Result<Self, ConfigError> {
         let file = file.as_ref();
-        let mut config =
-            Self::parse(text, |name| std::env::var(name).ok()).map_err(|e| match e {
-                ConfigError::Invalid { problems, .. } => ConfigError::Invalid {
-                    file: Some(file.to_owned()),
-                    problems,
-                },
-                other => other,
-            })?;
+        // VS Code's `${workspaceFolder}`: the folder the file's project is (a file under
+        // `.vscode/` belongs to the folder above), unless the environment names one.
+        let folder = file.parent().map(|dir| match dir.file_name() {
+            Some(name) if name == ".vscode" => dir.parent().unwrap_or(dir),
+            _ => dir,
+        });
+        let folder = folder.map(|f| {
+            std::path::absolute(f)
+                .unwrap_or_else(|_| f.to_owned())
+                .display()
+                .to_string()
+        });
+        let env = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| (name == WORKSPACE_FOLDER).then(|| folder.clone()).flatten())
+        };
+        let mut config = Self::parse(text, env).map_err(|e| e.in_file(file))?;
         config.file = Some(file.to_owned());
         Ok(config)
+    }
+
+    /// The members of the entries that are likely typos of a member this loader reads
+    /// (`envv`, `disable`, `Command`): each entry's name, the member, and the member it is
+    /// probably meant to be. They are kept and ignored, as every member the loader does not
+    /// read (other applications' own, such as `alwaysAllow`, pass unremarked); a caller shows
+    /// these, since the entry will not do what its author meant.
+    pub fn likely_typos(&self) -> Vec<(String, String, &'static str)> {
+        let mut found = Vec::new();
+        for server in &self.servers {
+            for key in server.extra.keys() {
+                let meant = KNOWN.iter().copied().find(|known| {
+                    // A short name is one edit from many words: one edit is a typo there.
+                    let edits = if known.len() > 3 { 2 } else { 1 };
+                    key.eq_ignore_ascii_case(known)
+                        || strsim::damerau_levenshtein(key, known) <= edits
+                });
+                if let Some(meant) = meant {
+                    found.push((server.name.clone(), key.clone(), meant));
+                }
+            }
+        }
+        found
     }
 
     /// Checks the text of a configuration, filling `${VAR}`s through `env`.
@@ -515,7 +568,10 @@ impl Reader<'_> {
                     .map(|(i, a)| self.fill(name, &format!("args[{i}]"), a))
                     .collect::<Option<Vec<_>>>()?;
                 let env = self.map(name, entry, "env")?;
-                let cwd = self.string(name, entry, "cwd").map(PathBuf::from);
+                let cwd = match self.string(name, entry, "cwd") {
+                    Some(cwd) => Some(PathBuf::from(self.fill(name, "cwd", &cwd)?)),
+                    None => None,
+                };
                 if entry.get("unixSocket").is_some_and(|v| !v.is_null()) {
                     self.problem(
                         Some(name),

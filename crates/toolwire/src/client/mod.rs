@@ -75,9 +75,6 @@ struct Inner {
     search: toolwire_search::IndexCache<String>,
     /// The MCP Apps views read for the current tool snapshot ([`Client::app`]).
     apps: crate::apps::AppCache,
-    /// The span the client was made in: its drivers log in it (a host's names the server),
-    /// and so do the transports they start.
-    span: tracing::Span,
 }
 
 pub use toolwire_session::TOOLS_STALE_META;
@@ -176,7 +173,6 @@ impl Client {
             listening: watch::channel(false).0,
             search: toolwire_search::IndexCache::default(),
             apps: crate::apps::AppCache::default(),
-            span: tracing::Span::current(),
         });
         if let Some(transport) = connection {
             let running = inner.start(transport);
@@ -763,10 +759,7 @@ impl Inner {
             self.changes.clone(),
             link,
         );
-        self.runtime.spawn(tracing::Instrument::instrument(
-            driver.run(rx),
-            self.span.clone(),
-        ));
+        self.runtime.spawn(driver.run(rx));
         Connection::Running {
             commands,
             negotiation,
