@@ -248,7 +248,8 @@ const RELOAD_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// Applies `file` again on SIGHUP (Unix) and whenever its contents change (read every
 /// [`RELOAD_POLL`]): entries added start, removed ones stop, changed ones restart, the others
 /// go on untouched. A file that does not load, or that the host refuses, leaves the running
-/// configuration as it is; either way stderr says what happened.
+/// configuration as it is and is tried again on every poll until it loads (an approval given
+/// with `toolwire trust` changes nothing in the file); stderr says each outcome once.
 /// The servers of the file are applied again; its `gateway` section (who may call, with
 /// whose credentials) is read at start only: a change of it is reported, not applied.
 async fn reload_on_change(
@@ -259,6 +260,9 @@ async fn reload_on_change(
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let mut last = std::fs::read(&file).ok();
+    // Why the last attempt was refused, while it was: the file is tried again on every poll
+    // (an approval given since changes nothing in it), and the same refusal is said once.
+    let mut refused: Option<String> = None;
     loop {
         #[cfg(unix)]
         let asked = match hangup.as_mut() {
@@ -277,11 +281,16 @@ async fn reload_on_change(
             false
         };
         let now = std::fs::read(&file).ok();
-        if !asked && now == last {
+        if !asked && now == last && refused.is_none() {
             continue;
         }
+        let changed = now != last;
         last = now;
-        let why = if asked { "SIGHUP" } else { "the file changed" };
+        let why = match (asked, changed) {
+            (true, _) => "SIGHUP",
+            (false, true) => "the file changed",
+            (false, false) => "tried again",
+        };
         let loaded = trust::load_config_unattended(&file).and_then(|config| {
             if config.gateway != access {
                 say_err!(
@@ -293,14 +302,23 @@ async fn reload_on_change(
                 .map_err(|e| Failure::Usage(one_line(&e)))
         });
         match loaded {
-            Ok(done) => say_err!(
-                "toolwire gateway: reloaded {} ({why}): {done}",
-                file.display()
-            ),
-            Err(Failure::Usage(e) | Failure::Remote(e)) => say_err!(
-                "toolwire gateway: {} not reloaded ({why}), the running configuration stays: {e}",
-                file.display()
-            ),
+            Ok(done) => {
+                refused = None;
+                say_err!(
+                    "toolwire gateway: reloaded {} ({why}): {done}",
+                    file.display()
+                );
+            }
+            Err(Failure::Usage(e) | Failure::Remote(e)) => {
+                if refused.as_ref() != Some(&e) {
+                    say_err!(
+                        "toolwire gateway: {} not reloaded ({why}), the running configuration stays: {e}\n(it is tried again every {} s until it loads, or on SIGHUP)",
+                        file.display(),
+                        RELOAD_POLL.as_secs()
+                    );
+                }
+                refused = Some(e);
+            }
         }
     }
 }

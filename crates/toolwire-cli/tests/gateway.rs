@@ -306,6 +306,41 @@ fn a_bad_session_key_is_named_by_where_it_came_from_never_shown() {
     assert!(!stderr.contains("c2VjcmV0LXRva2Vu"), "{stderr}");
 }
 
+/// A warning about the gateway's own safety is said at the default log level: a session key
+/// file other users can read.
+#[cfg(unix)]
+#[test]
+fn a_session_key_file_others_can_read_is_warned_about_without_verbose() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let config = config("readable-keys");
+    let keys = config.dir.join("keys");
+    // 32 bytes, base64: a good key, in a file anyone may read.
+    std::fs::write(&keys, "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=\n").unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = config.path.to_str().unwrap();
+    // Over stdio with no client: it starts, warns, and ends with its input.
+    let out = Command::new(BIN)
+        .args([
+            "gateway",
+            "--config",
+            path,
+            "--session-key-file",
+            keys.to_str().unwrap(),
+            "--stdio",
+        ])
+        .env("TOOLWIRE_TRUST", "1")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("chmod 600"), "{said}");
+    assert!(
+        !said.contains("QUFBQUFB"),
+        "the key itself is never said: {said}"
+    );
+}
+
 #[test]
 fn a_stdio_gateway_asks_its_stdio_client_what_an_upstream_asks_during_a_call() {
     let config = config("ask");

@@ -156,3 +156,68 @@ fn links_only_and_the_users_own_files_need_no_approval() {
         String::from_utf8_lossy(&listed.stderr)
     );
 }
+
+/// A running gateway whose project file changed waits for that change's approval, and applies
+/// it once `toolwire trust` gave it: no SIGHUP, no restart.
+#[test]
+fn a_gateway_applies_an_edit_once_it_is_approved_without_being_told_again() {
+    let entry = |name: &str| serde_json::json!({"command": BIN, "args": ["serve", "--stdio"], "env": {"N": name}});
+    let p = Project::new("reload", &serde_json::json!({"a": entry("a")}));
+    let file = p.file();
+    let file = file.to_str().unwrap();
+    assert!(p.run(&["trust", file], false).status.success());
+    let mut gateway = Command::new(BIN)
+        .args(["gateway", "--config", file, "--http", "127.0.0.1:0"])
+        .env("XDG_STATE_HOME", p.dir.join("state"))
+        .env("XDG_CONFIG_HOME", p.dir.join("config"))
+        .env("HOME", p.dir.join("home"))
+        .env_remove("TOOLWIRE_TRUST")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let heard = said.clone();
+    let pipe = gateway.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            heard.lock().unwrap().push(line);
+        }
+    });
+    let until = |what: &str, check: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !check() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "never: {what}: {:?}",
+                said.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    let heard = |needle: &str| said.lock().unwrap().iter().any(|l| l.contains(needle));
+    until("listening", &|| heard("toolwire gateway on http://"));
+    let url = said
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|l| l.strip_prefix("toolwire gateway on ").map(str::to_owned))
+        .unwrap();
+    let listed = |name: &str| {
+        let list = toolwire(&["--url", &url, "--json", "tools", "list"]);
+        list.status.success() && tool_names(&json(&list)).contains(&name)
+    };
+    until("a listed", &|| listed("a__echo"));
+
+    p.write(&serde_json::json!({"a": entry("a"), "b": entry("b")}));
+    until("the edit refused for approval", &|| heard("not reloaded"));
+    assert!(heard("toolwire trust"), "{:?}", said.lock().unwrap());
+    assert!(!listed("b__echo"));
+    assert!(p.run(&["trust", file], false).status.success());
+    until("b listed once approved", &|| listed("b__echo"));
+    assert!(heard("reloaded"), "{:?}", said.lock().unwrap());
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}

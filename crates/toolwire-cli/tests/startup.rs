@@ -348,3 +348,25 @@ fn an_entry_pinned_to_a_legacy_protocol_speaks_it_in_the_host_and_the_gateway() 
         },
     );
 }
+
+#[test]
+fn an_sse_entry_whose_url_answers_404_fails_at_once_naming_the_404() {
+    let served = serve(&[]);
+    // The reference server serves no HTTP+SSE endpoint unless asked: its /sse is a 404.
+    let sse = served.url.replace("/mcp", "/sse");
+    let config = file(
+        "sse-404",
+        &serde_json::json!({"old": {"type": "sse", "url": sse}}),
+    );
+    let started = Instant::now();
+    let servers = toolwire(&["--config", config.0.to_str().unwrap(), "--json", "servers"]);
+    let took = started.elapsed();
+    let document = json(&servers);
+    let old = &document["servers"][0];
+    assert_eq!(old["state"], "failed", "{document}");
+    assert!(
+        old["reason"].as_str().unwrap().contains("404"),
+        "{document}"
+    );
+    assert!(took < AT_ONCE, "took {took:?}");
+}

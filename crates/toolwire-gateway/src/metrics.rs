@@ -58,8 +58,9 @@ struct State {
 }
 
 fn latency_histogram() -> Histogram {
-    // 0.25 ms to about 8 s.
-    Histogram::new(exponential_buckets(0.000_25, 2.0, 16))
+    // 0.25 ms to about 4 minutes: a tool call can take that long, and one that does must not
+    // be counted only as "above the last bucket".
+    Histogram::new(exponential_buckets(0.000_25, 2.0, 21))
 }
 
 /// One tool's series, taken from the families on the first call that needs each: later calls
@@ -203,6 +204,24 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_of_minutes_is_timed_in_a_bucket_of_its_own() {
+        let metrics = Metrics::new();
+        let a: Arc<str> = "a".into();
+        metrics.call(&a, "a__slow", Outcome::Ok, Duration::from_secs(180));
+        let text = metrics.render(&[]);
+        let bucket = |le: &str| {
+            text.lines()
+                .find(|l| {
+                    l.contains("duration_seconds_bucket") && l.contains(&format!("le=\"{le}\""))
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_owned)
+        };
+        assert_eq!(bucket("131.072").as_deref(), Some("0"), "{text}");
+        assert_eq!(bucket("262.144").as_deref(), Some("1"), "{text}");
+    }
 
     #[test]
     fn calls_are_counted_by_outcome_and_timed_and_only_outcomes_seen_are_shown() {
