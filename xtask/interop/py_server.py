@@ -6,12 +6,13 @@ beyond these few tools).
     python py_server.py stdio              # newline-delimited JSON-RPC on stdin/stdout
 
 `seen` answers with the HTTP headers and protocol version the server saw, so a check can assert
-on what arrived rather than on an exit code; `log` sends a log message at four levels.
+on what arrived rather than on an exit code; `log` sends a log message at four levels;
+`ask_client` asks the client its name with `ctx.elicit`.
 """
 import sys
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("py-peer")
@@ -38,6 +39,20 @@ async def log(message: str, ctx: Context) -> str:
     for level in ("debug", "info", "warning", "error"):
         await ctx.log(level, f"{level}: {message}")
     return "logged"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@app.tool()
+async def ask_client(ctx: Context, what: str = "name") -> str:
+    """Ask the client its name with `ctx.elicit` (which this SDK does only in the legacy era:
+    over 2026-07-28 it has no back-channel for a request of its own)."""
+    answer = await ctx.elicit(message="What is your name?", schema=Name)
+    if answer.action != "accept":
+        return f"no name ({answer.action})"
+    return f"Hello, {answer.data.name}!"
 
 
 @app.tool()

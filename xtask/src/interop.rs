@@ -34,6 +34,7 @@ use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_ins
 
 mod gateway;
 mod gateway_auth;
+mod startup;
 
 const PY_MCP: &str = "2.3.0";
 const TS_SERVER: &str = "@modelcontextprotocol/server@2.4.0";
@@ -1640,6 +1641,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     );
     gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
     gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
+    startup::startup_checks(&mut rows, &bin, &peers, root);
     gateway_auth::gateway_auth_checks(&mut rows, &bin, &peers);
     gateway_auth::ts_oauth_client_check(&mut rows, &bin, &peers);
 

@@ -196,9 +196,11 @@ pub(crate) fn explain(error: &toolwire::Error) -> Option<String> {
     };
     let named = NAMED.get().map_or("--url URL", String::as_str);
     match &**e {
-        AuthError::LoginRequired { .. } | AuthError::Handler { .. } if !interactive() => Some(
-            format!("authorization required: run `toolwire {named} login`"),
-        ),
+        AuthError::LoginRequired { .. } | AuthError::Handler { .. } if !interactive() => {
+            Some(format!(
+                "authorization required: run `toolwire {named} login` (OAuth), or give `--bearer TOKEN` or `--header 'Authorization: …'` if the server takes credentials it issued"
+            ))
+        }
         _ => None,
     }
 }
@@ -217,10 +219,15 @@ pub(crate) async fn login(
         .map_err(|e| Failure::Usage(crate::one_line(&e)))?
         .executor();
     let challenge = probe(&http, url).await;
-    let status = oauth
-        .login(&http, &challenge)
-        .await
-        .map_err(|e| Failure::Remote(format!("login failed: {}", crate::one_line(&e))))?;
+    let status = oauth.login(&http, &challenge).await.map_err(|e| {
+        // A server that names no OAuth metadata may not do OAuth at all.
+        let hint = if challenge.resource_metadata.is_none() {
+            "; the server's 401 names no OAuth metadata: if it takes a token it issued, give `--bearer TOKEN` (or `--header 'Authorization: …'`) instead of logging in"
+        } else {
+            ""
+        };
+        Failure::Remote(format!("login failed: {}{hint}", crate::one_line(&e)))
+    })?;
     if cli.json {
         say!("{}", status_json(&status));
     } else {

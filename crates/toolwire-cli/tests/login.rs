@@ -76,6 +76,7 @@ async fn without_credentials_and_without_a_terminal_the_cli_names_the_login_comm
         err.contains(&format!("run `toolwire --url {url} login`")),
         "{err}"
     );
+    assert!(err.contains("or give `--bearer TOKEN`"), "{err}");
     let s = state.lock().unwrap();
     assert_eq!(
         (s.registrations, s.authorizations),
@@ -343,4 +344,32 @@ async fn two_processes_refreshing_one_rotating_token_at_once_both_keep_working()
         .filter(|f| f.contains("grant_type=refresh_token"))
         .count();
     assert!(refreshes >= 2, "the processes did refresh ({refreshes})");
+}
+
+/// A server that answers every request 401 and names no OAuth metadata: a login fails, and
+/// says a token of its own may be what it takes.
+#[test]
+fn a_login_to_a_server_that_names_no_oauth_metadata_suggests_a_bearer_token() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 8192];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let creds = Credentials::new("plain-401");
+    let out = toolwire(&creds, &["--url", &url, "login", "--no-browser"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("login failed"), "{err}");
+    assert!(
+        err.contains("names no OAuth metadata") && err.contains("--bearer TOKEN"),
+        "{err}"
+    );
 }

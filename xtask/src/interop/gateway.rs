@@ -58,7 +58,7 @@ fn start_gateway(
 }
 
 /// Runs a peer's client script and parses the JSON document it printed.
-fn client_json(command: &mut Command, what: &str) -> Result<Value, String> {
+pub(super) fn client_json(command: &mut Command, what: &str) -> Result<Value, String> {
     let (ok, out, err) = run_limited(command);
     if !ok {
         return Err(format!("{what}: {}", err.trim()));
