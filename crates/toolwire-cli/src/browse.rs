@@ -48,7 +48,7 @@ pub(crate) async fn list_resources(
     Ok(ExitCode::SUCCESS)
 }
 
-fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+pub(crate) fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
     items
         .iter()
         .filter_map(|i| serde_json::to_value(i).ok())

@@ -260,17 +260,22 @@ pub(crate) async fn every_server(
     config: &ServersConfig,
     builder: toolwire::ClientBuilder,
 ) -> Result<ExitCode, Failure> {
-    if !matches!(
-        cli.command,
-        Command::Servers
-            | Command::Batch
-            | Command::Tools {
-                command: ToolsCommand::List | ToolsCommand::Search { .. }
-            }
-    ) {
-        return Err(Failure::Usage(
-            "with --config, this command needs --server NAME".into(),
-        ));
+    let spans = crate::merged::spans_every_server(&cli.command);
+    if !spans
+        && !matches!(
+            cli.command,
+            Command::Servers
+                | Command::Batch
+                | Command::Tools {
+                    command: ToolsCommand::List | ToolsCommand::Search { .. }
+                }
+        )
+    {
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        return Err(Failure::Usage(format!(
+            "with --config, this command needs --server NAME (one of: {})",
+            names.join(", ")
+        )));
     }
     // Stored logins for the remote entries; no flow runs for many servers at once.
     let host = login::stored_logins(Host::builder(builder).naming(cli.names));
@@ -283,6 +288,11 @@ pub(crate) async fn every_server(
         let code = batch::run(batch::Target::Host(&host)).await;
         host.shutdown().await;
         return Ok(code);
+    }
+    if spans {
+        let outcome = crate::merged::run(cli, &host).await;
+        host.shutdown().await;
+        return outcome;
     }
     let servers: Vec<Value> = config
         .servers

@@ -47,6 +47,7 @@ mod connect;
 mod elicit;
 mod gateway;
 mod login;
+mod merged;
 mod render;
 mod trust;
 

@@ -337,3 +337,51 @@ fn a_check_names_the_file_its_typos_and_the_entries_that_could_not_start() {
     assert!(stdout(&o).contains("ready to serve"), "{}", stdout(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--config` and no `--server`, the read-only views span every server, each item naming
+/// its server; a command that must pick one names the servers it may pick.
+#[test]
+fn resources_prompts_info_and_ping_span_every_server_of_a_config() {
+    let path = std::env::temp_dir().join(format!("toolwire-cli-span-{}.json", std::process::id()));
+    let text = serde_json::json!({"mcpServers": {
+        "new": {"command": BIN, "args": ["serve", "--stdio", "--eras", "modern"]},
+        "old": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    let config = path.to_str().unwrap();
+    let servers_of = |document: &Value, key: &str| -> Vec<String> {
+        let mut servers: Vec<String> = document[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["server"].as_str().unwrap().to_owned())
+            .collect();
+        servers.dedup();
+        servers
+    };
+    for (args, key) in [
+        (vec!["resources", "list"], "resources"),
+        (vec!["prompts", "list"], "prompts"),
+        (vec!["info"], "servers"),
+        (vec!["ping"], "pings"),
+    ] {
+        let o = toolwire(&[&["--config", config, "--json"], &args[..]].concat());
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(servers_of(&json(&o), key), ["new", "old"], "{args:?}");
+    }
+    let info = json(&toolwire(&["--config", config, "--json", "info"]));
+    assert_eq!(info["servers"][0]["protocolVersion"], "2026-07-28");
+    assert_eq!(info["servers"][1]["protocolVersion"], "2025-11-25");
+    let read = toolwire(&["--config", config, "resources", "read", "toolwire://readme"]);
+    assert_eq!(read.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&read.stderr).contains("(one of: new, old)"),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let _ = std::fs::remove_file(&path);
+}
