@@ -215,7 +215,10 @@ fn main() -> ExitCode {
     let (reason, exit) = match outcome {
         Ok(code) => return code,
         Err(Failure::Usage(reason)) => (reason, 2),
-        Err(Failure::Remote(reason)) => (reason, 3),
+        Err(Failure::Remote(reason)) => match tls_hint(&reason) {
+            Some(hint) => (format!("{reason} ({hint})"), 3),
+            None => (reason, 3),
+        },
     };
     say_err!("toolwire: {reason}");
     // `--json` promises one document on stdout: a failure is one too, as `batch` writes it.
@@ -223,6 +226,20 @@ fn main() -> ExitCode {
         render::print_json(&serde_json::json!({"error": {"message": reason, "exit": exit}}));
     }
     ExitCode::from(exit)
+}
+
+/// What a TLS failure most likely means, where the library's words do not say it: a
+/// certificate this machine does not trust, or a port that does not speak TLS at all.
+fn tls_hint(reason: &str) -> Option<&'static str> {
+    if reason.contains("invalid peer certificate") {
+        Some(
+            "the server's certificate is not one this machine trusts: for a private CA give its bundle in SSL_CERT_FILE or SSL_CERT_DIR",
+        )
+    } else if reason.contains("InvalidContentType") || reason.contains("corrupt message") {
+        Some("the server does not seem to speak TLS on this port: try http://")
+    } else {
+        None
+    }
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, Failure> {
@@ -770,5 +787,17 @@ fn listen_at(
                 SocketAddr::from(([127, 0, 0, 1], port))
             })))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tls_hint;
+
+    #[test]
+    fn a_certificate_this_machine_does_not_trust_points_at_ssl_cert_file() {
+        let reason = "no connection could be made: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
+        assert!(tls_hint(reason).is_some_and(|h| h.contains("SSL_CERT_FILE")));
+        assert_eq!(tls_hint("connection refused"), None);
     }
 }

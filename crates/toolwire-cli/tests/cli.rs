@@ -387,3 +387,16 @@ fn a_failure_under_json_is_one_json_document_on_stdout_too() {
     assert_eq!(usage.status.code(), Some(2));
     assert_eq!(json(&usage)["error"]["exit"], 2);
 }
+
+#[test]
+fn https_to_a_port_that_speaks_plain_http_suggests_http() {
+    let served = serve(&[]);
+    let https = served.url.replacen("http://", "https://", 1);
+    let o = toolwire(&["--url", &https, "tools", "list"]);
+    assert_eq!(o.status.code(), Some(3));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("does not seem to speak TLS on this port: try http://"),
+        "{said}"
+    );
+}
