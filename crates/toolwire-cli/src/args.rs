@@ -60,7 +60,7 @@ pub(crate) struct Cli {
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// Log to stderr (-v: info and warnings, -vv: debug; anywhere on the command line).
-    #[arg(short, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub(crate) verbose: u8,
     /// Export a trace span per MCP request (client, `serve` and `gateway` alike) over OTLP/HTTP
     /// to this collector: its base URL (`http://localhost:4318`; `/v1/traces` is added) or its
@@ -257,8 +257,8 @@ pub(crate) enum PromptsCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// Serve Streamable HTTP on this address.
-    #[arg(long, conflicts_with = "stdio", value_name = "ADDR")]
+    /// Serve Streamable HTTP on this address (`127.0.0.1:8765`, `localhost:8765`).
+    #[arg(long, conflicts_with = "stdio", value_name = "ADDR", value_parser = listen_addr)]
     pub(crate) http: Option<SocketAddr>,
     /// Serve a 2026-07-28 request whose MCP-Protocol-Version header names another version
     /// as its body says, instead of refusing it (-32020).
@@ -337,9 +337,9 @@ pub(crate) struct GatewayArgs {
     /// gateway section). Each repair is logged once per caller and counted in /metrics.
     #[arg(long)]
     pub(crate) era_repair: bool,
-    /// Serve Streamable HTTP on this address (the endpoint is /mcp); loopback unless
-    /// --allow-unauthenticated.
-    #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "unix_socket", "check"])]
+    /// Serve Streamable HTTP on this address (`127.0.0.1:8808`, `localhost:8808`; the
+    /// endpoint is /mcp); loopback unless --allow-unauthenticated.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "unix_socket", "check"], value_parser = listen_addr)]
     pub(crate) http: Option<SocketAddr>,
     /// Serve Streamable HTTP on this Unix domain socket (http://localhost/mcp there).
     #[arg(long, value_name = "PATH", conflicts_with_all = ["stdio", "check"])]
@@ -406,4 +406,21 @@ pub(crate) struct GatewayArgs {
     /// shared with the clients and servers it talks to.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) threads: Option<u16>,
+}
+
+/// An address to listen on: `IP:PORT`, or `HOST:PORT` resolved (`localhost:8808` is
+/// `127.0.0.1:8808`; an IPv4 address is preferred where a name has both).
+fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let resolved: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(text)
+        .map_err(|e| format!("{text}: expected HOST:PORT or IP:PORT ({e})"))?
+        .collect();
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| resolved.first())
+        .copied()
+        .ok_or_else(|| format!("{text}: the name resolves to no address"))
 }

@@ -124,7 +124,17 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let tip = misplaced_option(&e);
+            let _ = e.print();
+            if let Some(tip) = tip {
+                say_err!("{tip}");
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let gateway = matches!(&cli.command, Command::Gateway(_));
     let level = match cli.verbose {
         // A long-running gateway says what its upstreams do (each state change, under the
@@ -226,6 +236,31 @@ fn main() -> ExitCode {
         render::print_json(&serde_json::json!({"error": {"message": reason, "exit": exit}}));
     }
     ExitCode::from(exit)
+}
+
+/// A tip for an option of the whole command line given after its subcommand
+/// (`toolwire tools list --url URL`), which clap reports as unexpected there.
+fn misplaced_option(error: &clap::Error) -> Option<String> {
+    use clap::CommandFactory as _;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let name = given
+        .trim_start_matches('-')
+        .split('=')
+        .next()
+        .unwrap_or("");
+    let top = Cli::command();
+    let known = top.get_arguments().any(|a| a.get_long() == Some(name));
+    known.then(|| {
+        format!(
+            "tip: `--{name}` is an option of toolwire itself: give it before the command (toolwire --{name} … COMMAND)"
+        )
+    })
 }
 
 /// What a TLS failure most likely means, where the library's words do not say it: a
@@ -383,6 +418,13 @@ async fn watch(
             } => None,
         };
         let Some(notice) = notice else { break };
+        // The listen stream's own bookkeeping, which `watching` above already said.
+        if matches!(
+            notice.notification,
+            ServerNotification::SubscriptionsAcknowledged(..)
+        ) {
+            continue;
+        }
         let params: Value = notice
             .params
             .as_deref()

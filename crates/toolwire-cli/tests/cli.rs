@@ -400,3 +400,24 @@ fn https_to_a_port_that_speaks_plain_http_suggests_http() {
         "{said}"
     );
 }
+
+#[test]
+fn an_option_of_toolwire_after_the_command_gets_a_tip_and_the_small_conveniences_work() {
+    let o = toolwire(&["tools", "list", "--url", "http://127.0.0.1:1/mcp"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("tip: `--url` is an option of toolwire itself"),
+        "{said}"
+    );
+    // `--verbose` is -v.
+    let o = toolwire(&["--verbose", "tools", "list"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A host name where an address is asked for.
+    let (child, line) = serve_with(&["--http", "localhost:0"]);
+    let _served = Served {
+        child,
+        url: line.clone(),
+    };
+    assert!(line.contains("http://127.0.0.1:"), "{line}");
+}

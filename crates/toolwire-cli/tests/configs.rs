@@ -116,7 +116,7 @@ fn a_config_file_drives_one_server_or_every_server() {
     for args in [
         &["--server", "nowhere", "tools", "list"][..],
         &["tools", "call", "echo"][..],
-        &["info"][..],
+        &["resources", "read", "toolwire://readme"][..],
     ] {
         let mut all = vec!["--config", config];
         all.extend_from_slice(args);

@@ -160,6 +160,12 @@ fn watch_prints_the_servers_notifications_as_they_come() {
         "{}",
         stdout(&o)
     );
+    // The listen stream's acknowledgement is the client's business, not a change to show.
+    assert!(
+        !stdout(&o).contains("subscriptions/acknowledged"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
