@@ -213,7 +213,27 @@ fn main() -> ExitCode {
         registry.init();
     }
     let json = cli.json;
-    let outcome = runtime.block_on(run(cli));
+    // Ctrl-C during a client command drops it, and with it the calls in flight: each is
+    // cancelled at its server (`notifications/cancelled`, or its request closed), which the
+    // drivers get a moment to send. `serve` and `gateway` stop on it themselves.
+    let interruptible = !matches!(cli.command, Command::Serve(_) | Command::Gateway(_));
+    let mut interrupted = false;
+    let outcome = runtime.block_on(async {
+        if !interruptible {
+            return run(cli).await;
+        }
+        tokio::select! {
+            outcome = run(cli) => outcome,
+            Ok(()) = tokio::signal::ctrl_c() => {
+                interrupted = true;
+                Ok(ExitCode::from(130))
+            }
+        }
+    });
+    if interrupted {
+        runtime.block_on(async { tokio::time::sleep(CANCEL_GRACE).await });
+        say_err!("toolwire: interrupted; what was in flight was cancelled");
+    }
     // What is left goes out while the runtime that sends it still runs.
     #[cfg(feature = "otlp")]
     if let Some(otlp) = otlp {
@@ -237,6 +257,10 @@ fn main() -> ExitCode {
     }
     ExitCode::from(exit)
 }
+
+/// How long an interrupted command leaves its drivers to send the cancellations of the calls
+/// it dropped.
+const CANCEL_GRACE: Duration = Duration::from_millis(300);
 
 /// A tip for an option of the whole command line given after its subcommand
 /// (`toolwire tools list --url URL`), which clap reports as unexpected there.

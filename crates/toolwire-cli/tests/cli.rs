@@ -421,3 +421,67 @@ fn an_option_of_toolwire_after_the_command_gets_a_tip_and_the_small_conveniences
     };
     assert!(line.contains("http://127.0.0.1:"), "{line}");
 }
+
+/// Ctrl-C during a call ends the command with 130, and the server hears the call cancelled.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_a_call_cancels_it_at_the_server() {
+    let log = std::env::temp_dir().join(format!("toolwire-cli-ctrlc-{}.log", std::process::id()));
+    let sent = std::env::temp_dir().join(format!("toolwire-cli-ctrlc-{}.in", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&sent);
+    // What the client writes is kept as the server reads it, to know when the call went out.
+    let server = format!(
+        "sh -c 'tee -a {} | {BIN} serve --stdio -vv 2>>{}'",
+        sent.display(),
+        log.display()
+    );
+    let child = Command::new(BIN)
+        .args([
+            "--stdio",
+            &server,
+            "tools",
+            "call",
+            "slow",
+            "steps=100",
+            "delay_ms=100",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the call went out.
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&sent).is_ok_and(|l| l.contains("tools/call")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let heard = || std::fs::read_to_string(&log).unwrap_or_default();
+    let waited = std::time::Instant::now();
+    while !heard().contains("cancelled by the client") {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(5),
+            "{}",
+            heard()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&sent);
+}
