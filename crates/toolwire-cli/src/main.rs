@@ -46,10 +46,12 @@ mod browse;
 mod connect;
 mod elicit;
 mod gateway;
+mod hints;
 mod login;
 mod merged;
 mod render;
 mod trust;
+mod watch;
 
 use args::*;
 use connect::*;
@@ -127,7 +129,7 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let tip = misplaced_option(&e);
+            let tip = hints::misplaced_option(&e);
             let _ = e.print();
             if let Some(tip) = tip {
                 say_err!("{tip}");
@@ -245,7 +247,7 @@ fn main() -> ExitCode {
     let (reason, exit) = match outcome {
         Ok(code) => return code,
         Err(Failure::Usage(reason)) => (reason, 2),
-        Err(Failure::Remote(reason)) => match tls_hint(&reason) {
+        Err(Failure::Remote(reason)) => match hints::tls_hint(&reason) {
             Some(hint) => (format!("{reason} ({hint})"), 3),
             None => (reason, 3),
         },
@@ -261,45 +263,6 @@ fn main() -> ExitCode {
 /// How long an interrupted command leaves its drivers to send the cancellations of the calls
 /// it dropped.
 const CANCEL_GRACE: Duration = Duration::from_millis(300);
-
-/// A tip for an option of the whole command line given after its subcommand
-/// (`toolwire tools list --url URL`), which clap reports as unexpected there.
-fn misplaced_option(error: &clap::Error) -> Option<String> {
-    use clap::CommandFactory as _;
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if error.kind() != ErrorKind::UnknownArgument {
-        return None;
-    }
-    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
-        return None;
-    };
-    let name = given
-        .trim_start_matches('-')
-        .split('=')
-        .next()
-        .unwrap_or("");
-    let top = Cli::command();
-    let known = top.get_arguments().any(|a| a.get_long() == Some(name));
-    known.then(|| {
-        format!(
-            "tip: `--{name}` is an option of toolwire itself: give it before the command (toolwire --{name} … COMMAND)"
-        )
-    })
-}
-
-/// What a TLS failure most likely means, where the library's words do not say it: a
-/// certificate this machine does not trust, or a port that does not speak TLS at all.
-fn tls_hint(reason: &str) -> Option<&'static str> {
-    if reason.contains("invalid peer certificate") {
-        Some(
-            "the server's certificate is not one this machine trusts: for a private CA give its bundle in SSL_CERT_FILE or SSL_CERT_DIR",
-        )
-    } else if reason.contains("InvalidContentType") || reason.contains("corrupt message") {
-        Some("the server does not seem to speak TLS on this port: try http://")
-    } else {
-        None
-    }
-}
 
 async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Trust { file } = &cli.command {
@@ -393,90 +356,6 @@ async fn client_command(cli: Cli) -> Result<ExitCode, Failure> {
     outcome
 }
 
-/// `watch`: every notification, as it comes, until the server goes or `for_secs` pass,
-/// after subscribing to `resources`.
-async fn watch(
-    cli: &Cli,
-    client: &Client,
-    for_secs: Option<f64>,
-    resources: &[String],
-) -> Result<ExitCode, Failure> {
-    let limit = match for_secs {
-        Some(s) if s.is_finite() && s > 0.0 => {
-            Some(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
-        }
-        Some(s) => {
-            return Err(Failure::Usage(format!(
-                "--for {s}: must be a positive number"
-            )));
-        }
-        None => None,
-    };
-    let mut notifications = client.notifications();
-    client.ready().await?;
-    for uri in resources {
-        client.subscribe_resource(uri).await?;
-        // On stderr, so stdout stays the notifications alone; a script waits for it.
-        say_err!("subscribed to {uri}");
-    }
-    // From here on nothing the server announces is missed: a script that waits for this
-    // line may then cause the changes it watches for.
-    match client.listening().await {
-        Ok(()) => say_err!("watching"),
-        // A server that never acknowledges its listen stream: watch what does come.
-        Err(Error::Timeout(_)) => say_err!(
-            "watching (the server never acknowledged its listen stream: changes may be missed)"
-        ),
-        Err(e) => return Err(e.into()),
-    }
-    // A limit past what the clock holds is no limit.
-    let until = limit.and_then(|l| tokio::time::Instant::now().checked_add(l));
-    loop {
-        let notice = tokio::select! {
-            notice = notifications.recv() => notice,
-            () = async {
-                match until {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            } => None,
-        };
-        let Some(notice) = notice else { break };
-        // The listen stream's own bookkeeping, which `watching` above already said.
-        if matches!(
-            notice.notification,
-            ServerNotification::SubscriptionsAcknowledged(..)
-        ) {
-            continue;
-        }
-        let params: Value = notice
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or(Value::Null);
-        if cli.json {
-            say!("{}", json!({"method": notice.method, "params": params}));
-        } else if let ServerNotification::LoggingMessage(log) = &notice.notification {
-            let level = serde_json::to_value(log.level).unwrap_or(Value::Null);
-            let data = match &log.data {
-                Value::String(text) => text.clone(),
-                other => other.to_string(),
-            };
-            say!(
-                "[{}] {}{data}",
-                level.as_str().unwrap_or("?"),
-                log.logger
-                    .as_deref()
-                    .map(|l| format!("{l}: "))
-                    .unwrap_or_default()
-            );
-        } else {
-            say!("{} {params}", notice.method);
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Pre-loads `--known-tools`, then runs the command on one connected client. `tool` replaces
 /// the name of `tools call` (a routed `server__tool`).
 async fn session(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitCode, Failure> {
@@ -513,7 +392,7 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
         Command::Watch {
             for_secs,
             resources,
-        } => watch(cli, client, *for_secs, resources).await,
+        } => watch::watch(cli, client, *for_secs, resources).await,
         Command::Resources { command } => match command {
             ResourcesCommand::List => browse::list_resources(client, false, cli.json).await,
             ResourcesCommand::Templates => browse::list_resources(client, true, cli.json).await,
@@ -853,17 +732,5 @@ fn listen_at(
                 SocketAddr::from(([127, 0, 0, 1], port))
             })))
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tls_hint;
-
-    #[test]
-    fn a_certificate_this_machine_does_not_trust_points_at_ssl_cert_file() {
-        let reason = "no connection could be made: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
-        assert!(tls_hint(reason).is_some_and(|h| h.contains("SSL_CERT_FILE")));
-        assert_eq!(tls_hint("connection refused"), None);
     }
 }
