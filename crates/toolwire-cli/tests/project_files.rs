@@ -178,14 +178,7 @@ fn a_gateway_applies_an_edit_once_it_is_approved_without_being_told_again() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let heard = said.clone();
-    let pipe = gateway.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            heard.lock().unwrap().push(line);
-        }
-    });
+    let said = collect_stderr(&mut gateway);
     let until = |what: &str, check: &dyn Fn() -> bool| {
         let started = std::time::Instant::now();
         while !check() {

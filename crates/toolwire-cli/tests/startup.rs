@@ -209,14 +209,7 @@ fn a_gateway_retries_an_upstream_that_came_up_late_and_logs_each_step_under_its_
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pipe = gateway.stderr.take().unwrap();
-    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let heard = said.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            heard.lock().unwrap().push(line);
-        }
-    });
+    let said = collect_stderr(&mut gateway);
     let logged = |needles: &[&str]| {
         said.lock()
             .unwrap()

@@ -40,21 +40,41 @@ fn start_gateway(
         "ref": {"type": "http", "url": format!("http://127.0.0.1:{ref_port}/mcp")},
     }});
     std::fs::write(&file, config.to_string()).map_err(|e| format!("{}: {e}", file.display()))?;
-    let log = logs.join("gateway.log");
+    let url = spawn_gateway(
+        &mut processes,
+        bin,
+        &file,
+        gateway_port,
+        peers,
+        &logs.join("gateway.log"),
+    )?;
+    Ok(Gateway {
+        _processes: processes,
+        url,
+    })
+}
+
+/// Starts `toolwire gateway` over the mcpServers `file` on `port` (logging to `log`, `-v`),
+/// once it listens: its endpoint's URL.
+pub(super) fn spawn_gateway(
+    processes: &mut Processes,
+    bin: &Path,
+    file: &Path,
+    port: u16,
+    peers: &Peers,
+    log: &Path,
+) -> Result<String, String> {
     processes.spawn(
         Command::new(bin)
             .args(["gateway", "--config", &file.display().to_string()])
-            .args(["--http", &format!("127.0.0.1:{gateway_port}"), "-v"])
+            .args(["--http", &format!("127.0.0.1:{port}"), "-v"])
             .env("PATH", &peers.path)
             // A file the run wrote itself, trusted the way scripts and CI do.
             .env("TOOLWIRE_TRUST", "1"),
-        &log,
+        log,
     )?;
-    wait_for_port(gateway_port, "the gateway", &log)?;
-    Ok(Gateway {
-        _processes: processes,
-        url: format!("http://127.0.0.1:{gateway_port}/mcp"),
-    })
+    wait_for_port(port, "the gateway", log)?;
+    Ok(format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// Runs a peer's client script and parses the JSON document it printed.

@@ -3,7 +3,7 @@
 //! gateway; and a Python SDK tool that asks with `ctx.elicit`, which that SDK can do only in
 //! the legacy era, behind the gateway with its entry pinned to `2025-11-25`.
 
-use super::gateway::client_json;
+use super::gateway::{client_json, spawn_gateway};
 use super::*;
 
 const STARTUP: &str = "startup";
@@ -78,19 +78,10 @@ pub(super) fn startup_checks(rows: &mut Vec<Row>, bin: &Path, peers: &Peers, roo
     );
 
     let gateway = written.and_then(|()| {
-        let port = free_port()?;
-        let log = logs.join("startup-gateway.log");
         let mut processes = Processes::default();
-        processes.spawn(
-            Command::new(bin)
-                .args(["gateway", "--config", &file.display().to_string()])
-                .args(["--http", &format!("127.0.0.1:{port}"), "-v"])
-                .env("PATH", &peers.path)
-                .env("TOOLWIRE_TRUST", "1"),
-            &log,
-        )?;
-        wait_for_port(port, "the gateway", &log)?;
-        Ok((processes, format!("http://127.0.0.1:{port}/mcp")))
+        let log = logs.join("startup-gateway.log");
+        let url = spawn_gateway(&mut processes, bin, &file, free_port()?, peers, &log)?;
+        Ok((processes, url))
     });
     let (outcome_slow, outcome_ask) = match &gateway {
         Err(e) => (Err(e.clone()), Err(e.clone())),

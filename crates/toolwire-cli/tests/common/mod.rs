@@ -131,3 +131,16 @@ pub(crate) fn config_file(tag: &str) -> ConfigFile {
         _served: served,
     }
 }
+
+/// Every line `child` writes to stderr from now on, as it comes (read on a thread of its own).
+pub(crate) fn collect_stderr(child: &mut Child) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let heard = said.clone();
+    let pipe = child.stderr.take().expect("stderr piped");
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            heard.lock().unwrap().push(line);
+        }
+    });
+    said
+}
