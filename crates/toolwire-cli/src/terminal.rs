@@ -33,7 +33,7 @@ pub(crate) fn write(to_stderr: bool, text: &str, newline: bool) {
 /// nothing did (one document on stdout, whatever happens).
 static WROTE_STDOUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Whether [`write`] wrote anything to stdout.
+/// Whether [`write()`] wrote anything to stdout.
 pub(crate) fn wrote_stdout() -> bool {
     WROTE_STDOUT.load(std::sync::atomic::Ordering::Relaxed)
 }
