@@ -1,5 +1,6 @@
-"""The Python SDK's client answering elicitation, for `cargo xtask interop`: two clients at once
-on URL in MODE (`auto` or `legacy`), each answering a form with its own name (Ada and Grace),
+"""The Python SDK's client answering elicitation, for `cargo xtask interop`: clients at once on
+URL in MODE (`auto` or `legacy`), each answering a form with its own name (NAMES, comma-separated;
+Ada and Grace by default),
 each calling TOOL (the reference server's `ask_client`, through the gateway). Prints one JSON
 document: each client's name, the result text, and the messages its callback was asked."""
 
@@ -24,10 +25,10 @@ async def one(url: str, mode: str, tool: str, name: str) -> dict:
         return {"name": name, "text": text, "asked": asked, "version": client.protocol_version}
 
 
-async def main(url: str, mode: str, tool: str) -> None:
-    both = await asyncio.gather(one(url, mode, tool, "Ada"), one(url, mode, tool, "Grace"))
-    print(json.dumps({"clients": list(both)}))
+async def main(url: str, mode: str, tool: str, names: str = "Ada,Grace") -> None:
+    clients = await asyncio.gather(*(one(url, mode, tool, name) for name in names.split(",")))
+    print(json.dumps({"clients": list(clients)}))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))
