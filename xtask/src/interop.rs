@@ -1390,7 +1390,9 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
         "CLI, no credentials",
         "a command without credentials fails (exit 3) and names the login command",
         Ok((
-            !ok && err.contains("login`") && out.is_empty(),
+            // Under --json the failure is one document on stdout: exit 3, nothing else.
+            !ok && err.contains("login`")
+                && serde_json::from_str::<Value>(&out).is_ok_and(|v| v["error"]["exit"] == 3),
             one_line(&err),
         )),
     );

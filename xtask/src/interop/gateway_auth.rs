@@ -105,7 +105,9 @@ pub(super) fn gateway_auth_checks(rows: &mut Vec<Row>, bin: &Path, peers: &Peers
         "CLI, no credentials",
         "the gateway answers 401 and the CLI names the login command",
         Ok((
-            !ok && err.contains("login`") && out.is_empty(),
+            // Under --json the failure is one document on stdout: exit 3, nothing else.
+            !ok && err.contains("login`")
+                && serde_json::from_str::<Value>(&out).is_ok_and(|v| v["error"]["exit"] == 3),
             one_line(&err),
         )),
     );
