@@ -11,6 +11,7 @@ mod common;
 
 #[allow(unused_imports, reason = "the imports the files of these tests share")]
 use common::*;
+use std::time::Duration;
 
 /// A project directory with an `.mcp.json`, and a state directory for approvals, both
 /// outside the user's configuration.
@@ -166,51 +167,33 @@ fn a_gateway_applies_an_edit_once_it_is_approved_without_being_told_again() {
     let file = p.file();
     let file = file.to_str().unwrap();
     assert!(p.run(&["trust", file], false).status.success());
-    let mut gateway = Command::new(BIN)
-        .args(["gateway", "--config", file, "--http", "127.0.0.1:0"])
-        .env("XDG_STATE_HOME", p.dir.join("state"))
-        .env("XDG_CONFIG_HOME", p.dir.join("config"))
-        .env("HOME", p.dir.join("home"))
-        .env_remove("TOOLWIRE_TRUST")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = collect_stderr(&mut gateway);
-    let until = |what: &str, check: &dyn Fn() -> bool| {
-        let started = std::time::Instant::now();
-        while !check() {
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(30),
-                "never: {what}: {:?}",
-                said.lock().unwrap()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    };
-    let heard = |needle: &str| said.lock().unwrap().iter().any(|l| l.contains(needle));
-    until("listening", &|| heard("toolwire gateway on http://"));
-    let url = said
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|l| l.strip_prefix("toolwire gateway on ").map(str::to_owned))
-        .unwrap();
+    let gateway = Listening::start(
+        Command::new(BIN)
+            .args(["gateway", "--config", file, "--http", "127.0.0.1:0"])
+            .env("XDG_STATE_HOME", p.dir.join("state"))
+            .env("XDG_CONFIG_HOME", p.dir.join("config"))
+            .env("HOME", p.dir.join("home"))
+            .env_remove("TOOLWIRE_TRUST")
+            .env_remove("RUST_LOG"),
+    );
+    let url = gateway.url.clone();
+    let heard = |needle: &str| gateway.logged(&[needle]);
+    let wait = |what: &str, check: &dyn Fn() -> bool| until(Duration::from_secs(30), what, check);
     let listed = |name: &str| {
         let list = toolwire(&["--url", &url, "--json", "tools", "list"]);
         list.status.success() && tool_names(&json(&list)).contains(&name)
     };
-    until("a listed", &|| listed("a__echo"));
+    wait("a listed", &|| listed("a__echo"));
 
     p.write(&serde_json::json!({"a": entry("a"), "b": entry("b")}));
-    until("the edit refused for approval", &|| heard("not reloaded"));
-    assert!(heard("toolwire trust"), "{:?}", said.lock().unwrap());
+    wait("the edit refused for approval", &|| heard("not reloaded"));
+    assert!(
+        heard("toolwire trust"),
+        "{:?}",
+        gateway.said.lock().unwrap()
+    );
     assert!(!listed("b__echo"));
     assert!(p.run(&["trust", file], false).status.success());
-    until("b listed once approved", &|| listed("b__echo"));
-    assert!(heard("reloaded"), "{:?}", said.lock().unwrap());
-    let _ = gateway.kill();
-    let _ = gateway.wait();
+    wait("b listed once approved", &|| listed("b__echo"));
+    assert!(heard("reloaded"), "{:?}", gateway.said.lock().unwrap());
 }

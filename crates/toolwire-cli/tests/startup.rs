@@ -176,15 +176,6 @@ fn get(addr: &str, path: &str) -> (u16, String) {
     (status, body)
 }
 
-/// Waits up to `limit` for `check`, every 250 ms.
-fn until(limit: Duration, what: &str, check: impl Fn() -> bool) {
-    let started = Instant::now();
-    while !check() {
-        assert!(started.elapsed() < limit, "never: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 #[test]
 fn a_gateway_retries_an_upstream_that_came_up_late_and_logs_each_step_under_its_name() {
     // A port nobody listens on yet.
@@ -199,36 +190,15 @@ fn a_gateway_retries_an_upstream_that_came_up_late_and_logs_each_step_under_its_
         &serde_json::json!({"late": {"type": "http", "url": late}, "crashy": sh(CRASH)}),
     );
     let started = Instant::now();
-    let mut gateway = Command::new(BIN)
-        .args(["gateway", "--config", config.0.to_str().unwrap()])
-        .args(["--http", "127.0.0.1:0"])
-        .env("TOOLWIRE_TRUST", "1")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = collect_stderr(&mut gateway);
-    let logged = |needles: &[&str]| {
-        said.lock()
-            .unwrap()
-            .iter()
-            .any(|l| needles.iter().all(|n| l.contains(n)))
-    };
-    until(Duration::from_secs(30), "the gateway listens", || {
-        logged(&["toolwire gateway on http://"])
-    });
-    let url = said
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|l| l.starts_with("toolwire gateway on"))
-        .unwrap()
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .to_owned();
+    let gateway = Listening::start(
+        Command::new(BIN)
+            .args(["gateway", "--config", config.0.to_str().unwrap()])
+            .args(["--http", "127.0.0.1:0"])
+            .env("TOOLWIRE_TRUST", "1")
+            .env_remove("RUST_LOG"),
+    );
+    let url = gateway.url.clone();
+    let logged = |needles: &[&str]| gateway.logged(needles);
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
@@ -292,8 +262,6 @@ fn a_gateway_retries_an_upstream_that_came_up_late_and_logs_each_step_under_its_
     until(Duration::from_secs(5), "its readiness logged", || {
         logged(&["name=late", "ready"])
     });
-    let _ = gateway.kill();
-    let _ = gateway.wait();
 }
 
 #[test]

@@ -144,3 +144,62 @@ pub(crate) fn collect_stderr(child: &mut Child) -> std::sync::Arc<std::sync::Mut
     });
     said
 }
+
+/// Waits up to `limit` for `check`, every 100 ms; `what` names it when it never holds.
+pub(crate) fn until(limit: std::time::Duration, what: &str, check: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !check() {
+        assert!(started.elapsed() < limit, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A `toolwire gateway --http 127.0.0.1:0` child, once it said where it listens: its URL and
+/// every stderr line it writes; killed when dropped.
+pub(crate) struct Listening {
+    pub(crate) child: Child,
+    pub(crate) url: String,
+    pub(crate) said: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Listening {
+    /// Starts `command` (a `gateway` command line, its environment set) with stderr piped.
+    pub(crate) fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let said = collect_stderr(&mut child);
+        let url = || {
+            said.lock().unwrap().iter().find_map(|l| {
+                l.strip_prefix("toolwire gateway on ")
+                    .map(|u| u.trim().to_owned())
+            })
+        };
+        until(
+            std::time::Duration::from_secs(30),
+            "the gateway listens",
+            || url().is_some(),
+        );
+        let url = url().unwrap();
+        Self { child, url, said }
+    }
+
+    /// Whether a line it wrote holds every one of `needles`.
+    pub(crate) fn logged(&self, needles: &[&str]) -> bool {
+        self.said
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| needles.iter().all(|n| l.contains(n)))
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
