@@ -221,8 +221,9 @@ impl StdioConfig {
             };
             named.is_file()
         } else {
-            crate::group::resolve(&self.program, self.child_path().as_deref()).is_file()
-                || self.child_path().is_some_and(|path| {
+            let path = self.child_path();
+            crate::group::resolve(&self.program, path.as_deref()).is_file()
+                || path.is_some_and(|path| {
                     std::env::split_paths(&path).any(|dir| dir.join(&self.program).is_file())
                 })
         };
