@@ -1,6 +1,6 @@
 //! Real clients' era quirks, replayed against the gateway: a version header that disagrees
-//! with the body (claude-code#93290), `initialize` after a successful `server/discover`
-//! (#96183), and no `server/discover` at all (#91099). Strict by default, as the spec says;
+//! with the body (the version the client first negotiated), `initialize` after a successful
+//! `server/discover`, and no `server/discover` at all. Strict by default, as the spec says;
 //! the first is served with `era_repair`, counted in `/metrics`.
 
 #![allow(

@@ -1,6 +1,7 @@
 //! The era-repair switch as users give it: `--era-repair` on `toolwire serve` and
 //! `toolwire gateway`, and `"eraRepair": true` in the file's `gateway` section. A 2026-07-28
-//! call under `MCP-Protocol-Version: 2025-11-25` (claude-code#93290) is refused without it
+//! call under `MCP-Protocol-Version: 2025-11-25` (a client sending the version it first
+//! negotiated as the header) is refused without it
 //! (-32020) and served with it.
 
 #![allow(
