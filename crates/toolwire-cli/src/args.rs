@@ -389,6 +389,11 @@ pub(crate) struct GatewayArgs {
     /// session another began. Also TOOLWIRE_GATEWAY_SESSION_KEY.
     #[arg(long, value_name = "FILE")]
     pub(crate) session_key_file: Option<PathBuf>,
+    /// On SIGTERM (or Ctrl-C), let the calls in flight complete for up to this many seconds
+    /// while new ones are refused (503, Retry-After) and /readyz answers 503; then stop. A
+    /// second signal stops at once.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
+    pub(crate) drain_timeout: std::time::Duration,
     /// Stop a stdio server's child once nothing used it for this many seconds (its tools stay
     /// listed; the next call starts it again).
     #[arg(long, value_name = "SECS")]
@@ -410,6 +415,14 @@ pub(crate) struct GatewayArgs {
 
 /// An address to listen on: `IP:PORT`, or `HOST:PORT` resolved (`localhost:8808` is
 /// `127.0.0.1:8808`; an IPv4 address is preferred where a name has both).
+/// A number of seconds (`30`, `0.5`) as a duration.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("{text}: expected a number of seconds, 0 or more"))
+}
+
 fn listen_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = text.parse() {
         return Ok(addr);

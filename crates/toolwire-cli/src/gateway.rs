@@ -235,9 +235,22 @@ async fn serve(
             .map_err(|e| Failure::Remote(format!("cannot listen on {addr}: {e}")))?,
     };
     say_err!("toolwire gateway on {}", server.url());
+    stopped().await;
+    // Draining: /readyz turns 503 at once, new requests are refused with a retryable 503,
+    // the calls in flight go on up to the deadline; a second signal stops at once.
+    let deadline = args.drain_timeout;
+    say_err!(
+        "toolwire gateway: draining: {} request(s) in flight, new ones refused (up to {} s; a second signal stops at once)",
+        server.in_flight(),
+        deadline.as_secs_f64()
+    );
+    gateway.drain();
     tokio::select! {
-        () = server.wait() => {}
-        () = stopped() => say_err!("toolwire gateway: stopping"),
+        drained = server.drain(deadline) => match drained.abandoned {
+            0 => say_err!("toolwire gateway: drained; stopping"),
+            n => say_err!("toolwire gateway: {n} request(s) still in flight after {} s; stopping", deadline.as_secs_f64()),
+        },
+        () = stopped() => say_err!("toolwire gateway: stopping at once"),
     }
     Ok(ExitCode::SUCCESS)
 }

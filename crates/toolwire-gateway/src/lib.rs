@@ -272,6 +272,7 @@ impl GatewayBuilder {
             sessions: Arc::default(),
             parked: relay::Parked::default(),
             declarations: declared::Declarations::default(),
+            draining: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -347,6 +348,8 @@ pub struct Gateway {
     /// The URL of each upstream called with its callers' credentials, when the gateway
     /// started (the address their tokens are for).
     pinned: HashMap<String, Option<String>>,
+    /// Set when the gateway stops taking calls ([`Gateway::drain`]).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Gateway {
@@ -585,7 +588,10 @@ impl Service for Gateway {
             .map(|s| sessions::SessionKey::new(access::principal(request.caller), s));
         let answer = match request.method {
             // A call's result may be the upstream's text, passed on as it came.
-            mcp::CallTool::NAME => return self.call_or_own(request, notifier, &view).await,
+            mcp::CallTool::NAME => {
+                let _counted = self.metrics.calling();
+                return self.call_or_own(request, notifier, &view).await;
+            }
             mcp::ListTools::NAME if self.progressive_now() => Ok(self.discovery_listing()),
             mcp::ListTools::NAME => self.list(request.params, &view),
             mcp::ListResources::NAME => self.merged(Listing::Resources).await,

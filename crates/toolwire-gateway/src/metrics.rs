@@ -78,6 +78,15 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// The series of each tool called, by upstream and tool.
 type SeriesByTool = FastMap<Arc<str>, FastMap<Box<str>, Series>>;
 
+/// A tool call counted in flight until dropped.
+pub(crate) struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 /// The gateway's metrics.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -85,6 +94,10 @@ pub(crate) struct Metrics {
     latency: Family<Tool, Histogram, fn() -> Histogram>,
     states: Family<State, Gauge>,
     repairs: Family<Repaired, Counter>,
+    /// Tool calls being answered now.
+    in_flight: Gauge,
+    /// 1 once the gateway drains.
+    draining: Gauge,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -120,6 +133,18 @@ impl Metrics {
             "Time from a call's arrival to its answer, upstream included",
             latency.clone(),
         );
+        let in_flight = Gauge::default();
+        registry.register(
+            "calls_in_flight",
+            "Tool calls being answered now",
+            in_flight.clone(),
+        );
+        let draining = Gauge::default();
+        registry.register(
+            "draining",
+            "1 once the gateway stopped taking calls (SIGTERM) and waits for those in flight",
+            draining.clone(),
+        );
         registry.register(
             "upstream_state",
             "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
@@ -131,9 +156,22 @@ impl Metrics {
             latency,
             states,
             repairs,
+            in_flight,
+            draining,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
+    }
+
+    /// A tool call being answered, counted in flight until the guard is dropped.
+    pub(crate) fn calling(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// The gateway drains.
+    pub(crate) fn draining(&self) {
+        self.draining.set(1);
     }
 
     /// One request served by an era repair of `kind`.

@@ -1,7 +1,7 @@
 //! The gateway's HTTP edge ([`Edge`]): who is calling ([`crate::Access`]), and the pages
 //! beside its MCP endpoint: the resource metadata and sign-in pages of its access control,
-//! `/healthz` (the process serves), `/readyz` (every enabled upstream tried; each one's state
-//! as JSON; 503 until then) and `/metrics` (Prometheus), from each upstream's state.
+//! `/healthz` (the process serves), `/readyz` (every enabled upstream tried and not draining;
+//! each one's state as JSON; 503 until then and once it drains) and `/metrics` (Prometheus), from each upstream's state.
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -14,11 +14,27 @@ use toolwire_server::{Edge, Page};
 use crate::Gateway;
 
 impl Gateway {
-    /// Whether every enabled upstream has been tried (none is still starting), and each
-    /// one's state as JSON.
+    /// Says from now on that this replica is going away: `/readyz` answers 503 with
+    /// `"draining": true` (a balancer stops sending it new callers) and `/metrics` shows
+    /// `toolwire_gateway_draining 1`. The HTTP server's own drain
+    /// ([`toolwire_server::HttpServer::drain`]) refuses new requests and waits for the calls
+    /// in flight.
+    pub fn drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.metrics.draining();
+    }
+
+    /// Whether [`Gateway::drain`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether every enabled upstream has been tried (none is still starting) and the
+    /// gateway is not draining, and each upstream's state as JSON.
     pub fn readiness(&self) -> (bool, Value) {
         let states = self.states();
-        let ready = states.iter().all(|(_, state, _)| *state != "starting");
+        let ready = !self.is_draining() && states.iter().all(|(_, state, _)| *state != "starting");
         let servers = states
             .into_iter()
             .map(|(server, _, described)| (server, described))
@@ -74,8 +90,9 @@ impl Gateway {
                     .iter()
                     .map(ToString::to_string)
                     .collect();
-                let body = json!({"ready": ready, "servers": servers, "collisions": collisions})
-                    .to_string();
+                let body = json!({"ready": ready, "draining": self.is_draining(),
+                    "servers": servers, "collisions": collisions})
+                .to_string();
                 Some(Page::new(status, "application/json", body))
             }
             "/metrics" => {

@@ -153,6 +153,8 @@ pub(crate) struct Core<S> {
     clients: Mutex<Keyed<Arc<Value>>>,
     /// Reads messages, keeping the declarations 2026-07-28 requests repeat.
     reader: Reader,
+    /// The requests being answered, and whether new ones are still taken.
+    pub(crate) drain: Arc<crate::drain::Drain>,
 }
 
 /// A map by a session's or connection's id, hashed with `foldhash` (seeded per process): its
@@ -220,6 +222,7 @@ impl<S: Service> Core<S> {
             asks: Asks::new(),
             clients: Mutex::new(HashMap::default()),
             reader: Reader::default(),
+            drain: Arc::default(),
         })
     }
 
@@ -300,6 +303,8 @@ impl<S: Service> Core<S> {
             self.service.notified(message);
             return Handled::Nothing;
         };
+        // Counted until it is answered (or dropped): a drain waits for it.
+        let _working = self.drain.working();
         let span = request_span(method, id, &message["params"], scope);
         let handled = self
             .handle_request(incoming, method, id, notify, scope, streams, caller)

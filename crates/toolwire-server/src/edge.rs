@@ -13,6 +13,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
+use crate::drain::Phase;
 use crate::http::Front;
 use crate::{Edge, Service};
 
@@ -33,26 +34,42 @@ enum Accepted {
 }
 
 impl<S: Service + Edge> Front<S> {
-    /// Accepts connections until the task is dropped; its connections (and their streams)
-    /// end with it, as a stopped server's would.
+    /// Accepts connections until the task is dropped, or until a drain turns to closing
+    /// ([`crate::HttpServer::drain`]): then nothing more is accepted, and the connections get
+    /// [`crate::CLOSE_GRACE`] to finish the answers they are writing. Its connections (and
+    /// their streams) end with it, as a stopped server's would.
     pub(crate) async fn run(self: Arc<Self>, listener: Listener) {
         let mut connections = tokio::task::JoinSet::new();
+        let mut phase = self.core.drain.watch();
+        let closing = async move {
+            let _ = phase.wait_for(|p| *p == Phase::Closing).await;
+        };
+        tokio::pin!(closing);
         let limits = &self.core.options.limits;
         let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
         loop {
-            // At the cap, nothing is accepted until a connection ends: the rest wait in the
-            // listen backlog.
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
+            let next = async {
+                // At the cap, nothing is accepted until a connection ends: the rest wait in
+                // the listen backlog.
+                let slot = slots.clone().acquire_owned().await.ok()?;
+                let accepted = match &listener {
+                    Listener::Tcp(tcp) => tcp.accept().await.map(|(stream, _)| {
+                        // Off only for the stall benchmark, which needs Nagle's algorithm on.
+                        let _ = stream.set_nodelay(!self.core.options.faults.nagle);
+                        Accepted::Tcp(stream)
+                    }),
+                    #[cfg(unix)]
+                    Listener::Unix(unix) => unix.accept().await.map(|(s, _)| Accepted::Unix(s)),
+                };
+                Some((slot, accepted))
             };
-            let accepted = match &listener {
-                Listener::Tcp(tcp) => tcp.accept().await.map(|(stream, _)| {
-                    // Off only for the stall benchmark, which needs Nagle's algorithm on.
-                    let _ = stream.set_nodelay(!self.core.options.faults.nagle);
-                    Accepted::Tcp(stream)
-                }),
-                #[cfg(unix)]
-                Listener::Unix(unix) => unix.accept().await.map(|(s, _)| Accepted::Unix(s)),
+            let (slot, accepted) = tokio::select! {
+                biased;
+                () = &mut closing => break,
+                next = next => match next {
+                    Some(next) => next,
+                    None => return,
+                },
             };
             let stream = match accepted {
                 Ok(stream) => stream,
@@ -76,6 +93,12 @@ impl<S: Service + Edge> Front<S> {
                 }
             });
         }
+        // Closing: each connection ends once its answer is written; one that does not (a
+        // stream that never ends) is cut when the set is dropped.
+        let _ = tokio::time::timeout(crate::CLOSE_GRACE, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
     }
 
     /// Serves one connection until it ends, or until it has been idle (no request in flight,
@@ -88,6 +111,8 @@ impl<S: Service + Edge> Front<S> {
         let activity = crate::limits::Activity::default();
         let stream = crate::limits::Tracked::new(stream, activity.clone());
         let in_flight = activity.clone();
+        // A drain that turns to closing ends the connection once its answer is written.
+        let mut phase = self.core.drain.watch();
         let service = service_fn(move |req: Request<Incoming>| {
             let front = self.clone();
             let busy = in_flight.busy();
@@ -114,6 +139,10 @@ impl<S: Service + Edge> Front<S> {
                         closing = true;
                         connection.as_mut().graceful_shutdown();
                     }
+                }
+                _ = phase.wait_for(|p| *p == Phase::Closing), if !closing => {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
                 }
             }
         }

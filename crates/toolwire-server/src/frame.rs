@@ -54,6 +54,9 @@ impl<S: Service + Edge> Front<S> {
                 .await;
             return in_request_map(headers, StatusCode::ACCEPTED, None);
         }
+        if core.drain.refusing() {
+            return crate::respond::draining(&id);
+        }
         if method == mcp::Listen::NAME && modern {
             return match core.handle(&incoming, nowhere, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest, caller),

@@ -37,6 +37,7 @@
 
 mod asks;
 mod core;
+mod drain;
 mod edge;
 mod frame;
 mod guard;
@@ -56,6 +57,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+pub use drain::Drained;
 pub use guard::{Caller, Credential, Denial};
 pub use repair::Repair;
 pub use service::{
@@ -247,7 +249,12 @@ pub struct HttpServer {
     unix_socket: Option<std::path::PathBuf>,
     task: Option<tokio::task::JoinHandle<()>>,
     faults: Arc<AtomicU64>,
+    drain: Arc<drain::Drain>,
 }
+
+/// How long a draining server's connections get to finish writing once nothing is in flight
+/// (a legacy GET stream, which never ends by itself, is cut after it).
+pub const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 impl HttpServer {
     /// The address it listens on (`0.0.0.0:0` on a Unix socket).
@@ -273,6 +280,30 @@ impl HttpServer {
     /// error status, a refused `Accept`, an expired session, a cut stream).
     pub fn faults_injected(&self) -> u64 {
         self.faults.load(Ordering::SeqCst)
+    }
+
+    /// Requests being answered now (over every connection and session).
+    pub fn in_flight(&self) -> usize {
+        self.drain.in_flight()
+    }
+
+    /// Stops gracefully. From now on a new request is refused with 503 and `Retry-After: 1`
+    /// (a client retries it; behind a balancer, on another replica), while answers the server
+    /// is waiting for (an elicitation's, a sampling's) and notifications (a cancellation) are
+    /// still taken. The requests being answered go on until each is answered or `deadline`
+    /// passes. Then every connection closes once the answer it is writing is written (a
+    /// stream that does not end by itself, a legacy GET stream, is cut after
+    /// [`CLOSE_GRACE`]) and the server stops. Says how many requests the deadline cut short.
+    pub async fn drain(mut self, deadline: Duration) -> Drained {
+        self.drain.begin();
+        let drained = self.drain.settle(deadline).await;
+        if let Some(task) = self.task.take() {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(CLOSE_GRACE * 2, task).await.is_err() {
+                abort.abort();
+            }
+        }
+        drained
     }
 
     /// Serves until the process ends.
@@ -353,6 +384,7 @@ fn start<S: Service + Edge>(
     let path = options.path.clone();
     let front = http::Front::new(Core::new(options, service), addr.ip().is_loopback());
     let faults = front.faults.clone();
+    let drain = front.core.drain.clone();
     let task = tokio::spawn(front.run(listener));
     HttpServer {
         addr,
@@ -360,6 +392,7 @@ fn start<S: Service + Edge>(
         unix_socket,
         task: Some(task),
         faults,
+        drain,
     }
 }
 

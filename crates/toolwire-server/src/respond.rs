@@ -137,6 +137,27 @@ pub(crate) fn denied(denial: &Denial) -> Response<Body> {
     response
 }
 
+/// The answer to a request that arrives while the server drains: 503 with `Retry-After: 1`
+/// (a client retries it; a balancer sends the retry to a replica that serves), and a JSON-RPC
+/// error that says why.
+pub(crate) fn draining(id: &Value) -> Response<Body> {
+    let refusal = crate::core::error(
+        id,
+        SHUTTING_DOWN,
+        "the server is shutting down: retry the request (another replica may serve it)",
+        None,
+    );
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &refusal);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// The JSON-RPC code of [`draining`]'s refusal: one of the range JSON-RPC leaves to servers
+/// (none of the spec's codes says "unavailable, retry").
+pub(crate) const SHUTTING_DOWN: i64 = -32000;
+
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     json_text_response(status, json_bytes(value))
 }

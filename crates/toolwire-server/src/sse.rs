@@ -102,6 +102,11 @@ impl<S: crate::Service + crate::Edge> Front<S> {
                 return empty(StatusCode::BAD_REQUEST);
             }
         };
+        let request = incoming.value["method"].is_string()
+            && incoming.value.get("id").is_some_and(|id| !id.is_null());
+        if request && self.core.drain.refusing() {
+            return crate::respond::draining(&incoming.value["id"]);
+        }
         if incoming.value["method"] == mcp::Discover::NAME {
             // This transport predates the modern era, as a server speaking it would.
             let id = incoming.value["id"].clone();
