@@ -11,8 +11,8 @@
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
 //! - `bench`: Toolwire against rmcp and the physical floor, and its gateway against
-//!   `mcp-proxy` (crates.io) and ContextForge (PyPI), each installed once into the peers'
-//!   cache, side by side in one run; writes `docs/benchmarks.md` (`--quick` for a short run).
+//!   `mcp-proxy` (crates.io), ContextForge (PyPI) and Debian's nginx, each installed once,
+//!   side by side in one run; writes `docs/benchmarks.md` (`--quick` for a short run).
 //!   See `crates/toolwire-bench`.
 //! - `windows`: the workspace checked for `x86_64-pc-windows-gnu`, and the stdio transport's
 //!   tests run under Wine.
@@ -402,6 +402,15 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
     let contextforge = venv.join("bin").display().to_string();
     if gateway.exists() {
         args.extend(["--contextforge", contextforge.as_str()]);
+    }
+    // Debian's nginx, the reverse proxy users put in front of servers: the gateway's targets
+    // are set against it. Without it, its rows say "not measured".
+    let nginx = interop::debian_package("nginx", "nginx")
+        .map_err(|e| eprintln!("xtask: {e}; the nginx rows are left out"))
+        .ok()
+        .map(|path| path.display().to_string());
+    if let Some(nginx) = &nginx {
+        args.extend(["--nginx", nginx.as_str()]);
     }
     run(root, &compare, &args, &[])
 }

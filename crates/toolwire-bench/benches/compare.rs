@@ -426,6 +426,19 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let stalling = serve(&toolwire, &["--nagle", "--eras", "legacy"])?;
     let rmcp_server = rmcp_server::start()?;
     let through = gateway(&toolwire, &fast.url, "bench-gateway.json")?;
+    let through_rmcp = gateway(&toolwire, &rmcp_server.url, "bench-gateway-rmcp.json")?;
+    // nginx in front of either server, when `cargo xtask bench` found or installed it.
+    let (nginx, nginx_rmcp) = match flag("--nginx") {
+        Some(bin) => (
+            Some(nginx::start(Path::new(bin), &fast.url, "bench-nginx")?),
+            Some(nginx::start(
+                Path::new(bin),
+                &rmcp_server.url,
+                "bench-nginx-rmcp",
+            )?),
+        ),
+        None => (None, None),
+    };
     // The floor of any gateway: bytes forwarded by a bare hyper proxy.
     let floor_proxy = floor_proxy::start(&fast.url)?;
     // The same gateway checking a JWT access token (its key cached after the first call).
@@ -540,6 +553,15 @@ fn parent(args: &[String]) -> Result<(), Error> {
             TASKS,
         ));
     }
+    jobs.extend(nginx::jobs(
+        &nginx::Hops {
+            nginx: nginx.as_ref().map(|n| n.url.as_str()),
+            nginx_rmcp: nginx_rmcp.as_ref().map(|n| n.url.as_str()),
+            gateway_rmcp: &through_rmcp.url,
+            rmcp: &rmcp_server.url,
+        },
+        sizes,
+    ));
     // `mcp-proxy` speaks the legacy era only.
     if let Some(proxy) = &proxy {
         jobs.push((
@@ -635,6 +657,9 @@ fn parent(args: &[String]) -> Result<(), Error> {
         floor_proxy_1cpu,
         fast_1cpu,
         through,
+        through_rmcp,
+        nginx,
+        nginx_rmcp,
         guarded,
         proxy,
         forge,
@@ -721,3 +746,6 @@ mod gateways;
 use gateways::{gateway, gateway_memory, gateway_with_tokens, mcp_proxy};
 #[path = "compare/issuer.rs"]
 mod issuer;
+/// nginx in front of either server, and the gateway in front of rmcp's.
+#[path = "compare/nginx.rs"]
+mod nginx;

@@ -314,7 +314,7 @@ pub fn ratios(runs: &[Measurement]) -> String {
 /// Whether `case` runs through a gateway (Toolwire's, or `mcp-proxy`) rather than on the
 /// server itself.
 pub fn through_a_gateway(case: &str) -> bool {
-    ["gateway", "mcp-proxy", "contextforge", FLOOR_PROXY]
+    ["gateway", "mcp-proxy", "contextforge", "nginx", FLOOR_PROXY]
         .iter()
         .any(|prefix| case.starts_with(prefix))
 }
@@ -335,6 +335,7 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
     );
     for (gateway, direct, floor) in [
         ("floor-proxy-legacy-seq", "http-legacy-seq", None),
+        ("nginx-legacy-seq", "http-legacy-seq", None),
         (
             "gateway-legacy-seq",
             "http-legacy-seq",
@@ -351,6 +352,7 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             Some("floor-proxy-legacy-seq"),
         ),
         ("floor-proxy-modern-seq", "http-modern-seq", None),
+        ("nginx-modern-seq", "http-modern-seq", None),
         (
             "gateway-modern-seq",
             "http-modern-seq",
@@ -377,10 +379,39 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             Some("floor-proxy-legacy-concurrent-64"),
         ),
         ("floor-proxy-concurrent-64", "http-concurrent-64", None),
+        ("nginx-concurrent-64", "http-concurrent-64", None),
+        (
+            "nginx-legacy-concurrent-64",
+            "http-legacy-concurrent-64",
+            None,
+        ),
         (
             "gateway-concurrent-64",
             "http-concurrent-64",
             Some("floor-proxy-concurrent-64"),
+        ),
+        // In front of rmcp's server, against nginx in front of it.
+        ("nginx-rmcp-legacy-seq", "rmcp-server-legacy-seq", None),
+        (
+            "gateway-rmcp-legacy-seq",
+            "rmcp-server-legacy-seq",
+            Some("nginx-rmcp-legacy-seq"),
+        ),
+        ("nginx-rmcp-modern-seq", "rmcp-server-modern-seq", None),
+        (
+            "gateway-rmcp-modern-seq",
+            "rmcp-server-modern-seq",
+            Some("nginx-rmcp-modern-seq"),
+        ),
+        (
+            "nginx-rmcp-concurrent-64",
+            "rmcp-server-concurrent-64",
+            None,
+        ),
+        (
+            "gateway-rmcp-concurrent-64",
+            "rmcp-server-concurrent-64",
+            Some("nginx-rmcp-concurrent-64"),
         ),
         // Checking a JWT access token: against the same gateway without authentication.
         ("gateway-jwt-modern-seq", "gateway-modern-seq", None),
@@ -422,6 +453,129 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             us(g.p99) - us(d.p99),
             times(g.calls_per_s() / d.calls_per_s()),
         ));
+    }
+    t
+}
+
+/// The gateway's targets, each checked in this run: with 64 callers, its throughput against
+/// nginx's in front of the same server (at least 0.8×); one call at a time, the p50 it adds
+/// over the direct call against the p50 nginx adds (at most 2×), with either upstream; and on
+/// one core, its added p50 against the floor proxy's (at most 2×). A row whose runs are
+/// missing (nginx not installed) says so.
+pub fn targets(runs: &[Measurement]) -> String {
+    let p50 = |case: &str| find(runs, case, "toolwire").map(|m| m.p50.as_secs_f64() * 1e6);
+    let rate = |case: &str| find(runs, case, "toolwire").map(Measurement::calls_per_s);
+    let mut t = String::from(
+        "| target | gateway | reference | gateway's | reference's | ratio | holds |\n\
+         |---|---|---|---:|---:|---:|---|\n",
+    );
+    let mut row = |what: &str,
+                   g: &str,
+                   r: &str,
+                   figures: Option<(f64, f64)>,
+                   at_least: Option<f64>,
+                   at_most: Option<f64>,
+                   unit: &str| {
+        let (cells, holds) = match figures {
+            Some((gv, rv)) if rv > 0.0 => {
+                let q = gv / rv;
+                let holds =
+                    at_least.is_none_or(|min| q >= min) && at_most.is_none_or(|max| q <= max);
+                (
+                    format!("{gv:.0}{unit} | {rv:.0}{unit} | {}", times(q)),
+                    if holds { "yes" } else { "no" },
+                )
+            }
+            _ => ("— | — | —".to_owned(), "not measured"),
+        };
+        t.push_str(&format!("| {what} | `{g}` | `{r}` | {cells} | {holds} |\n"));
+    };
+    let both = |a: Option<f64>, b: Option<f64>| a.zip(b);
+    for (upstream, gateway, nginx) in [
+        ("", "gateway-concurrent-64", "nginx-concurrent-64"),
+        (
+            "",
+            "gateway-legacy-concurrent-64",
+            "nginx-legacy-concurrent-64",
+        ),
+        (
+            "rmcp ",
+            "gateway-rmcp-concurrent-64",
+            "nginx-rmcp-concurrent-64",
+        ),
+    ] {
+        let what = format!("{upstream}64 callers: throughput ≥ 0.8× nginx's");
+        row(
+            &what,
+            gateway,
+            nginx,
+            both(rate(gateway), rate(nginx)),
+            Some(0.8),
+            None,
+            " calls/s",
+        );
+    }
+    for (upstream, gateway, nginx, direct) in [
+        (
+            "",
+            "gateway-legacy-seq",
+            "nginx-legacy-seq",
+            "http-legacy-seq",
+        ),
+        (
+            "",
+            "gateway-modern-seq",
+            "nginx-modern-seq",
+            "http-modern-seq",
+        ),
+        (
+            "rmcp ",
+            "gateway-rmcp-legacy-seq",
+            "nginx-rmcp-legacy-seq",
+            "rmcp-server-legacy-seq",
+        ),
+        (
+            "rmcp ",
+            "gateway-rmcp-modern-seq",
+            "nginx-rmcp-modern-seq",
+            "rmcp-server-modern-seq",
+        ),
+    ] {
+        let added = |case: &str| p50(case).zip(p50(direct)).map(|(c, d)| c - d);
+        let what = format!("{upstream}sequential: added p50 ≤ 2× nginx's");
+        row(
+            &what,
+            gateway,
+            nginx,
+            both(added(gateway), added(nginx)),
+            None,
+            Some(2.0),
+            " µs",
+        );
+    }
+    for (gateway, floor, direct) in [
+        (
+            "gateway-legacy-seq-1cpu",
+            "floor-proxy-legacy-seq-1cpu",
+            "http-legacy-seq-1cpu",
+        ),
+        (
+            "gateway-modern-seq-1cpu",
+            "floor-proxy-modern-seq-1cpu",
+            "http-modern-seq-1cpu",
+        ),
+    ] {
+        let added = |case: &str| p50(case).zip(p50(direct)).map(|(c, d)| c - d);
+        let what = "one core: added p50 ≤ 2× the floor proxy's";
+        row(
+            what,
+            gateway,
+            floor,
+            both(added(gateway), added(floor)),
+            None,
+            Some(2.0),
+            " µs",
+        );
     }
     t
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use toolwire_bench::{Measurement, gateway_table, ratios, splice, table};
+use toolwire_bench::{Measurement, gateway_table, ratios, splice, table, targets};
 
 use super::{Error, search_quality};
 
@@ -17,10 +17,11 @@ pub(super) fn write(
 ) -> Result<(), Error> {
     let search = search_quality::measure()?.markdown();
     let report = format!(
-        "## Results\n\n{}\n## Ratios\n\n{}\n## The gateway\n\n{}\n{memory}\n{search}",
+        "## Results\n\n{}\n## Ratios\n\n{}\n## The gateway\n\n{}\n## The gateway's targets\n\n{}\n{memory}\n{search}",
         table(best),
         ratios(best),
-        gateway_table(best)
+        gateway_table(best),
+        targets(best)
     );
     println!("{report}");
     if let Some(out) = out {
@@ -56,7 +57,15 @@ pub(super) fn write(
              because the client, the gateway and the server share two cores here. `gateway-jwt-modern-seq` is \
              the gateway requiring an OAuth access token (`--auth-issuer`; a JWT signed ES256, \
              the issuer's key and the verified token cached after the first call), its \
-             \"direct\" the same gateway without authentication (`gateway-modern-seq`).\n\n{}\n{memory}\n{search}",
+             \"direct\" the same gateway without authentication (`gateway-modern-seq`). \
+             `nginx-*` is Debian's nginx (one worker, a keep-alive pool upstream, buffering off, \
+             no access log) in front of the same server: the reverse proxy users put in front of \
+             MCP servers. The `*-rmcp-*` cases put the gateway and nginx in front of rmcp's \
+             server instead, their \"direct\" the `rmcp-server-*` runs.\n\n{}\n\
+             ### The gateway's targets\n\nEach checked in this run: with 64 callers the \
+             gateway's throughput against nginx's in front of the same server; one call at a \
+             time the p50 each adds over the direct call; on one core the p50 each adds against \
+             the floor proxy's.\n\n{}\n{memory}\n{search}",
             if quick {
                 "cargo xtask bench --quick"
             } else {
@@ -71,6 +80,7 @@ pub(super) fn write(
             table(best),
             ratios(best),
             gateway_table(best),
+            targets(best),
         );
         let doc = std::fs::read_to_string(out).unwrap_or_default();
         std::fs::write(out, splice(&doc, &section))?;
