@@ -73,6 +73,8 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             _ => {}
         }
     }
+    let traffic = toolwire_gateway::Traffic::new(&access.traffic)
+        .map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
     if args.check.is_some() {
         // What would stop an entry from starting, found without starting it.
         let mut stopped = 0;
@@ -164,7 +166,8 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             above_tools: args.progressive_above_tools,
             above_tokens: args.progressive_above_tokens,
         })
-        .audit_arguments(args.audit_arguments);
+        .audit_arguments(args.audit_arguments)
+        .traffic(traffic);
     if let Some(access) = access {
         gateway = gateway.access(access);
     }

@@ -272,6 +272,30 @@ fn check_reads_the_file_and_says_what_it_would_serve() {
 }
 
 #[test]
+fn check_refuses_traffic_settings_that_cannot_be_used_naming_the_setting() {
+    let config = config("traffic");
+    let servers = serde_json::json!({"ref": {"command": BIN, "args": ["serve", "--stdio"]}});
+    let with = |traffic: serde_json::Value| {
+        let text = serde_json::json!({"mcpServers": servers, "gateway": {"traffic": traffic}});
+        std::fs::write(&config.path, text.to_string()).unwrap();
+        toolwire(&["gateway", "--check", config.path.to_str().unwrap()])
+    };
+    let usable = with(serde_json::json!({"*": {"maxConcurrent": 8, "breakerFailures": 5}}));
+    assert!(
+        usable.status.success(),
+        "{}",
+        String::from_utf8_lossy(&usable.stderr)
+    );
+    let unusable = with(serde_json::json!({"ref": {"maxConcurrent": 0}}));
+    let said = String::from_utf8_lossy(&unusable.stderr);
+    assert_eq!(unusable.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("gateway.traffic.ref.maxConcurrent: at least 1"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_public_address_is_refused_without_allow_unauthenticated() {
     let config = config("public");
     let out = toolwire(&[

@@ -32,6 +32,25 @@ pub(crate) struct Called {
     era: Era,
     /// The result, or (for a client that declared the tasks extension) the upstream's task.
     result: Result<toolwire::Called, HostError>,
+    /// What traffic control let through: told how the call ended.
+    pass: Option<crate::traffic::Pass>,
+}
+
+/// Whether a call's upstream failed to answer it (what a circuit breaker counts): no answer
+/// in time, a lost connection, not running. An answer of any kind (a tool error, a JSON-RPC
+/// error) is the upstream working.
+fn upstream_failed(result: &Result<toolwire::Called, HostError>) -> bool {
+    match result {
+        Ok(_) => false,
+        Err(HostError::NotRunning { .. }) => true,
+        Err(HostError::Call { error, .. }) => matches!(
+            error,
+            toolwire::Error::Timeout(_)
+                | toolwire::Error::Connection(_)
+                | toolwire::Error::Negotiation(_)
+        ),
+        Err(_) => false,
+    }
 }
 
 /// `notifications/progress` for the client, under its `token`.
@@ -100,6 +119,11 @@ impl Gateway {
             }
         };
         let server = self.host.load().get(name).map(|t| t.server.clone());
+        // The upstream's breaker and cap let the call through, or refuse it at once.
+        let pass = match &server {
+            Some(server) => Some(self.let_through(server).await?),
+            None => None,
+        };
         let caller = crate::access::principal(request.caller).to_owned();
         let audited = self.audit_arguments.then(|| arguments.to_string());
         let began = std::time::Instant::now();
@@ -227,6 +251,7 @@ impl Gateway {
                 began,
                 era: Era::Legacy,
                 result,
+                pass,
             };
             return self.finish(called);
         }
@@ -278,6 +303,7 @@ impl Gateway {
                 began,
                 era: Era::Modern,
                 result,
+                pass,
             }
         });
         let running = Running {
@@ -287,6 +313,19 @@ impl Gateway {
         };
         let owner = crate::access::principal(request.caller);
         self.wait(running, owner).await
+    }
+
+    /// Traffic control's pass for a call to `server`, or its refusal (counted by reason).
+    async fn let_through(&self, server: &Arc<str>) -> Result<crate::traffic::Pass, RpcError> {
+        self.traffic.admit(server).await.inspect_err(|refused| {
+            let reason = refused
+                .data
+                .as_ref()
+                .and_then(|d| d["reason"].as_str())
+                .unwrap_or("refused");
+            tracing::info!(target: "toolwire_gateway::audit", upstream = &**server, reason, "call refused by traffic control");
+            self.metrics.refused(server, reason);
+        })
     }
 
     /// Refuses a call to an upstream called with its callers' credentials whose entry a
@@ -377,7 +416,11 @@ impl Gateway {
             began,
             era,
             result,
+            pass,
         } = called;
+        if let Some(pass) = pass {
+            pass.ended(upstream_failed(&result));
+        }
         let outcome = match &result {
             Ok(toolwire::Called::Done(r)) if r.is_error == Some(true) => Outcome::ToolError,
             Ok(toolwire::Called::Raw(r)) if r.is_error() => Outcome::ToolError,

@@ -134,6 +134,7 @@ mod sessions;
 mod subscriptions;
 mod surface;
 mod tasks;
+mod traffic;
 mod uris;
 
 /// Locks `m`, whatever a panicking holder left: every table the gateway keeps stays usable.
@@ -176,6 +177,7 @@ pub use relay::{
     MAX_PARKED_PER_CALLER, PARKED_FOR, UPSTREAM_META, unrelated, upstream_capabilities,
     upstream_client,
 };
+pub use traffic::{Traffic, TrafficConfig, TrafficError};
 
 /// Settings of a [`Gateway`].
 #[derive(Debug)]
@@ -187,9 +189,17 @@ pub struct GatewayBuilder {
     access: Option<Access>,
     audit_arguments: bool,
     keys: Option<toolwire_server::SessionKeys>,
+    traffic: Traffic,
 }
 
 impl GatewayBuilder {
+    /// Caps, queues and circuit breakers per upstream ([`Traffic`]; none by default).
+    #[must_use]
+    pub fn traffic(mut self, traffic: Traffic) -> Self {
+        self.traffic = traffic;
+        self
+    }
+
     /// The keys the gateway seals the ids it hands a caller with (tasks), so that every
     /// replica given the same keys resolves them: the same keys as the server's
     /// [`Options::session_keys`]. Without them, keys are made at random for this process (its
@@ -273,6 +283,7 @@ impl GatewayBuilder {
             parked: relay::Parked::default(),
             declarations: declared::Declarations::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
+            traffic: self.traffic,
         });
         tokio::spawn(coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -350,6 +361,8 @@ pub struct Gateway {
     pinned: HashMap<String, Option<String>>,
     /// Set when the gateway stops taking calls ([`Gateway::drain`]).
     draining: std::sync::atomic::AtomicBool,
+    /// Caps, queues and breakers per upstream.
+    traffic: Traffic,
 }
 
 impl Gateway {
@@ -363,6 +376,7 @@ impl Gateway {
             access: None,
             audit_arguments: false,
             keys: None,
+            traffic: Traffic::default(),
         }
     }
 

@@ -52,6 +52,17 @@ struct Repaired {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refusal {
+    upstream: String,
+    reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Upstream {
+    upstream: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct State {
     upstream: String,
     state: String,
@@ -98,6 +109,13 @@ pub(crate) struct Metrics {
     in_flight: Gauge,
     /// 1 once the gateway drains.
     draining: Gauge,
+    /// Calls traffic control refused, by upstream and reason.
+    refusals: Family<Refusal, Counter>,
+    /// 1 for each controlled upstream's breaker state.
+    breakers: Family<State, Gauge>,
+    /// Calls in flight under each capped upstream's limit, and calls waiting in its queue.
+    capped: Family<Upstream, Gauge>,
+    waiting: Family<Upstream, Gauge>,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -145,6 +163,30 @@ impl Metrics {
             "1 once the gateway stopped taking calls (SIGTERM) and waits for those in flight",
             draining.clone(),
         );
+        let refusals = Family::<Refusal, Counter>::default();
+        registry.register(
+            "traffic_refusals",
+            "Calls refused by traffic control, by upstream and reason (circuit_open, queue_full, queue_timeout)",
+            refusals.clone(),
+        );
+        let breakers = Family::<State, Gauge>::default();
+        registry.register(
+            "breaker_state",
+            "1 for each upstream's circuit breaker state (closed, open, half-open), where one is configured",
+            breakers.clone(),
+        );
+        let capped = Family::<Upstream, Gauge>::default();
+        registry.register(
+            "upstream_calls_in_flight",
+            "Calls in flight to each upstream with a concurrency cap",
+            capped.clone(),
+        );
+        let waiting = Family::<Upstream, Gauge>::default();
+        registry.register(
+            "upstream_calls_waiting",
+            "Calls waiting in each capped upstream's queue",
+            waiting.clone(),
+        );
         registry.register(
             "upstream_state",
             "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
@@ -158,6 +200,10 @@ impl Metrics {
             repairs,
             in_flight,
             draining,
+            refusals,
+            breakers,
+            capped,
+            waiting,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
@@ -167,6 +213,44 @@ impl Metrics {
     pub(crate) fn calling(&self) -> InFlight {
         self.in_flight.inc();
         InFlight(self.in_flight.clone())
+    }
+
+    /// A call to `upstream` refused by traffic control for `reason`.
+    pub(crate) fn refused(&self, upstream: &str, reason: &str) {
+        self.refusals
+            .get_or_create(&Refusal {
+                upstream: upstream.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    /// The traffic controls as they are now: each controlled upstream's breaker state, and
+    /// its calls in flight and waiting under its cap.
+    pub(crate) fn traffic(&self, states: &[crate::traffic::LaneState]) {
+        let _one = crate::lock(&self.encoding);
+        self.breakers.clear();
+        for (upstream, breaker, cap) in states {
+            let of = || Upstream {
+                upstream: upstream.clone(),
+            };
+            if let Some(word) = breaker {
+                self.breakers
+                    .get_or_create(&State {
+                        upstream: upstream.clone(),
+                        state: (*word).to_owned(),
+                    })
+                    .set(1);
+            }
+            if let Some((in_flight, waiting)) = cap {
+                self.capped
+                    .get_or_create(&of())
+                    .set(i64::try_from(*in_flight).unwrap_or(i64::MAX));
+                self.waiting
+                    .get_or_create(&of())
+                    .set(i64::try_from(*waiting).unwrap_or(i64::MAX));
+            }
+        }
     }
 
     /// The gateway drains.

@@ -101,6 +101,7 @@ impl Gateway {
                     .into_iter()
                     .map(|(server, word, _)| (server, word))
                     .collect();
+                self.metrics.traffic(&self.traffic.states());
                 Some(Page::new(
                     200,
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",

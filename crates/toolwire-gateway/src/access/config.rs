@@ -92,6 +92,10 @@ pub struct AccessConfig {
     /// `--era-repair`; [`toolwire_server::Options::era_repair`]). Strict by default.
     #[serde(default)]
     pub era_repair: bool,
+    /// Caps, queues and circuit breakers per upstream, by entry name (`"*"`: every entry);
+    /// see [`crate::Traffic`].
+    #[serde(default)]
+    pub traffic: std::collections::BTreeMap<String, crate::TrafficConfig>,
 }
 
 /// The `limits` member of the `gateway` section: each one given replaces the default of

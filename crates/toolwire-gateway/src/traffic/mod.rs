@@ -1,0 +1,408 @@
+//! Traffic control per upstream, from the `traffic` member of the file's `gateway` section:
+//! a cap on its calls in flight with a bounded, timed queue ([`cap`]), and a circuit breaker
+//! that fails its calls at once while it is failing ([`breaker`]). Every refusal says which
+//! upstream and why, is counted in `/metrics`, and leaves the upstream's tools listed.
+//!
+//! ```json
+//! "gateway": {"traffic": {
+//!   "*":     {"maxConcurrent": 32, "queue": 64, "queueTimeoutSecs": 10},
+//!   "files": {"maxConcurrent": 4, "breakerFailures": 5, "breakerOpenSecs": 30}
+//! }}
+//! ```
+//!
+//! An entry's own settings replace those of `"*"` one by one.
+
+mod breaker;
+mod cap;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use toolwire_server::RpcError;
+use toolwire_types::error::code;
+
+use breaker::{Admitted, Breaker, Ended, Refused};
+use cap::{Cap, Full};
+
+/// One upstream's traffic settings (or every upstream's, under `"*"`).
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrafficConfig {
+    /// Calls in flight to the upstream at once; past it, calls wait in its queue. Absent: no
+    /// cap.
+    #[serde(default)]
+    pub max_concurrent: Option<usize>,
+    /// Calls that may wait for a slot; past it, a call is refused at once (default 64).
+    #[serde(default)]
+    pub queue: Option<usize>,
+    /// Seconds a call may wait for a slot before it is refused (default 10).
+    #[serde(default)]
+    pub queue_timeout_secs: Option<f64>,
+    /// Consecutive failures (no answer: a timeout, a lost connection, not running) that open
+    /// the upstream's circuit breaker. Absent: no breaker.
+    #[serde(default)]
+    pub breaker_failures: Option<u32>,
+    /// Seconds an open breaker fails calls at once before it lets one trial call through
+    /// (default 30).
+    #[serde(default)]
+    pub breaker_open_secs: Option<f64>,
+}
+
+impl TrafficConfig {
+    /// These settings over `defaults`: each one given here wins.
+    fn over(&self, defaults: &Self) -> Self {
+        Self {
+            max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
+            queue: self.queue.or(defaults.queue),
+            queue_timeout_secs: self.queue_timeout_secs.or(defaults.queue_timeout_secs),
+            breaker_failures: self.breaker_failures.or(defaults.breaker_failures),
+            breaker_open_secs: self.breaker_open_secs.or(defaults.breaker_open_secs),
+        }
+    }
+}
+
+/// The queue's length when none is given.
+const DEFAULT_QUEUE: usize = 64;
+/// How long a call waits for a slot when no time is given.
+const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a breaker stays open when no time is given.
+const DEFAULT_OPEN: Duration = Duration::from_secs(30);
+
+/// A setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("gateway.traffic.{entry}.{setting}: {why}")]
+pub struct TrafficError {
+    entry: String,
+    setting: &'static str,
+    why: &'static str,
+}
+
+fn seconds(
+    entry: &str,
+    setting: &'static str,
+    value: Option<f64>,
+    default: Duration,
+) -> Result<Duration, TrafficError> {
+    match value {
+        None => Ok(default),
+        Some(secs) => Duration::try_from_secs_f64(secs).map_err(|_| TrafficError {
+            entry: entry.to_owned(),
+            setting,
+            why: "expected a number of seconds, 0 or more",
+        }),
+    }
+}
+
+/// One upstream's controls.
+#[derive(Debug)]
+struct Lane {
+    cap: Option<Cap>,
+    breaker: Option<Mutex<Breaker>>,
+}
+
+impl Lane {
+    fn new(entry: &str, config: &TrafficConfig) -> Result<Self, TrafficError> {
+        let wait = seconds(
+            entry,
+            "queueTimeoutSecs",
+            config.queue_timeout_secs,
+            DEFAULT_QUEUE_TIMEOUT,
+        )?;
+        let open = seconds(
+            entry,
+            "breakerOpenSecs",
+            config.breaker_open_secs,
+            DEFAULT_OPEN,
+        )?;
+        let refuse = |setting, why| TrafficError {
+            entry: entry.to_owned(),
+            setting,
+            why,
+        };
+        let cap = match config.max_concurrent {
+            Some(0) => return Err(refuse("maxConcurrent", "at least 1")),
+            Some(max) => Some(Cap::new(max, config.queue.unwrap_or(DEFAULT_QUEUE), wait)),
+            None => None,
+        };
+        let breaker = match config.breaker_failures {
+            Some(0) => return Err(refuse("breakerFailures", "at least 1")),
+            Some(failures) => Some(Mutex::new(Breaker::new(failures, open))),
+            None => None,
+        };
+        Ok(Self { cap, breaker })
+    }
+}
+
+/// A controlled upstream as `/metrics` shows it: its name, its breaker's state, and its calls
+/// in flight and waiting under its cap.
+pub(crate) type LaneState = (String, Option<&'static str>, Option<(usize, usize)>);
+
+/// The traffic controls of every upstream, each made when the upstream is first called.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    defaults: TrafficConfig,
+    entries: BTreeMap<String, TrafficConfig>,
+    lanes: Mutex<HashMap<Arc<str>, Option<Arc<Lane>>>>,
+}
+
+impl Traffic {
+    /// The controls the `traffic` member `config` sets, checked: each entry's (and the
+    /// defaults under `"*"`) must be usable.
+    pub fn new(config: &BTreeMap<String, TrafficConfig>) -> Result<Self, TrafficError> {
+        let defaults = config.get("*").cloned().unwrap_or_default();
+        for (entry, settings) in config {
+            Lane::new(entry, &settings.over(&defaults))?;
+        }
+        Ok(Self {
+            entries: config
+                .iter()
+                .filter(|(entry, _)| *entry != "*")
+                .map(|(entry, settings)| (entry.clone(), settings.over(&defaults)))
+                .collect(),
+            defaults,
+            lanes: Mutex::default(),
+        })
+    }
+
+    /// The controls of `server`, if any apply.
+    fn lane(&self, server: &Arc<str>) -> Option<Arc<Lane>> {
+        let mut lanes = crate::lock(&self.lanes);
+        lanes
+            .entry(server.clone())
+            .or_insert_with(|| {
+                let settings = self.entries.get(&**server).unwrap_or(&self.defaults);
+                // Checked in `new`: a lane of checked settings is made.
+                Lane::new(server, settings).ok().map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Lets a call to `server` through, or refuses it with an error that says why: its
+    /// breaker is open, or its queue is full or was waited in too long.
+    pub(crate) async fn admit(&self, server: &Arc<str>) -> Result<Pass, RpcError> {
+        let Some(lane) = self.lane(server) else {
+            return Ok(Pass::default());
+        };
+        let admitted = match &lane.breaker {
+            Some(breaker) => {
+                let mut breaker = crate::lock(breaker);
+                match breaker.admit(Instant::now()) {
+                    Ok(admitted) => Some(admitted),
+                    Err(refused) => return Err(breaker_open(server, breaker.threshold(), refused)),
+                }
+            }
+            None => None,
+        };
+        // From here the pass is held: a refusal by the cap gives a trial back.
+        let mut pass = Pass {
+            lane: Some(lane.clone()),
+            admitted,
+            slot: None,
+            ended: false,
+        };
+        if let Some(cap) = &lane.cap {
+            match cap.enter().await {
+                Ok(slot) => pass.slot = Some(slot),
+                Err(full) => return Err(no_slot(server, cap, full)),
+            }
+        }
+        Ok(pass)
+    }
+
+    /// Each controlled upstream's breaker state (`closed`, `open`, `half-open`), calls in
+    /// flight under its cap, and calls waiting, for `/metrics`.
+    pub(crate) fn states(&self) -> Vec<LaneState> {
+        let now = Instant::now();
+        crate::lock(&self.lanes)
+            .iter()
+            .filter_map(|(server, lane)| {
+                let lane = lane.as_ref()?;
+                Some((
+                    server.to_string(),
+                    lane.breaker.as_ref().map(|b| crate::lock(b).word(now)),
+                    lane.cap.as_ref().map(|c| (c.in_flight(), c.waiting())),
+                ))
+            })
+            .collect()
+    }
+}
+
+fn breaker_open(server: &str, threshold: u32, refused: Refused) -> RpcError {
+    let (message, retry) = match refused {
+        Refused::Open(left) => {
+            // Whole seconds, rounded up: a client told to wait 59 of 59.9 s would be early.
+            let secs = (left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1);
+            (
+                format!(
+                    "upstream `{server}` is failing: its circuit breaker opened after {threshold} consecutive failures, and calls to it are refused for another {secs} s"
+                ),
+                secs,
+            )
+        }
+        Refused::Trying => (
+            format!(
+                "upstream `{server}` is failing: its circuit breaker is letting one trial call through, and refuses the others until it answers"
+            ),
+            1,
+        ),
+    };
+    RpcError::new(code::INTERNAL_ERROR, message).with_data(serde_json::json!({
+        "upstream": server, "reason": "circuit_open", "retryAfterSecs": retry
+    }))
+}
+
+fn no_slot(server: &str, cap: &Cap, full: Full) -> RpcError {
+    let message = match full {
+        Full::QueueFull => format!(
+            "upstream `{server}` is busy: {} calls in flight (its limit) and {} waiting (its queue's limit); try again shortly",
+            cap.max(),
+            cap.queue()
+        ),
+        Full::Waited(waited) => format!(
+            "upstream `{server}` is busy: no slot among its {} calls in flight within {} s; try again shortly",
+            cap.max(),
+            waited.as_secs_f64()
+        ),
+    };
+    let reason = match full {
+        Full::QueueFull => "queue_full",
+        Full::Waited(_) => "queue_timeout",
+    };
+    RpcError::new(code::INTERNAL_ERROR, message)
+        .with_data(serde_json::json!({"upstream": server, "reason": reason}))
+}
+
+/// A call let through: holds its slot under the cap, and tells the breaker how it ended
+/// ([`Pass::ended`]; dropped without it, the call was abandoned).
+#[derive(Debug, Default)]
+pub(crate) struct Pass {
+    lane: Option<Arc<Lane>>,
+    admitted: Option<Admitted>,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    ended: bool,
+}
+
+impl Pass {
+    /// The call ended: the upstream answered, or (`failed`) it did not.
+    pub(crate) fn ended(mut self, failed: bool) {
+        self.record(if failed {
+            Ended::Failed
+        } else {
+            Ended::Answered
+        });
+    }
+
+    fn record(&mut self, ended: Ended) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        if let (Some(lane), Some(admitted)) = (&self.lane, self.admitted)
+            && let Some(breaker) = &lane.breaker
+        {
+            crate::lock(breaker).record(admitted, ended, Instant::now());
+        }
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        self.record(Ended::Abandoned);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn traffic(config: serde_json::Value) -> Traffic {
+        Traffic::new(&serde_json::from_value(config).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_entry_s_settings_replace_the_defaults_one_by_one_and_others_get_the_defaults() {
+        let t = traffic(serde_json::json!({
+            "*": {"maxConcurrent": 1, "queue": 0, "breakerFailures": 1},
+            "files": {"maxConcurrent": 2}
+        }));
+        let (files, other): (Arc<str>, Arc<str>) = ("files".into(), "other".into());
+        let _a = t.admit(&files).await.unwrap();
+        let _b = t.admit(&files).await.unwrap();
+        let third = t.admit(&files).await.unwrap_err();
+        assert!(
+            third.message.contains("2 calls in flight"),
+            "{}",
+            third.message
+        );
+        let _c = t.admit(&other).await.unwrap();
+        let second = t.admit(&other).await.unwrap_err();
+        assert!(
+            second.message.contains("1 calls in flight"),
+            "{}",
+            second.message
+        );
+        assert_eq!(second.data.unwrap()["reason"], "queue_full");
+    }
+
+    #[tokio::test]
+    async fn failures_open_the_breaker_and_its_refusal_names_the_upstream_and_the_wait() {
+        let t = traffic(serde_json::json!({"slow": {"breakerFailures": 2, "breakerOpenSecs": 60}}));
+        let slow: Arc<str> = "slow".into();
+        for _ in 0..2 {
+            t.admit(&slow).await.unwrap().ended(true);
+        }
+        let refused = t.admit(&slow).await.unwrap_err();
+        assert!(
+            refused.message.contains("upstream `slow` is failing")
+                && refused.message.contains("after 2 consecutive failures"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(refused.data.as_ref().unwrap()["retryAfterSecs"], 60);
+        assert_eq!(t.states(), vec![("slow".to_owned(), Some("open"), None)]);
+        // Another upstream is not held back by this one's breaker.
+        let fine: Arc<str> = "fine".into();
+        assert!(t.admit(&fine).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_call_its_caller_abandoned_is_no_failure_and_frees_its_slot() {
+        let t = traffic(serde_json::json!({"s": {
+            "breakerFailures": 1, "maxConcurrent": 1, "queue": 0}}));
+        let s: Arc<str> = "s".into();
+        drop(t.admit(&s).await.unwrap());
+        let next = t.admit(&s).await.unwrap();
+        assert_eq!(
+            t.states(),
+            vec![("s".to_owned(), Some("closed"), Some((1, 0)))]
+        );
+        next.ended(false);
+        assert_eq!(
+            t.states(),
+            vec![("s".to_owned(), Some("closed"), Some((0, 0)))]
+        );
+    }
+
+    #[test]
+    fn unusable_settings_are_refused_naming_the_entry_and_the_setting() {
+        for (config, named) in [
+            (
+                serde_json::json!({"a": {"maxConcurrent": 0}}),
+                "gateway.traffic.a.maxConcurrent",
+            ),
+            (
+                serde_json::json!({"*": {"queueTimeoutSecs": -1.0}}),
+                "gateway.traffic.*.queueTimeoutSecs",
+            ),
+            (
+                serde_json::json!({"b": {"breakerFailures": 0}}),
+                "gateway.traffic.b.breakerFailures",
+            ),
+        ] {
+            let error = Traffic::new(&serde_json::from_value(config).unwrap()).unwrap_err();
+            assert!(error.to_string().starts_with(named), "{error}");
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Traffic control in front of real upstreams: a circuit breaker that opens on an upstream
+//! that hangs and fails its calls at once, then closes when it answers again; a concurrency
+//! cap whose queue holds calls in order and refuses the call past it.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+mod gateway_common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gateway_common::*;
+use serde_json::json;
+use toolwire::{Client, ProtocolMode};
+use toolwire_gateway::{Gateway, Traffic};
+use toolwire_host::Naming;
+use toolwire_refserver::{Eras, Framing};
+
+/// A gateway over one reference server named `up` (its calls given up after `timeout_ms`),
+/// with the traffic controls `traffic`; a client of it.
+async fn controlled(
+    timeout_ms: u64,
+    traffic: serde_json::Value,
+) -> (
+    Arc<Gateway>,
+    toolwire_server::HttpServer,
+    toolwire_refserver::HttpServer,
+    Client,
+) {
+    let upstream = reference(Eras::Both, Framing::Json).await;
+    let host = host(
+        json!({"up": {"url": upstream.url(), "timeout": timeout_ms}}),
+        Naming::Qualified,
+    )
+    .await;
+    let traffic = Traffic::new(&serde_json::from_value(traffic).unwrap()).unwrap();
+    let gateway = Gateway::builder(host).traffic(traffic).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let client = client(&front.url(), ProtocolMode::Auto);
+    client.ready().await.unwrap();
+    (gateway, front, upstream, client)
+}
+
+/// The `/metrics` lines that start with `prefix`.
+async fn metric(front: &toolwire_server::HttpServer, prefix: &str) -> Vec<String> {
+    let (_, page) = get(front.addr(), "/metrics").await;
+    page.lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_breaker_opens_on_an_upstream_that_hangs_refuses_at_once_and_closes_when_it_answers() {
+    let (gateway, front, _upstream, client) = controlled(
+        1000,
+        json!({"up": {"breakerFailures": 2, "breakerOpenSecs": 1}}),
+    )
+    .await;
+    let hang = json!({"steps": 1, "delay_ms": 10_000});
+    for _ in 0..2 {
+        let failed = client
+            .call_tool("up__slow", hang.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            failed.to_string().contains("no answer within"),
+            "the upstream's deadline ran out: {failed}"
+        );
+    }
+    // Open: the next call fails at once, and says why, without reaching the upstream.
+    let began = Instant::now();
+    let refused = client
+        .call_tool("up__echo", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("upstream `up` is failing") && message.contains("circuit breaker"),
+        "{message}"
+    );
+    assert!(
+        began.elapsed() < Duration::from_millis(1000),
+        "refused before the upstream's own deadline: {:?}",
+        began.elapsed()
+    );
+    assert_eq!(
+        metric(&front, "toolwire_gateway_breaker_state").await,
+        [r#"toolwire_gateway_breaker_state{upstream="up",state="open"} 1"#]
+    );
+    assert_eq!(
+        metric(&front, "toolwire_gateway_traffic_refusals_total").await,
+        [r#"toolwire_gateway_traffic_refusals_total{upstream="up",reason="circuit_open"} 1"#]
+    );
+    // After its delay, one trial goes through; the upstream answers, and the breaker closes.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let answered = client
+        .call_tool("up__echo", json!({"text": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&answered), "back");
+    assert_eq!(
+        metric(&front, "toolwire_gateway_breaker_state").await,
+        [r#"toolwire_gateway_breaker_state{upstream="up",state="closed"} 1"#]
+    );
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_cap_a_call_waits_its_turn_and_past_the_queue_one_is_refused_at_once() {
+    let (gateway, front, _upstream, client) = controlled(
+        30_000,
+        json!({"*": {"maxConcurrent": 2, "queue": 1, "queueTimeoutSecs": 30}}),
+    )
+    .await;
+    let slow = json!({"steps": 1, "delay_ms": 1500});
+    let call = |client: Client| {
+        let slow = slow.clone();
+        tokio::spawn(async move {
+            let result = client.call_tool("up__slow", slow).await;
+            (result, Instant::now())
+        })
+    };
+    let first = [call(client.clone()), call(client.clone())];
+    let until_metric = |line: &'static str| {
+        let front = &front;
+        async move {
+            let began = Instant::now();
+            while !metric(front, line).await.iter().any(|l| l == line) {
+                assert!(began.elapsed() < Duration::from_secs(10), "never: {line}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    until_metric(r#"toolwire_gateway_upstream_calls_in_flight{upstream="up"} 2"#).await;
+    let queued = call(client.clone());
+    until_metric(r#"toolwire_gateway_upstream_calls_waiting{upstream="up"} 1"#).await;
+    let refused = client
+        .call_tool("up__echo", json!({"text": "one too many"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("upstream `up` is busy") && refused.contains("2 calls in flight"),
+        "{refused}"
+    );
+    let mut ends = Vec::new();
+    for running in first {
+        let (result, ended) = running.await.unwrap();
+        result.unwrap();
+        ends.push(ended);
+    }
+    let (result, queued_end) = queued.await.unwrap();
+    result.unwrap();
+    let first_end = ends.iter().min().unwrap();
+    assert!(
+        queued_end.duration_since(*first_end) >= Duration::from_millis(1000),
+        "the queued call ran only once a slot was free (it took the whole 1.5 s after)"
+    );
+    assert_eq!(
+        metric(&front, "toolwire_gateway_traffic_refusals_total").await,
+        [r#"toolwire_gateway_traffic_refusals_total{upstream="up",reason="queue_full"} 1"#]
+    );
+    gateway.host().shutdown().await;
+}
