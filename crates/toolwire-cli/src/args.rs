@@ -163,6 +163,37 @@ pub(crate) enum Command {
         /// The file.
         file: std::path::PathBuf,
     },
+    /// The tool definitions a gateway pinned (`"pinTools"` in its file's gateway section):
+    /// list them and the changes held in quarantine, approve a change (the tool comes back)
+    /// or reject it.
+    Pins {
+        /// The pin file (default: $XDG_STATE_HOME/toolwire/pins.json, what `"pinTools": true`
+        /// uses).
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+        #[command(subcommand)]
+        command: PinsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PinsCommand {
+    /// Every server's pinned tools, and each change waiting with the members that changed.
+    List,
+    /// Pin the changed definition of SERVER's TOOL: the tool is listed and callable again.
+    Approve {
+        /// The server (its entry's name).
+        server: String,
+        /// The server's own name for the tool.
+        tool: String,
+    },
+    /// Keep the pin: the tool stays quarantined while its server offers the changed one.
+    Reject {
+        /// The server (its entry's name).
+        server: String,
+        /// The server's own name for the tool.
+        tool: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

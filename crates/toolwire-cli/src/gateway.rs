@@ -73,6 +73,26 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             _ => {}
         }
     }
+    // Tool definitions pinned, a changed one quarantined until approved (`toolwire pins`).
+    let pins = match &access.pin_tools {
+        None | Some(toolwire_gateway::PinTools::On(false)) => None,
+        Some(toolwire_gateway::PinTools::On(true)) => {
+            Some(toolwire_host::PinFile::default_location().ok_or_else(|| {
+                Failure::Usage(format!(
+                    "{}: gateway.pinTools: no home directory for the default pin file; give its path",
+                    file.display()
+                ))
+            })?)
+        }
+        Some(toolwire_gateway::PinTools::File(path)) => {
+            let folder = file.parent().unwrap_or(std::path::Path::new("."));
+            Some(toolwire_host::PinFile::new(folder.join(path)))
+        }
+    };
+    let pin_path = pins.as_ref().map(|p| p.path().to_owned());
+    if let Some(pins) = pins {
+        host = host.pin_tools(pins);
+    }
     let traffic = toolwire_gateway::Traffic::new(&access.traffic)
         .map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
     if args.check.is_some() {
@@ -179,6 +199,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         gateway.host().clone(),
         file.to_owned(),
         config.gateway.clone(),
+        pin_path,
     ));
     let outcome = serve(&gateway, args, options).await;
     reloading.abort();
@@ -267,12 +288,17 @@ const RELOAD_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// configuration as it is and is tried again on every poll until it loads (an approval given
 /// with `toolwire trust` changes nothing in the file); stderr says each outcome once.
 /// The servers of the file are applied again; its `gateway` section (who may call, with
-/// whose credentials) is read at start only: a change of it is reported, not applied.
+/// whose credentials) is read at start only: a change of it is reported, not applied. The pin
+/// file (`pinTools`) is read on the same polls: a change of it checks every tool again, so an
+/// approved tool comes back.
 async fn reload_on_change(
     host: toolwire_host::Host,
     file: std::path::PathBuf,
     access: Option<serde_json::Value>,
+    pins: Option<std::path::PathBuf>,
 ) {
+    // The pin file as last read: a change (an approval, a rejection) re-checks every tool.
+    let mut pinned = pins.as_ref().and_then(|p| std::fs::read(p).ok());
     #[cfg(unix)]
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let mut last = std::fs::read(&file).ok();
@@ -296,6 +322,13 @@ async fn reload_on_change(
             tokio::time::sleep(RELOAD_POLL).await;
             false
         };
+        if let Some(pins) = &pins {
+            let now = std::fs::read(pins).ok();
+            if now != pinned {
+                pinned = now;
+                host.repin();
+            }
+        }
         let now = std::fs::read(&file).ok();
         if !asked && now == last && refused.is_none() {
             continue;

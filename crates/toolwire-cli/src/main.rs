@@ -49,6 +49,7 @@ mod gateway;
 mod hints;
 mod login;
 mod merged;
+mod pins;
 mod render;
 mod trust;
 mod watch;
@@ -268,6 +269,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Trust { file } = &cli.command {
         return trust::approve(file);
     }
+    if let Command::Pins { file, command } = &cli.command {
+        return pins::run(cli.json, file.as_deref(), command);
+    }
     if let Command::Serve(args) = &cli.command {
         return serve(args).await;
     }
@@ -384,6 +388,7 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
         Command::Serve(_)
         | Command::Gateway(_)
         | Command::Trust { .. }
+        | Command::Pins { .. }
         | Command::Servers
         | Command::Login(_)
         | Command::Logout

@@ -15,7 +15,6 @@ mod common;
 #[allow(unused_imports, reason = "the imports the files of these tests share")]
 use common::*;
 
-use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
 /// A gateway over one stdio upstream (the reference server), draining up to `drain` seconds.
@@ -34,32 +33,6 @@ fn gateway(tag: &str, drain: &str) -> (Listening, std::path::PathBuf) {
             .env("TOOLWIRE_TRUST", "1"),
     );
     (listening, dir)
-}
-
-/// One raw HTTP/1.1 exchange with the gateway at `url` (`http://127.0.0.1:PORT/mcp`): the
-/// response's head and body as text.
-fn exchange(url: &str, request: &str) -> String {
-    let authority = url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap();
-    let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream
-        .write_all(request.replace("{host}", authority).as_bytes())
-        .unwrap();
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer
-}
-
-fn get(url: &str, path: &str) -> String {
-    exchange(
-        url,
-        &format!("GET {path} HTTP/1.1\r\nHost: {{host}}\r\nConnection: close\r\n\r\n"),
-    )
 }
 
 /// A 2026-07-28 `tools/call` of `ref__echo`, as raw HTTP.

@@ -169,8 +169,8 @@ pub const RESTART_FAILED: toolwire::Backoff = toolwire::Backoff {
 pub use access::{
     Access, AccessConfig, AccessError, ApiKeyConfig, CallerMatchConfig, ExchangeConfig,
     INTROSPECTION_BURST, INTROSPECTION_RATE, INTROSPECTION_RECHECK, IntrospectionConfig,
-    LOGIN_WAIT, LimitsConfig, PerUserConfig, REFUSAL_KEPT, RuleConfig, SIGN_OUT, TOKEN_RECHECK,
-    UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
+    LOGIN_WAIT, LimitsConfig, PerUserConfig, PinTools, REFUSAL_KEPT, RuleConfig, SIGN_OUT,
+    TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{
@@ -467,6 +467,7 @@ pub(crate) fn upstream_error(e: &HostError) -> RpcError {
             RpcError::new(code::INVALID_PARAMS, format!("Unknown tool: {name}"))
         }
         HostError::Call { server, error } => relayed(server, error),
+        HostError::Quarantined { .. } => RpcError::new(code::INVALID_PARAMS, e.to_string()),
         // The upstream's state word only: its reason (a child's stderr) is the operator's,
         // on `/readyz` and in the log.
         HostError::NotRunning { server, state } => {

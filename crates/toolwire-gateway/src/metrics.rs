@@ -116,6 +116,8 @@ pub(crate) struct Metrics {
     /// Calls in flight under each capped upstream's limit, and calls waiting in its queue.
     capped: Family<Upstream, Gauge>,
     waiting: Family<Upstream, Gauge>,
+    /// Tools held out because their definitions changed since pinned, by upstream.
+    quarantined: Family<Upstream, Gauge>,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -187,6 +189,12 @@ impl Metrics {
             "Calls waiting in each capped upstream's queue",
             waiting.clone(),
         );
+        let quarantined = Family::<Upstream, Gauge>::default();
+        registry.register(
+            "quarantined_tools",
+            "Tools held out because their definitions changed since they were pinned, by upstream",
+            quarantined.clone(),
+        );
         registry.register(
             "upstream_state",
             "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
@@ -204,6 +212,7 @@ impl Metrics {
             breakers,
             capped,
             waiting,
+            quarantined,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
@@ -250,6 +259,19 @@ impl Metrics {
                     .get_or_create(&of())
                     .set(i64::try_from(*waiting).unwrap_or(i64::MAX));
             }
+        }
+    }
+
+    /// The tools quarantined now, by upstream (each upstream's count).
+    pub(crate) fn quarantine(&self, upstreams: &[Arc<str>]) {
+        let _one = crate::lock(&self.encoding);
+        self.quarantined.clear();
+        for upstream in upstreams {
+            self.quarantined
+                .get_or_create(&Upstream {
+                    upstream: upstream.to_string(),
+                })
+                .inc();
         }
     }
 

@@ -102,6 +102,13 @@ impl Gateway {
                     .map(|(server, word, _)| (server, word))
                     .collect();
                 self.metrics.traffic(&self.traffic.states());
+                let held: Vec<Arc<str>> = self
+                    .host
+                    .quarantined()
+                    .into_iter()
+                    .map(|(_, held)| held.server)
+                    .collect();
+                self.metrics.quarantine(&held);
                 Some(Page::new(
                     200,
                     "application/openmetrics-text; version=1.0.0; charset=utf-8",

@@ -6,7 +6,7 @@
 //! [`Naming`]), rebuilt and swapped whole whenever any server's tool cache changes; reading it
 //! takes no lock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ mod idle;
 mod lifecycle;
 mod merge;
 mod reload;
+use crate::pins::{PinFile, Verdict};
 use crate::{ConnectError, ServerConfig, ServersConfig};
 
 pub use reload::Reloaded;
@@ -221,6 +222,19 @@ pub enum HostError {
         /// Its state, as one line.
         state: String,
     },
+    /// The tool's definition changed since it was pinned ([`HostBuilder::pin_tools`]): it is
+    /// quarantined until the change is approved.
+    #[error(
+        "tool `{tool}` of server `{server}` changed its definition ({members}) since it was pinned; it is quarantined until the change is approved (`toolwire pins approve {server} {tool}`)"
+    )]
+    Quarantined {
+        /// The server.
+        server: String,
+        /// The server's own name for the tool.
+        tool: String,
+        /// The members of the definition that changed, comma-separated.
+        members: String,
+    },
     /// The entry could not be connected (a legacy SSE server).
     #[error(transparent)]
     Connect(#[from] ConnectError),
@@ -245,9 +259,20 @@ pub struct HostBuilder {
     restart: Option<Backoff>,
     oauth: Option<OAuthConfig>,
     idle: Option<Duration>,
+    pins: Option<Arc<PinFile>>,
 }
 
 impl HostBuilder {
+    /// Pins each tool's definition in `file` the first time it is seen; a later definition
+    /// that differs (its description included) is quarantined: left out of the snapshot, and
+    /// a call to it refused with [`HostError::Quarantined`], until approved in the file
+    /// ([`PinFile::approve`]) and [`Host::repin`] is called. Off by default. A pin file that
+    /// cannot be read or written holds every tool of the server being merged back.
+    pub fn pin_tools(mut self, file: PinFile) -> Self {
+        self.pins = Some(Arc::new(file));
+        self
+    }
+
     /// Stops a stdio server's child once nothing has used the server for `limit` (no call
     /// routed to it, its client not handed out) and no call to it is in flight: its tools stay
     /// in the snapshot, its state is [`ServerState::Idle`], and the next use starts it again (a
@@ -331,6 +356,8 @@ impl HostBuilder {
             merging: Mutex::new(()),
             closing: watch::channel(false).0,
             search: toolwire::search::IndexCache::default(),
+            pins: self.pins,
+            quarantined: Mutex::default(),
         });
         for server in inner.servers.load().iter() {
             inner.launch(server);
@@ -362,6 +389,22 @@ struct Inner {
     closing: watch::Sender<bool>,
     /// The search index of the current merged snapshot ([`Host::search_tools`]).
     search: toolwire::search::IndexCache<Arc<str>>,
+    /// Where tool definitions are pinned, when they are ([`HostBuilder::pin_tools`]).
+    pins: Option<Arc<PinFile>>,
+    /// The tools whose definitions changed since pinned, by the name the host gives them.
+    quarantined: Mutex<BTreeMap<Arc<str>, Quarantined>>,
+}
+
+/// A tool held out of the snapshot because its definition changed since it was pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Quarantined {
+    /// The server.
+    pub server: Arc<str>,
+    /// The server's own name for the tool.
+    pub tool: String,
+    /// The members of its definition that changed (`description`, `inputSchema`, …).
+    pub members: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -436,6 +479,7 @@ impl Host {
             restart: None,
             oauth: None,
             idle: None,
+            pins: None,
         }
     }
 

@@ -59,7 +59,11 @@
 //! - `serde_json`: the parsed file, and the unknown members kept as written.
 //! - `ring` (already under rustls): the SHA-256 digest an approved file is remembered by
 //!   ([`trust`]).
-//! - `tempfile` (already under the credential store): the approvals file written whole.
+//! - `tempfile` (already under the credential store): the approvals and pin files written
+//!   whole.
+//! - `serde_jcs`: RFC 8785's canonical JSON, which a pinned tool definition is digested in
+//!   ([`pins`]): a server that reorders members or reformats numbers has not changed a tool,
+//!   and hand-writing the scheme's number and key ordering rules would be a place to differ.
 //! - `strsim` (already under clap): the known key an unknown one is likely a typo of
 //!   ([`ServersConfig::likely_typos`]).
 //! - `tracing` (already under the client): each server's changes of state, logged in a span
@@ -68,12 +72,14 @@
 mod config;
 mod host;
 pub mod names;
+pub mod pins;
 pub mod trust;
 
 pub use host::{
     DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostMatch, HostTool, HostTools,
-    HostToolsRef, Reloaded, ServerState,
+    HostToolsRef, Quarantined, Reloaded, ServerState,
 };
+pub use pins::PinFile;
 
 pub use names::{NameCollision, Naming, is_provider_safe, provider_safe};
 

@@ -442,6 +442,10 @@ impl Core {
                 r["registers"] = json!(["read_file", "write_file"]);
                 r
             }
+            "redefine_echo" => {
+                self.later(|core| core.register(vec![tools::redefined_echo()]));
+                tools::text("echo's description changes in a moment")
+            }
             "ephemeral" => {
                 self.later(|core| core.unregister("ephemeral"));
                 let mut r = tools::text("gone after this call");

@@ -8,7 +8,8 @@
 //!   `fail` (`isError`), `protocol_error`, `slow` (progress), `log` (`notifications/message` at
 //!   four levels, filtered by `logging/setLevel` or the request's `_meta` log level), `unlock_files` (registers
 //!   `read_file` and `write_file` a moment after it answers and announces them),
-//!   `ephemeral` (removes itself), `link_account` (needs a URL elicitation completed: `-32042`
+//!   `ephemeral` (removes itself), `redefine_echo` (changes `echo`'s description and announces
+//!   it: a server changing a tool under its users), `link_account` (needs a URL elicitation completed: `-32042`
 //!   in the legacy era, an input request in 2026-07-28) and `finish_link` (completes it and
 //!   says so with `notifications/elicitation/complete`), `show_clock` (an MCP Apps view,
 //!   `ui://toolwire/clock.html`, with its CSP and permissions).

@@ -203,3 +203,29 @@ impl Drop for Listening {
         let _ = self.child.wait();
     }
 }
+
+/// One raw HTTP/1.1 exchange with the server of the endpoint `url` (`http://127.0.0.1:PORT/mcp`): the
+/// response's head and body as text.
+pub(crate) fn exchange(url: &str, request: &str) -> String {
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    std::io::Write::write_all(&mut stream, request.replace("{host}", authority).as_bytes())
+        .unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    answer
+}
+
+/// A GET of `path` on the server of the endpoint `url`: the response's head and body.
+pub(crate) fn get(url: &str, path: &str) -> String {
+    exchange(
+        url,
+        &format!("GET {path} HTTP/1.1\r\nHost: {{host}}\r\nConnection: close\r\n\r\n"),
+    )
+}

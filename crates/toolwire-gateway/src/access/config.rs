@@ -96,6 +96,22 @@ pub struct AccessConfig {
     /// see [`crate::Traffic`].
     #[serde(default)]
     pub traffic: std::collections::BTreeMap<String, crate::TrafficConfig>,
+    /// Pin each upstream tool's definition the first time it is seen, and quarantine a
+    /// changed one until approved (`toolwire pins`): `true` for the default pin file, or the
+    /// file's path (relative to the configuration file's folder). Off by default.
+    #[serde(default)]
+    pub pin_tools: Option<PinTools>,
+}
+
+/// The `pinTools` member: on with the default pin file, or the pin file.
+// tidy: not an MCP shape
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum PinTools {
+    /// `true` (the default file) or `false` (off).
+    On(bool),
+    /// The pin file.
+    File(std::path::PathBuf),
 }
 
 /// The `limits` member of the `gateway` section: each one given replaces the default of

@@ -34,7 +34,7 @@ use toolwire::auth::verify::{
 };
 use toolwire_server::{Caller, Denial, Page};
 
-pub use config::{AccessConfig, ApiKeyConfig, IntrospectionConfig, LimitsConfig};
+pub use config::{AccessConfig, ApiKeyConfig, IntrospectionConfig, LimitsConfig, PinTools};
 use config::{client_secret, executor};
 pub(crate) use gate::principal;
 pub use login::{LOGIN_WAIT, PerUserConfig, SIGN_OUT};

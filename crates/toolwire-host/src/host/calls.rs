@@ -136,6 +136,14 @@ impl Host {
     fn route(&self, qualified: &str) -> Result<(Client, Arc<str>, String, InUse), HostError> {
         let merged = self.load();
         let Some(entry) = merged.get(qualified) else {
+            // A tool whose definition changed since it was pinned: say so, and how to let it in.
+            if let Some(held) = super::lock(&self.inner.quarantined).get(qualified) {
+                return Err(HostError::Quarantined {
+                    server: held.server.to_string(),
+                    tool: held.tool.clone(),
+                    members: held.members.join(", "),
+                });
+            }
             // A tool of a server that is down left the snapshot: say that server is down.
             let down = self.inner.servers.load().iter().find_map(|s| {
                 let tool = qualified.strip_prefix(&*s.name)?;

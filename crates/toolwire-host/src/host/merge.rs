@@ -20,6 +20,7 @@ impl Inner {
             })
             .collect();
         tools.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let tools = self.pinned(server, tools);
         let count = tools.len();
         self.replace_and_settle(server, tools);
         count
@@ -112,6 +113,68 @@ impl Inner {
 }
 
 impl Inner {
+    /// With pinning on, `server`'s tools less those whose definitions changed since they were
+    /// pinned, which are quarantined (said once each, at WARN); a tool seen for the first time
+    /// is pinned. A pin file that cannot be used holds all of them back: a check that cannot
+    /// be made lets nothing through.
+    fn pinned(
+        &self,
+        server: &Server,
+        tools: Vec<(Arc<str>, HostTool)>,
+    ) -> Vec<(Arc<str>, HostTool)> {
+        let Some(pins) = &self.pins else {
+            return tools;
+        };
+        let definitions: Vec<(&str, serde_json::Value)> = tools
+            .iter()
+            .map(|(_, t)| {
+                let definition = serde_json::to_value(&*t.tool).unwrap_or_default();
+                (t.tool.name.as_str(), definition)
+            })
+            .collect();
+        let verdicts = match pins.check(&server.name, &definitions) {
+            Ok(verdicts) => verdicts,
+            Err(e) => {
+                tracing::warn!(target: "toolwire_host::pins", server = %server.name, error = %e, "the pin file cannot be used: the server's tools are held back");
+                return Vec::new();
+            }
+        };
+        drop(definitions);
+        let mut quarantined = lock(&self.quarantined);
+        let before: HashSet<Arc<str>> = quarantined
+            .iter()
+            .filter(|(_, q)| q.server == server.name)
+            .map(|(name, _)| name.clone())
+            .collect();
+        quarantined.retain(|_, q| q.server != server.name);
+        let mut kept = Vec::with_capacity(tools.len());
+        for ((name, tool), verdict) in tools.into_iter().zip(verdicts) {
+            match verdict {
+                Verdict::Pinned => kept.push((name, tool)),
+                Verdict::Changed { members } => {
+                    if !before.contains(&name) {
+                        tracing::warn!(
+                            target: "toolwire_host::pins",
+                            server = %server.name,
+                            tool = %tool.tool.name,
+                            changed = %members.join(", "),
+                            "a tool's definition changed since it was pinned: quarantined until the change is approved"
+                        );
+                    }
+                    quarantined.insert(
+                        name,
+                        Quarantined {
+                            server: server.name.clone(),
+                            tool: tool.tool.name.clone(),
+                            members,
+                        },
+                    );
+                }
+            }
+        }
+        kept
+    }
+
     /// `server`'s tools (sorted by name) less those whose name another tool has: one of the
     /// same server's listed before it, or another server's in the snapshot now. Each one left
     /// out is a [`NameCollision`], which the snapshot carries (nothing is logged here).
@@ -147,5 +210,28 @@ impl Inner {
             }
         }
         (kept, collisions)
+    }
+}
+
+impl Host {
+    /// The tools held out because their definitions changed since they were pinned
+    /// ([`HostBuilder::pin_tools`]), by the name the host would give them.
+    pub fn quarantined(&self) -> Vec<(Arc<str>, Quarantined)> {
+        lock(&self.inner.quarantined)
+            .iter()
+            .map(|(name, held)| (name.clone(), held.clone()))
+            .collect()
+    }
+
+    /// Reads the pin file again and merges every running server's tools anew: a change
+    /// approved since ([`crate::PinFile::approve`]) lets its tool back in, announced as any
+    /// other change of the snapshot is.
+    pub fn repin(&self) {
+        for server in self.inner.servers.load().iter() {
+            let client = lock(&server.client).clone();
+            if let Some(client) = client {
+                self.inner.merge(server, &client);
+            }
+        }
     }
 }
