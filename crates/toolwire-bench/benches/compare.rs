@@ -427,6 +427,8 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let rmcp_server = rmcp_server::start()?;
     let through = gateway(&toolwire, &fast.url, "bench-gateway.json")?;
     let through_rmcp = gateway(&toolwire, &rmcp_server.url, "bench-gateway-rmcp.json")?;
+    // The same gateway with traffic control set and never tripping: what the controls cost.
+    let controlled = gateway_controlled(&toolwire, &fast.url)?;
     // nginx in front of either server, when `cargo xtask bench` found or installed it.
     let (nginx, nginx_rmcp) = match flag("--nginx") {
         Some(bin) => (
@@ -531,6 +533,13 @@ fn parent(args: &[String]) -> Result<(), Error> {
             jobs.push((case, client, url.clone(), sizes.sequential, 1));
         }
     }
+    jobs.push((
+        "gateway-controlled-modern-seq",
+        "toolwire",
+        controlled.url.clone(),
+        sizes.sequential,
+        1,
+    ));
     jobs.push((
         "gateway-jwt-modern-seq",
         "toolwire",
@@ -658,6 +667,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
         fast_1cpu,
         through,
         through_rmcp,
+        controlled,
         nginx,
         nginx_rmcp,
         guarded,
@@ -743,7 +753,7 @@ mod floor_proxy;
 
 #[path = "compare/gateways.rs"]
 mod gateways;
-use gateways::{gateway, gateway_memory, gateway_with_tokens, mcp_proxy};
+use gateways::{gateway, gateway_controlled, gateway_memory, gateway_with_tokens, mcp_proxy};
 #[path = "compare/issuer.rs"]
 mod issuer;
 /// nginx in front of either server, and the gateway in front of rmcp's.

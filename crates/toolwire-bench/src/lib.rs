@@ -413,6 +413,8 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
             "rmcp-server-concurrent-64",
             Some("nginx-rmcp-concurrent-64"),
         ),
+        // Traffic control set and not tripping: against the same gateway without it.
+        ("gateway-controlled-modern-seq", "gateway-modern-seq", None),
         // Checking a JWT access token: against the same gateway without authentication.
         ("gateway-jwt-modern-seq", "gateway-modern-seq", None),
         // Client, proxy or gateway and server on one core: each one's work, without the
@@ -460,7 +462,8 @@ pub fn gateway_table(runs: &[Measurement]) -> String {
 /// The gateway's targets, each checked in this run: with 64 callers, its throughput against
 /// nginx's in front of the same server (at least 0.8×); one call at a time, the p50 it adds
 /// over the direct call against the p50 nginx adds (at most 2×), with either upstream; and on
-/// one core, its added p50 against the floor proxy's (at most 2×). A row whose runs are
+/// one core, its added p50 against the floor proxy's (at most 2×); with traffic control set
+/// (not tripping), its added p50 against the same gateway's without (at most 1.05×). A row whose runs are
 /// missing (nginx not installed) says so.
 pub fn targets(runs: &[Measurement]) -> String {
     let p50 = |case: &str| find(runs, case, "toolwire").map(|m| m.p50.as_secs_f64() * 1e6);

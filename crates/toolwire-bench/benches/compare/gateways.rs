@@ -18,6 +18,20 @@ pub(super) fn gateway(toolwire: &Path, upstream: &str, file: &str) -> Result<Ser
     start_gateway(toolwire, file, &servers)
 }
 
+/// The same with traffic control on every upstream, set so that it never trips: a
+/// concurrency cap above the callers with its queue, and a circuit breaker.
+pub(super) fn gateway_controlled(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
+    let servers = json!({"ref": {"url": upstream}});
+    let traffic = json!({"*": {"maxConcurrent": 256, "queue": 256, "breakerFailures": 5}});
+    start_gateway_with_section(
+        toolwire,
+        "bench-gateway-controlled.json",
+        &servers,
+        Some(&json!({ "traffic": traffic })),
+        &[],
+    )
+}
+
 /// The same, accepting only access tokens of `issuer` for `audience`.
 pub(super) fn gateway_with_tokens(
     toolwire: &Path,
@@ -43,8 +57,23 @@ fn start_gateway_with(
     servers: &Value,
     flags: &[&str],
 ) -> Result<Server, Error> {
+    start_gateway_with_section(toolwire, file, servers, None, flags)
+}
+
+/// [`start_gateway_with`] with the file's `gateway` section.
+fn start_gateway_with_section(
+    toolwire: &Path,
+    file: &str,
+    servers: &Value,
+    section: Option<&Value>,
+    flags: &[&str],
+) -> Result<Server, Error> {
     let config = config_file(file);
-    std::fs::write(&config, json!({ "mcpServers": servers }).to_string())?;
+    let mut text = json!({ "mcpServers": servers });
+    if let Some(section) = section {
+        text["gateway"] = section.clone();
+    }
+    std::fs::write(&config, text.to_string())?;
     let mut command = Command::new(toolwire);
     command
         .args(["gateway", "--config"])

@@ -57,7 +57,10 @@ pub(super) fn write(
              because the client, the gateway and the server share two cores here. `gateway-jwt-modern-seq` is \
              the gateway requiring an OAuth access token (`--auth-issuer`; a JWT signed ES256, \
              the issuer's key and the verified token cached after the first call), its \
-             \"direct\" the same gateway without authentication (`gateway-modern-seq`). \
+             \"direct\" the same gateway without authentication (`gateway-modern-seq`); \
+             `gateway-controlled-modern-seq` is the gateway with traffic control set on its \
+             upstream and never tripping (a concurrency cap of 256 with its queue, a circuit \
+             breaker), its \"direct\" the same gateway without it. \
              `nginx-*` is Debian's nginx (one worker, a keep-alive pool upstream, buffering off, \
              no access log) in front of the same server: the reverse proxy users put in front of \
              MCP servers. The `*-rmcp-*` cases put the gateway and nginx in front of rmcp's \
