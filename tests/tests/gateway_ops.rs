@@ -342,14 +342,65 @@ async fn a_calls_trace_context_reaches_its_upstream_in_either_era() {
             .call_tool_with(tool, json!({"text": "traced"}), options)
             .await
             .unwrap();
+        // In `_meta` and, over HTTP, as `traceparent`/`tracestate` headers too.
         assert_eq!(
             proxy.sent_count(&parent),
-            1,
+            2,
             "{mode:?}: the upstream never saw the trace"
         );
-        assert_eq!(proxy.sent_count("vendor=1"), 1, "{mode:?}");
+        assert_eq!(proxy.sent_count(&format!("traceparent: {parent}")), 1);
+        assert_eq!(proxy.sent_count("vendor=1"), 2, "{mode:?}");
         assert_eq!(proxy.sent_count("user=alice"), 1, "{mode:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traceparent_header_wins_over_the_bodys_and_reaches_the_upstream_in_both_places() {
+    let Proxied {
+        host,
+        proxies,
+        upstreams: _upstreams,
+    } = proxied().await;
+    let gateway = Gateway::builder(host).build();
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let in_header = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let in_body = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "new__echo", "arguments": {"text": "traced"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "traceparent": in_body, "tracestate": "body=1"}}});
+    let (status, body) = post(
+        front.addr(),
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "new__echo"),
+            ("traceparent", in_header),
+            ("tracestate", "edge=1"),
+        ],
+        &call,
+    )
+    .await;
+    // A disagreement between the two is no error: the header wins.
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "traced", "{body}");
+    let upstream = &proxies[0];
+    assert_eq!(
+        upstream.sent_count("0af7651916cd43dd8448eb211c80319c"),
+        2,
+        "the header's trace, in `_meta` and as a header"
+    );
+    assert_eq!(upstream.sent_count("edge=1"), 2);
+    assert_eq!(
+        upstream.sent_count("4bf92f3577b34da6a3ce929d0e0e4736"),
+        0,
+        "the body's context was replaced"
+    );
+    assert_eq!(upstream.sent_count("body=1"), 0);
+    gateway.host().shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -397,4 +448,166 @@ async fn a_modern_call_whose_client_went_away_is_cancelled_upstream() {
         cancelled.is_ok(),
         "the upstream never heard the call was cancelled"
     );
+}
+
+/// The metric names (`toolwire_gateway_…`) `text` mentions, each once, with the suffixes a
+/// counter's or a histogram's series add (`_total`, `_bucket`, `_sum`, `_count`) taken off.
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("toolwire_gateway_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        let base = ["_total", "_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(name);
+        names.insert(base.to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alert_rules_and_the_dashboard_name_only_metrics_the_gateway_exports() {
+    // A gateway that has something in every family: a call, a refusal by traffic control,
+    // a quarantined tool, an era repair (a family with no series is not shown at all).
+    let upstream = reference(Eras::Both, Framing::Json).await;
+    let pins_dir = std::env::temp_dir().join(format!("toolwire-ops-pins-{}", std::process::id()));
+    let config = ServersConfig::parse(
+        &json!({"mcpServers": {"up": {"url": upstream.url()}}}).to_string(),
+        |_| None,
+    )
+    .unwrap();
+    let host = Host::builder(toolwire_gateway::upstream_client(Client::builder(
+        "ops", "0",
+    )))
+    .reconnect(None)
+    .pin_tools(toolwire_host::PinFile::new(pins_dir.join("pins.json")))
+    .start(&config)
+    .unwrap();
+    host.settled(Duration::from_secs(20)).await;
+    let traffic = toolwire_gateway::Traffic::new(
+        &serde_json::from_value(
+            json!({"*": {"maxConcurrent": 1, "queue": 0, "breakerFailures": 3}}),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let gateway = Gateway::builder(host).traffic(traffic).build();
+    let mut options = toolwire_server::Options::default();
+    options.era_repair = true;
+    let front = gateway.serve_http(LOOPBACK, options).await.unwrap();
+    let client = client(&front.url(), ProtocolMode::Auto);
+    client
+        .call_tool("up__echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    let slow = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .call_tool("up__slow", json!({"steps": 1, "delay_ms": 1000}))
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        client
+            .call_tool("up__echo", json!({"text": "busy"}))
+            .await
+            .is_err(),
+        "refused past the cap"
+    );
+    slow.await.unwrap().unwrap();
+    client
+        .call_tool("up__redefine_echo", json!({}))
+        .await
+        .unwrap();
+    let quarantined = async {
+        while gateway.host().quarantined().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), quarantined)
+        .await
+        .expect("echo quarantined");
+    let quirky = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "up__add", "arguments": {"a": 1, "b": 2},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+    let (status, served) = post(
+        front.addr(),
+        &[
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "up__add"),
+        ],
+        &quirky,
+    )
+    .await;
+    assert_eq!(status, 200, "{served}");
+    let (_, page) = get(front.addr(), "/metrics").await;
+    let exported: std::collections::BTreeSet<String> = page
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_owned)
+        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/monitoring");
+
+    // Prometheus reads YAML, of which JSON is a part: the rule file is both.
+    let rules: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("alerts.yml")).unwrap()).unwrap();
+    let rules = rules["groups"][0]["rules"].as_array().unwrap();
+    assert!(rules.len() >= 6, "{rules:?}");
+    for rule in rules {
+        let name = rule["alert"].as_str().unwrap();
+        assert!(rule["expr"].is_string(), "{name}: no expr");
+        assert!(
+            rule["labels"]["severity"].is_string(),
+            "{name}: no severity"
+        );
+        assert!(
+            rule["annotations"]["summary"].is_string(),
+            "{name}: no summary"
+        );
+        if let Some(wait) = rule.get("for") {
+            let wait = wait.as_str().unwrap();
+            let (number, unit) = wait.split_at(wait.len() - 1);
+            assert!(
+                number.parse::<u32>().is_ok() && ["s", "m", "h"].contains(&unit),
+                "{name}: `for` {wait}"
+            );
+        }
+        for metric in metric_names(rule["expr"].as_str().unwrap()) {
+            assert!(
+                exported.contains(&metric),
+                "{name} names {metric}, which /metrics does not export: {exported:?}"
+            );
+        }
+    }
+
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("dashboard.json")).unwrap())
+            .unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    assert!(!panels.is_empty());
+    for panel in panels {
+        let title = panel["title"].as_str().unwrap();
+        let targets = panel["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title}: no query");
+        for target in targets {
+            for metric in metric_names(target["expr"].as_str().unwrap()) {
+                assert!(
+                    exported.contains(&metric),
+                    "panel {title} names {metric}, which /metrics does not export"
+                );
+            }
+        }
+    }
+    gateway.host().shutdown().await;
+    let _ = std::fs::remove_dir_all(pins_dir);
 }

@@ -367,11 +367,13 @@ fn start_server(mut command: Command) -> Result<Server, Error> {
         .stderr(Stdio::piped())
         .spawn()?;
     let mut line = String::new();
-    // The line that says where it listens (the CLI's own lines start with its name); a
-    // gateway's upstreams may log before it.
+    // The line that says where it listens (the CLI's own lines start with its name, this
+    // binary's servers say they are listening); a gateway's upstreams may log before it.
     if let Some(stderr) = child.stderr.take() {
         let mut stderr = BufReader::new(stderr);
-        while stderr.read_line(&mut line)? > 0 && !line.starts_with("toolwire") {
+        let listens =
+            |line: &str| line.starts_with("toolwire") || line.contains(" listening on http");
+        while stderr.read_line(&mut line)? > 0 && !listens(&line) {
             line.clear();
         }
     }

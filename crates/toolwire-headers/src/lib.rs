@@ -67,8 +67,9 @@ pub use server::{
     check_request_repairing_version,
 };
 pub use standard::{
-    AUTHORIZATION, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, authorization_header, method_header,
-    name_header, name_source, protocol_version_header, standard_headers,
+    AUTHORIZATION, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, TRACEPARENT, TRACESTATE,
+    authorization_header, method_header, name_header, name_source, protocol_version_header,
+    standard_headers, trace_headers,
 };
 pub use value::{
     BASE64_PREFIX, BASE64_SUFFIX, Header, HeaderName, HeaderValue, ValueDecodeError, decode_value,

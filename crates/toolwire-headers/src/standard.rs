@@ -10,6 +10,31 @@ pub const MCP_METHOD: HeaderName = HeaderName::from_static("Mcp-Method", "mcp-me
 /// `Mcp-Name`.
 pub const MCP_NAME: HeaderName = HeaderName::from_static("Mcp-Name", "mcp-name");
 
+/// `traceparent` (W3C Trace Context).
+pub const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent", "traceparent");
+/// `tracestate` (W3C Trace Context).
+pub const TRACESTATE: HeaderName = HeaderName::from_static("tracestate", "tracestate");
+
+/// The W3C Trace Context headers of a request whose `_meta` carries `trace`: `traceparent`,
+/// and `tracestate` when it has one. HTTP proxies and tracing middleware read these, never a
+/// body; the body's `_meta` keeps the same context for hops without headers (stdio). The
+/// values are visible ASCII by [`toolwire_types::TraceContext`]'s own checks.
+pub fn trace_headers(trace: &toolwire_types::TraceContext) -> Vec<Header> {
+    let mut headers = Vec::with_capacity(2);
+    for (name, value) in [
+        (TRACEPARENT, Some(trace.traceparent())),
+        (TRACESTATE, trace.tracestate()),
+    ] {
+        if let Some(value) = value.and_then(|v| http::HeaderValue::from_str(v).ok()) {
+            headers.push(Header {
+                name,
+                value: HeaderValue::plain(value),
+            });
+        }
+    }
+    headers
+}
+
 /// `Authorization`.
 pub const AUTHORIZATION: HeaderName = HeaderName::from_static("Authorization", "authorization");
 

@@ -88,6 +88,11 @@ impl HeaderValue {
         Self(http::HeaderValue::from_static(s))
     }
 
+    /// A value checked by its maker to be visible ASCII, sent as it is.
+    pub(crate) fn plain(value: http::HeaderValue) -> Self {
+        Self(value)
+    }
+
     /// An integer in decimal (always plain ASCII).
     pub(crate) fn sensitive(mut value: http::HeaderValue) -> Self {
         value.set_sensitive(true);

@@ -208,10 +208,11 @@ impl<S: Service + Edge> Front<S> {
         if let Some(refused) = self.injected_fault(&parts) {
             return refused;
         }
-        let incoming = match self.read(body).await {
+        let mut incoming = match self.read(body).await {
             Ok(incoming) => incoming,
             Err(refused) => return *refused,
         };
+        crate::incoming::adopt_trace_headers(&parts.headers, &mut incoming.value);
         let message = &incoming.value;
         let method = message["method"].as_str().unwrap_or("").to_owned();
         let modern = request_version(message).is_some() && self.core.options.eras != Eras::Legacy;

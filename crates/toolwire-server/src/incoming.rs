@@ -26,6 +26,32 @@ pub(crate) struct Incoming {
     pub(crate) client_info: Option<Arc<Value>>,
 }
 
+/// Puts the W3C trace context of a request's `traceparent` (and `tracestate`) headers in its
+/// `params._meta`, in place of the body's own: where both say, the header wins (a proxy that
+/// continues the trace rewrites headers, never bodies), and a disagreement is no error. A
+/// malformed `traceparent` header leaves the body's context as it was; a request without
+/// `params` gains none.
+pub(crate) fn adopt_trace_headers(headers: &http::HeaderMap, message: &mut Value) {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(parent) = text("traceparent") else {
+        return;
+    };
+    let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    // The body's baggage rides on: W3C baggage is a header of its own, not read here.
+    let baggage = meta.get("baggage").and_then(Value::as_str);
+    if let Some(trace) = toolwire_types::TraceContext::new(parent, text("tracestate"), baggage) {
+        trace.write_into(meta);
+    }
+}
+
 /// For tests that make their messages as values.
 #[cfg(test)]
 impl From<Value> for Incoming {
@@ -211,6 +237,32 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_traceparent_header_replaces_the_bodys_context_and_a_malformed_one_leaves_it() {
+        const HEADER: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        const BODY: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let message = || {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {
+                "traceparent": BODY, "tracestate": "body=1", "baggage": "user=alice"}}})
+        };
+        let mut headers = http::HeaderMap::new();
+        headers.insert("traceparent", HEADER.parse().unwrap());
+        let mut adopted = message();
+        adopt_trace_headers(&headers, &mut adopted);
+        let meta = &adopted["params"]["_meta"];
+        assert_eq!(meta["traceparent"], HEADER);
+        assert!(
+            meta.get("tracestate").is_none(),
+            "no stale tracestate: {meta}"
+        );
+        assert_eq!(meta["baggage"], "user=alice");
+
+        headers.insert("traceparent", "not-a-trace".parse().unwrap());
+        let mut kept = message();
+        adopt_trace_headers(&headers, &mut kept);
+        assert_eq!(kept, message());
+    }
 
     fn modern_call(capabilities: &Value) -> Vec<u8> {
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {

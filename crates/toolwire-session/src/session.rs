@@ -117,6 +117,9 @@ struct Sent {
     kind: PendingKind,
     timeout: Duration,
     progress_token: Option<RequestId>,
+    /// The trace context its `_meta` carries, sent as headers too where the transport has
+    /// them.
+    trace: Option<TraceContext>,
 }
 
 /// The maps every request goes through (ids in flight, progress tokens): `foldhash` with a
@@ -454,6 +457,7 @@ impl Session {
             kind,
             timeout,
             progress_token: None,
+            trace: self.trace.clone().filter(|_| self.carries_headers),
         };
         self.push_request(version, id.clone(), body, sent, now);
         Ok(id)
@@ -475,9 +479,16 @@ impl Session {
             kind,
             timeout,
             progress_token,
+            trace,
         } = sent;
         if self.sends_version_header(version) {
             headers.insert(0, protocol_version_header(version));
+        }
+        // Beside `_meta`: HTTP proxies and tracing middleware read headers, never a body.
+        if self.carries_headers
+            && let Some(trace) = &trace
+        {
+            headers.extend(toolwire_headers::trace_headers(trace));
         }
         self.upkeep.traffic(now);
         let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));

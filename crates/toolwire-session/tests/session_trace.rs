@@ -115,3 +115,50 @@ fn a_calls_own_traceparent_overrides_the_context_in_force() {
     // The members the call did not give are the context's.
     assert_eq!(call["params"]["_meta"]["baggage"], "user=alice");
 }
+
+/// The value of header `name` among `headers`, if sent.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn over_http_the_context_also_goes_as_headers_and_a_calls_own_context_wins_there_too() {
+    for mut p in [Peer::ready_modern(true), Peer::ready_legacy(true)] {
+        p.session.set_trace_context(trace(PARENT));
+        p.session
+            .call_tool("a", None, CallOptions::default(), p.at(2))
+            .unwrap();
+        let (call, headers) = p.sent();
+        assert_eq!(traceparent(&call), Some(PARENT));
+        assert_eq!(header(&headers, "traceparent"), Some(PARENT), "{headers:?}");
+        assert_eq!(header(&headers, "tracestate"), Some("vendor=1"));
+        p.session.list_tools(p.at(2)).unwrap();
+        let (_, headers) = p.sent();
+        assert_eq!(header(&headers, "traceparent"), Some(PARENT), "{headers:?}");
+        // A call's own context: in `_meta` and in the header alike.
+        let own = CallOptions::default().with_meta("traceparent", OTHER);
+        p.session.call_tool("b", None, own, p.at(3)).unwrap();
+        let (call, headers) = p.sent();
+        assert_eq!(traceparent(&call), Some(OTHER));
+        assert_eq!(header(&headers, "traceparent"), Some(OTHER), "{headers:?}");
+        // No context, no header.
+        p.session.set_trace_context(None);
+        p.session
+            .call_tool("c", None, CallOptions::default(), p.at(4))
+            .unwrap();
+        let (_, headers) = p.sent();
+        assert_eq!(header(&headers, "traceparent"), None, "{headers:?}");
+    }
+    // Over a pipe there are no headers: `_meta` alone carries it.
+    let mut p = Peer::ready_modern(false);
+    p.session.set_trace_context(trace(PARENT));
+    p.session
+        .call_tool("a", None, CallOptions::default(), p.at(2))
+        .unwrap();
+    let (call, headers) = p.sent();
+    assert_eq!(traceparent(&call), Some(PARENT));
+    assert!(headers.is_empty(), "{headers:?}");
+}

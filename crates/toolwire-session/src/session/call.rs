@@ -324,6 +324,13 @@ impl Session {
             .unwrap_or(self.config.settle != SettleMode::Off);
         // A re-list cannot change headers that came with the call.
         let reissue = may_reissue && options.tool.is_none() && options.header_map.is_none();
+        // The call's own context where it gave one, else the session's: sent as headers too.
+        let sent_trace = if self.carries_headers {
+            own.and_then(toolwire_types::TraceContext::from_meta)
+                .or_else(|| trace.clone())
+        } else {
+            None
+        };
         let sent = Sent {
             method: "tools/call",
             headers,
@@ -337,6 +344,7 @@ impl Session {
             },
             timeout,
             progress_token: token,
+            trace: sent_trace,
         };
         self.push_request(&version, id, body, sent, now);
         Ok(())
