@@ -171,3 +171,85 @@ async fn past_the_cap_a_call_waits_its_turn_and_past_the_queue_one_is_refused_at
     );
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_past_its_rate_gets_429_with_retry_after_and_the_other_caller_goes_on() {
+    const ALICE: &str = "tw-key-alice-0000000000000001";
+    const BOB: &str = "tw-key-bob-00000000000000000002";
+    let upstream = reference(Eras::Both, Framing::Json).await;
+    let host = host(json!({"up": {"url": upstream.url()}}), Naming::Qualified).await;
+    let key = |name: &str, key: &str| json!({"name": name, "sha256": sha256_hex(key)});
+    let section = json!({
+        "resource": "https://gw.example/mcp",
+        "apiKeys": [key("alice", ALICE), key("bob", BOB)],
+    });
+    let config = toolwire_gateway::AccessConfig::from_json(&section).unwrap();
+    let access = toolwire_gateway::Access::new(&config, "http://unused/mcp")
+        .await
+        .unwrap();
+    // Two calls at once, then one every five seconds: the third at once is refused.
+    let traffic = Traffic::new(
+        &serde_json::from_value(json!({"*": {"callerCallsPerSecond": 0.2, "callerBurst": 2}}))
+            .unwrap(),
+    )
+    .unwrap();
+    let gateway = Gateway::builder(host)
+        .access(access)
+        .traffic(traffic)
+        .build();
+    // SSE answers (the default): a refusal must still be the response's status.
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let call = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "up__echo", "arguments": {"text": text},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    };
+    let addr = front.addr();
+    let as_caller = |key: &'static str| {
+        let bearer = format!("Bearer {key}");
+        move |text: &'static str| {
+            let bearer = bearer.clone();
+            let body = call(text);
+            async move {
+                exchange_whole(
+                    addr,
+                    &[
+                        ("authorization", bearer.as_str()),
+                        ("mcp-protocol-version", "2026-07-28"),
+                        ("mcp-method", "tools/call"),
+                        ("mcp-name", "up__echo"),
+                    ],
+                    &body,
+                )
+                .await
+            }
+        }
+    };
+    let (alice, bob) = (as_caller(ALICE), as_caller(BOB));
+    for text in ["one", "two"] {
+        let (status, _, answer) = alice(text).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], text, "{answer}");
+    }
+    let (status, head, refused) = alice("three").await;
+    assert_eq!(status, 429, "{head}\n{refused}");
+    let retry: u64 = header_of(&head, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=5).contains(&retry), "{head}");
+    assert_eq!(refused["error"], "rate_limited", "{refused}");
+    // Bob's budget is his own: Alice's calls took nothing from it.
+    for text in ["un", "deux"] {
+        let (status, _, answer) = bob(text).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (_, page) = get(front.addr(), "/metrics").await;
+    assert!(
+        page.contains(
+            r#"toolwire_gateway_traffic_refusals_total{upstream="up",reason="rate_limited"} 1"#
+        ),
+        "{page}"
+    );
+    gateway.host().shutdown().await;
+}

@@ -121,7 +121,10 @@ impl Gateway {
         let server = self.host.load().get(name).map(|t| t.server.clone());
         // The upstream's breaker and cap let the call through, or refuse it at once.
         let pass = match &server {
-            Some(server) => Some(self.let_through(server).await?),
+            Some(server) => Some(
+                self.let_through(server, crate::access::principal(request.caller))
+                    .await?,
+            ),
             None => None,
         };
         let caller = crate::access::principal(request.caller).to_owned();
@@ -315,9 +318,14 @@ impl Gateway {
         self.wait(running, owner).await
     }
 
-    /// Traffic control's pass for a call to `server`, or its refusal (counted by reason).
-    async fn let_through(&self, server: &Arc<str>) -> Result<crate::traffic::Pass, RpcError> {
-        self.traffic.admit(server).await.inspect_err(|refused| {
+    /// Traffic control's pass for `caller`'s call to `server`, or its refusal (counted by
+    /// reason).
+    async fn let_through(
+        &self,
+        server: &Arc<str>,
+        caller: &str,
+    ) -> Result<crate::traffic::Pass, RpcError> {
+        self.traffic.admit(server, caller).await.inspect_err(|refused| {
             let reason = refused
                 .data
                 .as_ref()

@@ -131,8 +131,12 @@ impl Edge for Gateway {
         }
     }
 
+    /// A call may be refused with an HTTP status when an upstream relays its challenges, or
+    /// when a rate limit may answer it 429.
     fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
-        method == mcp::CallTool::NAME && self.access.as_ref().is_some_and(|a| a.relays_challenges())
+        method == mcp::CallTool::NAME
+            && (self.access.as_ref().is_some_and(|a| a.relays_challenges())
+                || self.traffic.limits_rates())
     }
 
     async fn page(

@@ -94,7 +94,7 @@ impl Caller {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Denial {
-    /// 401, 403 or 503.
+    /// 401, 403, 429 or 503.
     pub status: u16,
     /// The `WWW-Authenticate` value, if any.
     pub challenge: Option<String>,
@@ -102,6 +102,8 @@ pub struct Denial {
     pub error: String,
     /// One line for a person.
     pub description: String,
+    /// Seconds until the request may be made again (`Retry-After`), when the refusal says.
+    pub retry_after: Option<u64>,
 }
 
 impl Denial {
@@ -117,6 +119,7 @@ impl Denial {
             challenge: Some(challenge.into()),
             error: error.into(),
             description: description.into(),
+            retry_after: None,
         }
     }
 
@@ -127,6 +130,7 @@ impl Denial {
             challenge: Some(challenge.into()),
             error: "insufficient_scope".into(),
             description: description.into(),
+            retry_after: None,
         }
     }
 
@@ -137,6 +141,19 @@ impl Denial {
             challenge: None,
             error: "temporarily_unavailable".into(),
             description: description.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429: the caller is past a rate limit, and may try again in `retry_after` seconds
+    /// (`Retry-After`).
+    pub fn too_many_requests(retry_after: u64, description: impl Into<String>) -> Self {
+        Self {
+            status: 429,
+            challenge: None,
+            error: "rate_limited".into(),
+            description: description.into(),
+            retry_after: Some(retry_after),
         }
     }
 

@@ -123,8 +123,13 @@ fn in_map(
 
 /// The answer to a request refused before it was read.
 pub(crate) fn denied(denial: &Denial) -> Response<Body> {
-    tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request's credentials");
+    tracing::info!(status = denial.status, error = %denial.error, reason = %denial.description, "refusing a request");
     let mut response = json_response(denial.status_code(), &denial.body());
+    if let Some(secs) = denial.retry_after {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     if let Some(challenge) = denial
         .challenge
         .as_deref()

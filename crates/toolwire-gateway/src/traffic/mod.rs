@@ -3,16 +3,21 @@
 //! that fails its calls at once while it is failing ([`breaker`]). Every refusal says which
 //! upstream and why, is counted in `/metrics`, and leaves the upstream's tools listed.
 //!
+//! Rate limits ([`bucket`]) come first: calls a second to the upstream from all callers, and
+//! from each caller (by principal) on its own, so that one noisy agent runs out of its own
+//! budget, not everyone's; a call past either is refused with HTTP 429 and `Retry-After`.
+//!
 //! ```json
 //! "gateway": {"traffic": {
-//!   "*":     {"maxConcurrent": 32, "queue": 64, "queueTimeoutSecs": 10},
-//!   "files": {"maxConcurrent": 4, "breakerFailures": 5, "breakerOpenSecs": 30}
+//!   "*":     {"maxConcurrent": 32, "queue": 64, "queueTimeoutSecs": 10, "callerCallsPerSecond": 5},
+//!   "files": {"maxConcurrent": 4, "breakerFailures": 5, "breakerOpenSecs": 30, "callsPerSecond": 50}
 //! }}
 //! ```
 //!
 //! An entry's own settings replace those of `"*"` one by one.
 
 mod breaker;
+mod bucket;
 mod cap;
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +29,7 @@ use toolwire_server::RpcError;
 use toolwire_types::error::code;
 
 use breaker::{Admitted, Breaker, Ended, Refused};
+use bucket::Buckets;
 use cap::{Cap, Full};
 
 /// One upstream's traffic settings (or every upstream's, under `"*"`).
@@ -49,6 +55,19 @@ pub struct TrafficConfig {
     /// (default 30).
     #[serde(default)]
     pub breaker_open_secs: Option<f64>,
+    /// Calls a second to the upstream from every caller together (a token bucket); past it,
+    /// a call is refused with 429 and `Retry-After`. Absent: no limit.
+    #[serde(default)]
+    pub calls_per_second: Option<f64>,
+    /// Calls at once above `callsPerSecond` (default: one second's worth, at least 1).
+    #[serde(default)]
+    pub burst: Option<u32>,
+    /// Calls a second to the upstream from each caller (its principal) on its own.
+    #[serde(default)]
+    pub caller_calls_per_second: Option<f64>,
+    /// Calls at once above `callerCallsPerSecond` (default: one second's worth, at least 1).
+    #[serde(default)]
+    pub caller_burst: Option<u32>,
 }
 
 impl TrafficConfig {
@@ -60,6 +79,12 @@ impl TrafficConfig {
             queue_timeout_secs: self.queue_timeout_secs.or(defaults.queue_timeout_secs),
             breaker_failures: self.breaker_failures.or(defaults.breaker_failures),
             breaker_open_secs: self.breaker_open_secs.or(defaults.breaker_open_secs),
+            calls_per_second: self.calls_per_second.or(defaults.calls_per_second),
+            burst: self.burst.or(defaults.burst),
+            caller_calls_per_second: self
+                .caller_calls_per_second
+                .or(defaults.caller_calls_per_second),
+            caller_burst: self.caller_burst.or(defaults.caller_burst),
         }
     }
 }
@@ -101,6 +126,42 @@ fn seconds(
 struct Lane {
     cap: Option<Cap>,
     breaker: Option<Mutex<Breaker>>,
+    /// Every caller's calls together.
+    rate: Option<Buckets<()>>,
+    /// Each caller's own, by principal.
+    caller_rate: Option<Buckets<String>>,
+}
+
+/// A rate's buckets, checked: a positive, finite number of calls a second.
+fn buckets<K: std::hash::Hash + Eq + Clone>(
+    entry: &str,
+    setting: &'static str,
+    per_second: Option<f64>,
+    burst: Option<u32>,
+) -> Result<Option<Buckets<K>>, TrafficError> {
+    let Some(per_second) = per_second else {
+        return Ok(None);
+    };
+    if !(per_second.is_finite() && per_second > 0.0) {
+        return Err(TrafficError {
+            entry: entry.to_owned(),
+            setting,
+            why: "a number of calls a second above 0",
+        });
+    }
+    // One second's worth by default, whole calls, at least one.
+    let burst = burst.unwrap_or_else(|| {
+        let second = per_second.ceil().clamp(1.0, f64::from(u32::MAX));
+        // In range by the clamp.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "clamped to u32's range above"
+        )]
+        let whole = second as u32;
+        whole
+    });
+    Ok(Some(Buckets::new(per_second, burst)))
 }
 
 impl Lane {
@@ -132,7 +193,24 @@ impl Lane {
             Some(failures) => Some(Mutex::new(Breaker::new(failures, open))),
             None => None,
         };
-        Ok(Self { cap, breaker })
+        let rate = buckets(
+            entry,
+            "callsPerSecond",
+            config.calls_per_second,
+            config.burst,
+        )?;
+        let caller_rate = buckets(
+            entry,
+            "callerCallsPerSecond",
+            config.caller_calls_per_second,
+            config.caller_burst,
+        )?;
+        Ok(Self {
+            cap,
+            breaker,
+            rate,
+            caller_rate,
+        })
     }
 }
 
@@ -180,12 +258,25 @@ impl Traffic {
             .clone()
     }
 
-    /// Lets a call to `server` through, or refuses it with an error that says why: its
-    /// breaker is open, or its queue is full or was waited in too long.
-    pub(crate) async fn admit(&self, server: &Arc<str>) -> Result<Pass, RpcError> {
+    /// Lets `caller`'s call to `server` through, or refuses it with an error that says why:
+    /// past a rate limit (the caller's own, or the upstream's), its breaker is open, or its
+    /// queue is full or was waited in too long.
+    pub(crate) async fn admit(&self, server: &Arc<str>, caller: &str) -> Result<Pass, RpcError> {
         let Some(lane) = self.lane(server) else {
             return Ok(Pass::default());
         };
+        // The caller's own budget first: a caller past it takes nothing from the others'.
+        let now = Instant::now();
+        if let Some(rate) = &lane.caller_rate
+            && let Err(wait) = rate.take(&caller.to_owned(), now)
+        {
+            return Err(rate_limited(server, "your calls to it", wait));
+        }
+        if let Some(rate) = &lane.rate
+            && let Err(wait) = rate.take(&(), now)
+        {
+            return Err(rate_limited(server, "calls to it", wait));
+        }
         let admitted = match &lane.breaker {
             Some(breaker) => {
                 let mut breaker = crate::lock(breaker);
@@ -210,6 +301,14 @@ impl Traffic {
             }
         }
         Ok(pass)
+    }
+
+    /// Whether any upstream has a rate limit (its refusals are HTTP 429s, so an SSE answer to
+    /// a call waits for its first event).
+    pub(crate) fn limits_rates(&self) -> bool {
+        std::iter::once(&self.defaults)
+            .chain(self.entries.values())
+            .any(|c| c.calls_per_second.is_some() || c.caller_calls_per_second.is_some())
     }
 
     /// Each controlled upstream's breaker state (`closed`, `open`, `half-open`), calls in
@@ -252,6 +351,19 @@ fn breaker_open(server: &str, threshold: u32, refused: Refused) -> RpcError {
     RpcError::new(code::INTERNAL_ERROR, message).with_data(serde_json::json!({
         "upstream": server, "reason": "circuit_open", "retryAfterSecs": retry
     }))
+}
+
+/// A call past a rate limit (`what`: whose calls), refused until `wait` has passed: 429 with
+/// `Retry-After` over HTTP, the JSON-RPC error with `retryAfterSecs` elsewhere.
+fn rate_limited(server: &str, what: &str, wait: Duration) -> RpcError {
+    let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let message =
+        format!("upstream `{server}`: {what} are past their rate limit; try again in {secs} s");
+    RpcError::new(code::INTERNAL_ERROR, message.clone())
+        .with_data(serde_json::json!({
+            "upstream": server, "reason": "rate_limited", "retryAfterSecs": secs
+        }))
+        .with_challenge(toolwire_server::Denial::too_many_requests(secs, message))
 }
 
 fn no_slot(server: &str, cap: &Cap, full: Full) -> RpcError {
@@ -328,16 +440,16 @@ mod tests {
             "files": {"maxConcurrent": 2}
         }));
         let (files, other): (Arc<str>, Arc<str>) = ("files".into(), "other".into());
-        let _a = t.admit(&files).await.unwrap();
-        let _b = t.admit(&files).await.unwrap();
-        let third = t.admit(&files).await.unwrap_err();
+        let _a = t.admit(&files, "-").await.unwrap();
+        let _b = t.admit(&files, "-").await.unwrap();
+        let third = t.admit(&files, "-").await.unwrap_err();
         assert!(
             third.message.contains("2 calls in flight"),
             "{}",
             third.message
         );
-        let _c = t.admit(&other).await.unwrap();
-        let second = t.admit(&other).await.unwrap_err();
+        let _c = t.admit(&other, "-").await.unwrap();
+        let second = t.admit(&other, "-").await.unwrap_err();
         assert!(
             second.message.contains("1 calls in flight"),
             "{}",
@@ -351,9 +463,9 @@ mod tests {
         let t = traffic(serde_json::json!({"slow": {"breakerFailures": 2, "breakerOpenSecs": 60}}));
         let slow: Arc<str> = "slow".into();
         for _ in 0..2 {
-            t.admit(&slow).await.unwrap().ended(true);
+            t.admit(&slow, "-").await.unwrap().ended(true);
         }
-        let refused = t.admit(&slow).await.unwrap_err();
+        let refused = t.admit(&slow, "-").await.unwrap_err();
         assert!(
             refused.message.contains("upstream `slow` is failing")
                 && refused.message.contains("after 2 consecutive failures"),
@@ -364,7 +476,7 @@ mod tests {
         assert_eq!(t.states(), vec![("slow".to_owned(), Some("open"), None)]);
         // Another upstream is not held back by this one's breaker.
         let fine: Arc<str> = "fine".into();
-        assert!(t.admit(&fine).await.is_ok());
+        assert!(t.admit(&fine, "-").await.is_ok());
     }
 
     #[tokio::test]
@@ -372,8 +484,8 @@ mod tests {
         let t = traffic(serde_json::json!({"s": {
             "breakerFailures": 1, "maxConcurrent": 1, "queue": 0}}));
         let s: Arc<str> = "s".into();
-        drop(t.admit(&s).await.unwrap());
-        let next = t.admit(&s).await.unwrap();
+        drop(t.admit(&s, "-").await.unwrap());
+        let next = t.admit(&s, "-").await.unwrap();
         assert_eq!(
             t.states(),
             vec![("s".to_owned(), Some("closed"), Some((1, 0)))]
@@ -382,6 +494,44 @@ mod tests {
         assert_eq!(
             t.states(),
             vec![("s".to_owned(), Some("closed"), Some((0, 0)))]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_caller_past_its_own_rate_is_refused_with_a_retry_and_the_other_caller_is_not() {
+        let t = traffic(serde_json::json!({"*": {"callerCallsPerSecond": 0.5, "callerBurst": 2}}));
+        let up: Arc<str> = "up".into();
+        for _ in 0..2 {
+            t.admit(&up, "alice").await.unwrap().ended(false);
+        }
+        let refused = t.admit(&up, "alice").await.unwrap_err();
+        assert!(
+            refused.message.contains("your calls to it"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(refused.data.as_ref().unwrap()["reason"], "rate_limited");
+        assert_eq!(refused.data.as_ref().unwrap()["retryAfterSecs"], 2);
+        let denial = refused.challenge.as_ref().unwrap();
+        assert_eq!(denial.status, 429);
+        // Bob's budget is his own.
+        for _ in 0..2 {
+            t.admit(&up, "bob").await.unwrap().ended(false);
+        }
+        assert!(t.limits_rates());
+    }
+
+    #[tokio::test]
+    async fn the_upstreams_rate_counts_every_caller_together() {
+        let t = traffic(serde_json::json!({"up": {"callsPerSecond": 1, "burst": 2}}));
+        let up: Arc<str> = "up".into();
+        t.admit(&up, "alice").await.unwrap().ended(false);
+        t.admit(&up, "bob").await.unwrap().ended(false);
+        let refused = t.admit(&up, "carol").await.unwrap_err();
+        assert!(
+            refused.message.contains("calls to it are past"),
+            "{}",
+            refused.message
         );
     }
 
