@@ -430,7 +430,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
     let through = gateway(&toolwire, &fast.url, "bench-gateway.json")?;
     let through_rmcp = gateway(&toolwire, &rmcp_server.url, "bench-gateway-rmcp.json")?;
     // The same gateway with traffic control set and never tripping: what the controls cost.
-    let controlled = gateway_controlled(&toolwire, &fast.url)?;
+    let controlled = gateway_controlled(&toolwire, &fast.url, "bench-gateway-controlled.json")?;
     // nginx in front of either server, when `cargo xtask bench` found or installed it.
     let (nginx, nginx_rmcp) = match flag("--nginx") {
         Some(bin) => (
@@ -456,12 +456,15 @@ fn parent(args: &[String]) -> Result<(), Error> {
     // ContextForge in front of the same server, when `cargo xtask bench` installed it; a
     // failure to start leaves its rows out, said on stderr.
     // The server, the floor proxy and the gateway again, on one core (`-1cpu` cases).
-    let (fast_1cpu, floor_proxy_1cpu, through_1cpu) = toolwire_bench::on_one_cpu(|| {
-        let fast = serve(&toolwire, &["--json-responses"])?;
-        let floor_proxy = floor_proxy::start(&fast.url)?;
-        let through = gateway(&toolwire, &fast.url, "bench-gateway-1cpu.json")?;
-        Ok::<_, Error>((fast, floor_proxy, through))
-    })?;
+    let (fast_1cpu, floor_proxy_1cpu, through_1cpu, controlled_1cpu) =
+        toolwire_bench::on_one_cpu(|| {
+            let fast = serve(&toolwire, &["--json-responses"])?;
+            let floor_proxy = floor_proxy::start(&fast.url)?;
+            let through = gateway(&toolwire, &fast.url, "bench-gateway-1cpu.json")?;
+            let controlled =
+                gateway_controlled(&toolwire, &fast.url, "bench-controlled-1cpu.json")?;
+            Ok::<_, Error>((fast, floor_proxy, through, controlled))
+        })?;
     let forge = flag("--contextforge").and_then(|bin| {
         contextforge::start(Path::new(bin), &fast.url)
             .map_err(|e| eprintln!("  ContextForge left out: {e}"))
@@ -524,6 +527,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
         ("floor-proxy-modern-seq-1cpu", &floor_proxy_1cpu.url),
         ("gateway-legacy-seq-1cpu", &through_1cpu.url),
         ("gateway-modern-seq-1cpu", &through_1cpu.url),
+        ("gateway-controlled-modern-seq-1cpu", &controlled_1cpu.url),
     ] {
         // The HTTP floor beside the client on the server itself.
         let clients: &[&'static str] = if case.starts_with("http") {
@@ -664,6 +668,7 @@ fn parent(args: &[String]) -> Result<(), Error> {
         }
     }
     drop((
+        controlled_1cpu,
         through_1cpu,
         floor_proxy_1cpu,
         fast_1cpu,

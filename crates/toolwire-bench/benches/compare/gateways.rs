@@ -20,12 +20,16 @@ pub(super) fn gateway(toolwire: &Path, upstream: &str, file: &str) -> Result<Ser
 
 /// The same with traffic control on every upstream, set so that it never trips: a
 /// concurrency cap above the callers with its queue, and a circuit breaker.
-pub(super) fn gateway_controlled(toolwire: &Path, upstream: &str) -> Result<Server, Error> {
+pub(super) fn gateway_controlled(
+    toolwire: &Path,
+    upstream: &str,
+    file: &str,
+) -> Result<Server, Error> {
     let servers = json!({"ref": {"url": upstream}});
     let traffic = json!({"*": {"maxConcurrent": 256, "queue": 256, "breakerFailures": 5}});
     start_gateway_with_section(
         toolwire,
-        "bench-gateway-controlled.json",
+        file,
         &servers,
         Some(&json!({ "traffic": traffic })),
         &[],
