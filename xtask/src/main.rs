@@ -399,6 +399,18 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
     if let Err(e) = conformance::pip_ensure(root, &venv, "mcp-contextforge-gateway", CONTEXTFORGE) {
         eprintln!("xtask: ContextForge could not be installed ({e}); its rows are left out");
     }
+    // An install cut short leaves the package's metadata without its program: put it back.
+    if venv.exists() && !gateway.exists() {
+        let pinned = format!("mcp-contextforge-gateway=={CONTEXTFORGE}");
+        let again = conformance::pip_install(
+            root,
+            &venv,
+            &["--force-reinstall", "--no-deps", pinned.as_str()],
+        );
+        if let Err(e) = again {
+            eprintln!("xtask: ContextForge could not be repaired ({e}); its rows are left out");
+        }
+    }
     let contextforge = venv.join("bin").display().to_string();
     if gateway.exists() {
         args.extend(["--contextforge", contextforge.as_str()]);

@@ -262,6 +262,10 @@ impl Traffic {
     /// past a rate limit (the caller's own, or the upstream's), its breaker is open, or its
     /// queue is full or was waited in too long.
     pub(crate) async fn admit(&self, server: &Arc<str>, caller: &str) -> Result<Pass, RpcError> {
+        // Nothing configured: no table to look in on every call.
+        if self.entries.is_empty() && self.defaults == TrafficConfig::default() {
+            return Ok(Pass::default());
+        }
         let Some(lane) = self.lane(server) else {
             return Ok(Pass::default());
         };
