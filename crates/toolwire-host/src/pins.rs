@@ -102,10 +102,17 @@ pub fn members_differing(a: &Value, b: &Value) -> Vec<String> {
     names
 }
 
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+impl PinnedTool {
+    /// `definition`, whose digest is `sha256`, recorded now.
+    fn now(sha256: String, definition: &Value) -> Self {
+        Self {
+            sha256,
+            definition: definition.clone(),
+            since: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
 }
 
 /// A pin file, read and written whole; one change at a time within the process.
@@ -186,14 +193,7 @@ impl PinFile {
             let pinned = pins.pinned.entry(server.to_owned()).or_default();
             let verdict = match pinned.get(*name) {
                 None => {
-                    pinned.insert(
-                        (*name).to_owned(),
-                        PinnedTool {
-                            sha256,
-                            definition: definition.clone(),
-                            since: now(),
-                        },
-                    );
+                    pinned.insert((*name).to_owned(), PinnedTool::now(sha256, definition));
                     wrote = true;
                     Verdict::Pinned
                 }
@@ -202,14 +202,7 @@ impl PinFile {
                     let members = members_differing(&pin.definition, definition);
                     let pending = pins.pending.entry(server.to_owned()).or_default();
                     if pending.get(*name).is_none_or(|p| p.sha256 != sha256) {
-                        pending.insert(
-                            (*name).to_owned(),
-                            PinnedTool {
-                                sha256,
-                                definition: definition.clone(),
-                                since: now(),
-                            },
-                        );
+                        pending.insert((*name).to_owned(), PinnedTool::now(sha256, definition));
                         wrote = true;
                     }
                     Verdict::Changed { members }

@@ -4,7 +4,6 @@
 //! written) and stops. Responses to the server's own requests (an elicitation's answer a call
 //! in flight waits for) and notifications (a cancellation) are still taken while it drains.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -43,9 +42,9 @@ impl Default for Drain {
 
 /// A request being answered, counted until it is dropped.
 #[derive(Debug)]
-pub(crate) struct Working(Arc<Drain>);
+pub(crate) struct Working<'a>(&'a Drain);
 
-impl Drop for Working {
+impl Drop for Working<'_> {
     fn drop(&mut self) {
         if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.settled.notify_waiters();
@@ -63,9 +62,9 @@ pub struct Drained {
 
 impl Drain {
     /// Counts a request from now until the returned guard is dropped.
-    pub(crate) fn working(self: &Arc<Self>) -> Working {
+    pub(crate) fn working(&self) -> Working<'_> {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
-        Working(self.clone())
+        Working(self)
     }
 
     /// Whether new requests are refused.
@@ -117,6 +116,8 @@ impl Drain {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[tokio::test]

@@ -117,8 +117,8 @@ struct Sent {
     kind: PendingKind,
     timeout: Duration,
     progress_token: Option<RequestId>,
-    /// The trace context its `_meta` carries, sent as headers too where the transport has
-    /// them.
+    /// The trace context its `_meta` carries, to send as headers too: None where the
+    /// transport has no headers.
     trace: Option<TraceContext>,
 }
 
@@ -457,7 +457,11 @@ impl Session {
             kind,
             timeout,
             progress_token: None,
-            trace: self.trace.clone().filter(|_| self.carries_headers),
+            trace: if self.carries_headers {
+                self.trace.clone()
+            } else {
+                None
+            },
         };
         self.push_request(version, id.clone(), body, sent, now);
         Ok(id)
@@ -485,9 +489,8 @@ impl Session {
             headers.insert(0, protocol_version_header(version));
         }
         // Beside `_meta`: HTTP proxies and tracing middleware read headers, never a body.
-        if self.carries_headers
-            && let Some(trace) = &trace
-        {
+        // (Set only where the transport carries headers.)
+        if let Some(trace) = &trace {
             headers.extend(toolwire_headers::trace_headers(trace));
         }
         self.upkeep.traffic(now);

@@ -7,6 +7,7 @@
 //! gateway holds anyway, and `governor`'s keyed store would bring its own concurrent map and
 //! clock crates for it.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
@@ -40,17 +41,30 @@ impl<K: Hash + Eq + Clone> Buckets<K> {
         }
     }
 
-    /// Takes one call for `key` at `now`, or says how long until one is there.
-    pub(crate) fn take(&self, key: &K, now: Instant) -> Result<(), Duration> {
+    /// Takes one call for `key` at `now`, or says how long until one is there. The key is
+    /// copied only the first time it is seen.
+    pub(crate) fn take<Q>(&self, key: &Q, now: Instant) -> Result<(), Duration>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mut buckets = crate::lock(&self.buckets);
         if buckets.len() > PRUNE_ABOVE {
             let full_after = Duration::from_secs_f64(self.burst / self.per_second);
             buckets.retain(|_, b| now.saturating_duration_since(b.at) < full_after);
         }
-        let bucket = buckets.entry(key.clone()).or_insert(Bucket {
+        if let Some(bucket) = buckets.get_mut(key) {
+            return self.spend(bucket, now);
+        }
+        let bucket = buckets.entry(key.to_owned()).or_insert(Bucket {
             tokens: self.burst,
             at: now,
         });
+        self.spend(bucket, now)
+    }
+
+    /// Refills `bucket` up to `now`, then takes one call from it.
+    fn spend(&self, bucket: &mut Bucket, now: Instant) -> Result<(), Duration> {
         let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * self.per_second).min(self.burst);
         bucket.at = now;

@@ -224,6 +224,10 @@ pub struct Traffic {
     defaults: TrafficConfig,
     entries: BTreeMap<String, TrafficConfig>,
     lanes: Mutex<HashMap<Arc<str>, Option<Arc<Lane>>>>,
+    /// Whether anything is set at all (nothing to look up on a call otherwise).
+    configured: bool,
+    /// Whether any upstream has a rate limit.
+    limits_rates: bool,
 }
 
 impl Traffic {
@@ -234,7 +238,12 @@ impl Traffic {
         for (entry, settings) in config {
             Lane::new(entry, &settings.over(&defaults))?;
         }
+        let limits_rates = config
+            .values()
+            .any(|c| c.calls_per_second.is_some() || c.caller_calls_per_second.is_some());
         Ok(Self {
+            configured: config.values().any(|c| *c != TrafficConfig::default()),
+            limits_rates,
             entries: config
                 .iter()
                 .filter(|(entry, _)| *entry != "*")
@@ -263,7 +272,7 @@ impl Traffic {
     /// queue is full or was waited in too long.
     pub(crate) async fn admit(&self, server: &Arc<str>, caller: &str) -> Result<Pass, RpcError> {
         // Nothing configured: no table to look in on every call.
-        if self.entries.is_empty() && self.defaults == TrafficConfig::default() {
+        if !self.configured {
             return Ok(Pass::default());
         }
         let Some(lane) = self.lane(server) else {
@@ -272,7 +281,7 @@ impl Traffic {
         // The caller's own budget first: a caller past it takes nothing from the others'.
         let now = Instant::now();
         if let Some(rate) = &lane.caller_rate
-            && let Err(wait) = rate.take(&caller.to_owned(), now)
+            && let Err(wait) = rate.take(caller, now)
         {
             return Err(rate_limited(server, "your calls to it", wait));
         }
@@ -284,7 +293,7 @@ impl Traffic {
         let admitted = match &lane.breaker {
             Some(breaker) => {
                 let mut breaker = crate::lock(breaker);
-                match breaker.admit(Instant::now()) {
+                match breaker.admit(now) {
                     Ok(admitted) => Some(admitted),
                     Err(refused) => return Err(breaker_open(server, breaker.threshold(), refused)),
                 }
@@ -310,9 +319,7 @@ impl Traffic {
     /// Whether any upstream has a rate limit (its refusals are HTTP 429s, so an SSE answer to
     /// a call waits for its first event).
     pub(crate) fn limits_rates(&self) -> bool {
-        std::iter::once(&self.defaults)
-            .chain(self.entries.values())
-            .any(|c| c.calls_per_second.is_some() || c.caller_calls_per_second.is_some())
+        self.limits_rates
     }
 
     /// Each controlled upstream's breaker state (`closed`, `open`, `half-open`), calls in
@@ -333,11 +340,16 @@ impl Traffic {
     }
 }
 
+/// `wait` in whole seconds, rounded up and at least one: a client told to wait 59 of 59.9 s
+/// would be early.
+fn whole_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 fn breaker_open(server: &str, threshold: u32, refused: Refused) -> RpcError {
     let (message, retry) = match refused {
         Refused::Open(left) => {
-            // Whole seconds, rounded up: a client told to wait 59 of 59.9 s would be early.
-            let secs = (left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1);
+            let secs = whole_seconds(left);
             (
                 format!(
                     "upstream `{server}` is failing: its circuit breaker opened after {threshold} consecutive failures, and calls to it are refused for another {secs} s"
@@ -360,7 +372,7 @@ fn breaker_open(server: &str, threshold: u32, refused: Refused) -> RpcError {
 /// A call past a rate limit (`what`: whose calls), refused until `wait` has passed: 429 with
 /// `Retry-After` over HTTP, the JSON-RPC error with `retryAfterSecs` elsewhere.
 fn rate_limited(server: &str, what: &str, wait: Duration) -> RpcError {
-    let secs = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+    let secs = whole_seconds(wait);
     let message =
         format!("upstream `{server}`: {what} are past their rate limit; try again in {secs} s");
     RpcError::new(code::INTERNAL_ERROR, message.clone())
