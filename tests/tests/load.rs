@@ -22,7 +22,7 @@ async fn run(mode: ProtocolMode, tasks: usize, per_task: usize, framing: Framing
     options.server.eras = Eras::Both;
     options.server.framing = framing;
     // Every 300th POST fails with 503; `echo` is read-only, so its calls are retried.
-    options.server.faults.fail_503_every = Some(300);
+    options.faults.fail_503_every = Some(300);
     let server = serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options)
         .await
         .unwrap();

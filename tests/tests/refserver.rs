@@ -35,8 +35,8 @@ fn fast_retries() -> RetryPolicy {
 #[tokio::test]
 async fn transient_statuses_are_retried_for_safe_requests() {
     let mut o = options(Eras::Both);
-    o.server.faults.fail_429 = 1;
-    o.server.faults.fail_503 = 2;
+    o.faults.fail_429 = 1;
+    o.faults.fail_503 = 2;
     let s = server(o).await;
     let client = Client::builder("e2e", "0")
         .connect_http(HttpTransport::builder(s.url()).retry_policy(fast_retries()))
@@ -52,7 +52,7 @@ async fn transient_statuses_are_retried_for_safe_requests() {
 #[tokio::test]
 async fn an_expired_legacy_session_is_re_established_transparently() {
     let mut o = options(Eras::Legacy);
-    o.server.faults.session_expiry = Some(3);
+    o.faults.session_expiry = Some(3);
     let s = server(o).await;
     let transport = HttpTransport::new(s.url()).unwrap();
     let client = Client::builder("e2e", "0")
@@ -79,7 +79,7 @@ async fn an_expired_legacy_session_is_re_established_transparently() {
 #[tokio::test]
 async fn a_cut_legacy_stream_is_resumed_with_last_event_id() {
     let mut o = options(Eras::Legacy);
-    o.server.faults.cut_sse_every = Some(1);
+    o.faults.cut_sse_every = Some(1);
     let s = server(o).await;
     let client = Client::builder("e2e", "0")
         .connect_http(HttpTransport::builder(s.url()))
@@ -103,7 +103,7 @@ async fn a_cut_legacy_stream_is_resumed_with_last_event_id() {
 #[tokio::test]
 async fn a_406_steps_the_accept_header_down() {
     let mut o = options(Eras::Both);
-    o.server.faults.reject_accept = Some("application/json, text/event-stream".into());
+    o.faults.reject_accept = Some("application/json, text/event-stream".into());
     let s = server(o).await;
     let transport = HttpTransport::new(s.url()).unwrap();
     let client = Client::builder("e2e", "0")

@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(100_000);
     let mut options = toolwire_refserver::Options::default();
     options.server.framing = toolwire_refserver::Framing::Json;
-    options.server.faults.fail_503_every = Some(300);
+    options.faults.fail_503_every = Some(300);
     let server =
         toolwire_refserver::serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options).await?;
     let client = Client::builder("soak", "0").connect_http(

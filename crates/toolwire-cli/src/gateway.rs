@@ -242,11 +242,7 @@ async fn serve(
     options: toolwire_server::Options,
 ) -> Result<ExitCode, Failure> {
     if args.stdio {
-        gateway
-            .serve_stdio(options)
-            .await
-            .map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
-        return Ok(ExitCode::SUCCESS);
+        return serve_stdio(gateway, args, options).await;
     }
     let server = match listen_at(args.unix_socket.as_ref(), args.http, 8808)? {
         #[cfg(unix)]
@@ -276,6 +272,49 @@ async fn serve(
         },
         () = stopped() => say_err!("toolwire gateway: stopping at once"),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves over stdio until stdin ends; a signal drains as over HTTP: no further request is
+/// read, the calls in flight complete up to `--drain-timeout` with their answers written, a
+/// second signal stops at once.
+async fn serve_stdio(
+    gateway: &Arc<Gateway>,
+    args: &GatewayArgs,
+    options: toolwire_server::Options,
+) -> Result<ExitCode, Failure> {
+    let (stop, stopping) = tokio::sync::oneshot::channel::<()>();
+    let serving = gateway.serve_stdio_until(options, async {
+        let _ = stopping.await;
+    });
+    let mut serving = std::pin::pin!(serving);
+    let ended = tokio::select! {
+        ended = &mut serving => ended,
+        () = stopped() => {
+            let deadline = args.drain_timeout;
+            say_err!(
+                "toolwire gateway: draining: no further request is read (up to {} s; a second signal stops at once)",
+                deadline.as_secs_f64()
+            );
+            gateway.drain();
+            let _ = stop.send(());
+            tokio::select! {
+                ended = &mut serving => {
+                    say_err!("toolwire gateway: drained; stopping");
+                    ended
+                }
+                () = tokio::time::sleep(deadline) => {
+                    say_err!("toolwire gateway: calls still in flight after {} s; stopping", deadline.as_secs_f64());
+                    Ok(())
+                }
+                () = stopped() => {
+                    say_err!("toolwire gateway: stopping at once");
+                    Ok(())
+                }
+            }
+        }
+    };
+    ended.map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }
 

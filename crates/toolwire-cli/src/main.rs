@@ -667,18 +667,18 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     if args.json_responses {
         options.server.framing = toolwire_refserver::Framing::Json;
     }
-    options.server.latency = Duration::from_millis(args.latency_ms);
+    options.faults.latency = Duration::from_millis(args.latency_ms);
     options.server.era_repair = args.era_repair;
     options.register_delay = Duration::from_millis(args.register_delay_ms);
-    options.server.faults.reject_accept = args.reject_accept.clone();
-    options.server.faults.fail_429 = args.fail_429;
-    options.server.faults.fail_503 = args.fail_503;
-    options.server.faults.fail_503_every = args.fail_503_every;
-    options.server.faults.session_expiry = args.session_expiry;
-    options.server.faults.cut_sse_every = args.cut_sse_every;
-    options.server.faults.nagle = args.nagle;
+    options.faults.reject_accept = args.reject_accept.clone();
+    options.faults.fail_429 = args.fail_429;
+    options.faults.fail_503 = args.fail_503;
+    options.faults.fail_503_every = args.fail_503_every;
+    options.faults.session_expiry = args.session_expiry;
+    options.faults.cut_sse_every = args.cut_sse_every;
+    options.server.nodelay = !args.nagle;
     options.broken_tools = args.broken_tools;
-    options.server.faults.exit_after_calls = args.exit_after_calls;
+    options.faults.exit_after_calls = args.exit_after_calls;
     options.server.sse = args.sse;
     options.task_fixtures = args.task_fixtures;
     options.synthetic_tools = args.synthetic_tools;

@@ -17,14 +17,21 @@ use common::*;
 
 use std::time::{Duration, Instant};
 
-/// A gateway over one stdio upstream (the reference server), draining up to `drain` seconds.
-fn gateway(tag: &str, drain: &str) -> (Listening, std::path::PathBuf) {
+/// A directory for the test `tag` and, in it, a file naming one stdio upstream (the
+/// reference server) `ref`.
+fn config(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("toolwire-drain-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("mcp.json");
     let text =
         serde_json::json!({"mcpServers": {"ref": {"command": BIN, "args": ["serve", "--stdio"]}}});
     std::fs::write(&path, text.to_string()).unwrap();
+    (dir, path)
+}
+
+/// A gateway over one stdio upstream (the reference server), draining up to `drain` seconds.
+fn gateway(tag: &str, drain: &str) -> (Listening, std::path::PathBuf) {
+    let (dir, path) = config(tag);
     let listening = Listening::start(
         Command::new(BIN)
             .args(["gateway", "--config"])
@@ -225,5 +232,84 @@ fn a_second_sigterm_stops_at_once_with_a_call_still_in_flight() {
         gateway.said.lock().unwrap()
     );
     call.abort();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Over stdio the same signal drains too: no further request is read, the call in flight
+/// answers on stdout, and the process exits 0 although its stdin is still open.
+#[test]
+fn sigterm_over_stdio_writes_the_answer_in_flight_and_exits_0_with_stdin_still_open() {
+    use std::io::{BufRead as _, Write as _};
+    let (dir, path) = config("stdio");
+    let mut gateway = Command::new(BIN)
+        .args(["gateway", "--stdio", "--config"])
+        .arg(&path)
+        .env("TOOLWIRE_TRUST", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = collect_stderr(&mut gateway);
+    let mut stdin = gateway.stdin.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = std::io::BufReader::new(gateway.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if let Ok(message) = serde_json::from_str(&line) {
+                let _ = lines_tx.send(message);
+            }
+        }
+    });
+    let meta = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "drain-test", "version": "0"}});
+    let mut send = |message: serde_json::Value| {
+        stdin.write_all(format!("{message}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    // Listed once the upstream is up.
+    let began = Instant::now();
+    let mut listed = false;
+    for id in 100.. {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "ref__slow never listed"
+        );
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+            "params": {"_meta": meta}}),
+        );
+        let answer = lines.recv_timeout(Duration::from_secs(10)).unwrap();
+        if answer.to_string().contains("ref__slow") {
+            listed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(listed);
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "ref__slow", "arguments": {"steps": 1, "delay_ms": 1500}, "_meta": meta}}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    terminate(gateway.id());
+    let answer = lines.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    let status = exit_within(&mut gateway, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    assert!(
+        signalled.elapsed() >= Duration::from_millis(1000),
+        "it waited for the call"
+    );
+    let said = said.lock().unwrap();
+    assert!(
+        said.iter().any(|l| l.contains("drained; stopping")),
+        "{said:?}"
+    );
+    drop(stdin);
     let _ = std::fs::remove_dir_all(dir);
 }

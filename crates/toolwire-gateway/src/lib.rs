@@ -125,6 +125,7 @@ use crate::surface::Listing;
 
 mod access;
 mod calls;
+mod coalesce;
 mod declared;
 mod discovery;
 mod metrics;
@@ -141,14 +142,6 @@ mod uris;
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
-
-/// How long the gateway waits after a change of the merged tools for more before it tells
-/// downstream clients: a burst (a server reconnecting, several servers starting) is one
-/// `notifications/tools/list_changed`.
-pub const COALESCE: Duration = Duration::from_millis(50);
-
-/// The longest a change waits to be announced while more keep coming.
-pub const COALESCE_MAX: Duration = Duration::from_millis(500);
 
 /// The default number of tools per `tools/list` page.
 pub const DEFAULT_PAGE_SIZE: usize = 500;
@@ -172,6 +165,7 @@ pub use access::{
     LOGIN_WAIT, LimitsConfig, PerUserConfig, PinTools, REFUSAL_KEPT, RuleConfig, SIGN_OUT,
     TOKEN_RECHECK, UpstreamConfig, UpstreamCredentials, VAULT_KEY_ENV, VaultConfig,
 };
+pub use coalesce::{COALESCE, COALESCE_MAX};
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
 pub use relay::{
     MAX_PARKED_PER_CALLER, PARKED_FOR, UPSTREAM_META, unrelated, upstream_capabilities,
@@ -285,44 +279,8 @@ impl GatewayBuilder {
             draining: std::sync::atomic::AtomicBool::new(false),
             traffic: self.traffic,
         });
-        tokio::spawn(coalesce(gateway.host.subscribe(), changes));
+        tokio::spawn(coalesce::coalesce(gateway.host.subscribe(), changes));
         gateway
-    }
-}
-
-/// Forwards the host's tool changes as [`Change::Tools`], one per burst: a change is
-/// announced once [`COALESCE`] passes without another, or [`COALESCE_MAX`] after the burst
-/// began. Ends when the host is gone.
-async fn coalesce<T: Clone>(mut host: broadcast::Receiver<T>, out: broadcast::Sender<Change>) {
-    use broadcast::error::RecvError;
-    use tokio::time::{Instant, sleep_until};
-    loop {
-        match host.recv().await {
-            Ok(_) | Err(RecvError::Lagged(_)) => {}
-            Err(RecvError::Closed) => return,
-        }
-        let began = Instant::now();
-        let mut deadline = began + COALESCE;
-        let mut closed = false;
-        loop {
-            tokio::select! {
-                () = sleep_until(deadline) => break,
-                more = host.recv() => match more {
-                    Ok(_) | Err(RecvError::Lagged(_)) => {
-                        deadline = (Instant::now() + COALESCE).min(began + COALESCE_MAX);
-                    }
-                    Err(RecvError::Closed) => {
-                        closed = true;
-                        break;
-                    }
-                },
-            }
-        }
-        // No listener now is not the end: a client may connect later.
-        let _ = out.send(Change::Tools);
-        if closed {
-            return;
-        }
     }
 }
 
@@ -398,6 +356,17 @@ impl Gateway {
     /// Serves on stdin/stdout until stdin ends.
     pub async fn serve_stdio(self: &Arc<Self>, options: Options) -> std::io::Result<()> {
         toolwire_server::serve_stdio(options, self.clone()).await
+    }
+
+    /// [`Self::serve_stdio`] until stdin ends or `stop` resolves: on `stop` no further
+    /// request is read, and the calls in flight complete, their answers written, before this
+    /// returns ([`toolwire_server::serve_stdio_until`]).
+    pub async fn serve_stdio_until(
+        self: &Arc<Self>,
+        options: Options,
+        stop: impl Future<Output = ()> + Send,
+    ) -> std::io::Result<()> {
+        toolwire_server::serve_stdio_until(options, self.clone(), stop).await
     }
 
     /// One page of the merged listing, after `cursor` (an offset into the tools in name
@@ -720,72 +689,5 @@ impl Service for Gateway {
             return None;
         }
         toolwire_server::legacy_notification(change)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn a_burst_of_changes_is_one_notification_and_a_later_change_another() {
-        let (host, from_host) = broadcast::channel::<u32>(16);
-        let (out, mut heard) = broadcast::channel(16);
-        let task = tokio::spawn(coalesce(from_host, out));
-
-        // Five changes, each less than the window after the one before.
-        for n in 0..5 {
-            host.send(n).unwrap();
-            tokio::time::sleep(COALESCE / 2).await;
-        }
-        assert_eq!(heard.recv().await.unwrap(), Change::Tools);
-        // Long after the burst, still only the one.
-        tokio::time::sleep(COALESCE * 10).await;
-        assert!(matches!(
-            heard.try_recv(),
-            Err(broadcast::error::TryRecvError::Empty)
-        ));
-
-        // A change after a quiet spell is heard on its own.
-        host.send(5).unwrap();
-        assert_eq!(heard.recv().await.unwrap(), Change::Tools);
-        tokio::time::sleep(COALESCE * 10).await;
-        assert!(matches!(
-            heard.try_recv(),
-            Err(broadcast::error::TryRecvError::Empty)
-        ));
-
-        // Changes that never stop are still announced, every COALESCE_MAX.
-        let started = tokio::time::Instant::now();
-        for n in 0..40 {
-            host.send(n).unwrap();
-            tokio::time::sleep(COALESCE / 2).await;
-            if let Ok(change) = heard.try_recv() {
-                assert_eq!(change, Change::Tools);
-                break;
-            }
-        }
-        let waited = started.elapsed();
-        assert!(
-            waited >= COALESCE_MAX && waited < COALESCE_MAX + COALESCE,
-            "{waited:?}"
-        );
-
-        // The host gone: so is the coalescer.
-        drop(host);
-        task.await.unwrap();
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn nothing_is_announced_without_a_change() {
-        let (host, from_host) = broadcast::channel::<u32>(16);
-        let (out, mut heard) = broadcast::channel(16);
-        let _task = tokio::spawn(coalesce(from_host, out));
-        tokio::time::sleep(COALESCE * 10).await;
-        assert!(matches!(
-            heard.try_recv(),
-            Err(broadcast::error::TryRecvError::Empty)
-        ));
-        drop(host);
     }
 }

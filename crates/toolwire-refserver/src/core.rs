@@ -13,6 +13,7 @@ use toolwire_server::{
 use toolwire_types::{Tool, error::code, meta_key};
 
 use crate::Options;
+use crate::faults::Injector;
 use crate::tasks::{Job, Tasks};
 use crate::tools;
 
@@ -58,10 +59,24 @@ pub(crate) struct Core {
     linked: std::sync::atomic::AtomicBool,
     /// `notifications/cancelled` received.
     pub(crate) cancellations: Arc<std::sync::atomic::AtomicU64>,
+    /// The faults it injects.
+    pub(crate) faults: Injector,
 }
 
-/// The reference server authenticates nobody and serves no page beside its endpoint.
-impl toolwire_server::Edge for Core {}
+/// The reference server authenticates nobody and serves no page beside its endpoint; its
+/// edge injects the faults it was asked for.
+impl toolwire_server::Edge for Core {
+    fn intercept<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> impl Future<Output = Option<toolwire_server::Page>> + Send + 'a {
+        self.faults.intercept(request)
+    }
+
+    fn cut_answer_stream(&self) -> bool {
+        self.faults.cut_answer_stream()
+    }
+}
 
 impl Service for Core {
     fn info(&self) -> ServerInfo {
@@ -78,7 +93,12 @@ impl Service for Core {
         request: Request<'a>,
         notifier: &'a Notifier,
     ) -> Result<Reply, RpcError> {
-        self.answer(request, notifier).await.map(Reply::Json)
+        let call = request.method == "tools/call";
+        let answer = self.answer(request, notifier).await.map(Reply::Json);
+        if call {
+            self.faults.call_answered();
+        }
+        answer
     }
 
     fn notified(&self, notification: &Value) {
@@ -123,8 +143,10 @@ impl Core {
             .chain((0..options.synthetic_tools).map(tools::synthetic))
             .map(Entry::new)
             .collect();
+        let faults = Injector::new(options.faults.clone());
         Arc::new_cyclic(|me| Self {
             options,
+            faults,
             me: me.clone(),
             tools: Mutex::new(tools),
             files: Mutex::new(HashMap::new()),

@@ -17,16 +17,19 @@
 //!   `toolwire://files/{path}` (the files `write_file` made, each linked from its result), the prompt `greet` (`who`), and
 //!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).
 //! - **Knobs** ([`Options`]): the registration delay, broken tool definitions in `tools/list`,
-//!   and the protocol's own ([`Faults`]: latency, 406 on a given `Accept`, 429 with
-//!   `Retry-After`, 503 n times, session expiry, SSE streams cut before their answer, Nagle on).
+//!   and the protocol's faults ([`Faults`], injected at the protocol layer's edge hooks:
+//!   latency, 406 on a given `Accept`, 429 with `Retry-After`, 503 n times, session expiry,
+//!   SSE streams cut before their answer, a stdio server exiting after n calls).
 //!
 //! # Dependencies
 //! `toolwire-server` (the protocol: eras, HTTP, stdio, sessions, header checks; this crate is
-//! its [`toolwire_server::Service`]), tokio, `base64` (media content), `ring` (the SHA-256
+//! its [`toolwire_server::Service`] and [`toolwire_server::Edge`]), `http` (the request heads
+//! its faults look at; the protocol layer's own), tokio, `base64` (media content), `ring` (the SHA-256
 //! digests of the skill's manifest; the client's own choice, so no second hash crate),
 //! `toolwire-headers` (the tools' header plans), `toolwire-types` (names and codes).
 
 mod core;
+mod faults;
 mod tasks;
 mod tools;
 
@@ -35,7 +38,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use toolwire_server::{Eras, Faults, Framing};
+pub use faults::Faults;
+pub use toolwire_server::{Eras, Framing};
 
 use crate::core::Core;
 
@@ -43,8 +47,10 @@ use crate::core::Core;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Options {
-    /// How the protocol is served: eras, framing, path, sessions, header checks, faults.
+    /// How the protocol is served: eras, framing, path, sessions, header checks.
     pub server: toolwire_server::Options,
+    /// The faults it injects (none by default).
+    pub faults: Faults,
     /// How long after `unlock_files`/`ephemeral` answer the tool list changes (default 200 ms).
     pub register_delay: Duration,
     /// Append two broken definitions to `tools/list`: one that does not decode as a tool
@@ -65,6 +71,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             server: toolwire_server::Options::default(),
+            faults: Faults::default(),
             register_delay: Duration::from_millis(200),
             broken_tools: false,
             task_fixtures: false,
@@ -77,6 +84,7 @@ impl Default for Options {
 #[derive(Debug)]
 pub struct HttpServer {
     server: toolwire_server::HttpServer,
+    faults: Arc<AtomicU64>,
     tasks_cancelled: Arc<AtomicU64>,
     cancellations: Arc<AtomicU64>,
 }
@@ -98,10 +106,10 @@ impl HttpServer {
         self.server.unix_socket()
     }
 
-    /// How many faults of [`toolwire_server::Options::faults`] it has injected so far (every
-    /// kind counts: an error status, a refused `Accept`, an expired session, a cut stream).
+    /// How many faults of [`Options::faults`] it has injected so far (every kind counts: an
+    /// error status, a refused `Accept`, an expired session, a cut stream).
     pub fn faults_injected(&self) -> u64 {
-        self.server.faults_injected()
+        self.faults.load(Ordering::SeqCst)
     }
 
     /// How many `tasks/cancel` requests it has received.
@@ -140,11 +148,11 @@ pub async fn serve_http_again(addr: SocketAddr, options: Options) -> std::io::Re
 /// Serves HTTP on `addr` (port 0 picks one) inside the current tokio runtime.
 pub async fn serve_http(addr: SocketAddr, options: Options) -> std::io::Result<HttpServer> {
     let core = Core::new(options.clone());
-    let (tasks_cancelled, cancellations) =
-        (core.tasks.cancelled.clone(), core.cancellations.clone());
+    let (faults, tasks_cancelled, cancellations) = counters(&core);
     let server = toolwire_server::serve_http(addr, options.server, core).await?;
     Ok(HttpServer {
         server,
+        faults,
         tasks_cancelled,
         cancellations,
     })
@@ -159,18 +167,34 @@ pub async fn serve_http_unix(
     options: Options,
 ) -> std::io::Result<HttpServer> {
     let core = Core::new(options.clone());
-    let (tasks_cancelled, cancellations) =
-        (core.tasks.cancelled.clone(), core.cancellations.clone());
+    let (faults, tasks_cancelled, cancellations) = counters(&core);
     let server = toolwire_server::serve_http_unix(socket, options.server, core).await?;
     Ok(HttpServer {
         server,
+        faults,
         tasks_cancelled,
         cancellations,
     })
 }
 
-/// Serves on stdin/stdout until stdin ends.
+/// What a test reads of a running server: faults injected, `tasks/cancel`s and
+/// cancellations received.
+fn counters(core: &Core) -> (Arc<AtomicU64>, Arc<AtomicU64>, Arc<AtomicU64>) {
+    (
+        core.faults.injected.clone(),
+        core.tasks.cancelled.clone(),
+        core.cancellations.clone(),
+    )
+}
+
+/// Serves on stdin/stdout until stdin ends (or, with [`Faults::exit_after_calls`], until
+/// that many `tools/call`s are answered).
 pub async fn serve_stdio(options: Options) -> std::io::Result<()> {
     let server = options.server.clone();
-    toolwire_server::serve_stdio(server, Core::new(options)).await
+    let core = Core::new(options);
+    let exit = core.clone();
+    toolwire_server::serve_stdio_until(server, core, async move {
+        exit.faults.exit.notified().await;
+    })
+    .await
 }

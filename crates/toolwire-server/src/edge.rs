@@ -55,7 +55,7 @@ impl<S: Service + Edge> Front<S> {
                 let accepted = match &listener {
                     Listener::Tcp(tcp) => tcp.accept().await.map(|(stream, _)| {
                         // Off only for the stall benchmark, which needs Nagle's algorithm on.
-                        let _ = stream.set_nodelay(!self.core.options.faults.nagle);
+                        let _ = stream.set_nodelay(self.core.options.nodelay);
                         Accepted::Tcp(stream)
                     }),
                     #[cfg(unix)]

@@ -5,7 +5,6 @@
 //! gone dropped, which cancels it).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
@@ -37,7 +36,6 @@ impl<S: Service + Edge> Front<S> {
         caller: Option<Arc<Caller>>,
     ) -> Response<Body> {
         let options = &self.core.options;
-        let faults = &options.faults;
         let message = &incoming.value;
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let owner = Caller::tag(caller.as_deref());
@@ -128,14 +126,7 @@ impl<S: Service + Edge> Front<S> {
                     let _ = head.send(None);
                 }
                 let front = self.clone();
-                let k = self.sse_answers.fetch_add(1, Ordering::SeqCst) + 1;
-                let cut = !modern
-                    && faults
-                        .cut_sse_every
-                        .is_some_and(|every| every > 0 && k.is_multiple_of(every));
-                if cut {
-                    self.fault();
-                }
+                let cut = !modern && self.core.service.cut_answer_stream();
                 tokio::spawn(async move {
                     // Closed however the task ends (a refusal, a client gone, its answer).
                     let opened = session.as_ref().map(|sid| Opened::new(front.clone(), sid));
@@ -229,7 +220,9 @@ impl<S: Service + Edge> Front<S> {
                             tokio::time::sleep(Duration::from_millis(5)).await;
                         }
                         tokio::time::sleep(Duration::from_millis(20)).await;
-                        tx.abort(std::io::Error::other("stream cut by the cut-sse fault"));
+                        tx.abort(std::io::Error::other(
+                            "answer stream cut for the client to resume",
+                        ));
                     } else if !sent_ok {
                         tracing::debug!("the client went away before its answer");
                     }

@@ -7,13 +7,12 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http::{Method, Request, Response, StatusCode};
 use http_body_util::channel::{Channel, Sender};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
@@ -29,7 +28,7 @@ use crate::Repair;
 use crate::core::{Core, Interest, Keyed, error, request_version};
 use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
-use crate::sessions::{Sessions, Used};
+use crate::sessions::Sessions;
 use crate::{Caller, Change, Edge, Eras, Service};
 
 /// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
@@ -51,10 +50,6 @@ pub(crate) struct Front<S> {
     pub(crate) sessions: Sessions,
     /// The 2024-11-05 SSE sessions: where each one's stream takes messages.
     pub(crate) sse_sessions: std::sync::Mutex<Keyed<SseSession>>,
-    posts: AtomicU64,
-    pub(crate) sse_answers: AtomicU64,
-    /// Faults injected so far (every kind), for tests that must know a fault happened.
-    pub(crate) faults: Arc<AtomicU64>,
     /// Listening on a loopback address: `Host` and `Origin` must name a local host.
     local: bool,
     /// Where the notifications of a request answered with one JSON body go: no stream carries
@@ -63,6 +58,16 @@ pub(crate) struct Front<S> {
     pub(crate) nowhere: mpsc::UnboundedSender<Value>,
     /// The era repairs logged already, per caller.
     repairs: crate::repair::Repairs,
+}
+
+/// The HTTP response that carries `page`.
+fn page_response(page: crate::Page) -> Response<Body> {
+    let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
+    let mut response = with_body(status, page.content_type, Bytes::from(page.body));
+    for (name, value) in page.headers {
+        response.headers_mut().append(name, value);
+    }
+    response
 }
 
 fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
@@ -113,16 +118,9 @@ impl<S: Service + Edge> Front<S> {
             local,
             core,
             sse_sessions: std::sync::Mutex::new(HashMap::default()),
-            posts: AtomicU64::new(0),
-            sse_answers: AtomicU64::new(0),
-            faults: Arc::new(AtomicU64::new(0)),
             nowhere: mpsc::unbounded_channel().0,
             repairs: crate::repair::Repairs::default(),
         })
-    }
-
-    pub(crate) fn fault(&self) {
-        self.faults.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Answers one request.
@@ -164,12 +162,7 @@ impl<S: Service + Edge> Front<S> {
                 false => None,
             };
             if let Some(page) = page {
-                let status = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
-                let mut response = with_body(status, page.content_type, Bytes::from(page.body));
-                for (name, value) in page.headers {
-                    response.headers_mut().append(name, value);
-                }
-                return response;
+                return page_response(page);
             }
             return empty(StatusCode::NOT_FOUND);
         }
@@ -186,8 +179,8 @@ impl<S: Service + Edge> Front<S> {
                 .sse_post(parts.uri.query(), body, caller.as_ref())
                 .await;
         }
-        if !options.latency.is_zero() {
-            tokio::time::sleep(options.latency).await;
+        if let Some(page) = self.core.service.intercept(&parts).await {
+            return page_response(page);
         }
         match parts.method {
             Method::POST => self.post(parts, body, caller).await,
@@ -205,9 +198,6 @@ impl<S: Service + Edge> Front<S> {
         body: Incoming,
         caller: Option<Arc<Caller>>,
     ) -> Response<Body> {
-        if let Some(refused) = self.injected_fault(&parts) {
-            return refused;
-        }
         let mut incoming = match self.read(body).await {
             Ok(incoming) => incoming,
             Err(refused) => return *refused,
@@ -226,34 +216,6 @@ impl<S: Service + Edge> Front<S> {
         };
         self.frame(parts, incoming, method, modern, session, caller)
             .await
-    }
-
-    /// A fault of [`crate::Faults`] to answer this POST with, if one is due.
-    fn injected_fault(&self, parts: &http::request::Parts) -> Option<Response<Body>> {
-        let n = self.posts.fetch_add(1, Ordering::SeqCst) + 1;
-        let faults = &self.core.options.faults;
-        if n <= faults.fail_429 {
-            self.fault();
-            let mut r = empty(StatusCode::TOO_MANY_REQUESTS);
-            r.headers_mut()
-                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return Some(r);
-        }
-        if n <= faults.fail_429 + faults.fail_503
-            || faults
-                .fail_503_every
-                .is_some_and(|every| every > 0 && n.is_multiple_of(every))
-        {
-            self.fault();
-            return Some(empty(StatusCode::SERVICE_UNAVAILABLE));
-        }
-        if let Some(refused) = &faults.reject_accept
-            && header(parts, "accept").unwrap_or("") == refused
-        {
-            self.fault();
-            return Some(empty(StatusCode::NOT_ACCEPTABLE));
-        }
-        None
     }
 
     /// The message a POST carries, read within [`MAX_BODY`] and
@@ -382,16 +344,7 @@ impl<S: Service + Edge> Front<S> {
             // Unknown, expired, or begun by another caller: the same answer either way.
             return Err(Box::new(empty(StatusCode::NOT_FOUND)));
         }
-        let expire = match self.sessions.used(sid) {
-            Used::Live(requests) => options
-                .faults
-                .session_expiry
-                .is_some_and(|limit| requests > limit),
-            Used::Gone => return Err(Box::new(empty(StatusCode::NOT_FOUND))),
-        };
-        if expire {
-            self.end_session(sid);
-            self.fault();
+        if !self.sessions.used(sid) {
             return Err(Box::new(empty(StatusCode::NOT_FOUND)));
         }
         Ok(Some(sid.to_owned()))

@@ -22,8 +22,10 @@
 //!   spec asks of local servers.
 //! - **stdio** ([`serve_stdio`]): one message per line, requests run concurrently, changes
 //!   sent as they happen.
-//! - **Faults** ([`Faults`]): errors a client must survive, injected on request (for tests
-//!   of clients; all off by default).
+//! - **Interception** ([`Edge::intercept`], [`Edge::cut_answer_stream`]): a server may answer
+//!   a request at its edge instead of serving it, or close a legacy answer stream early for
+//!   its client to resume; the reference server injects the faults its clients are tested
+//!   against this way, so nothing of them is in the protocol layer.
 //!
 //! # Dependencies
 //! hyper + hyper-util (the HTTP server), tokio, `http-body-util` (streamed bodies),
@@ -54,7 +56,6 @@ mod stdio;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub use drain::Drained;
@@ -97,28 +98,6 @@ pub enum Framing {
     Sse,
 }
 
-/// Faults to inject, for tests of clients (all off by default).
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct Faults {
-    /// Answer 406 to POSTs whose `Accept` is exactly this.
-    pub reject_accept: Option<String>,
-    /// Answer the first n POSTs 429 with `Retry-After: 1`.
-    pub fail_429: u64,
-    /// Answer the next n POSTs 503.
-    pub fail_503: u64,
-    /// Answer every n-th POST 503 (for load under faults).
-    pub fail_503_every: Option<u64>,
-    /// A legacy session expires (404) after this many requests.
-    pub session_expiry: Option<u64>,
-    /// Cut every n-th legacy SSE answer before its answer event (the client resumes it).
-    pub cut_sse_every: Option<u64>,
-    /// Leave Nagle's algorithm on (the stall benchmark).
-    pub nagle: bool,
-    /// stdio: exit after answering this many `tools/call`s (a server that dies between calls).
-    pub exit_after_calls: Option<u64>,
-}
-
 /// How the protocol is served.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -129,14 +108,13 @@ pub struct Options {
     pub framing: Framing,
     /// The endpoint path (default `/mcp`).
     pub path: String,
-    /// Added before every HTTP answer.
-    pub latency: Duration,
     /// Legacy sessions over HTTP (default on).
     pub sessions: bool,
     /// Check SEP-2243 headers (default on).
     pub validate_headers: bool,
-    /// Injected faults.
-    pub faults: Faults,
+    /// Set `TCP_NODELAY` on accepted connections (default on: an answer goes out as soon as
+    /// it is written; off lets Nagle's algorithm hold small writes back).
+    pub nodelay: bool,
     /// Also serve the 2024-11-05 HTTP+SSE transport: `GET {path}/sse` and
     /// `POST {path}/messages` (default off).
     pub sse: bool,
@@ -227,10 +205,9 @@ impl Default for Options {
             eras: Eras::Both,
             framing: Framing::Sse,
             path: "/mcp".into(),
-            latency: Duration::ZERO,
             sessions: true,
             validate_headers: true,
-            faults: Faults::default(),
+            nodelay: true,
             sse: false,
             allowed_hosts: Vec::new(),
             session_keys: None,
@@ -248,7 +225,6 @@ pub struct HttpServer {
     /// The Unix socket it listens on instead of TCP, removed when the server is dropped.
     unix_socket: Option<std::path::PathBuf>,
     task: Option<tokio::task::JoinHandle<()>>,
-    faults: Arc<AtomicU64>,
     drain: Arc<drain::Drain>,
 }
 
@@ -274,12 +250,6 @@ impl HttpServer {
     /// The Unix socket it listens on, if it was started with [`serve_http_unix`].
     pub fn unix_socket(&self) -> Option<&std::path::Path> {
         self.unix_socket.as_deref()
-    }
-
-    /// How many faults of [`Options::faults`] it has injected so far (every kind counts: an
-    /// error status, a refused `Accept`, an expired session, a cut stream).
-    pub fn faults_injected(&self) -> u64 {
-        self.faults.load(Ordering::SeqCst)
     }
 
     /// Requests being answered now (over every connection and session).
@@ -383,7 +353,6 @@ fn start<S: Service + Edge>(
 ) -> HttpServer {
     let path = options.path.clone();
     let front = http::Front::new(Core::new(options, service), addr.ip().is_loopback());
-    let faults = front.faults.clone();
     let drain = front.core.drain.clone();
     let task = tokio::spawn(front.run(listener));
     HttpServer {
@@ -391,12 +360,23 @@ fn start<S: Service + Edge>(
         path,
         unix_socket,
         task: Some(task),
-        faults,
         drain,
     }
 }
 
 /// Serves `service` on stdin/stdout until stdin ends.
 pub async fn serve_stdio<S: Service>(options: Options, service: Arc<S>) -> std::io::Result<()> {
-    stdio::serve(Core::new(options, service)).await
+    serve_stdio_until(options, service, std::future::pending()).await
+}
+
+/// [`serve_stdio`] until stdin ends or `stop` resolves, whichever is first. On `stop` no
+/// further line is read; the requests being answered go on, and their answers (with what
+/// they send on the way) are written, before this returns: a process that exits then loses
+/// no answer it owed.
+pub async fn serve_stdio_until<S: Service>(
+    options: Options,
+    service: Arc<S>,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    stdio::serve(Core::new(options, service), stop).await
 }

@@ -452,6 +452,27 @@ pub trait Edge: Send + Sync + 'static {
         false
     }
 
+    /// An answer to give a request to the MCP endpoint (its head, `request`; it is
+    /// authenticated already) instead of serving it: a maintenance page, a fault a test server
+    /// injects. May take its time (a slow network, simulated). None, the default, serves the
+    /// request.
+    fn intercept<'a>(
+        &'a self,
+        request: &'a http::request::Parts,
+    ) -> impl Future<Output = Option<Page>> + Send + 'a {
+        let _ = request;
+        std::future::ready(None)
+    }
+
+    /// Whether the legacy SSE stream about to carry a request's answer closes before the
+    /// answer is sent on it. The answer is kept, as every event is, for the client to resume
+    /// the stream with `Last-Event-ID`: the transport lets a server close a stream at any
+    /// time, and a test server does it to exercise its clients. Asked once per such stream;
+    /// false by default.
+    fn cut_answer_stream(&self) -> bool {
+        false
+    }
+
     /// The page at `path` (not the MCP endpoint), for a `GET` over HTTP with `query` (the
     /// part after `?`, if any) and the request's `headers` (its cookies, say); None is a 404.
     /// None by default.

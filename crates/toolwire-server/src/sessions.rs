@@ -23,7 +23,6 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 struct Session {
     /// The tag of the caller that began it ([`crate::Caller::tag`]; zeros for no caller).
     owner: [u8; 16],
-    requests: u64,
     next_stream: u64,
     /// When it last had a request, or a stream of it ended.
     last_used: Instant,
@@ -41,7 +40,6 @@ impl Session {
     fn new(owner: [u8; 16]) -> Self {
         Self {
             owner,
-            requests: 0,
             next_stream: 0,
             last_used: Instant::now(),
             open: 0,
@@ -70,14 +68,6 @@ pub(crate) struct Sessions {
     limits: Limits,
     /// Ids are sealed with these keys: any replica's may be taken up here.
     keys: Option<SessionKeys>,
-}
-
-/// What a request on a session finds.
-pub(crate) enum Used {
-    /// The session, now used once more (its requests so far).
-    Live(u64),
-    /// No such session here (unknown, expired, ended, or another caller's).
-    Gone,
 }
 
 impl Sessions {
@@ -123,15 +113,15 @@ impl Sessions {
         Some(owner)
     }
 
-    /// A request on `sid`: the session used once more.
-    pub(crate) fn used(&self, sid: &str) -> Used {
+    /// A request on `sid`: the session used once more. False when it is not held here
+    /// (unknown, expired, ended, or another caller's).
+    pub(crate) fn used(&self, sid: &str) -> bool {
         let mut table = lock(&self.table);
         let Some(s) = table.get_mut(sid) else {
-            return Used::Gone;
+            return false;
         };
-        s.requests += 1;
         s.last_used = Instant::now();
-        Used::Live(s.requests)
+        true
     }
 
     /// Whether `sid` is held here.
@@ -317,7 +307,7 @@ mod tests {
         assert!(sessions.room_for(bob, &mut ended));
         sessions.hold("b1", bob);
         // a1 is used again: a2 is now the longest idle.
-        assert!(matches!(sessions.used("a1"), Used::Live(1)));
+        assert!(sessions.used("a1"));
         assert!(sessions.room_for(alice, &mut ended));
         assert_eq!(ended, ["a2"]);
         assert!(sessions.holds("a1") && sessions.holds("b1") && !sessions.holds("a2"));

@@ -56,9 +56,12 @@ fn pipe_fd(stream: &impl std::os::fd::AsFd) -> Option<std::os::fd::OwnedFd> {
 /// Serves on stdin/stdout until stdin ends. Requests run concurrently (a slow tool does not
 /// hold up a ping); list changes go out as they happen: always in the legacy era, on the
 /// listen stream in the modern one.
-pub(crate) async fn serve<S: Service>(core: Arc<Core<S>>) -> std::io::Result<()> {
+pub(crate) async fn serve<S: Service>(
+    core: Arc<Core<S>>,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
     let (input, output) = standard_streams();
-    serve_on(core, input, output).await
+    serve_on(core, input, output, stop).await
 }
 
 /// [`serve`] on any pair of streams.
@@ -66,6 +69,7 @@ async fn serve_on<S: Service>(
     core: Arc<Core<S>>,
     input: impl AsyncRead + Send + Unpin + 'static,
     mut stdout: impl AsyncWrite + Send + Unpin + 'static,
+    stop: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
@@ -81,10 +85,7 @@ async fn serve_on<S: Service>(
     let mut legacy = false;
     let mut listening: Vec<(Value, Interest)> = Vec::new();
     let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<(Value, Interest)>();
-    // `tools/call`s answered, for `exit_after_calls`; the last one wakes the loop to end.
-    let answered = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let exit_after = core.options.faults.exit_after_calls;
-    let (quit_tx, mut quit_rx) = mpsc::unbounded_channel::<()>();
+    let mut stop = std::pin::pin!(stop);
     // Requests in flight at once: past the limit, a request is refused at once rather than
     // read later, so that the answers and cancellations behind it on stdin still arrive.
     let slots = Arc::new(tokio::sync::Semaphore::new(
@@ -181,7 +182,6 @@ async fn serve_on<S: Service>(
                 // straight to the writer, in order, before its answer.
                 let out = out.clone();
                 let listens = listen_tx.clone();
-                let (answered, quit) = (answered.clone(), quit_tx.clone());
                 tokio::spawn(async move {
                     let _slot = slot;
                     // One client on the other end: the whole connection is one scope.
@@ -197,15 +197,11 @@ async fn serve_on<S: Service>(
                         Handled::Nothing => return,
                     };
                     let _ = out.send(answer);
-                    if incoming.value["method"] == mcp::CallTool::NAME {
-                        let n = answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                        if exit_after == Some(n) {
-                            let _ = quit.send(());
-                        }
-                    }
                 });
             }
-            Some(()) = quit_rx.recv() => break,
+            // No line is read after this; the requests in flight hold the writer open until
+            // their answers are out.
+            () = &mut stop => break,
             Some((id, interest)) = listen_rx.recv() => {
                 let _ = out.send(interest.acknowledged(&id));
                 listening.push((id, interest));
@@ -254,6 +250,16 @@ mod tests {
     use super::pipe_fd;
     use crate::service::{Notifier, Reply, Request, RpcError, ServerInfo, Service};
 
+    /// A 2026-07-28 `tools/call` with this id, as a line.
+    fn call_line(id: u64) -> Vec<u8> {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "any", "arguments": {}, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}});
+        format!("{call}\n").into_bytes()
+    }
+
     /// A tool that reports progress `STEPS` times, without yielding, before it answers.
     struct Chatty;
 
@@ -292,17 +298,14 @@ mod tests {
         let core = crate::core::Core::new(crate::Options::default(), Arc::new(Chatty));
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (server_in, server_out) = tokio::io::split(server);
-        let serving = tokio::spawn(super::serve_on(core, server_in, server_out));
+        let serving = tokio::spawn(super::serve_on(
+            core,
+            server_in,
+            server_out,
+            std::future::pending(),
+        ));
         let (client_in, mut client_out) = tokio::io::split(client);
-        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "any", "arguments": {}, "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}}});
-        client_out
-            .write_all(format!("{call}\n").as_bytes())
-            .await
-            .unwrap();
+        client_out.write_all(&call_line(7)).await.unwrap();
         let mut lines = tokio::io::BufReader::new(client_in).lines();
         let mut seen = Vec::new();
         loop {
@@ -331,6 +334,49 @@ mod tests {
         drop(client_out);
         drop(lines);
         serving.await.unwrap().unwrap();
+    }
+
+    /// A tool that says it began, then answers 100 ms later.
+    struct Slow(Arc<tokio::sync::Notify>);
+
+    impl Service for Slow {
+        fn info(&self) -> ServerInfo {
+            ServerInfo::new("slow", "0", json!({"tools": {}}))
+        }
+
+        async fn handle<'a>(&'a self, _: Request<'a>, _: &'a Notifier) -> Result<Reply, RpcError> {
+            self.0.notify_one();
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            Ok(Reply::Json(json!({"content": []})))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stop_while_a_request_runs_still_writes_its_answer_then_ends() {
+        let began = Arc::new(tokio::sync::Notify::new());
+        let core = crate::core::Core::new(crate::Options::default(), Arc::new(Slow(began.clone())));
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let (server_in, server_out) = tokio::io::split(server);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(super::serve_on(core, server_in, server_out, async {
+            let _ = stopped.await;
+        }));
+        let (client_in, mut client_out) = tokio::io::split(client);
+        client_out.write_all(&call_line(1)).await.unwrap();
+        began.notified().await;
+        stop.send(()).unwrap();
+        // Ends although stdin is still open: the stop, not the end of input.
+        tokio::time::timeout(std::time::Duration::from_secs(5), serving)
+            .await
+            .expect("serving ended after the stop")
+            .unwrap()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(client_in).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert!(answer["result"]["content"].is_array(), "{answer}");
+        drop(client_out);
     }
 
     #[test]
