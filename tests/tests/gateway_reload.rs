@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use gateway_common::*;
 use serde_json::json;
-use toolwire::ProtocolMode;
 use toolwire_gateway::Gateway;
 use toolwire_host::{Naming, ServersConfig};
 use toolwire_refserver::{Eras, Framing};
@@ -35,12 +34,7 @@ async fn a_reload_under_64_callers_fails_no_call_to_an_unchanged_entry() {
     });
     let host = host(before, Naming::Qualified).await;
     let gateway = Gateway::builder(host).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
-    let client = client(&front.url(), ProtocolMode::Auto);
-    client.ready().await.unwrap();
+    let (_front, client) = front_of(&gateway).await;
     let stop = Arc::new(AtomicBool::new(false));
     let (answered, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let callers: Vec<_> = (0..64)
@@ -129,5 +123,69 @@ async fn a_reload_under_64_callers_fails_no_call_to_an_unchanged_entry() {
         &failures[..failures.len().min(3)]
     );
     assert_eq!(failed.load(Ordering::SeqCst), 0);
+    gateway.host().shutdown().await;
+}
+
+/// A call in flight to an entry a reload removes, or changes, completes with its answer; the
+/// removed entry's tools are gone for the next call at once; the reload is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_to_a_removed_or_changed_entry_complete_with_their_answers() {
+    let keep = reference(Eras::Both, Framing::Json).await;
+    let remove = reference(Eras::Both, Framing::Json).await;
+    let change = reference(Eras::Both, Framing::Json).await;
+    let changed = reference(Eras::Both, Framing::Json).await;
+    let before = json!({
+        "keep": {"url": keep.url()},
+        "remove": {"url": remove.url()},
+        "change": {"url": change.url()},
+    });
+    let host = host(before, Naming::Qualified).await;
+    let gateway = Gateway::builder(host).build();
+    let (front, client) = front_of(&gateway).await;
+    let slow = |tool: &'static str| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call_tool(tool, json!({"steps": 1, "delay_ms": 1500}))
+                .await
+        })
+    };
+    let (to_removed, to_changed) = (slow("remove__slow"), slow("change__slow"));
+    // Both calls are at their upstreams before the reload.
+    let at_upstreams = async {
+        while remove.in_flight() == 0 || change.in_flight() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), at_upstreams)
+        .await
+        .expect("the calls reached their upstreams");
+    let after = json!({"mcpServers": {
+        "keep": {"url": keep.url()},
+        "change": {"url": changed.url()},
+    }});
+    let config = ServersConfig::parse(&after.to_string(), |_| None).unwrap();
+    let done = gateway.reload(&config).unwrap();
+    assert_eq!(done.removed, ["remove"]);
+    assert_eq!(done.changed, ["change"]);
+    // Counted, with what it did.
+    let (_, metrics) = get(front.addr(), "/metrics").await;
+    for line in [
+        "toolwire_gateway_reloads_total{outcome=\"applied\"} 1",
+        "toolwire_gateway_reloaded_entries_total{outcome=\"removed\"} 1",
+        "toolwire_gateway_reloaded_entries_total{outcome=\"changed\"} 1",
+        "toolwire_gateway_reloaded_entries_total{outcome=\"added\"} 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
+    let gone = client
+        .call_tool("remove__echo", json!({"text": "gone"}))
+        .await;
+    assert!(gone.is_err(), "{gone:?}");
+    for (entry, call) in [("remove", to_removed), ("change", to_changed)] {
+        let answer = call.await.unwrap();
+        let answer = answer.unwrap_or_else(|e| panic!("the call to {entry} failed: {e}"));
+        assert_ne!(answer.is_error, Some(true), "{entry}: {answer:?}");
+    }
     gateway.host().shutdown().await;
 }

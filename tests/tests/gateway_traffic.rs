@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use gateway_common::*;
 use serde_json::json;
-use toolwire::{Client, ProtocolMode};
+use toolwire::Client;
 use toolwire_gateway::{Gateway, Traffic};
 use toolwire_host::Naming;
 use toolwire_refserver::{Eras, Framing};
@@ -40,12 +40,7 @@ async fn controlled(
     .await;
     let traffic = Traffic::new(&serde_json::from_value(traffic).unwrap()).unwrap();
     let gateway = Gateway::builder(host).traffic(traffic).build();
-    let front = gateway
-        .serve_http(LOOPBACK, toolwire_server::Options::default())
-        .await
-        .unwrap();
-    let client = client(&front.url(), ProtocolMode::Auto);
-    client.ready().await.unwrap();
+    let (front, client) = front_of(&gateway).await;
     (gateway, front, upstream, client)
 }
 

@@ -196,7 +196,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     }
     let gateway = gateway.build();
     let reloading = tokio::spawn(reload_on_change(
-        gateway.host().clone(),
+        gateway.clone(),
         file.to_owned(),
         config.gateway.clone(),
         pin_path,
@@ -331,7 +331,7 @@ const RELOAD_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// file (`pinTools`) is read on the same polls: a change of it checks every tool again, so an
 /// approved tool comes back.
 async fn reload_on_change(
-    host: toolwire_host::Host,
+    gateway: Arc<Gateway>,
     file: std::path::PathBuf,
     access: Option<serde_json::Value>,
     pins: Option<std::path::PathBuf>,
@@ -365,7 +365,7 @@ async fn reload_on_change(
             let now = std::fs::read(pins).ok();
             if now != pinned {
                 pinned = now;
-                host.repin();
+                gateway.host().repin();
             }
         }
         let now = std::fs::read(&file).ok();
@@ -386,7 +386,8 @@ async fn reload_on_change(
                     file.display()
                 );
             }
-            host.reload(&config)
+            gateway
+                .reload(&config)
                 .map_err(|e| Failure::Usage(one_line(&e)))
         });
         match loaded {
@@ -399,6 +400,8 @@ async fn reload_on_change(
             }
             Err(Failure::Usage(e) | Failure::Remote(e)) => {
                 if refused.as_ref() != Some(&e) {
+                    // Counted once per refusal, as it is said.
+                    gateway.reload_refused();
                     say_err!(
                         "toolwire gateway: {} not reloaded ({why}), the running configuration stays: {e}\n(it is tried again every {} s until it loads, or on SIGHUP)",
                         file.display(),

@@ -193,7 +193,19 @@ fn a_gateway_applies_an_edit_once_it_is_approved_without_being_told_again() {
         gateway.said.lock().unwrap()
     );
     assert!(!listed("b__echo"));
+    // The refusal is counted once, though the file is tried again on every poll.
+    let counted = |line: &str| get(&url, "/metrics").lines().any(|l| l == line);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(counted(
+        "toolwire_gateway_reloads_total{outcome=\"refused\"} 1"
+    ));
     assert!(p.run(&["trust", file], false).status.success());
     wait("b listed once approved", &|| listed("b__echo"));
     assert!(heard("reloaded"), "{:?}", gateway.said.lock().unwrap());
+    assert!(counted(
+        "toolwire_gateway_reloads_total{outcome=\"applied\"} 1"
+    ));
+    assert!(counted(
+        "toolwire_gateway_reloaded_entries_total{outcome=\"added\"} 1"
+    ));
 }

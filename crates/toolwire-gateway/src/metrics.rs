@@ -58,6 +58,11 @@ struct Refusal {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Ended {
+    outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Upstream {
     upstream: String,
 }
@@ -118,6 +123,10 @@ pub(crate) struct Metrics {
     waiting: Family<Upstream, Gauge>,
     /// Tools held out because their definitions changed since pinned, by upstream.
     quarantined: Family<Upstream, Gauge>,
+    /// Reloads of the configuration, applied or refused.
+    reloads: Family<Ended, Counter>,
+    /// Entries a reload added, removed or changed.
+    reloaded: Family<Ended, Counter>,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -195,6 +204,34 @@ impl Metrics {
             "Tools held out because their definitions changed since they were pinned, by upstream",
             quarantined.clone(),
         );
+        let reloads = Family::<Ended, Counter>::default();
+        registry.register(
+            "reloads",
+            "Reloads of the configuration, by outcome (applied, refused: the running one stays)",
+            reloads.clone(),
+        );
+        let reloaded = Family::<Ended, Counter>::default();
+        registry.register(
+            "reloaded_entries",
+            "Entries applied reloads added, removed or changed (outcome: added, removed, changed)",
+            reloaded.clone(),
+        );
+        // Every series at 0 from the start: a family with none is not exported, and a series
+        // that appears at 1 is an increase `increase()` does not see.
+        for word in ["applied", "refused"] {
+            reloads
+                .get_or_create(&Ended {
+                    outcome: word.to_owned(),
+                })
+                .inc_by(0);
+        }
+        for word in ["added", "removed", "changed"] {
+            reloaded
+                .get_or_create(&Ended {
+                    outcome: word.to_owned(),
+                })
+                .inc_by(0);
+        }
         registry.register(
             "upstream_state",
             "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
@@ -213,6 +250,8 @@ impl Metrics {
             capped,
             waiting,
             quarantined,
+            reloads,
+            reloaded,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
@@ -272,6 +311,26 @@ impl Metrics {
                     upstream: upstream.to_string(),
                 })
                 .inc();
+        }
+    }
+
+    /// A reload: applied, with what it did, or refused (None).
+    pub(crate) fn reload(&self, done: Option<&toolwire_host::Reloaded>) {
+        let outcome = |word: &str| Ended {
+            outcome: word.to_owned(),
+        };
+        let Some(done) = done else {
+            self.reloads.get_or_create(&outcome("refused")).inc();
+            return;
+        };
+        self.reloads.get_or_create(&outcome("applied")).inc();
+        for (word, entries) in [
+            ("added", &done.added),
+            ("removed", &done.removed),
+            ("changed", &done.changed),
+        ] {
+            let n = u64::try_from(entries.len()).unwrap_or(u64::MAX);
+            self.reloaded.get_or_create(&outcome(word)).inc_by(n);
         }
     }
 

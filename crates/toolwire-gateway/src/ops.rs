@@ -30,6 +30,26 @@ impl Gateway {
         self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Applies `config` to the host ([`toolwire_host::Host::reload`]); once applied, it is
+    /// counted in `/metrics` (`reloads_total{outcome="applied"}`, and
+    /// `reloaded_entries_total{outcome}` for the entries it added, removed and changed). A
+    /// refusal is not counted here: a caller that tries the same file again and again says
+    /// when a refusal is new with [`Gateway::reload_refused`].
+    pub fn reload(
+        &self,
+        config: &toolwire_host::ServersConfig,
+    ) -> Result<toolwire_host::Reloaded, toolwire_host::HostError> {
+        let done = self.host.reload(config)?;
+        self.metrics.reload(Some(&done));
+        Ok(done)
+    }
+
+    /// A new configuration was refused (it does not load, or the host refused it) and the
+    /// running one stays: counted as `reloads_total{outcome="refused"}`.
+    pub fn reload_refused(&self) {
+        self.metrics.reload(None);
+    }
+
     /// Whether every enabled upstream has been tried (none is still starting) and the
     /// gateway is not draining, and each upstream's state as JSON.
     pub fn readiness(&self) -> (bool, Value) {

@@ -32,6 +32,11 @@ pub use reload::Reloaded;
 /// The default separator between a server's name and its tool's: `github__create_issue`.
 pub const DEFAULT_SEPARATOR: &str = "__";
 
+/// How long a server a reload removed or replaced keeps its connection for the calls still
+/// in flight on it (new calls no longer reach it): after this its client closes, and a call
+/// still running fails.
+pub const RETIRE_GRACE: Duration = Duration::from_secs(30);
+
 /// Where one server is.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -421,8 +426,8 @@ struct Server {
     retired: watch::Sender<bool>,
     /// When it was last used (a call routed to it, its client handed out).
     used: Mutex<std::time::Instant>,
-    /// Calls routed to it now.
-    busy: std::sync::atomic::AtomicUsize,
+    /// Calls routed to it now (a retired server's client closes once they are done).
+    busy: watch::Sender<usize>,
     /// Stopped while idle: its child is gone, its tools stay, its cache is not merged.
     parked: std::sync::atomic::AtomicBool,
     /// Being started again after it was stopped while idle.
@@ -456,7 +461,7 @@ impl Server {
             collisions: Mutex::new(Vec::new()),
             retired: watch::channel(false).0,
             used: Mutex::new(std::time::Instant::now()),
-            busy: std::sync::atomic::AtomicUsize::new(0),
+            busy: watch::channel(0).0,
             parked: std::sync::atomic::AtomicBool::new(false),
             waking: std::sync::atomic::AtomicBool::new(false),
         })

@@ -77,7 +77,7 @@ pub mod trust;
 
 pub use host::{
     DEFAULT_SEPARATOR, Host, HostBuilder, HostChange, HostError, HostMatch, HostTool, HostTools,
-    HostToolsRef, Quarantined, Reloaded, ServerState,
+    HostToolsRef, Quarantined, RETIRE_GRACE, Reloaded, ServerState,
 };
 pub use pins::PinFile;
 

@@ -112,6 +112,11 @@ impl HttpServer {
         self.faults.load(Ordering::SeqCst)
     }
 
+    /// Requests it is answering now.
+    pub fn in_flight(&self) -> usize {
+        self.server.in_flight()
+    }
+
     /// How many `tasks/cancel` requests it has received.
     pub fn tasks_cancelled(&self) -> u64 {
         self.tasks_cancelled.load(Ordering::SeqCst)

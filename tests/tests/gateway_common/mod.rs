@@ -140,6 +140,19 @@ pub(crate) fn client(url: &str, mode: ProtocolMode) -> Client {
         .unwrap()
 }
 
+/// `gateway` served over loopback HTTP, and a ready client of it (either era).
+pub(crate) async fn front_of(
+    gateway: &std::sync::Arc<toolwire_gateway::Gateway>,
+) -> (toolwire_server::HttpServer, Client) {
+    let front = gateway
+        .serve_http(LOOPBACK, toolwire_server::Options::default())
+        .await
+        .unwrap();
+    let client = client(&front.url(), ProtocolMode::Auto);
+    client.ready().await.unwrap();
+    (front, client)
+}
+
 pub(crate) const LEGACY: ProtocolMode = ProtocolMode::Pinned(ProtocolVersion::V2025_06_18);
 
 pub(crate) fn text(result: &toolwire::CallToolResult) -> &str {

@@ -12,7 +12,7 @@ pub(super) struct InUse(Arc<Server>);
 
 impl Drop for InUse {
     fn drop(&mut self) {
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.busy.send_modify(|n| *n = n.saturating_sub(1));
         *lock(&self.0.used) = Instant::now();
     }
 }
@@ -37,7 +37,7 @@ impl Inner {
 
     /// [`Inner::touch`] for a call, which holds the server busy until it ends.
     pub(super) fn hold(self: &Arc<Self>, server: &Arc<Server>) -> InUse {
-        server.busy.fetch_add(1, Ordering::SeqCst);
+        server.busy.send_modify(|n| *n += 1);
         self.touch(server);
         InUse(server.clone())
     }
@@ -47,7 +47,7 @@ impl Inner {
     pub(super) async fn stop_if_idle(&self, server: &Server, client: &Client, limit: Duration) {
         let idle = lock(&server.used).elapsed() >= limit;
         let ready = matches!(*server.state.borrow(), ServerState::Ready { .. });
-        if !idle || !ready || server.busy.load(Ordering::SeqCst) > 0 {
+        if !idle || !ready || *server.busy.borrow() > 0 {
             return;
         }
         server.parked.store(true, Ordering::SeqCst);

@@ -58,8 +58,21 @@ impl Inner {
                     _ = closing.wait_for(|c| *c) => break,
                 }
             }
-            // Retired while it ran: whatever client it made goes with it.
+            // Retired while it ran: whatever client it made goes with it, once the calls
+            // routed to it before are done (or after RETIRE_GRACE).
             if *server.retired.borrow() {
+                let mut busy = server.busy.subscribe();
+                let idle = busy.wait_for(|n| *n == 0);
+                if tokio::time::timeout(super::RETIRE_GRACE, idle)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        calls = *server.busy.borrow(),
+                        "retired with calls still in flight after {} s: closing",
+                        super::RETIRE_GRACE.as_secs()
+                    );
+                }
                 let client = lock(&server.client).take();
                 if let Some(client) = client {
                     client.close().await;
