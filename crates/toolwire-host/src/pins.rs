@@ -9,11 +9,13 @@
 //! pin stays, and so does the quarantine while the server offers the changed definition).
 //!
 //! The file is JSON, 0600, written whole (a temporary file renamed over it); a running host
-//! reads it again on [`crate::Host::repin`].
+//! reads it again on [`crate::Host::repin`]. Each change (a new pin, an approval, a
+//! rejection) reads, changes and writes the file under an exclusive lock of `pins.json.lock`
+//! beside it (`File::lock`: `flock` on Unix, `LockFileEx` on Windows), so a `toolwire pins
+//! approve` given while a gateway records new pins is not lost to either writer.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -119,16 +121,12 @@ impl PinnedTool {
 #[derive(Debug)]
 pub struct PinFile {
     path: PathBuf,
-    writing: Mutex<()>,
 }
 
 impl PinFile {
     /// The pin file at `path` (made on the first pin).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self {
-            path: path.into(),
-            writing: Mutex::new(()),
-        }
+        Self { path: path.into() }
     }
 
     /// `$XDG_STATE_HOME/toolwire/pins.json`, else `~/.local/state/toolwire/pins.json`; `None`
@@ -157,6 +155,26 @@ impl PinFile {
         }
     }
 
+    /// The exclusive lock every change of the file is made under, across threads and
+    /// processes; released when the returned file is dropped.
+    fn lock(&self) -> Result<std::fs::File, PinError> {
+        let io = |source| PinError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut name = self.path.file_name().unwrap_or_default().to_owned();
+        name.push(".lock");
+        let mut open = std::fs::OpenOptions::new();
+        open.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        let file = open.open(dir.join(name)).map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(file)
+    }
+
     fn write(&self, pins: &Pins) -> Result<(), PinError> {
         let io = |source| PinError::Io {
             path: self.path.clone(),
@@ -181,10 +199,7 @@ impl PinFile {
     /// pin: a tool seen for the first time is pinned, a changed one recorded as pending. The
     /// file is written only when something new was recorded.
     pub fn check(&self, server: &str, tools: &[(&str, Value)]) -> Result<Vec<Verdict>, PinError> {
-        let _one = self
-            .writing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _locked = self.lock()?;
         let mut pins = self.read()?;
         let mut wrote = false;
         let mut verdicts = Vec::with_capacity(tools.len());
@@ -230,10 +245,7 @@ impl PinFile {
     }
 
     fn settle(&self, server: &str, tool: &str, approve: bool) -> Result<bool, PinError> {
-        let _one = self
-            .writing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _locked = self.lock()?;
         let mut pins = self.read()?;
         let Some(pending) = pins.pending.get_mut(server).and_then(|p| p.remove(tool)) else {
             return Ok(false);
@@ -316,6 +328,59 @@ mod tests {
             "nothing pending any more"
         );
         assert_eq!(pins.read().unwrap().pinned["fs"]["read"].definition, v2);
+    }
+
+    /// Each writer as a process of its own would be (its own `PinFile`, nothing shared in
+    /// memory): approvals given at the same moment as a host records new pins all stick.
+    #[test]
+    fn approvals_and_new_pins_from_writers_that_share_nothing_but_the_file_all_stick() {
+        let (pins, _dir) = file("pins-race");
+        const N: usize = 12;
+        let names: Vec<String> = (0..N).map(|n| format!("t{n}")).collect();
+        let v1: Vec<(&str, Value)> = names
+            .iter()
+            .map(|n| (n.as_str(), json!({"name": n, "description": "one"})))
+            .collect();
+        let v2: Vec<(&str, Value)> = names
+            .iter()
+            .map(|n| (n.as_str(), json!({"name": n, "description": "two"})))
+            .collect();
+        pins.check("fs", &v1).unwrap();
+        pins.check("fs", &v2).unwrap();
+        assert_eq!(pins.read().unwrap().pending["fs"].len(), N);
+        let path = pins.path().to_owned();
+        std::thread::scope(|scope| {
+            for name in &names {
+                let (path, other) = (path.clone(), path.clone());
+                scope.spawn(move || {
+                    assert!(PinFile::new(path).approve("fs", name).unwrap());
+                });
+                // A host pinning another server's tools meanwhile.
+                let path = other;
+                scope.spawn(move || {
+                    let tool = json!({"name": name});
+                    PinFile::new(path)
+                        .check(&format!("other-{name}"), &[(name, tool)])
+                        .unwrap();
+                });
+            }
+        });
+        let after = pins.read().unwrap();
+        assert!(
+            after.pending.is_empty(),
+            "approvals lost: {:?}",
+            after.pending.keys()
+        );
+        for name in &names {
+            assert_eq!(
+                after.pinned["fs"][name].definition["description"], "two",
+                "{name}"
+            );
+            assert!(
+                after.pinned.contains_key(&format!("other-{name}")),
+                "{name}'s pin lost"
+            );
+        }
     }
 
     #[cfg(unix)]
