@@ -611,3 +611,60 @@ async fn the_alert_rules_and_the_dashboard_name_only_metrics_the_gateway_exports
     gateway.host().shutdown().await;
     let _ = std::fs::remove_dir_all(pins_dir);
 }
+
+/// With required entries, `/readyz` waits for those alone: 200 while each serves though
+/// another entry failed, 503 naming a required one that does not serve.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_waits_for_the_required_entries_only_and_names_those_missing() {
+    let up = reference(Eras::Both, Framing::Json).await;
+    let servers = json!({
+        "up": {"url": up.url()},
+        "broken": {"command": "/nonexistent/toolwire-test-binary"},
+    });
+    let readyz = |required: Option<Vec<String>>| {
+        let servers = servers.clone();
+        async move {
+            let config =
+                ServersConfig::parse(&json!({ "mcpServers": servers }).to_string(), |_| None)
+                    .unwrap();
+            let host = Host::builder(Client::builder("gateway-e2e", "0"))
+                .reconnect(None)
+                .start(&config)
+                .unwrap();
+            let mut up_state = host.watch("up").unwrap();
+            let mut broken_state = host.watch("broken").unwrap();
+            up_state
+                .wait_for(|s| matches!(s, ServerState::Ready { .. }))
+                .await
+                .unwrap();
+            broken_state
+                .wait_for(|s| matches!(s, ServerState::Failed { .. }))
+                .await
+                .unwrap();
+            let mut gateway = Gateway::builder(host);
+            if let Some(required) = required {
+                gateway = gateway.required(required);
+            }
+            let gateway = gateway.build();
+            let front = gateway
+                .serve_http(LOOPBACK, toolwire_server::Options::default())
+                .await
+                .unwrap();
+            let (status, body) = get(front.addr(), "/readyz").await;
+            gateway.host().shutdown().await;
+            (status, serde_json::from_str::<Value>(&body).unwrap())
+        }
+    };
+    // Nothing required: every entry was tried, whatever became of it.
+    let (status, body) = readyz(None).await;
+    assert_eq!(status, 200, "{body}");
+    // The one that serves required: ready although the other failed.
+    let (status, body) = readyz(Some(vec!["up".into()])).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["required"], json!(["up"]));
+    // The failed one required: not ready, and it says which.
+    let (status, body) = readyz(Some(vec!["up".into(), "broken".into()])).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["waitingFor"], json!(["broken"]), "{body}");
+    assert_eq!(body["servers"]["broken"]["state"], "failed");
+}

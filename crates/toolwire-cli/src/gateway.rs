@@ -73,6 +73,24 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
             _ => {}
         }
     }
+    // Readiness waits for entries that exist and can start.
+    for name in access.required.iter().flatten() {
+        match config.get(name) {
+            None => {
+                return Err(Failure::Usage(format!(
+                    "{}: gateway.required names `{name}`, which has no entry",
+                    file.display()
+                )));
+            }
+            Some(entry) if entry.disabled => {
+                return Err(Failure::Usage(format!(
+                    "{}: gateway.required names `{name}`, which is disabled: this replica would never be ready",
+                    file.display()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
     // Tool definitions pinned, a changed one quarantined until approved (`toolwire pins`).
     let pins = match &access.pin_tools {
         None | Some(toolwire_gateway::PinTools::On(false)) => None,
@@ -153,6 +171,7 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         );
     }
     let limits = access.limits.clone();
+    let required = access.required.clone();
     let era_repair = args.era_repair || access.era_repair;
     // Upstreams named for per-caller credentials without callers who authenticate are an
     // error `Access::new` reports, never a section quietly ignored.
@@ -188,6 +207,9 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         })
         .audit_arguments(args.audit_arguments)
         .traffic(traffic);
+    if let Some(required) = &required {
+        gateway = gateway.required(required.clone());
+    }
     if let Some(access) = access {
         gateway = gateway.access(access);
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// A directory for the test `tag` and, in it, a file naming one stdio upstream (the
 /// reference server) `ref`.
-fn config(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn one_upstream(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("toolwire-drain-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("mcp.json");
@@ -31,7 +31,7 @@ fn config(tag: &str) -> (std::path::PathBuf, std::path::PathBuf) {
 
 /// A gateway over one stdio upstream (the reference server), draining up to `drain` seconds.
 fn gateway(tag: &str, drain: &str) -> (Listening, std::path::PathBuf) {
-    let (dir, path) = config(tag);
+    let (dir, path) = one_upstream(tag);
     let listening = Listening::start(
         Command::new(BIN)
             .args(["gateway", "--config"])
@@ -240,7 +240,7 @@ fn a_second_sigterm_stops_at_once_with_a_call_still_in_flight() {
 #[test]
 fn sigterm_over_stdio_writes_the_answer_in_flight_and_exits_0_with_stdin_still_open() {
     use std::io::{BufRead as _, Write as _};
-    let (dir, path) = config("stdio");
+    let (dir, path) = one_upstream("stdio");
     let mut gateway = Command::new(BIN)
         .args(["gateway", "--stdio", "--config"])
         .arg(&path)

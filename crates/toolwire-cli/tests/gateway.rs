@@ -1,6 +1,6 @@
 //! `toolwire gateway` as users run it: over stdio and HTTP, in front of reference servers
-//! started as child processes (one per entry, however many clients), `--check`, and the
-//! refusal of a public address without authentication.
+//! started as child processes (one per entry, however many clients), its file applied again,
+//! its audit lines and threads. What it refuses before serving is in `gateway_check.rs`.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,34 +13,6 @@ mod common;
 
 #[allow(unused_imports, reason = "the imports the files of these tests share")]
 use common::*;
-
-/// An mcpServers file in a fresh directory: `ref` (both eras) and `old` (legacy only), each
-/// the reference server over stdio. Removed when dropped.
-struct Config {
-    dir: std::path::PathBuf,
-    path: std::path::PathBuf,
-}
-
-impl Drop for Config {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn config(label: &str) -> Config {
-    let dir = std::env::temp_dir().join(format!(
-        "toolwire-cli-gateway-{label}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("mcp.json");
-    let text = serde_json::json!({"mcpServers": {
-        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
-        "old": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
-    }});
-    std::fs::write(&path, text.to_string()).unwrap();
-    Config { dir, path }
-}
 
 /// The command line that starts the gateway over stdio, for `--stdio` (a child's environment
 /// is the client's safe subset, so the file is trusted on the command line).
@@ -236,98 +208,6 @@ fn many_clients_over_http_share_one_child_per_entry_and_none_outlive_the_gateway
     // Its upstreams went with it.
     let left: Vec<&u32> = upstreams.iter().filter(|&&pid| alive(pid)).collect();
     assert!(left.is_empty(), "still running: {left:?}");
-}
-
-#[test]
-fn check_reads_the_file_and_says_what_it_would_serve() {
-    let config = config("check");
-    let path = config.path.to_str().unwrap();
-    // The file given with --config, or following --check itself.
-    let with_config: &[&str] = &["gateway", "--config", path, "--check"];
-    let after_check: &[&str] = &["gateway", "--check", path];
-    for args in [with_config, after_check] {
-        let out = toolwire(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            stdout(&out).contains("2 servers (2 enabled)"),
-            "{args:?}: {}",
-            stdout(&out)
-        );
-    }
-
-    // A broken file: exit 2, the problem named.
-    std::fs::write(&config.path, r#"{"mcpServers": {"x": {"command": 5}}}"#).unwrap();
-    let out = toolwire(&[
-        "gateway",
-        "--config",
-        config.path.to_str().unwrap(),
-        "--check",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("command"));
-}
-
-#[test]
-fn check_refuses_traffic_settings_that_cannot_be_used_naming_the_setting() {
-    let config = config("traffic");
-    let servers = serde_json::json!({"ref": {"command": BIN, "args": ["serve", "--stdio"]}});
-    let with = |traffic: serde_json::Value| {
-        let text = serde_json::json!({"mcpServers": servers, "gateway": {"traffic": traffic}});
-        std::fs::write(&config.path, text.to_string()).unwrap();
-        toolwire(&["gateway", "--check", config.path.to_str().unwrap()])
-    };
-    let usable = with(serde_json::json!({"*": {"maxConcurrent": 8, "breakerFailures": 5}}));
-    assert!(
-        usable.status.success(),
-        "{}",
-        String::from_utf8_lossy(&usable.stderr)
-    );
-    let unusable = with(serde_json::json!({"ref": {"maxConcurrent": 0}}));
-    let said = String::from_utf8_lossy(&unusable.stderr);
-    assert_eq!(unusable.status.code(), Some(2), "{said}");
-    assert!(
-        said.contains("gateway.traffic.ref.maxConcurrent: at least 1"),
-        "{said}"
-    );
-}
-
-#[test]
-fn a_public_address_is_refused_without_allow_unauthenticated() {
-    let config = config("public");
-    let out = toolwire(&[
-        "gateway",
-        "--config",
-        config.path.to_str().unwrap(),
-        "--http",
-        "0.0.0.0:0",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--allow-unauthenticated"), "{stderr}");
-}
-
-#[test]
-fn a_bad_session_key_is_named_by_where_it_came_from_never_shown() {
-    let config = config("keys");
-    let keys = config.dir.join("keys");
-    std::fs::write(&keys, "c2VjcmV0LXRva2Vu\n").unwrap();
-    let out = toolwire(&[
-        "gateway",
-        "--config",
-        config.path.to_str().unwrap(),
-        "--session-key-file",
-        keys.to_str().unwrap(),
-        "--stdio",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--session-key-file"), "{stderr}");
-    assert!(stderr.contains("not base64 of 32 bytes"), "{stderr}");
-    assert!(!stderr.contains("c2VjcmV0LXRva2Vu"), "{stderr}");
 }
 
 /// A warning about the gateway's own safety is said at the default log level: a session key

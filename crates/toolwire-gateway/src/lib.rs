@@ -184,9 +184,19 @@ pub struct GatewayBuilder {
     audit_arguments: bool,
     keys: Option<toolwire_server::SessionKeys>,
     traffic: Traffic,
+    required: Option<Vec<String>>,
 }
 
 impl GatewayBuilder {
+    /// The entries readiness waits for ([`Gateway::readiness`]): `/readyz` is 200 only while
+    /// each is ready or stopped while idle. Without it (the default), once every enabled
+    /// entry was tried.
+    #[must_use]
+    pub fn required(mut self, entries: Vec<String>) -> Self {
+        self.required = Some(entries);
+        self
+    }
+
     /// Caps, queues and circuit breakers per upstream ([`Traffic`]; none by default).
     #[must_use]
     pub fn traffic(mut self, traffic: Traffic) -> Self {
@@ -278,6 +288,7 @@ impl GatewayBuilder {
             declarations: declared::Declarations::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
             traffic: self.traffic,
+            required: self.required,
         });
         tokio::spawn(coalesce::coalesce(gateway.host.subscribe(), changes));
         gateway
@@ -321,6 +332,8 @@ pub struct Gateway {
     draining: std::sync::atomic::AtomicBool,
     /// Caps, queues and breakers per upstream.
     traffic: Traffic,
+    /// The entries readiness waits for, if named.
+    required: Option<Vec<String>>,
 }
 
 impl Gateway {
@@ -335,6 +348,7 @@ impl Gateway {
             audit_arguments: false,
             keys: None,
             traffic: Traffic::default(),
+            required: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The gateway's HTTP edge ([`Edge`]): who is calling ([`crate::Access`]), and the pages
 //! beside its MCP endpoint: the resource metadata and sign-in pages of its access control,
-//! `/healthz` (the process serves), `/readyz` (every enabled upstream tried and not draining;
-//! each one's state as JSON; 503 until then and once it drains) and `/metrics` (Prometheus), from each upstream's state.
+//! `/healthz` (the process serves), `/readyz` (not draining, and every enabled upstream tried,
+//! or each required one serving; each one's state as JSON, and those it waits for; 503
+//! otherwise) and `/metrics` (Prometheus), from each upstream's state.
 
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -50,16 +51,39 @@ impl Gateway {
         self.metrics.reload(None);
     }
 
-    /// Whether every enabled upstream has been tried (none is still starting) and the
-    /// gateway is not draining, and each upstream's state as JSON.
+    /// Whether this replica is ready, and each upstream's state as JSON. Ready when it is not
+    /// draining and, with [`crate::GatewayBuilder::required`] entries, each of them is ready
+    /// or stopped while idle; without, every enabled upstream has been tried (none is still
+    /// starting).
     pub fn readiness(&self) -> (bool, Value) {
         let states = self.states();
-        let ready = !self.is_draining() && states.iter().all(|(_, state, _)| *state != "starting");
+        let ready = !self.is_draining() && self.waiting_for(&states).is_empty();
         let servers = states
             .into_iter()
             .map(|(server, _, described)| (server, described))
             .collect();
         (ready, Value::Object(servers))
+    }
+
+    /// The upstreams readiness waits for now: the required entries that are not serving, or
+    /// (none required) those still starting.
+    fn waiting_for(&self, states: &[(String, &'static str, Value)]) -> Vec<String> {
+        match &self.required {
+            Some(required) => required
+                .iter()
+                .filter(|name| {
+                    !states
+                        .iter()
+                        .any(|(s, word, _)| s == *name && matches!(*word, "ready" | "idle"))
+                })
+                .cloned()
+                .collect(),
+            None => states
+                .iter()
+                .filter(|(_, word, _)| *word == "starting")
+                .map(|(server, _, _)| server.clone())
+                .collect(),
+        }
     }
 
     /// Each upstream's name, state in one word, and state as JSON.
@@ -99,6 +123,7 @@ impl Gateway {
             "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),
             // Every enabled upstream has been tried, and how each is.
             "/readyz" => {
+                let waiting = self.waiting_for(&self.states());
                 let (ready, servers) = self.readiness();
                 let status = if ready { 200 } else { 503 };
                 // Tools left out because another has their name, each naming both and the
@@ -111,6 +136,7 @@ impl Gateway {
                     .map(ToString::to_string)
                     .collect();
                 let body = json!({"ready": ready, "draining": self.is_draining(),
+                    "waitingFor": waiting, "required": self.required,
                     "servers": servers, "collisions": collisions})
                 .to_string();
                 Some(Page::new(status, "application/json", body))

@@ -229,3 +229,31 @@ pub(crate) fn get(url: &str, path: &str) -> String {
         &format!("GET {path} HTTP/1.1\r\nHost: {{host}}\r\nConnection: close\r\n\r\n"),
     )
 }
+
+/// For the gateway's tests: an mcpServers file in a fresh directory: `ref` (both eras) and `old` (legacy only), each
+/// the reference server over stdio. Removed when dropped.
+pub(crate) struct Config {
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
+}
+
+impl Drop for Config {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub(crate) fn config(label: &str) -> Config {
+    let dir = std::env::temp_dir().join(format!(
+        "toolwire-cli-gateway-{label}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    let text = serde_json::json!({"mcpServers": {
+        "ref": {"command": BIN, "args": ["serve", "--stdio"]},
+        "old": {"command": BIN, "args": ["serve", "--stdio", "--eras", "legacy"]},
+    }});
+    std::fs::write(&path, text.to_string()).unwrap();
+    Config { dir, path }
+}

@@ -101,6 +101,11 @@ pub struct AccessConfig {
     /// file's path (relative to the configuration file's folder). Off by default.
     #[serde(default)]
     pub pin_tools: Option<PinTools>,
+    /// The entries this replica cannot serve without: `/readyz` answers 200 only while each
+    /// is ready (or stopped while idle), and 503 naming those that are not. Absent, `/readyz`
+    /// answers 200 once every enabled entry was tried, whatever became of it.
+    #[serde(default)]
+    pub required: Option<Vec<String>>,
 }
 
 /// The `pinTools` member: on with the default pin file, or the pin file.
