@@ -671,3 +671,69 @@ async fn an_idle_stdio_server_stops_keeps_its_tools_and_starts_again_when_called
     })
     .await;
 }
+
+/// An HTTP server that dies while nobody calls it is found out by the health check (nothing
+/// else is open to break): failed, with the reason, its tools out; and back, listed, once it
+/// answers again. The same on a server of either era (a 2026-07-28 one refuses `ping`, which
+/// is an answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_server_that_dies_while_idle_is_found_failed_by_the_health_check_and_comes_back() {
+    for eras in [
+        toolwire_refserver::Eras::Legacy,
+        toolwire_refserver::Eras::Modern,
+    ] {
+        let mut options = Options::default();
+        options.server.eras = eras;
+        let server = serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), options.clone())
+            .await
+            .unwrap();
+        let addr = server.addr();
+        let text = json!({"mcpServers": {"ref": {"type": "http", "url": server.url()}}});
+        let config = ServersConfig::parse(&text.to_string(), |_| None).unwrap();
+        let host = Host::builder(Client::builder("host-e2e", "0"))
+            .reconnect(None)
+            .health_check(Duration::from_millis(200))
+            .restart_failed(Some(toolwire::Backoff {
+                min: Duration::from_millis(100),
+                max: Duration::from_millis(200),
+                attempts: None,
+                jitter: false,
+            }))
+            .start(&config)
+            .unwrap();
+        let mut state = host.watch("ref").unwrap();
+        let ready = |s: &ServerState| matches!(s, ServerState::Ready { .. });
+        tokio::time::timeout(Duration::from_secs(10), state.wait_for(ready))
+            .await
+            .expect("ready")
+            .unwrap();
+        // Checked while alive: still ready after several checks.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(ready(&state.borrow()), "{eras:?}: {:?}", *state.borrow());
+
+        drop(server);
+        let failed = tokio::time::timeout(
+            Duration::from_secs(10),
+            state.wait_for(|s| matches!(s, ServerState::Failed { .. })),
+        )
+        .await
+        .expect("found failed")
+        .unwrap()
+        .clone();
+        assert!(host.load().get("ref__echo").is_none(), "its tools are out");
+        let ServerState::Failed { reason } = failed else {
+            unreachable!()
+        };
+        assert!(!reason.is_empty());
+
+        let _again = toolwire_refserver::serve_http_again(addr, options)
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(10), state.wait_for(ready))
+            .await
+            .expect("back once it answers")
+            .unwrap();
+        assert!(host.load().get("ref__echo").is_some(), "its tools are back");
+        host.shutdown().await;
+    }
+}

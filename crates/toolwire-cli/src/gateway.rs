@@ -27,7 +27,8 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
     // in a fleet, upstreams come up in any order.
     let mut host = Host::builder(upstream)
         .naming(args.names)
-        .restart_failed(Some(toolwire_gateway::RESTART_FAILED));
+        .restart_failed(Some(toolwire_gateway::RESTART_FAILED))
+        .health_check(toolwire_gateway::HEALTH_CHECK);
     if let Some(secs) = args.stop_idle {
         let limit = Duration::try_from_secs_f64(secs)
             .ok()

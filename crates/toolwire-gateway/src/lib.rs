@@ -149,6 +149,11 @@ pub const DEFAULT_PAGE_SIZE: usize = 500;
 /// How long the first listing or call waits by default for the upstreams to start.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(30);
 
+/// How often `toolwire gateway` asks a remote upstream nothing called whether it still
+/// answers ([`toolwire_host::HostBuilder::health_check`]): one that died while idle shows as
+/// failed on `/readyz` within about this, and comes back through [`RESTART_FAILED`].
+pub const HEALTH_CHECK: Duration = Duration::from_secs(15);
+
 /// How a failed upstream is started again ([`toolwire_host::HostBuilder::restart_failed`],
 /// which `toolwire gateway` sets): after 1 s, doubling up to a minute, with jitter so that
 /// replicas do not retry in step, for as long as the entry is in the file.

@@ -264,6 +264,7 @@ pub struct HostBuilder {
     restart: Option<Backoff>,
     oauth: Option<OAuthConfig>,
     idle: Option<Duration>,
+    health: Option<Duration>,
     pins: Option<Arc<PinFile>>,
 }
 
@@ -285,6 +286,17 @@ impl HostBuilder {
     /// stopped.
     pub fn stop_idle(mut self, limit: Duration) -> Self {
         self.idle = Some(limit);
+        self
+    }
+
+    /// Checks each remote (HTTP) server that nothing used for `interval` with a `ping`
+    /// (off by default). Over HTTP nothing else notices a server that died while idle: no
+    /// connection is held open to break. Any answer counts as alive (a `2026-07-28` server
+    /// refuses `ping` with `-32601`, which is an answer); no answer within `interval` or a
+    /// connection refused makes the server [`ServerState::Failed`] with that reason, its
+    /// tools out, and [`HostBuilder::restart_failed`] brings it back once it answers again.
+    pub fn health_check(mut self, interval: Duration) -> Self {
+        self.health = Some(interval);
         self
     }
 
@@ -353,6 +365,7 @@ impl HostBuilder {
                 restart: self.restart,
                 oauth: self.oauth,
                 idle: self.idle,
+                health: self.health,
             },
             separator: self.separator,
             naming: self.naming,
@@ -443,6 +456,8 @@ struct Start {
     oauth: Option<OAuthConfig>,
     /// [`HostBuilder::stop_idle`].
     idle: Option<Duration>,
+    /// [`HostBuilder::health_check`].
+    health: Option<Duration>,
 }
 
 impl Server {
@@ -484,6 +499,7 @@ impl Host {
             restart: None,
             oauth: None,
             idle: None,
+            health: None,
             pins: None,
         }
     }

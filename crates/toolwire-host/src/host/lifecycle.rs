@@ -126,10 +126,23 @@ impl Inner {
         let mut idle_check = tokio::time::interval(idle.map_or(Duration::MAX / 2, |l| {
             (l / 4).max(Duration::from_millis(10))
         }));
+        let health = self.start.health.filter(|_| !server.may_idle());
+        let mut health_check = tokio::time::interval(
+            health
+                .unwrap_or(Duration::MAX / 2)
+                .max(Duration::from_millis(10)),
+        );
+        health_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        health_check.reset();
         loop {
+            let mut checking = false;
             let change = tokio::select! {
                 change = changes.recv() => Some(change),
                 _ = idle_check.tick(), if idle.is_some() => None,
+                _ = health_check.tick(), if health.is_some() => {
+                    checking = true;
+                    None
+                }
                 Ok(()) = connection.changed() => {
                     let state = connection.borrow_and_update().clone();
                     if !self.follow(server, &client, state) {
@@ -140,7 +153,15 @@ impl Inner {
                 _ = closing.wait_for(|closed| *closed) => return true,
             };
             let Some(change) = change else {
-                if let Some(limit) = idle {
+                if checking {
+                    if let Some(interval) = health
+                        && let Err(e) = alive(server, &client, interval).await
+                    {
+                        tracing::warn!(error = %toolwire::ErrorChain(&e), "no answer to the health check: marked failed");
+                        self.stop(server, &e);
+                        return true;
+                    }
+                } else if let Some(limit) = idle {
                     self.stop_if_idle(server, &client, limit).await;
                 }
                 continue;
@@ -241,4 +262,21 @@ async fn narrate(mut states: watch::Receiver<ServerState>, mut retired: watch::R
 /// `server` failed for `reason`: its state says why (logged by [`narrate`]).
 fn fail(server: &Server, reason: String) {
     server.state.send_replace(ServerState::Failed { reason });
+}
+
+/// Whether `server` answers, asked with a `ping` when nothing used it for `interval` (used
+/// since, or busy: it is not asked). Any answer is alive, an error answer too; no answer
+/// within `interval`, or no connection, is not.
+async fn alive(server: &Server, client: &Client, interval: Duration) -> Result<(), Error> {
+    let quiet = lock(&server.used).elapsed() >= interval;
+    let busy = *server.busy.borrow() > 0;
+    let ready = matches!(*server.state.borrow(), ServerState::Ready { .. });
+    if !quiet || busy || !ready {
+        return Ok(());
+    }
+    match tokio::time::timeout(interval, client.ping()).await {
+        Err(_) => Err(Error::Timeout(interval)),
+        Ok(Err(e @ (Error::Timeout(_) | Error::Connection(_)))) => Err(e),
+        Ok(_) => Ok(()),
+    }
 }
