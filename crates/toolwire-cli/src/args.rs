@@ -2,9 +2,29 @@
 
 use super::*;
 
+/// What `toolwire --help` says after the options: where commands go without a server named,
+/// the exit codes, the environment.
+const AFTER_HELP: &str = "\
+Without --url, --stdio or --config, a command talks to the embedded reference server (a demo
+with tools such as echo, add and slow): `toolwire tools list` lists its tools.
+
+Examples (the options naming a server go before the command):
+  toolwire --url https://example.com/mcp tools list
+  toolwire --stdio 'npx -y @modelcontextprotocol/server-everything' tools call echo message=hi
+  toolwire --config ~/.cursor/mcp.json servers
+  toolwire gateway --config mcp.json --http 127.0.0.1:8808
+
+Exit codes: 0 done; 1 the tool answered with an error (isError); 2 a usage or configuration
+error; 3 the server failed or could not be reached; 130 interrupted.
+
+Environment: TOOLWIRE_TRUST=1 trusts every configuration file for the run; TOOLWIRE_CREDENTIALS
+is the stored-credentials file; SSL_CERT_FILE and SSL_CERT_DIR add certificate authorities;
+RUST_LOG sets the log filter (as -v does); TOOLWIRE_GATEWAY_SESSION_KEY seals the gateway's
+sessions.";
+
 /// List and call the tools of an MCP server (stdio or Streamable HTTP, both protocol eras).
 #[derive(Debug, Parser)]
-#[command(name = "toolwire", version)]
+#[command(name = "toolwire", version, after_help = AFTER_HELP)]
 pub(crate) struct Cli {
     /// The server's Streamable HTTP endpoint.
     #[arg(long, conflicts_with_all = ["stdio", "config"])]
@@ -288,7 +308,8 @@ pub(crate) enum PromptsCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
-    /// Serve Streamable HTTP on this address (`127.0.0.1:8765`, `localhost:8765`).
+    /// Serve Streamable HTTP on this address (`localhost:8765`, `0.0.0.0:8765`); without
+    /// --http or --stdio, `127.0.0.1:8080`.
     #[arg(long, conflicts_with = "stdio", value_name = "ADDR", value_parser = listen_addr)]
     pub(crate) http: Option<SocketAddr>,
     /// Serve a 2026-07-28 request whose MCP-Protocol-Version header names another version
@@ -368,8 +389,9 @@ pub(crate) struct GatewayArgs {
     /// gateway section). Each repair is logged once per caller and counted in /metrics.
     #[arg(long)]
     pub(crate) era_repair: bool,
-    /// Serve Streamable HTTP on this address (`127.0.0.1:8808`, `localhost:8808`; the
-    /// endpoint is /mcp); loopback unless --allow-unauthenticated.
+    /// Serve Streamable HTTP on this address (`localhost:9000`, `0.0.0.0:9000`; the endpoint
+    /// is /mcp); loopback unless --allow-unauthenticated. Without --http, --unix-socket or
+    /// --stdio, `127.0.0.1:8808`.
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "unix_socket", "check"], value_parser = listen_addr)]
     pub(crate) http: Option<SocketAddr>,
     /// Serve Streamable HTTP on this Unix domain socket (http://localhost/mcp there).

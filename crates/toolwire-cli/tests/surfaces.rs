@@ -462,3 +462,20 @@ fn apps_are_listed_and_a_views_html_written_out() {
     let none = toolwire(&["apps", "get", "echo"]);
     assert_eq!(none.status.code(), Some(2));
 }
+
+#[test]
+fn help_says_where_commands_go_without_a_server_the_exit_codes_and_the_default_addresses() {
+    let top = stdout(&toolwire(&["--help"]));
+    for needle in [
+        "embedded reference server",
+        "Exit codes: 0",
+        "TOOLWIRE_TRUST",
+        "SSL_CERT_FILE",
+    ] {
+        assert!(top.contains(needle), "{needle} in:\n{top}");
+    }
+    let gateway = stdout(&toolwire(&["gateway", "--help"]));
+    assert!(gateway.contains("127.0.0.1:8808"), "{gateway}");
+    let serve = stdout(&toolwire(&["serve", "--help"]));
+    assert!(serve.contains("127.0.0.1:8080"), "{serve}");
+}
