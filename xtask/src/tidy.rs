@@ -531,6 +531,21 @@ fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String>
 pub(crate) const MAX_FILE_LINES: usize = 800;
 
 /// The files of `files` (path, line count) past [`MAX_FILE_LINES`].
+/// A crate's manifest must name its licence (the workspace's, which the root's files hold).
+pub(crate) fn check_licence(name: &str, manifest: &str) -> Vec<String> {
+    let names = manifest.lines().any(|l| {
+        l.trim_start().starts_with("license.workspace = true")
+            || l.trim_start().starts_with("license = ")
+    });
+    if names {
+        Vec::new()
+    } else {
+        vec![format!(
+            "crate `{name}` must name its licence (license.workspace = true)"
+        )]
+    }
+}
+
 pub(crate) fn check_file_lengths(files: &[(String, usize)]) -> Vec<String> {
     files
         .iter()
@@ -560,6 +575,20 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
 
     let mut problems = check_arrows(&graph);
     problems.extend(check_sans_io(&graph));
+    // The licence every manifest names is the one the root's files hold.
+    for file in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        if !root.join(file).is_file() {
+            problems.push(format!(
+                "{file} is missing at the root (the crates say MIT OR Apache-2.0)"
+            ));
+        }
+    }
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    if !workspace.contains("license = \"MIT OR Apache-2.0\"") {
+        problems.push(
+            "Cargo.toml: [workspace.package] must say license = \"MIT OR Apache-2.0\"".into(),
+        );
+    }
 
     let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
     for name in graph.members.keys() {
@@ -572,6 +601,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         if manifest.is_empty() {
             problems.push(format!("crate `{name}` must live in crates/{name}"));
         }
+        problems.extend(check_licence(name, &manifest));
         if !manifest.contains("[lints]\nworkspace = true") {
             problems.push(format!(
                 "crate `{name}` must inherit the workspace lints ([lints] workspace = true)"
@@ -704,6 +734,18 @@ mod tests {
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever
     /// `cargo xtask tidy` would (each problem is printed on stderr).
+    #[test]
+    fn a_manifest_without_a_licence_is_named() {
+        assert!(
+            check_licence("a", "[package]\nname = \"a\"\nlicense.workspace = true\n").is_empty()
+        );
+        assert!(check_licence("b", "[package]\nlicense = \"MIT\"\n").is_empty());
+        assert_eq!(
+            check_licence("c", "[package]\nname = \"c\"\n"),
+            ["crate `c` must name its licence (license.workspace = true)"]
+        );
+    }
+
     #[test]
     fn the_workspace_keeps_every_tidy_rule() {
         let outcome = run(&crate::workspace_root());
