@@ -298,9 +298,9 @@ async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves over stdio until stdin ends; a signal drains as over HTTP: no further request is
-/// read, the calls in flight complete up to `--drain-timeout` with their answers written, a
-/// second signal stops at once.
+/// Serves over stdio until stdin ends; a signal drains as over HTTP: new requests are
+/// refused, the calls in flight complete up to `--drain-timeout` with their answers written
+/// (answers to the gateway's own requests still taken), a second signal stops at once.
 async fn serve_stdio(
     gateway: &Arc<Gateway>,
     args: &GatewayArgs,
@@ -316,7 +316,7 @@ async fn serve_stdio(
         () = stopped() => {
             let deadline = args.drain_timeout;
             say_err!(
-                "toolwire gateway: draining: no further request is read (up to {} s; a second signal stops at once)",
+                "toolwire gateway: draining: new requests are refused, the calls in flight go on (up to {} s; a second signal stops at once)",
                 deadline.as_secs_f64()
             );
             gateway.drain();

@@ -369,10 +369,11 @@ pub async fn serve_stdio<S: Service>(options: Options, service: Arc<S>) -> std::
     serve_stdio_until(options, service, std::future::pending()).await
 }
 
-/// [`serve_stdio`] until stdin ends or `stop` resolves, whichever is first. On `stop` no
-/// further line is read; the requests being answered go on, and their answers (with what
-/// they send on the way) are written, before this returns: a process that exits then loses
-/// no answer it owed.
+/// [`serve_stdio`] until stdin ends or `stop` resolves and drains. On `stop` a new request
+/// is refused (`-32000`, the server is shutting down) while answers (to the server's own
+/// requests: an elicitation a call in flight waits for) and notifications are still taken;
+/// the requests being answered go on, and this returns once each has written its answer: a
+/// process that exits then loses no answer it owed.
 pub async fn serve_stdio_until<S: Service>(
     options: Options,
     service: Arc<S>,

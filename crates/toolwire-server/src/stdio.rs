@@ -53,6 +53,20 @@ fn pipe_fd(stream: &impl std::os::fd::AsFd) -> Option<std::os::fd::OwnedFd> {
     is_pipe.then(|| file.into())
 }
 
+/// A message's task: its request slot (none for a notification or an answer), given back
+/// first, then word that it ended.
+struct Ended(
+    Option<tokio::sync::OwnedSemaphorePermit>,
+    mpsc::UnboundedSender<()>,
+);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.take();
+        let _ = self.1.send(());
+    }
+}
+
 /// Serves on stdin/stdout until stdin ends. Requests run concurrently (a slow tool does not
 /// hold up a ping); list changes go out as they happen: always in the legacy era, on the
 /// listen stream in the modern one.
@@ -86,11 +100,16 @@ async fn serve_on<S: Service>(
     let mut listening: Vec<(Value, Interest)> = Vec::new();
     let (listen_tx, mut listen_rx) = mpsc::unbounded_channel::<(Value, Interest)>();
     let mut stop = std::pin::pin!(stop);
+    // Once `stop` resolved: new requests are refused, answers and notifications still taken
+    // (a call in flight may be waiting for its elicitation's answer), and the loop ends when
+    // nothing is in flight.
+    let mut stopping = false;
     // Requests in flight at once: past the limit, a request is refused at once rather than
     // read later, so that the answers and cancellations behind it on stdin still arrive.
-    let slots = Arc::new(tokio::sync::Semaphore::new(
-        core.options.limits.stdio_in_flight.max(1),
-    ));
+    let most = core.options.limits.stdio_in_flight.max(1);
+    let slots = Arc::new(tokio::sync::Semaphore::new(most));
+    // Told each time a message's task ends, for a stop to see when nothing is in flight.
+    let (ended_tx, mut ended_rx) = mpsc::unbounded_channel::<()>();
     // Lines are read on a task of their own: `read_until` is not cancel-safe in a select.
     let (line_tx, mut line_rx) = mpsc::channel::<std::io::Result<Option<Vec<u8>>>>(16);
     tokio::spawn(async move {
@@ -160,6 +179,15 @@ async fn serve_on<S: Service>(
                 }
                 let is_request = incoming.value["method"].is_string()
                     && incoming.value.get("id").is_some_and(|id| !id.is_null());
+                if stopping && is_request {
+                    let _ = out.send(error(
+                        &incoming.value["id"],
+                        crate::respond::SHUTTING_DOWN,
+                        "the server is shutting down: it takes no new requests",
+                        None,
+                    ));
+                    continue;
+                }
                 let slot = match slots.clone().try_acquire_owned() {
                     Ok(slot) => Some(slot),
                     Err(_) if is_request => {
@@ -182,8 +210,9 @@ async fn serve_on<S: Service>(
                 // straight to the writer, in order, before its answer.
                 let out = out.clone();
                 let listens = listen_tx.clone();
+                let ended = Ended(slot, ended_tx.clone());
                 tokio::spawn(async move {
-                    let _slot = slot;
+                    let _ended = ended;
                     // One client on the other end: the whole connection is one scope.
                     let answer = match core.handle(&incoming, &out, Some("stdio"), true, None).await {
                         Handled::Answer(answer) => answer.into_value(),
@@ -199,9 +228,19 @@ async fn serve_on<S: Service>(
                     let _ = out.send(answer);
                 });
             }
-            // No line is read after this; the requests in flight hold the writer open until
-            // their answers are out.
-            () = &mut stop => break,
+            // New requests are refused from now on; the loop ends once those in flight are
+            // answered (they hold the writer open until their answers are out).
+            () = &mut stop, if !stopping => {
+                stopping = true;
+                if slots.available_permits() == most {
+                    break;
+                }
+            }
+            Some(()) = ended_rx.recv(), if stopping => {
+                if slots.available_permits() == most {
+                    break;
+                }
+            }
             Some((id, interest)) = listen_rx.recv() => {
                 let _ = out.send(interest.acknowledged(&id));
                 listening.push((id, interest));
@@ -352,7 +391,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stop_while_a_request_runs_still_writes_its_answer_then_ends() {
+    async fn a_stop_while_a_request_runs_refuses_new_ones_writes_its_answer_then_ends() {
         let began = Arc::new(tokio::sync::Notify::new());
         let core = crate::core::Core::new(crate::Options::default(), Arc::new(Slow(began.clone())));
         let (client, server) = tokio::io::duplex(64 * 1024);
@@ -365,6 +404,9 @@ mod tests {
         client_out.write_all(&call_line(1)).await.unwrap();
         began.notified().await;
         stop.send(()).unwrap();
+        // Read while it drains, and refused.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        client_out.write_all(&call_line(2)).await.unwrap();
         // Ends although stdin is still open: the stop, not the end of input.
         tokio::time::timeout(std::time::Duration::from_secs(5), serving)
             .await
@@ -372,10 +414,19 @@ mod tests {
             .unwrap()
             .unwrap();
         let mut lines = tokio::io::BufReader::new(client_in).lines();
-        let answer: Value =
-            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
-        assert_eq!(answer["id"], 1, "{answer}");
-        assert!(answer["result"]["content"].is_array(), "{answer}");
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let line = lines.next_line().await.unwrap().unwrap();
+            seen.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        let of = |id: u64| {
+            seen.iter()
+                .find(|m| m["id"] == id)
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(of(1)["result"]["content"].is_array(), "{seen:?}");
+        assert_eq!(of(2)["error"]["code"], -32000, "{seen:?}");
         drop(client_out);
     }
 
