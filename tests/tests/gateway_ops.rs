@@ -156,10 +156,17 @@ async fn health_and_readiness_say_how_each_upstream_is() {
         .call_tool("new__protocol_error", json!({}))
         .await
         .unwrap_err();
+    // Arguments the tool refuses (`-32602`): the caller's side.
+    let _ = client
+        .call_tool("new__add", json!({"a": "one", "b": 2}))
+        .await
+        .unwrap_err();
     client.close().await;
     let (status, metrics) = get(front.addr(), "/metrics").await;
     assert_eq!(status, 200);
     for line in [
+        r#"toolwire_gateway_tool_call_failures_total{upstream="new",side="upstream"} 1"#,
+        r#"toolwire_gateway_tool_call_failures_total{upstream="new",side="downstream"} 1"#,
         r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__echo",outcome="ok"} 2"#,
         r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__fail",outcome="tool_error"} 1"#,
         r#"toolwire_gateway_tool_calls_total{upstream="new",tool="new__protocol_error",outcome="error"} 1"#,

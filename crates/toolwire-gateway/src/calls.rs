@@ -15,7 +15,7 @@ use toolwire_host::HostError;
 use toolwire_server::{Era, Notifier, Reply, Request, RpcError};
 use toolwire_types::{error::code, meta_key};
 
-use crate::metrics::Outcome;
+use crate::metrics::{Outcome, Side};
 use crate::relay::{self, Question, Relay, Running};
 use crate::{Gateway, upstream_error};
 
@@ -435,6 +435,9 @@ impl Gateway {
             Ok(_) => Outcome::Ok,
             Err(_) => Outcome::Error,
         };
+        // Which side a call with no result failed on, for the audit line and the metrics.
+        let side = result.as_ref().err().map(Side::of);
+        let side_word = side.map_or("-", Side::as_str);
         let took = began.elapsed();
         // One line per call: who, where, what, how it ended, how long (its arguments only
         // when asked).
@@ -443,17 +446,20 @@ impl Gateway {
         match &arguments {
             Some(arguments) => tracing::info!(
                 target: "toolwire_gateway::audit",
-                caller, upstream, tool = name, outcome = outcome.as_str(), micros, arguments,
+                caller, upstream, tool = name, outcome = outcome.as_str(), side = side_word, micros, arguments,
                 "call"
             ),
             None => tracing::info!(
                 target: "toolwire_gateway::audit",
-                caller, upstream, tool = name, outcome = outcome.as_str(), micros,
+                caller, upstream, tool = name, outcome = outcome.as_str(), side = side_word, micros,
                 "call"
             ),
         }
         if let Some(server) = &server {
             self.metrics.call(server, &name, outcome, took);
+            if let Some(side) = side {
+                self.metrics.failed(server, side);
+            }
         }
         let mut result = match result.map_err(|e| match (&self.access, &server) {
             (Some(access), Some(server)) => access.relay_challenge(server, upstream_error(&e), &e),

@@ -33,6 +33,48 @@ impl Outcome {
     }
 }
 
+/// The side a call that got no result failed on (as a proxy tags its errors): the upstream
+/// (it did not answer, answered with an error, or is not running), the downstream caller (its
+/// request: arguments the tool refuses, a tool it may not call), or the gateway itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Upstream,
+    Downstream,
+    Internal,
+}
+
+impl Side {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Upstream => "upstream",
+            Self::Downstream => "downstream",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// The side `error` (a call's) failed on.
+    pub(crate) fn of(error: &toolwire_host::HostError) -> Self {
+        use toolwire_host::HostError;
+        match error {
+            HostError::NotRunning { .. } | HostError::Connect(_) => Self::Upstream,
+            HostError::UnknownTool(..)
+            | HostError::UnknownServer(_)
+            | HostError::Quarantined { .. } => Self::Downstream,
+            HostError::Call { error, .. } => match error {
+                toolwire::Error::Input(_) | toolwire::Error::Usage(_) => Self::Downstream,
+                toolwire::Error::Server(e)
+                    if e.code == toolwire_types::error::code::INVALID_PARAMS =>
+                {
+                    Self::Downstream
+                }
+                toolwire::Error::Closed => Self::Internal,
+                _ => Self::Upstream,
+            },
+            _ => Self::Internal,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Call {
     upstream: String,
@@ -55,6 +97,12 @@ struct Repaired {
 struct Refusal {
     upstream: String,
     reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Failed {
+    upstream: String,
+    side: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -123,6 +171,8 @@ pub(crate) struct Metrics {
     waiting: Family<Upstream, Gauge>,
     /// Tools held out because their definitions changed since pinned, by upstream.
     quarantined: Family<Upstream, Gauge>,
+    /// Calls that ended with no result, by upstream and the side that failed.
+    failures: Family<Failed, Counter>,
     /// Reloads of the configuration, applied or refused.
     reloads: Family<Ended, Counter>,
     /// Entries a reload added, removed or changed.
@@ -204,6 +254,12 @@ impl Metrics {
             "Tools held out because their definitions changed since they were pinned, by upstream",
             quarantined.clone(),
         );
+        let failures = Family::<Failed, Counter>::default();
+        registry.register(
+            "tool_call_failures",
+            "Calls that ended with no result, by upstream and the side that failed: upstream (no answer, an error answer, not running), downstream (the caller's request: its arguments, a tool it may not call), internal (the gateway itself)",
+            failures.clone(),
+        );
         let reloads = Family::<Ended, Counter>::default();
         registry.register(
             "reloads",
@@ -250,6 +306,7 @@ impl Metrics {
             capped,
             waiting,
             quarantined,
+            failures,
             reloads,
             reloaded,
             series: Mutex::default(),
@@ -312,6 +369,16 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// A call to `upstream` that ended with no result, failed on `side`.
+    pub(crate) fn failed(&self, upstream: &str, side: Side) {
+        self.failures
+            .get_or_create(&Failed {
+                upstream: upstream.to_owned(),
+                side: side.as_str().to_owned(),
+            })
+            .inc();
     }
 
     /// A reload: applied, with what it did, or refused (None).
@@ -407,6 +474,40 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_is_put_on_the_side_it_came_from() {
+        use toolwire_host::HostError;
+        let call = |error| HostError::Call {
+            server: "a".into(),
+            error,
+        };
+        let refused =
+            toolwire::ErrorObject::new(toolwire_types::error::code::INVALID_PARAMS, "bad");
+        let broken = toolwire::ErrorObject::new(toolwire_types::error::code::INTERNAL_ERROR, "bad");
+        for (error, side) in [
+            (
+                call(toolwire::Error::Timeout(Duration::from_secs(1))),
+                Side::Upstream,
+            ),
+            (call(toolwire::Error::Server(broken)), Side::Upstream),
+            (call(toolwire::Error::Server(refused)), Side::Downstream),
+            (
+                HostError::UnknownTool("x".into(), "__".into()),
+                Side::Downstream,
+            ),
+            (
+                HostError::NotRunning {
+                    server: "a".into(),
+                    state: "failed".into(),
+                },
+                Side::Upstream,
+            ),
+            (call(toolwire::Error::Closed), Side::Internal),
+        ] {
+            assert_eq!(Side::of(&error), side, "{error}");
+        }
+    }
 
     #[test]
     fn a_call_of_minutes_is_timed_in_a_bucket_of_its_own() {
