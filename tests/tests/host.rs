@@ -674,8 +674,7 @@ async fn an_idle_stdio_server_stops_keeps_its_tools_and_starts_again_when_called
 
 /// An HTTP server that dies while nobody calls it is found out by the health check (nothing
 /// else is open to break): failed, with the reason, its tools out; and back, listed, once it
-/// answers again. The same on a server of either era (a 2026-07-28 one refuses `ping`, which
-/// is an answer).
+/// answers again. The same on a server of either era.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_server_that_dies_while_idle_is_found_failed_by_the_health_check_and_comes_back() {
     for eras in [

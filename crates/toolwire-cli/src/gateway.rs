@@ -208,8 +208,8 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         })
         .audit_arguments(args.audit_arguments)
         .traffic(traffic);
-    if let Some(required) = &required {
-        gateway = gateway.required(required.clone());
+    if let Some(required) = required {
+        gateway = gateway.required(required);
     }
     if let Some(access) = access {
         gateway = gateway.access(access);

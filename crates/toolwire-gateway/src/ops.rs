@@ -56,13 +56,20 @@ impl Gateway {
     /// or stopped while idle; without, every enabled upstream has been tried (none is still
     /// starting).
     pub fn readiness(&self) -> (bool, Value) {
+        let (ready, servers, _) = self.readiness_and_waits();
+        (ready, servers)
+    }
+
+    /// [`Gateway::readiness`], with the upstreams it waits for, from one look at the states.
+    fn readiness_and_waits(&self) -> (bool, Value, Vec<String>) {
         let states = self.states();
-        let ready = !self.is_draining() && self.waiting_for(&states).is_empty();
+        let waiting = self.waiting_for(&states);
+        let ready = !self.is_draining() && waiting.is_empty();
         let servers = states
             .into_iter()
             .map(|(server, _, described)| (server, described))
             .collect();
-        (ready, Value::Object(servers))
+        (ready, Value::Object(servers), waiting)
     }
 
     /// The upstreams readiness waits for now: the required entries that are not serving, or
@@ -123,8 +130,7 @@ impl Gateway {
             "/healthz" => Some(Page::new(200, "text/plain", "ok\n")),
             // Every enabled upstream has been tried, and how each is.
             "/readyz" => {
-                let waiting = self.waiting_for(&self.states());
-                let (ready, servers) = self.readiness();
+                let (ready, servers, waiting) = self.readiness_and_waits();
                 let status = if ready { 200 } else { 503 };
                 // Tools left out because another has their name, each naming both and the
                 // remedy.

@@ -291,8 +291,8 @@ impl HostBuilder {
 
     /// Checks each remote (HTTP) server that nothing used for `interval` with a `ping`
     /// (off by default). Over HTTP nothing else notices a server that died while idle: no
-    /// connection is held open to break. Any answer counts as alive (a `2026-07-28` server
-    /// refuses `ping` with `-32601`, which is an answer); no answer within `interval` or a
+    /// connection is held open to break. Any answer counts as alive, an error answer too (a
+    /// server that has no `ping` answers `-32601`); no answer within `interval` or a
     /// connection refused makes the server [`ServerState::Failed`] with that reason, its
     /// tools out, and [`HostBuilder::restart_failed`] brings it back once it answers again.
     pub fn health_check(mut self, interval: Duration) -> Self {

@@ -57,13 +57,13 @@ fn pipe_fd(stream: &impl std::os::fd::AsFd) -> Option<std::os::fd::OwnedFd> {
 /// first, then word that it ended.
 struct Ended(
     Option<tokio::sync::OwnedSemaphorePermit>,
-    mpsc::UnboundedSender<()>,
+    Arc<tokio::sync::Notify>,
 );
 
 impl Drop for Ended {
     fn drop(&mut self) {
         self.0.take();
-        let _ = self.1.send(());
+        self.1.notify_one();
     }
 }
 
@@ -108,8 +108,9 @@ async fn serve_on<S: Service>(
     // read later, so that the answers and cancellations behind it on stdin still arrive.
     let most = core.options.limits.stdio_in_flight.max(1);
     let slots = Arc::new(tokio::sync::Semaphore::new(most));
-    // Told each time a message's task ends, for a stop to see when nothing is in flight.
-    let (ended_tx, mut ended_rx) = mpsc::unbounded_channel::<()>();
+    // Woken each time a message's task ends, for a stop to see when nothing is in flight (one
+    // stored wake-up at most, however many tasks end meanwhile).
+    let ended_now = Arc::new(tokio::sync::Notify::new());
     // Lines are read on a task of their own: `read_until` is not cancel-safe in a select.
     let (line_tx, mut line_rx) = mpsc::channel::<std::io::Result<Option<Vec<u8>>>>(16);
     tokio::spawn(async move {
@@ -210,7 +211,7 @@ async fn serve_on<S: Service>(
                 // straight to the writer, in order, before its answer.
                 let out = out.clone();
                 let listens = listen_tx.clone();
-                let ended = Ended(slot, ended_tx.clone());
+                let ended = Ended(slot, ended_now.clone());
                 tokio::spawn(async move {
                     let _ended = ended;
                     // One client on the other end: the whole connection is one scope.
@@ -236,7 +237,7 @@ async fn serve_on<S: Service>(
                     break;
                 }
             }
-            Some(()) = ended_rx.recv(), if stopping => {
+            () = ended_now.notified(), if stopping => {
                 if slots.available_permits() == most {
                     break;
                 }
