@@ -17,6 +17,9 @@
 //!    shape says so on the line before its derive: `// tidy: not an MCP shape`).
 //! 9. The crates that serve MCP ([`METHODS_THROUGH_TYPES`]) name its methods through
 //!    `toolwire-types`' markers, never as string literals outside their tests.
+//! 10. And they dispatch on the types' method kinds (`ClientMethod`, `ServerNotice`, …), never
+//!     by comparing a method's name with a marker's ([`NAME_DISPATCH`]): one table of which
+//!     name is which method, the types'.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -189,7 +192,11 @@ pub(crate) const METHOD_BLIND: &[&str] = &[
 /// Crates that serve MCP and name its methods only through `toolwire-types`' markers
 /// (`method::CallTool::NAME`), never as string literals (rule 9): one list of methods, the
 /// types'.
-pub(crate) const METHODS_THROUGH_TYPES: &[&str] = &["toolwire-server", "toolwire-gateway"];
+pub(crate) const METHODS_THROUGH_TYPES: &[&str] =
+    &["toolwire-server", "toolwire-gateway", "toolwire-refserver"];
+
+/// A method's name compared with a marker's, as a match arm or an equality (rule 10).
+const NAME_DISPATCH: &[&str] = &["::NAME =>", "::NAME |", "::NAME if", "== mcp::", "!= mcp::"];
 
 /// Crates that carry MCP messages and read them only through `toolwire-types` (rule 8).
 pub(crate) const NO_MCP_SHAPES: &[&str] = &[
@@ -444,6 +451,15 @@ pub(crate) fn check_methods_through_types(path: &str, text: &str) -> Vec<String>
     })
 }
 
+/// Checks rule 10 on one source file's text (tests at its end may compare names).
+pub(crate) fn check_dispatch_on_kinds(path: &str, text: &str) -> Vec<String> {
+    find_patterns(path, text, NAME_DISPATCH, |pat| {
+        format!(
+            "`{pat}`: dispatch on toolwire-types' method kinds (`ClientMethod::of(name)`), not on a marker's name"
+        )
+    })
+}
+
 /// Checks rule 8 on one source file's text: a `Deserialize` derive, unless the line before
 /// says the type is not an MCP shape (the unit-test module may derive what it likes).
 pub(crate) fn check_mcp_shapes(path: &str, text: &str) -> Vec<String> {
@@ -656,6 +672,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
                 }
                 if through_types {
                     problems.extend(check_methods_through_types(&shown, &text));
+                    problems.extend(check_dispatch_on_kinds(&shown, &text));
                 }
             }
         }
@@ -730,6 +747,26 @@ mod tests {
         let problems = check_methods_through_types("crates/toolwire-server/src/x.rs", text);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("crates/toolwire-server/src/x.rs:2: \"notifications/"));
+    }
+
+    #[test]
+    fn a_match_or_comparison_on_a_markers_name_is_named_and_a_kind_or_a_built_message_is_not() {
+        let text = "match name {\n    mcp::CallTool::NAME => 1,\n    mcp::Ping::NAME | mcp::Discover::NAME => 2,\n}\nif m == mcp::Initialize::NAME {}\nmatch kind { ClientMethod::CallTool => 1 }\nlet n = json!({\"method\": mcp::Progress::NAME});\n#[cfg(test)]\nmod tests {\n    const B: bool = m == mcp::Ping::NAME;\n}\n";
+        let problems = check_dispatch_on_kinds("crates/toolwire-gateway/src/x.rs", text);
+        let mut lines: Vec<&str> = problems
+            .iter()
+            .map(|p| p.split(": ").next().unwrap_or(""))
+            .collect();
+        lines.dedup();
+        assert_eq!(
+            lines,
+            [
+                "crates/toolwire-gateway/src/x.rs:2",
+                "crates/toolwire-gateway/src/x.rs:3",
+                "crates/toolwire-gateway/src/x.rs:5",
+            ],
+            "{problems:?}"
+        );
     }
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever

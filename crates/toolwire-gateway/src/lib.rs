@@ -105,7 +105,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
@@ -118,6 +117,7 @@ use toolwire_server::{
     Service,
 };
 
+use toolwire_types::ClientMethod;
 use toolwire_types::error::code;
 
 use crate::metrics::Metrics;
@@ -591,36 +591,41 @@ impl Service for Gateway {
             .map(|s| sessions::SessionKey::new(access::principal(request.caller), s));
         let answer = match request.method {
             // A call's result may be the upstream's text, passed on as it came.
-            mcp::CallTool::NAME => {
+            ClientMethod::CallTool => {
                 let _counted = self.metrics.calling();
                 return self.call_or_own(request, notifier, &view).await;
             }
-            mcp::ListTools::NAME if self.progressive_now() => Ok(self.discovery_listing()),
-            mcp::ListTools::NAME => self.list(request.params, &view),
-            mcp::ListResources::NAME => self.merged(Listing::Resources).await,
-            mcp::ListResourceTemplates::NAME => self.merged(Listing::ResourceTemplates).await,
-            mcp::ReadResource::NAME => self.read(request.params).await,
-            mcp::Subscribe::NAME | mcp::Unsubscribe::NAME if request.era == Era::Legacy => {
-                let uri = request.params["uri"].as_str().unwrap_or("");
-                let on = request.method == mcp::Subscribe::NAME;
-                self.session_subscribe(uri, on, session.as_ref()).await
+            ClientMethod::ListTools if self.progressive_now() => Ok(self.discovery_listing()),
+            ClientMethod::ListTools => self.list(request.params, &view),
+            ClientMethod::ListResources => self.merged(Listing::Resources).await,
+            ClientMethod::ListResourceTemplates => self.merged(Listing::ResourceTemplates).await,
+            ClientMethod::ReadResource => {
+                self.read(request.params_as::<mcp::ReadResource>()?).await
             }
-            mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
-                Err(subscriptions::not_in_this_era(request.method))
+            ClientMethod::Subscribe if request.era == Era::Legacy => {
+                let uri = request.params_as::<mcp::Subscribe>()?.uri;
+                self.session_subscribe(&uri, true, session.as_ref()).await
             }
-            mcp::SetLevel::NAME if request.era == Era::Legacy => {
+            ClientMethod::Unsubscribe if request.era == Era::Legacy => {
+                let uri = request.params_as::<mcp::Unsubscribe>()?.uri;
+                self.session_subscribe(&uri, false, session.as_ref()).await
+            }
+            ClientMethod::Subscribe | ClientMethod::Unsubscribe => {
+                Err(subscriptions::not_in_this_era(request.method_name))
+            }
+            ClientMethod::SetLevel if request.era == Era::Legacy => {
                 self.set_level(request.params, &view, session.as_ref())
                     .await
             }
-            mcp::ListPrompts::NAME => self.merged(Listing::Prompts).await,
-            mcp::GetPrompt::NAME => self.prompt(request.params).await,
-            mcp::Complete::NAME => self.complete(request.params).await,
-            mcp::GetTask::NAME | mcp::UpdateTask::NAME | mcp::CancelTask::NAME => {
+            ClientMethod::ListPrompts => self.merged(Listing::Prompts).await,
+            ClientMethod::GetPrompt => self.prompt(request.params).await,
+            ClientMethod::Complete => self.complete(request.params_as::<mcp::Complete>()?).await,
+            ClientMethod::GetTask | ClientMethod::UpdateTask | ClientMethod::CancelTask => {
                 self.task_request(request).await
             }
-            other => Err(RpcError::new(
+            _ => Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
-                format!("Method not found: {other}"),
+                format!("Method not found: {}", request.method_name),
             )),
         };
         answer.map(|result| {

@@ -7,8 +7,7 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use toolwire_host::ServerState;
-use toolwire_types::Method as _;
-use toolwire_types::methods::method as mcp;
+use toolwire_types::ClientMethod;
 
 use toolwire_server::{Edge, Page};
 
@@ -185,8 +184,8 @@ impl Edge for Gateway {
 
     /// A call may be refused with an HTTP status when an upstream relays its challenges, or
     /// when a rate limit may answer it 429.
-    fn may_challenge(&self, method: &str, _: Option<&toolwire_server::Caller>) -> bool {
-        method == mcp::CallTool::NAME
+    fn may_challenge(&self, method: ClientMethod, _: Option<&toolwire_server::Caller>) -> bool {
+        method == ClientMethod::CallTool
             && (self.access.as_ref().is_some_and(|a| a.relays_challenges())
                 || self.traffic.limits_rates())
     }

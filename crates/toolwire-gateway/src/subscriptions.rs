@@ -14,7 +14,7 @@ use toolwire_types::methods::method as mcp;
 use serde_json::{Value, json};
 use toolwire::{Client, LoggingLevel};
 use toolwire_server::{Answer, Change, RpcError};
-use toolwire_types::error::code;
+use toolwire_types::{ServerNotice, error::code};
 
 use crate::sessions::SessionKey;
 use crate::{Gateway, uris};
@@ -280,18 +280,18 @@ impl Gateway {
                     .as_deref()
                     .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
                     .unwrap_or_default();
-                let change = match notice.method.as_str() {
-                    mcp::ResourceUpdated::NAME => params["uri"]
+                let change = match ServerNotice::of(&notice.method) {
+                    ServerNotice::ResourceUpdated => params["uri"]
                         .as_str()
                         .and_then(|u| uris::outward(&server, &separator, u))
                         .map(Change::Resource),
-                    mcp::LoggingMessage::NAME => Some(Change::Sourced {
+                    ServerNotice::LoggingMessage => Some(Change::Sourced {
                         source: server.to_string(),
                         change: Box::new(Change::Log(log_message(&server, params))),
                     }),
                     // Ids are the upstream's, unique to the elicitation it asked for: it goes
                     // to the session whose call was asked it.
-                    mcp::ElicitationComplete::NAME => {
+                    ServerNotice::ElicitationComplete => {
                         params["elicitationId"].as_str().map(|id| Change::Sourced {
                             source: server.to_string(),
                             change: Box::new(Change::ElicitationComplete(id.to_owned())),

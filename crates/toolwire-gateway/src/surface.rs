@@ -7,8 +7,8 @@ use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
 
 use serde_json::{Value, json};
-use toolwire::types::CompleteParams;
 use toolwire::types::methods::method;
+use toolwire::types::{CompleteParams, ReadResourceParams};
 use toolwire::{Client, ServerCapabilities};
 use toolwire_host::HostError;
 use toolwire_server::{Answer, RpcError};
@@ -148,16 +148,6 @@ fn unknown(what: &str, name: &str) -> RpcError {
     RpcError::new(code::INVALID_PARAMS, format!("Unknown {what}: {name}"))
 }
 
-/// A request's params without its `_meta`: the gateway's own client writes the envelope the
-/// upstream's era needs.
-fn without_meta(params: &Value) -> Value {
-    let mut params = params.clone();
-    if let Some(object) = params.as_object_mut() {
-        object.remove("_meta");
-    }
-    params
-}
-
 impl Gateway {
     /// The upstreams that run and offer `listing`, with their clients, in the host's order.
     fn offering(&self, listing: Listing) -> Vec<(Arc<str>, Client)> {
@@ -230,9 +220,8 @@ impl Gateway {
     }
 
     /// `resources/read`, routed; the contents' URIs renamed back.
-    pub(crate) async fn read(&self, params: &Value) -> Answer {
-        let uri = params["uri"].as_str().unwrap_or("");
-        let (server, client, original) = self.resource_route(uri)?;
+    pub(crate) async fn read(&self, params: ReadResourceParams) -> Answer {
+        let (server, client, original) = self.resource_route(&params.uri)?;
         self.own_credentials_only(&server, mcp::ReadResource::NAME)?;
         let result = client
             .read_resource(&original)
@@ -299,9 +288,9 @@ impl Gateway {
     }
 
     /// `completion/complete`, routed by its reference (a prompt's name or a template's URI).
-    pub(crate) async fn complete(&self, params: &Value) -> Answer {
-        let mut params: CompleteParams = serde_json::from_value(without_meta(params))
-            .map_err(|e| RpcError::new(code::INVALID_PARAMS, e.to_string()))?;
+    pub(crate) async fn complete(&self, mut params: CompleteParams) -> Answer {
+        // The request upstream carries its own envelope.
+        params.meta = None;
         let (server, client) = match (&params.reference.name, &params.reference.uri) {
             (Some(name), _) if params.reference.kind == "ref/prompt" => {
                 let (server, client, own) = self.prompt_route(name).await?;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolwire_server::{Answer, Era, Request, RpcError, SessionKeys};
 use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
-use toolwire_types::{TASKS_EXTENSION, Task, error::code};
+use toolwire_types::{ClientMethod, TASKS_EXTENSION, Task, error::code};
 
 use crate::{Gateway, relayed};
 
@@ -75,7 +75,7 @@ impl Gateway {
 
     /// `tasks/get`, `tasks/update` or `tasks/cancel`, routed by the task's id.
     pub(crate) async fn task_request(&self, request: Request<'_>) -> Answer {
-        let (method, params) = (request.method, request.params);
+        let (method, params) = (request.method_name, request.params);
         if request.era != Era::Modern {
             return Err(RpcError::new(
                 code::METHOD_NOT_FOUND,
@@ -110,12 +110,12 @@ impl Gateway {
         self.own_credentials_only(server, method)?;
         let client = self.host.client(server).map_err(|_| unknown())?;
         let state = params["requestState"].as_str().map(str::to_owned);
-        let answer = match method {
-            mcp::GetTask::NAME => match client.get_task(id, state).await {
+        let answer = match request.method {
+            ClientMethod::GetTask => match client.get_task(id, state).await {
                 Ok(task) => return self.outward_task(owner, server, task),
                 Err(e) => Err(e),
             },
-            mcp::UpdateTask::NAME => {
+            ClientMethod::UpdateTask => {
                 let Some(responses) = params["inputResponses"].as_object() else {
                     return Err(RpcError::new(
                         code::INVALID_PARAMS,

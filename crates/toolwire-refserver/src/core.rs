@@ -10,7 +10,9 @@ use toolwire_headers::HeaderPlan;
 use toolwire_server::{
     Answer, Change, Era, Notifier, Reply, Request, RpcError, ServerInfo, Service,
 };
-use toolwire_types::{Tool, error::code, meta_key};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
+use toolwire_types::{ClientMethod, ClientNotice, Tool, error::code, meta_key};
 
 use crate::Options;
 use crate::faults::Injector;
@@ -93,7 +95,7 @@ impl Service for Core {
         request: Request<'a>,
         notifier: &'a Notifier,
     ) -> Result<Reply, RpcError> {
-        let call = request.method == "tools/call";
+        let call = request.method == ClientMethod::CallTool;
         let answer = self.answer(request, notifier).await.map(Reply::Json);
         if call {
             self.faults.call_answered();
@@ -102,7 +104,7 @@ impl Service for Core {
     }
 
     fn notified(&self, notification: &Value) {
-        if notification["method"] == "notifications/cancelled" {
+        if notification["method"].as_str().map(ClientNotice::of) == Some(ClientNotice::Cancelled) {
             self.cancellations
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
@@ -169,21 +171,23 @@ impl Core {
             ..
         } = request;
         let modern = (era == Era::Modern).then_some(());
+        let invalid = |e: RpcError| (e.code, e.message);
         let answer = match method {
-            "resources/subscribe" | "resources/unsubscribe" if modern.is_none() => {
-                match params["uri"].as_str() {
-                    Some(uri) if method == "resources/subscribe" => {
-                        lock(&self.subscribed).insert(uri.to_owned());
-                        Ok(json!({}))
-                    }
-                    Some(uri) => {
-                        lock(&self.subscribed).remove(uri);
-                        Ok(json!({}))
-                    }
-                    None => Err((code::INVALID_PARAMS, "uri is required".to_owned())),
-                }
-            }
-            "logging/setLevel" if modern.is_none() => match params["level"].as_str() {
+            ClientMethod::Subscribe if modern.is_none() => request
+                .params_as::<mcp::Subscribe>()
+                .map(|p| {
+                    lock(&self.subscribed).insert(p.uri);
+                    json!({})
+                })
+                .map_err(invalid),
+            ClientMethod::Unsubscribe if modern.is_none() => request
+                .params_as::<mcp::Unsubscribe>()
+                .map(|p| {
+                    lock(&self.subscribed).remove(&p.uri);
+                    json!({})
+                })
+                .map_err(invalid),
+            ClientMethod::SetLevel if modern.is_none() => match params["level"].as_str() {
                 Some(level) if tools::LEVELS.contains(&level) => {
                     *lock(&self.log_level) = Some(level.to_owned());
                     Ok(json!({}))
@@ -193,7 +197,7 @@ impl Core {
                     format!("bad level {}", params["level"]),
                 )),
             },
-            "tools/list" => {
+            ClientMethod::ListTools => {
                 let mut tools: Vec<Value> =
                     lock(&self.tools).iter().map(|e| e.def.clone()).collect();
                 if self.options.broken_tools {
@@ -201,12 +205,12 @@ impl Core {
                 }
                 Ok(json!({ "tools": tools }))
             }
-            "tools/call" => self.call(params, notify, client).await,
-            "resources/list" => Ok(json!({"resources": tools::resources()})),
-            "resources/templates/list" => {
+            ClientMethod::CallTool => self.call(params, notify, client).await,
+            ClientMethod::ListResources => Ok(json!({"resources": tools::resources()})),
+            ClientMethod::ListResourceTemplates => {
                 Ok(json!({"resourceTemplates": tools::resource_templates()}))
             }
-            "resources/read" => {
+            ClientMethod::ReadResource => {
                 let uri = params["uri"].as_str().unwrap_or("");
                 let files = lock(&self.files).clone();
                 // The code of each era: -32602 from 2026-07-28 on, -32002 before.
@@ -217,27 +221,30 @@ impl Core {
                 };
                 tools::read(uri, &files).ok_or((not_found, format!("Resource not found: {uri}")))
             }
-            "prompts/list" => Ok(json!({"prompts": tools::prompts()})),
-            "skills/list" => Ok(json!({"skills": [tools::skill()]})),
-            "tasks/get" | "tasks/update" | "tasks/cancel" if modern.is_some() => {
+            ClientMethod::ListPrompts => Ok(json!({"prompts": tools::prompts()})),
+            ClientMethod::ListSkills => Ok(json!({"skills": [tools::skill()]})),
+            ClientMethod::GetTask | ClientMethod::UpdateTask | ClientMethod::CancelTask
+                if modern.is_some() =>
+            {
                 if declares_tasks(client) {
                     self.tasks.handle(method, params)
                 } else {
                     Err((
                         code::MISSING_REQUIRED_CLIENT_CAPABILITY,
                         format!(
-                            "{method} needs the {} extension",
+                            "{} needs the {} extension",
+                            request.method_name,
                             toolwire_types::TASKS_EXTENSION
                         ),
                     ))
                 }
             }
-            "resources/directory/read" => {
+            ClientMethod::ReadDirectory => {
                 let uri = params["uri"].as_str().unwrap_or("");
                 tools::read_directory(uri)
                     .ok_or((code::INVALID_PARAMS, format!("Not a directory: {uri}")))
             }
-            "skills/get" => {
+            ClientMethod::GetSkill => {
                 let skill = tools::skill();
                 if params["uri"] == skill["uri"] {
                     Ok(json!({ "skill": skill }))
@@ -248,17 +255,20 @@ impl Core {
                     ))
                 }
             }
-            "prompts/get" => {
+            ClientMethod::GetPrompt => {
                 tools::prompt(params["name"].as_str().unwrap_or(""), &params["arguments"]).ok_or((
                     code::INVALID_PARAMS,
                     format!("Unknown prompt: {}", params["name"]),
                 ))
             }
-            "completion/complete" => {
+            ClientMethod::Complete => {
                 let files: Vec<String> = lock(&self.files).keys().cloned().collect();
                 Ok(json!({"completion": tools::complete(params, &files)}))
             }
-            other => Err((code::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+            _ => Err((
+                code::METHOD_NOT_FOUND,
+                format!("Method not found: {}", request.method_name),
+            )),
         };
         answer.map_err(|(c, m)| match c {
             // The only capability the server requires is the tasks extension.
@@ -349,7 +359,7 @@ impl Core {
                         name: name.to_owned(),
                     }),
                     None => json!({"resultType": "input_required", "inputRequests": {
-                        "user_name": {"method": "elicitation/create", "params": {"mode": "form",
+                        "user_name": {"method": mcp::Elicit::NAME, "params": {"mode": "form",
                             "message": "What is your name?", "requestedSchema": {"type": "object",
                                 "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}}),
                 }
@@ -390,7 +400,7 @@ impl Core {
                     // 2026-07-28: the URL elicitation is an input request of the call.
                     (false, true) if params["inputResponses"]["link"].is_null() => {
                         json!({"resultType": "input_required", "inputRequests": {"link":
-                            {"method": "elicitation/create", "params": tools::link_elicitation()}}})
+                            {"method": mcp::Elicit::NAME, "params": tools::link_elicitation()}}})
                     }
                     (false, true) => {
                         json!({"content": [{"type": "text", "text": "the account is not linked yet"}], "isError": true})
@@ -439,7 +449,7 @@ impl Core {
                         .is_some_and(|t| tools::passes(level, t))
                     {
                         sent += 1;
-                        notify.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        notify.send(json!({"jsonrpc": "2.0", "method": mcp::LoggingMessage::NAME,
                             "params": {"level": level, "logger": "refserver", "data": format!("{level}: {message}")}}));
                     }
                 }
@@ -451,7 +461,7 @@ impl Core {
                 for step in 1..=steps {
                     tokio::time::sleep(delay).await;
                     if !token.is_null() {
-                        notify.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        notify.send(json!({"jsonrpc": "2.0", "method": mcp::Progress::NAME,
                             "params": {"progressToken": token, "progress": step, "total": steps,
                                 "message": format!("step {step} of {steps}")}}));
                     }

@@ -12,8 +12,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-use toolwire_types::TASKS_EXTENSION;
+use toolwire_types::Method as _;
 use toolwire_types::error::code;
+use toolwire_types::methods::method as mcp;
+use toolwire_types::{ClientMethod, TASKS_EXTENSION};
 
 use crate::core::lock;
 
@@ -93,7 +95,7 @@ pub(crate) enum Job {
 
 /// A form elicitation asking for one string `field`.
 fn ask_for(message: &str, field: &str) -> Value {
-    json!({"method": "elicitation/create", "params": {"mode": "form", "message": message,
+    json!({"method": mcp::Elicit::NAME, "params": {"mode": "form", "message": message,
         "requestedSchema": {"type": "object", "properties": {field: {"type": "string"}},
             "required": [field]}}})
 }
@@ -345,15 +347,19 @@ impl Tasks {
     }
 
     /// `tasks/get`, `tasks/update` and `tasks/cancel`.
-    pub(crate) fn handle(&self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    pub(crate) fn handle(
+        &self,
+        method: ClientMethod,
+        params: &Value,
+    ) -> Result<Value, (i64, String)> {
         let id = params["taskId"].as_str().unwrap_or("");
         let unknown = || (code::INVALID_PARAMS, format!("Unknown task: {id}"));
         if !lock(&self.tasks).contains_key(id) {
             return Err(unknown());
         }
         match method {
-            "tasks/get" => self.view(id).ok_or_else(unknown),
-            "tasks/update" => {
+            ClientMethod::GetTask => self.view(id).ok_or_else(unknown),
+            ClientMethod::UpdateTask => {
                 // Answers to outstanding keys count; any other key is ignored, as the
                 // extension asks. Some of the keys leave the task waiting for the rest.
                 let responses = params["inputResponses"].as_object().cloned();

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+use toolwire_types::Method as _;
+use toolwire_types::methods::method as mcp;
 
 /// The broken definitions [`crate::Faults::broken_tools`] appends to `tools/list`: one without
 /// an `inputSchema` (it does not decode as a tool) and one whose `x-mcp-header` value has a
@@ -362,20 +364,20 @@ pub(crate) fn complete(params: &Value, files: &[String]) -> Value {
 pub(crate) fn client_question(what: &str) -> Option<(&'static str, Value, &'static str)> {
     Some(match what {
         "name" => (
-            "elicitation/create",
+            mcp::Elicit::NAME,
             json!({"mode": "form", "message": "What is your name?",
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}},
                 "required": ["name"]}}),
             "elicitation",
         ),
         "sample" => (
-            "sampling/createMessage",
+            mcp::CreateMessage::NAME,
             json!({"maxTokens": 50, "messages": [{"role": "user",
             "content": {"type": "text", "text": "Say hello in one word."}}]}),
             "sampling",
         ),
-        "roots" => ("roots/list", json!({}), "roots"),
-        "link" => ("elicitation/create", link_elicitation(), "elicitation"),
+        "roots" => (mcp::ListRoots::NAME, json!({}), "roots"),
+        "link" => (mcp::Elicit::NAME, link_elicitation(), "elicitation"),
         _ => return None,
     })
 }

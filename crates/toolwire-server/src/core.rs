@@ -10,7 +10,7 @@ use toolwire_types::methods::method as mcp;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use toolwire_headers::HeaderPlan;
-use toolwire_types::{ProtocolVersion, error::code, meta_key};
+use toolwire_types::{ClientMethod, ClientNotice, ProtocolVersion, error::code, meta_key};
 use tracing::Instrument as _;
 
 use crate::asks::{Asks, Scope};
@@ -209,8 +209,10 @@ fn written(id: &Value, text: &serde_json::value::RawValue) -> Vec<u8> {
 
 /// Whether a 2026-07-28 method's result is cacheable, so carries `ttlMs` and `cacheScope`
 /// (the types' table).
-fn cacheable(method: &str) -> bool {
-    toolwire_types::CachePolicy::carries_hints(method)
+fn cacheable(method: ClientMethod) -> bool {
+    method
+        .name()
+        .is_some_and(toolwire_types::CachePolicy::carries_hints)
 }
 
 impl<S: Service> Core<S> {
@@ -292,7 +294,7 @@ impl<S: Service> Core<S> {
             return Handled::Nothing;
         };
         let Some(id) = message.get("id").filter(|id| !id.is_null()) else {
-            if method == mcp::Cancelled::NAME
+            if ClientNotice::of(method) == ClientNotice::Cancelled
                 && let Some(scope) = scope
             {
                 let key = (scope.to_owned(), message["params"]["requestId"].to_string());
@@ -305,7 +307,7 @@ impl<S: Service> Core<S> {
         };
         // Counted until it is answered (or dropped): a drain waits for it.
         let _working = self.drain.working();
-        let span = request_span(method, id, &message["params"], scope);
+        let span = request_span(incoming.method, method, id, &message["params"], scope);
         let handled = self
             .handle_request(incoming, method, id, notify, scope, streams, caller)
             .instrument(span.clone())
@@ -348,7 +350,8 @@ impl<S: Service> Core<S> {
         let message = &incoming.value;
         let params = &message["params"];
         let modern = request_version(message);
-        if self.modern_ok() && method != mcp::Initialize::NAME {
+        let kind = incoming.method;
+        if self.modern_ok() && kind != ClientMethod::Initialize {
             match modern {
                 Some(v) if v != MODERN => {
                     return Handled::Answer(Outgoing::Json(error(
@@ -374,8 +377,8 @@ impl<S: Service> Core<S> {
         } else {
             Era::Legacy
         };
-        let answer = match method {
-            mcp::Discover::NAME if self.modern_ok() => {
+        let answer = match kind {
+            ClientMethod::Discover if self.modern_ok() => {
                 let info = self.service.info();
                 let mut r = json!({
                     "supportedVersions": [MODERN],
@@ -387,7 +390,7 @@ impl<S: Service> Core<S> {
                 }
                 Ok(Reply::Json(r))
             }
-            mcp::Initialize::NAME if self.legacy_ok() => {
+            ClientMethod::Initialize if self.legacy_ok() => {
                 if let Some(scope) = scope {
                     let declared = params["capabilities"].clone();
                     lock(&self.clients).insert(scope.to_owned(), Arc::new(declared));
@@ -409,10 +412,10 @@ impl<S: Service> Core<S> {
                 }
                 Ok(Reply::Json(r))
             }
-            mcp::Listen::NAME if modern.is_some() => {
+            ClientMethod::Listen if modern.is_some() => {
                 return Handled::Listen(id.clone(), Interest::from_params(params));
             }
-            mcp::Ping::NAME => Ok(Reply::Json(json!({}))),
+            ClientMethod::Ping => Ok(Reply::Json(json!({}))),
             _ => {
                 // A 2026-07-28 request carries them; a legacy session's are shared (a count
                 // taken, not the declaration copied on every request).
@@ -426,7 +429,8 @@ impl<S: Service> Core<S> {
                 };
                 let request = Request {
                     id,
-                    method,
+                    method: kind,
+                    method_name: method,
                     params,
                     era,
                     client: declared,
@@ -447,7 +451,7 @@ impl<S: Service> Core<S> {
                 // as a box each move is a pointer's, not kilobytes of `memcpy` a request.
                 let handling = Box::pin(self.service.handle(request, &notifier));
                 let Some(scope) = scope else {
-                    return self.answer(method, id, modern.is_some(), handling.await);
+                    return self.answer(kind, id, modern.is_some(), handling.await);
                 };
                 let (cancel, cancelled) = oneshot::channel();
                 let key = (scope.to_owned(), id.to_string());
@@ -472,14 +476,14 @@ impl<S: Service> Core<S> {
                 }
             }
         };
-        self.answer(method, id, modern.is_some(), answer)
+        self.answer(kind, id, modern.is_some(), answer)
     }
 
     /// The response to `id` from the service's answer, with the fields 2026-07-28 results
     /// carry.
     fn answer(
         &self,
-        method: &str,
+        method: ClientMethod,
         id: &Value,
         modern: bool,
         answer: Result<Reply, RpcError>,
@@ -542,13 +546,19 @@ impl<S: Service> Core<S> {
 
 /// The server span of one request, as the OpenTelemetry conventions for MCP name it: the
 /// child of the trace context its `_meta` carried, when it carried one.
-fn request_span(method: &str, id: &Value, params: &Value, scope: Option<&str>) -> tracing::Span {
+fn request_span(
+    kind: ClientMethod,
+    method: &str,
+    id: &Value,
+    params: &Value,
+    scope: Option<&str>,
+) -> tracing::Span {
     use toolwire_telemetry::Subject;
     let text = |key: &str| params.get(key).and_then(Value::as_str);
-    let subject = match method {
-        mcp::CallTool::NAME => text("name").map_or(Subject::None, Subject::Tool),
-        mcp::GetPrompt::NAME => text("name").map_or(Subject::None, Subject::Prompt),
-        mcp::ReadResource::NAME | mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
+    let subject = match kind {
+        ClientMethod::CallTool => text("name").map_or(Subject::None, Subject::Tool),
+        ClientMethod::GetPrompt => text("name").map_or(Subject::None, Subject::Prompt),
+        ClientMethod::ReadResource | ClientMethod::Subscribe | ClientMethod::Unsubscribe => {
             text("uri").map_or(Subject::None, Subject::Resource)
         }
         _ => Subject::None,

@@ -6,8 +6,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use toolwire_types::Method as _;
-use toolwire_types::methods::method as mcp;
+use toolwire_types::ClientMethod;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
@@ -30,7 +29,6 @@ impl<S: Service + Edge> Front<S> {
         self: &Arc<Self>,
         parts: http::request::Parts,
         incoming: crate::incoming::Incoming,
-        method: String,
         modern: bool,
         mut session: Option<String>,
         caller: Option<Arc<Caller>>,
@@ -44,7 +42,8 @@ impl<S: Service + Edge> Front<S> {
         let nowhere = &self.nowhere;
         let framing = options.framing;
         let core = self.core.clone();
-        let is_request = message.get("id").is_some_and(|i| !i.is_null()) && !method.is_empty();
+        let is_request = message.get("id").is_some_and(|i| !i.is_null())
+            && message["method"].as_str().is_some_and(|m| !m.is_empty());
         let who = caller.as_deref();
         if !is_request {
             let _ = core
@@ -55,7 +54,8 @@ impl<S: Service + Edge> Front<S> {
         if core.drain.refusing() {
             return crate::respond::draining(&id);
         }
-        if method == mcp::Listen::NAME && modern {
+        let kind = incoming.method;
+        if kind == ClientMethod::Listen && modern {
             return match core.handle(&incoming, nowhere, None, false, who).await {
                 Handled::Listen(id, interest) => self.listen(id, interest, caller),
                 Handled::Answer(a) => json_text_response(StatusCode::OK, a.into_bytes()),
@@ -63,7 +63,7 @@ impl<S: Service + Edge> Front<S> {
                 Handled::Nothing => empty(StatusCode::ACCEPTED),
             };
         }
-        let new_session = if method == mcp::Initialize::NAME && options.sessions && !modern {
+        let new_session = if kind == ClientMethod::Initialize && options.sessions && !modern {
             let declared =
                 serde_json::to_vec(&message["params"]["capabilities"]).map_or(0, |t| t.len());
             if declared > options.limits.max_declaration {
@@ -119,7 +119,7 @@ impl<S: Service + Edge> Front<S> {
                 let (mut tx, response) = sse_response();
                 // A request the service may refuse with a challenge begins its response with
                 // its first event (or as that refusal); the others at once.
-                let hold = core.service.may_challenge(&method, who);
+                let hold = core.service.may_challenge(kind, who);
                 let (head, headed) = oneshot::channel::<Option<Box<Denial>>>();
                 let mut head = Some(head);
                 if !hold && let Some(head) = head.take() {

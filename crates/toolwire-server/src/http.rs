@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
-use toolwire_types::Method as _;
-use toolwire_types::methods::method as mcp;
+use toolwire_types::ClientMethod;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
@@ -214,8 +213,7 @@ impl<S: Service + Edge> Front<S> {
             Ok(session) => session,
             Err(refused) => return *refused,
         };
-        self.frame(parts, incoming, method, modern, session, caller)
-            .await
+        self.frame(parts, incoming, modern, session, caller).await
     }
 
     /// The message a POST carries, read within [`MAX_BODY`] and
@@ -282,7 +280,7 @@ impl<S: Service + Edge> Front<S> {
                 StatusCode::BAD_REQUEST,
                 &error(&id, refused.code, refused.message, refused.data),
             )));
-        } else if method == mcp::Discover::NAME && options.eras == Eras::Legacy {
+        } else if incoming.method == ClientMethod::Discover && options.eras == Eras::Legacy {
             // What the TypeScript SDK's legacy servers answer to anything before initialize.
             return Err(Box::new(json_response(
                 StatusCode::BAD_REQUEST,
@@ -321,7 +319,7 @@ impl<S: Service + Edge> Front<S> {
         if modern
             || options.eras == Eras::Modern
             || !options.sessions
-            || method == mcp::Initialize::NAME
+            || incoming.method == ClientMethod::Initialize
         {
             return Ok(None);
         }
@@ -397,7 +395,7 @@ impl<S: Service + Edge> Front<S> {
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_bytes())),
         );
-        let plan = (method == mcp::CallTool::NAME)
+        let plan = (ClientMethod::of(method) == ClientMethod::CallTool)
             .then(|| {
                 self.core
                     .plan(message["params"]["name"].as_str().unwrap_or(""))

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use toolwire_types::meta_key;
+use toolwire_types::{ClientMethod, meta_key};
 
 use crate::core::lock;
 
@@ -24,6 +24,24 @@ pub(crate) struct Incoming {
     pub(crate) client: Option<Arc<Value>>,
     /// `params._meta`'s client information (`io.modelcontextprotocol/clientInfo`).
     pub(crate) client_info: Option<Arc<Value>>,
+    /// Its `method`, as a request's ([`ClientMethod::Other`] for a response, or a method not
+    /// known here): what the server dispatches on.
+    pub(crate) method: ClientMethod,
+}
+
+impl Incoming {
+    /// The message `value` as read, with what was taken out of it.
+    fn new(value: Value, client: Option<Arc<Value>>, client_info: Option<Arc<Value>>) -> Self {
+        let method = value["method"]
+            .as_str()
+            .map_or(ClientMethod::Other, ClientMethod::of);
+        Self {
+            value,
+            client,
+            client_info,
+            method,
+        }
+    }
 }
 
 /// Puts the W3C trace context of a request's `traceparent` (and `tracestate`) headers in its
@@ -68,11 +86,7 @@ impl From<Value> for Incoming {
             ),
             None => (None, None),
         };
-        Self {
-            value,
-            client,
-            client_info,
-        }
+        Self::new(value, client, client_info)
     }
 }
 
@@ -121,14 +135,14 @@ impl Reader {
     pub(crate) fn read(&self, bytes: &[u8]) -> Result<Incoming, serde_json::Error> {
         let mut out = Incoming::default();
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        out.value = Level {
+        let value = Level {
             depth: Depth::Message,
             reader: self,
             out: &mut out,
         }
         .deserialize(&mut de)?;
         de.end()?;
-        Ok(out)
+        Ok(Incoming::new(value, out.client, out.client_info))
     }
 }
 

@@ -1,9 +1,10 @@
 //! What a server built on this crate provides: the [`Service`] trait and the values it trades.
 
+use serde::Deserialize as _;
 use std::collections::BTreeSet;
 use std::future::Future;
-use toolwire_types::Method as _;
 use toolwire_types::methods::method as mcp;
+use toolwire_types::{ClientMethod, Method as _, RequestMethod};
 
 use std::sync::Arc;
 
@@ -31,10 +32,14 @@ pub enum Era {
 pub struct Request<'a> {
     /// Its JSON-RPC id.
     pub id: &'a Value,
-    /// The method.
-    pub method: &'a str,
-    /// Its `params` (`Null` when it had none). Their `_meta` lacks the client's
-    /// capabilities and information, which are [`Request::client`] and
+    /// The method, to dispatch on ([`ClientMethod::Other`] for one `toolwire-types` does not
+    /// know, whose name is [`Request::method_name`]).
+    pub method: ClientMethod,
+    /// The method's name as it came.
+    pub method_name: &'a str,
+    /// Its `params` (`Null` when it had none), as they came: a relay passes them on as they
+    /// are, a service that reads them decodes them ([`Request::params_as`]). Their `_meta`
+    /// lacks the client's capabilities and information, which are [`Request::client`] and
     /// [`Request::client_info`].
     pub params: &'a Value,
     /// The era it arrived in.
@@ -52,6 +57,24 @@ pub struct Request<'a> {
     /// one: a service that keeps state per session (log levels, subscriptions) keys it by
     /// this and the caller together. None for a 2026-07-28 request, which has no session.
     pub session: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// Its params as method `M`'s typed params (absent params read as `{}`), or the `-32602`
+    /// error that says what is wrong with them.
+    pub fn params_as<M: RequestMethod>(&self) -> Result<M::Params, RpcError> {
+        let read = if self.params.is_null() {
+            M::Params::deserialize(&Value::Object(serde_json::Map::new()))
+        } else {
+            M::Params::deserialize(self.params)
+        };
+        read.map_err(|e| {
+            RpcError::new(
+                code::INVALID_PARAMS,
+                format!("Invalid params for {}: {e}", M::NAME),
+            )
+        })
+    }
 }
 
 /// A JSON-RPC error to answer with.
@@ -447,7 +470,7 @@ pub trait Edge: Send + Sync + 'static {
     /// Whether a `method` request of `caller` may be answered with an HTTP refusal
     /// ([`RpcError::challenge`]): an SSE response to it then begins only with its first event,
     /// so that a refusal can still be its status. False by default.
-    fn may_challenge(&self, method: &str, caller: Option<&Caller>) -> bool {
+    fn may_challenge(&self, method: ClientMethod, caller: Option<&Caller>) -> bool {
         let _ = (method, caller);
         false
     }
@@ -484,5 +507,47 @@ pub trait Edge: Send + Sync + 'static {
     ) -> impl Future<Output = Option<Page>> + Send + 'a {
         let _ = (path, query, headers);
         std::future::ready(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request<'a>(method: ClientMethod, params: &'a Value) -> Request<'a> {
+        static ID: Value = Value::Null;
+        Request {
+            id: &ID,
+            method,
+            method_name: method.name().unwrap_or("x/unknown"),
+            params,
+            era: Era::Legacy,
+            client: None,
+            client_info: None,
+            caller: None,
+            session: None,
+        }
+    }
+
+    #[test]
+    fn typed_params_read_absent_params_as_empty_and_name_what_is_missing() {
+        let none = Value::Null;
+        let listed = request(ClientMethod::ListTools, &none).params_as::<mcp::ListTools>();
+        assert!(listed.is_ok_and(|p| p.cursor.is_none()));
+
+        let no_uri = json!({"_meta": {"progressToken": 1}});
+        let refused = request(ClientMethod::ReadResource, &no_uri)
+            .params_as::<mcp::ReadResource>()
+            .expect_err("a read without a uri");
+        assert_eq!(refused.code, code::INVALID_PARAMS);
+        assert!(
+            refused.message.contains("resources/read") && refused.message.contains("uri"),
+            "{}",
+            refused.message
+        );
+
+        let read = json!({"uri": "file:///a.txt"});
+        let params = request(ClientMethod::ReadResource, &read).params_as::<mcp::ReadResource>();
+        assert_eq!(params.map(|p| p.uri).ok().as_deref(), Some("file:///a.txt"));
     }
 }

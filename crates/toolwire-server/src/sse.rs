@@ -4,8 +4,7 @@
 //! tool-list changes go down that session's stream as `message` events.
 
 use std::sync::Arc;
-use toolwire_types::Method as _;
-use toolwire_types::methods::method as mcp;
+use toolwire_types::ClientMethod;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -107,7 +106,7 @@ impl<S: crate::Service + crate::Edge> Front<S> {
         if request && self.core.drain.refusing() {
             return crate::respond::draining(&incoming.value["id"]);
         }
-        if incoming.value["method"] == mcp::Discover::NAME {
+        if incoming.method == ClientMethod::Discover {
             // This transport predates the modern era, as a server speaking it would.
             let id = incoming.value["id"].clone();
             let _ = stream.send(error(

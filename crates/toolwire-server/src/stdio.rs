@@ -1,8 +1,7 @@
 //! The stdio front end: one JSON-RPC message per line on stdin and stdout.
 
 use std::sync::Arc;
-use toolwire_types::Method as _;
-use toolwire_types::methods::method as mcp;
+use toolwire_types::{ClientMethod, ClientNotice};
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -164,10 +163,10 @@ async fn serve_on<S: Service>(
                         continue;
                     }
                 };
-                if incoming.value["method"] == mcp::Initialize::NAME {
+                if incoming.method == ClientMethod::Initialize {
                     legacy = true;
                 }
-                if incoming.value["method"] == mcp::Cancelled::NAME {
+                if incoming.value["method"].as_str().map(ClientNotice::of) == Some(ClientNotice::Cancelled) {
                     let id = &incoming.value["params"]["requestId"];
                     listening.retain(|(l, interest)| {
                         let ends = l == id;
@@ -322,7 +321,7 @@ mod tests {
             // Written as text: it goes out as it is.
             let text = format!(
                 r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
-                request.method
+                request.method_name
             );
             serde_json::value::RawValue::from_string(text)
                 .map(Reply::Text)

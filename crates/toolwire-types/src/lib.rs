@@ -8,7 +8,9 @@
 //! - [`Message::decode`] reads the JSON-RPC envelope (phase one); the dispatch enums
 //!   ([`ClientRequest`], [`ServerRequest`], [`ClientNotification`], [`ServerNotification`]) and
 //!   [`RequestMethod::decode_result`] decode the typed payload (phase two). No
-//!   `#[serde(untagged)]` unions: every error names what is wrong.
+//!   `#[serde(untagged)]` unions: every error names what is wrong. Each dispatch enum has a
+//!   kind by name alone ([`ClientMethod`], …) for a server that decides what to do with a
+//!   message before, or instead of, decoding its params.
 //! - [`ProtocolVersion`] orders revisions and answers what each one allows.
 //! - Every struct keeps the members it does not know in `extra` (and `_meta` keys in
 //!   [`Meta::extra`]), so a message from a newer peer survives a decode/encode round trip.
@@ -109,8 +111,9 @@ pub use jsonrpc::{
 pub use lifecycle::{DiscoverParams, DiscoverResult, InitializeParams, InitializeResult};
 pub use meta::{HasMeta, Meta, flag_meta, is_reserved_key, key as meta_key};
 pub use methods::{
-    CachePolicy, ClientNotification, ClientRequest, Method, NotificationMethod, RequestMethod,
-    ServerNotification, ServerRequest,
+    CachePolicy, ClientMethod, ClientNotice, ClientNotification, ClientRequest, Method,
+    NotificationMethod, RequestMethod, ServerMethod, ServerNotice, ServerNotification,
+    ServerRequest,
 };
 pub use mrtr::{
     InputRequest, InputRequiredResult, Outcome, RetryWithInput, decode_outcome, decode_result,

@@ -298,7 +298,47 @@ pub mod method {
 }
 
 macro_rules! dispatch {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident,)* }) => {
+    ($(#[$doc:meta])* $name:ident / $kind:ident { $($(#[$vdoc:meta])* $variant:ident,)* }) => {
+        #[doc = concat!("The methods [`", stringify!($name), "`] knows, by name alone: what a \
+            server dispatches on, deciding what to do with a message before (or instead of) \
+            decoding its params — a relay passes them on as they came.")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[non_exhaustive]
+        pub enum $kind {
+            $($(#[$vdoc])* $variant,)*
+            /// A method not known here (and what a message without one, a response, is).
+            #[default]
+            Other,
+        }
+
+        impl $kind {
+            /// The method named `name` on the wire ([`Self::Other`] for one not known here).
+            pub fn of(name: &str) -> Self {
+                match name {
+                    $(<method::$variant as Method>::NAME => Self::$variant,)*
+                    _ => Self::Other,
+                }
+            }
+
+            /// Its name on the wire; None for [`Self::Other`].
+            pub const fn name(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$variant => Some(<method::$variant as Method>::NAME),)*
+                    Self::Other => None,
+                }
+            }
+        }
+
+        impl $name {
+            #[doc = concat!("Which method it is, as a [`", stringify!($kind), "`].")]
+            pub fn kind(&self) -> $kind {
+                match self {
+                    $(Self::$variant(_) => $kind::$variant,)*
+                    Self::Other { .. } => $kind::Other,
+                }
+            }
+        }
+
         $(#[$doc])*
         ///
         /// Params are boxed: their sizes differ by an order of magnitude, and a decoded message
@@ -361,7 +401,7 @@ macro_rules! dispatch {
 
 dispatch!(
     /// A request from client to server, decoded (what a server or gateway receives).
-    ClientRequest {
+    ClientRequest / ClientMethod {
         /// `initialize`.
         Initialize,
         /// `server/discover`.
@@ -392,12 +432,24 @@ dispatch!(
         SetLevel,
         /// `subscriptions/listen`.
         Listen,
+        /// `skills/list`.
+        ListSkills,
+        /// `skills/get`.
+        GetSkill,
+        /// `resources/directory/read`.
+        ReadDirectory,
+        /// `tasks/get`.
+        GetTask,
+        /// `tasks/update`.
+        UpdateTask,
+        /// `tasks/cancel`.
+        CancelTask,
     }
 );
 
 dispatch!(
     /// A request from server to client, decoded (legacy requests, or modern MRTR input requests).
-    ServerRequest {
+    ServerRequest / ServerMethod {
         /// `ping`.
         Ping,
         /// `sampling/createMessage`.
@@ -435,7 +487,7 @@ impl ServerRequest {
 
 dispatch!(
     /// A notification from client to server, decoded.
-    ClientNotification {
+    ClientNotification / ClientNotice {
         /// `notifications/initialized`.
         Initialized,
         /// `notifications/cancelled`.
@@ -449,7 +501,7 @@ dispatch!(
 
 dispatch!(
     /// A notification from server to client, decoded.
-    ServerNotification {
+    ServerNotification / ServerNotice {
         /// `notifications/cancelled`.
         Cancelled,
         /// `notifications/progress`.
@@ -476,6 +528,29 @@ dispatch!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_known_name_is_its_own_kind_and_an_unknown_one_is_other() {
+        for name in ClientRequest::METHODS {
+            let kind = ClientMethod::of(name);
+            assert_ne!(kind, ClientMethod::Other, "{name}");
+            assert_eq!(kind.name(), Some(*name));
+            let decoded = ClientRequest::decode(name, Some(&RawValue::from_string(
+                r#"{"name":"n","uri":"u","taskId":"t","inputResponses":{},"level":"info","ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"v"},"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"},"notifications":{}}"#.to_owned(),
+            ).unwrap()));
+            assert_eq!(decoded.map(|r| r.kind()).ok(), Some(kind), "{name}");
+        }
+        for name in ServerRequest::METHODS {
+            assert_eq!(ServerMethod::of(name).name(), Some(*name));
+        }
+        assert_eq!(ClientMethod::of("tools/cal"), ClientMethod::Other);
+        assert_eq!(
+            ClientMethod::of("sampling/createMessage"),
+            ClientMethod::Other
+        );
+        assert_eq!(ClientMethod::Other.name(), None);
+        assert_eq!(ServerMethod::of("tools/call"), ServerMethod::Other);
+    }
 
     #[test]
     fn list_changes_evict_their_lists_and_other_notifications_evict_nothing() {

@@ -4,9 +4,8 @@
 
 use serde_json::Value;
 use toolwire_server::{Caller, Request, RpcError};
-use toolwire_types::Method as _;
+use toolwire_types::ClientMethod;
 use toolwire_types::error::code;
-use toolwire_types::methods::method as mcp;
 
 use super::View;
 use super::policy::ItemNames;
@@ -85,11 +84,11 @@ impl Gateway {
         let params = request.params;
         let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
         let refused = |what: &str, name: &str, error: RpcError| {
-            tracing::info!(target: "toolwire_gateway::audit", caller = principal(request.caller), method = request.method, what, name, "refused by policy");
+            tracing::info!(target: "toolwire_gateway::audit", caller = principal(request.caller), method = request.method_name, what, name, "refused by policy");
             Err(error)
         };
         match request.method {
-            mcp::CallTool::NAME => {
+            ClientMethod::CallTool => {
                 let mut name = text(&params["name"]);
                 if matches!(name.as_str(), DESCRIBE_TOOL | CALL_TOOL) && self.progressive_now() {
                     name = text(&params["arguments"]["name"]);
@@ -104,7 +103,7 @@ impl Gateway {
                     );
                 }
             }
-            mcp::GetPrompt::NAME => {
+            ClientMethod::GetPrompt => {
                 let name = text(&params["name"]);
                 if !self.item_allowed(view, &name) {
                     return refused(
@@ -114,7 +113,7 @@ impl Gateway {
                     );
                 }
             }
-            mcp::ReadResource::NAME | mcp::Subscribe::NAME | mcp::Unsubscribe::NAME => {
+            ClientMethod::ReadResource | ClientMethod::Subscribe | ClientMethod::Unsubscribe => {
                 let uri = text(&params["uri"]);
                 if !self
                     .uri_server(&uri)
@@ -128,7 +127,7 @@ impl Gateway {
                     );
                 }
             }
-            mcp::Complete::NAME => {
+            ClientMethod::Complete => {
                 let reference = &params["ref"];
                 let allowed = match reference["type"].as_str() {
                     Some("ref/prompt") => self.item_allowed(view, &text(&reference["name"])),
@@ -145,7 +144,7 @@ impl Gateway {
                     );
                 }
             }
-            mcp::GetTask::NAME | mcp::UpdateTask::NAME | mcp::CancelTask::NAME => {
+            ClientMethod::GetTask | ClientMethod::UpdateTask | ClientMethod::CancelTask => {
                 let id = text(&params["taskId"]);
                 let server = id.split_once(self.host.separator()).map(|(s, _)| s);
                 if server.is_some_and(|s| !self.server_allowed(view, s, true)) {
@@ -162,14 +161,19 @@ impl Gateway {
     }
 
     /// A listing with what the caller may not see left out.
-    pub(crate) fn only_allowed(&self, view: &View<'_>, method: &str, mut result: Value) -> Value {
+    pub(crate) fn only_allowed(
+        &self,
+        view: &View<'_>,
+        method: ClientMethod,
+        mut result: Value,
+    ) -> Value {
         if view.is_everything() {
             return result;
         }
         let (key, member) = match method {
-            mcp::ListPrompts::NAME => ("prompts", "name"),
-            mcp::ListResources::NAME => ("resources", "uri"),
-            mcp::ListResourceTemplates::NAME => ("resourceTemplates", "uriTemplate"),
+            ClientMethod::ListPrompts => ("prompts", "name"),
+            ClientMethod::ListResources => ("resources", "uri"),
+            ClientMethod::ListResourceTemplates => ("resourceTemplates", "uriTemplate"),
             _ => return result,
         };
         if let Some(items) = result[key].as_array_mut() {
