@@ -388,7 +388,7 @@ async fn a_call_the_client_drops_is_cancelled_on_the_upstream() {
     client.ready().await.unwrap();
     let (started, running) = tokio::sync::oneshot::channel();
     let started = std::sync::Mutex::new(Some(started));
-    let call = client.call_tool_with_progress(
+    let mut call = Box::pin(client.call_tool_with_progress(
         "old__slow",
         json!({"steps": 1000, "delay_ms": 20}),
         toolwire::CallOptions::default(),
@@ -397,13 +397,15 @@ async fn a_call_the_client_drops_is_cancelled_on_the_upstream() {
                 let _ = started.send(());
             }
         },
-    );
-    // Dropped once the upstream has made progress: the call is running there.
+    ));
+    // Dropped once the upstream has made progress: the call is running there, and nothing
+    // was cancelled while it was held.
     tokio::select! {
-        r = call => panic!("the call ended: {r:?}"),
+        r = &mut call => panic!("the call ended: {r:?}"),
         _ = running => {}
     }
     assert_eq!(old.cancellations(), 0);
+    drop(call);
     // The client tells the gateway, the gateway drops its own call, its client tells the
     // upstream.
     let told = tokio::time::timeout(Duration::from_secs(10), async {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolwire_types::ClientMethod;
 
+use crate::streamed::StreamSender;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
-use http_body_util::channel::Sender;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -212,7 +212,8 @@ impl<S: Service + Edge> Front<S> {
                             .await;
                     }
                     if cut {
-                        // Let hyper write what was sent first: an abort overtakes queued frames.
+                        // Let hyper write what was sent first: the abort closes the connection, whatever
+                        // hyper has taken but not yet written.
                         for _ in 0..100 {
                             if tx.capacity() == tx.max_capacity() {
                                 break;
@@ -222,7 +223,8 @@ impl<S: Service + Edge> Front<S> {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                         tx.abort(std::io::Error::other(
                             "answer stream cut for the client to resume",
-                        ));
+                        ))
+                        .await;
                     } else if !sent_ok {
                         tracing::debug!("the client went away before its answer");
                     }
@@ -244,7 +246,7 @@ impl<S: Service + Edge> Front<S> {
     /// Sends one event (logged for resumption in a session); with `cut`, logs without sending.
     async fn emit(
         &self,
-        tx: &mut Sender<Bytes, std::io::Error>,
+        tx: &mut StreamSender,
         session: Option<&str>,
         stream: Option<u64>,
         data: &Value,
@@ -257,7 +259,7 @@ impl<S: Service + Edge> Front<S> {
     /// [`Self::emit`] for a message whose JSON text is written already.
     async fn emit_text(
         &self,
-        tx: &mut Sender<Bytes, std::io::Error>,
+        tx: &mut StreamSender,
         session: Option<&str>,
         stream: Option<u64>,
         json: Bytes,

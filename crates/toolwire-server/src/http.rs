@@ -12,7 +12,6 @@ use toolwire_types::ClientMethod;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::channel::{Channel, Sender};
 use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use serde_json::Value;
@@ -32,7 +31,7 @@ use crate::{Caller, Change, Edge, Eras, Service};
 
 /// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
 /// once), or a stream fed through a channel (SSE).
-pub(crate) type Body = Either<Full<Bytes>, Channel<Bytes, std::io::Error>>;
+pub(crate) type Body = Either<Full<Bytes>, crate::streamed::Streamed>;
 
 /// An answer given instead of going on (boxed: a response is large, and a refusal is rare).
 type Refusal = Box<Response<Body>>;
@@ -76,7 +75,7 @@ fn header<'a>(req: &'a http::request::Parts, name: &str) -> Option<&'a str> {
 /// Writes the event `next` makes for each tool-list change to `tx`, with a keep-alive comment
 /// after 15 quiet seconds, until the client goes away or `next` says the stream is over.
 async fn forward_changes(
-    mut tx: Sender<Bytes, std::io::Error>,
+    mut tx: crate::streamed::StreamSender,
     mut changes: tokio::sync::broadcast::Receiver<Change>,
     quiet: Duration,
     mut next: impl FnMut(&Change) -> ControlFlow<(), Option<Bytes>>,

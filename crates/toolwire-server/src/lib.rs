@@ -53,6 +53,7 @@ mod session_id;
 mod sessions;
 mod sse;
 mod stdio;
+mod streamed;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -3,12 +3,12 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
-use http_body_util::channel::{Channel, Sender};
 use http_body_util::{Either, Full};
 use serde_json::Value;
 
 use crate::Denial;
 use crate::http::Body;
+use crate::streamed::StreamSender;
 
 /// The JSON text of `value` appended to `out`: written straight into the buffer
 /// (`Value`'s `Display`, which `to_string` uses, goes through the formatting machinery a
@@ -172,8 +172,8 @@ pub(crate) fn json_text_response(status: StatusCode, json: Vec<u8>) -> Response<
     with_body(status, "application/json", Bytes::from(json))
 }
 
-pub(crate) fn sse_response() -> (Sender<Bytes, std::io::Error>, Response<Body>) {
-    let (tx, body) = Channel::new(16);
+pub(crate) fn sse_response() -> (StreamSender, Response<Body>) {
+    let (tx, body) = crate::streamed::streamed(16);
     let mut r = Response::new(Either::Right(body));
     let h = r.headers_mut();
     h.insert(
