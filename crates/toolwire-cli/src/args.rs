@@ -8,7 +8,7 @@ const AFTER_HELP: &str = "\
 Without --url, --stdio or --config, a command talks to the embedded reference server (a demo
 with tools such as echo, add and slow): `toolwire tools list` lists its tools.
 
-Examples (the options naming a server go before the command):
+Examples (the options naming a server go before or after a command that talks to one):
   toolwire --url https://example.com/mcp tools list
   toolwire --stdio 'npx -y @modelcontextprotocol/server-everything' tools call echo message=hi
   toolwire --config ~/.cursor/mcp.json servers
@@ -489,4 +489,147 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
         .or_else(|| resolved.first())
         .copied()
         .ok_or_else(|| format!("{text}: the name resolves to no address"))
+}
+
+/// The command line with the options of toolwire itself that were given after a command
+/// moved before it, as people write them (`toolwire tools list --config mcp.json`): clap reads
+/// an option only on the command that defines it. Moved are the options naming and reaching a
+/// server (`--url`, `--config`, `--server`, `--stdio`, `--timeout`, …), after a command that
+/// talks to one and does not define the same option itself; `serve`, `gateway`, `trust` and
+/// `pins` have options of their own under some of these names, and nothing after `--` moves.
+pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    const OWN_MEANINGS: &[&str] = &["serve", "gateway", "trust", "pins", "help"];
+    let top = Cli::command();
+    // Top-level options clap does not already take anywhere: long name → takes a value.
+    let options: std::collections::HashMap<&str, bool> = top
+        .get_arguments()
+        .filter(|a| !a.is_global_set())
+        .filter_map(|a| Some((a.get_long()?, a.get_action().takes_values())))
+        .collect();
+    let long_of = |token: &str| -> Option<(String, bool)> {
+        let name = token.strip_prefix("--")?;
+        let (name, inline) = match name.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (name, false),
+        };
+        Some((name.to_owned(), inline))
+    };
+    let mut args = args.into_iter();
+    let mut out: Vec<std::ffi::OsString> = args.next().into_iter().collect();
+    // Up to the command: the options before it, with their values.
+    let mut command = None;
+    while let Some(arg) = args.next() {
+        let text = arg.to_str().unwrap_or("").to_owned();
+        if !text.starts_with('-') || text == "-" {
+            command = Some((arg, text));
+            break;
+        }
+        let takes_value = long_of(&text)
+            .is_some_and(|(name, inline)| !inline && options.get(name.as_str()) == Some(&true));
+        out.push(arg);
+        if takes_value && let Some(value) = args.next() {
+            out.push(value);
+        }
+    }
+    let Some((command, name)) = command else {
+        return out;
+    };
+    let rest: Vec<std::ffi::OsString> = args.collect();
+    let Some(sub) = top
+        .find_subcommand(&name)
+        .filter(|_| !OWN_MEANINGS.contains(&name.as_str()))
+    else {
+        out.push(command);
+        out.extend(rest);
+        return out;
+    };
+    // Every long option the command and its own commands define stays where it is.
+    let mut own = std::collections::HashSet::new();
+    let mut stack = vec![sub];
+    while let Some(c) = stack.pop() {
+        own.extend(c.get_arguments().filter_map(clap::Arg::get_long));
+        stack.extend(c.get_subcommands());
+    }
+    let (mut moved, mut kept) = (Vec::new(), vec![command]);
+    let mut rest = rest.into_iter();
+    while let Some(arg) = rest.next() {
+        let text = arg.to_str().unwrap_or("").to_owned();
+        if text == "--" {
+            kept.push(arg);
+            kept.extend(rest.by_ref());
+            break;
+        }
+        let hoist = long_of(&text).and_then(|(name, inline)| {
+            let takes = *options.get(name.as_str())?;
+            (!own.contains(name.as_str())).then_some(takes && !inline)
+        });
+        match hoist {
+            Some(with_value) => {
+                moved.push(arg);
+                if with_value && let Some(value) = rest.next() {
+                    moved.push(value);
+                }
+            }
+            None => kept.push(arg),
+        }
+    }
+    out.extend(moved);
+    out.extend(kept);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hoist(line: &str) -> String {
+        let args = line.split(' ').map(std::ffi::OsString::from).collect();
+        hoisted(args)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn options_of_toolwire_after_a_client_command_move_before_it_with_their_values() {
+        assert_eq!(
+            hoist("toolwire tools list --config mcp.json --server a"),
+            "toolwire --config mcp.json --server a tools list"
+        );
+        assert_eq!(
+            hoist("toolwire -v tools call add a=2 --timeout=5 b=40 --json"),
+            "toolwire -v --timeout=5 tools call add a=2 b=40 --json"
+        );
+        assert_eq!(
+            hoist("toolwire --protocol 2025-11-25 info --url http://h/mcp"),
+            "toolwire --protocol 2025-11-25 --url http://h/mcp info"
+        );
+        // Parsed as a user means it, then.
+        let cli = Cli::try_parse_from(hoisted(
+            "toolwire resources list --config f.json --names provider-safe"
+                .split(' ')
+                .map(Into::into)
+                .collect(),
+        ))
+        .expect("parses");
+        assert_eq!(cli.config.as_deref(), Some(std::path::Path::new("f.json")));
+        assert!(matches!(cli.command, Command::Resources { .. }));
+    }
+
+    #[test]
+    fn a_commands_own_options_tool_arguments_and_what_follows_a_double_dash_stay() {
+        for line in [
+            // serve and gateway have their own --stdio, --config, --http, --unix-socket.
+            "toolwire serve --stdio",
+            "toolwire gateway --config mcp.json --http 127.0.0.1:8808",
+            "toolwire tools call echo text=--url",
+            "toolwire watch --resource toolwire://readme --for 2",
+            "toolwire tools call echo -- --url x",
+            "toolwire --url http://h/mcp tools list",
+        ] {
+            assert_eq!(hoist(line), line);
+        }
+    }
 }

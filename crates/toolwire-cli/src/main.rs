@@ -127,7 +127,7 @@ fn runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(args::hoisted(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             let tip = hints::misplaced_option(&e);

@@ -402,8 +402,20 @@ fn https_to_a_port_that_speaks_plain_http_suggests_http() {
 }
 
 #[test]
-fn an_option_of_toolwire_after_the_command_gets_a_tip_and_the_small_conveniences_work() {
+fn an_option_of_toolwire_after_the_command_works_or_gets_a_tip_and_the_small_conveniences_work() {
+    // After a command that talks to a server, it is read as if given before: the embedded
+    // server would answer, the port named does not.
     let o = toolwire(&["tools", "list", "--url", "http://127.0.0.1:1/mcp"]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("no connection could be made"), "{said}");
+    // After `serve`, which has options of its own, clap refuses it, with the tip.
+    let o = toolwire(&["serve", "--url", "http://127.0.0.1:1/mcp"]);
     assert_eq!(o.status.code(), Some(2));
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(
