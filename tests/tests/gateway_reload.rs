@@ -189,3 +189,46 @@ async fn calls_in_flight_to_a_removed_or_changed_entry_complete_with_their_answe
     }
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_removes_or_disables_a_required_entry_is_refused_and_readiness_stays() {
+    let needed = reference(Eras::Both, Framing::Json).await;
+    let other = reference(Eras::Both, Framing::Json).await;
+    let before = json!({"needed": {"url": needed.url()}, "other": {"url": other.url()}});
+    let host = host(before, Naming::Qualified).await;
+    let gateway = Gateway::builder(host)
+        .required(vec!["needed".to_owned()])
+        .build();
+    let (front, client) = front_of(&gateway).await;
+    gateway.host().settled(Duration::from_secs(10)).await;
+    assert!(gateway.readiness().0, "{}", gateway.readiness().1);
+    for (after, refusal) in [
+        (
+            json!({"other": {"url": other.url()}}),
+            "has no entry `needed`",
+        ),
+        (
+            json!({"needed": {"url": needed.url(), "disabled": true}, "other": {"url": other.url()}}),
+            "disables `needed`",
+        ),
+    ] {
+        let file = json!({ "mcpServers": after });
+        let config = ServersConfig::parse(&file.to_string(), |_| None).unwrap();
+        let refused = gateway.reload(&config).expect_err("refused");
+        assert!(refused.to_string().contains(refusal), "{refused}");
+        // The running configuration stays: still ready, the entry still served.
+        assert!(gateway.readiness().0, "{}", gateway.readiness().1);
+        let r = client
+            .call_tool("needed__echo", json!({"text": "still"}))
+            .await
+            .unwrap();
+        assert_eq!(text(&r), "still");
+    }
+    // A reload that keeps it applies.
+    let kept = json!({"mcpServers": {"needed": {"url": needed.url()}}});
+    let config = ServersConfig::parse(&kept.to_string(), |_| None).unwrap();
+    assert_eq!(gateway.reload(&config).unwrap().removed, ["other"]);
+    let (status, _) = get(front.addr(), "/readyz").await;
+    assert_eq!(status, 200);
+    gateway.host().shutdown().await;
+}

@@ -13,6 +13,25 @@ use toolwire_server::{Edge, Page};
 
 use crate::Gateway;
 
+/// Why [`Gateway::reload`] left the running configuration in place.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// A required entry has no entry in the new configuration.
+    #[error(
+        "the new configuration has no entry `{0}`, which readiness requires: this replica would never be ready again (the \"gateway\" section's required list changes on restart)"
+    )]
+    RequiredMissing(String),
+    /// A required entry is disabled in the new configuration.
+    #[error(
+        "the new configuration disables `{0}`, which readiness requires: this replica would never be ready again (the \"gateway\" section's required list changes on restart)"
+    )]
+    RequiredDisabled(String),
+    /// The host refused it.
+    #[error(transparent)]
+    Host(#[from] toolwire_host::HostError),
+}
+
 impl Gateway {
     /// Says from now on that this replica is going away: `/readyz` answers 503 with
     /// `"draining": true` (a balancer stops sending it new callers) and `/metrics` shows
@@ -35,10 +54,23 @@ impl Gateway {
     /// `reloaded_entries_total{outcome}` for the entries it added, removed and changed). A
     /// refusal is not counted here: a caller that tries the same file again and again says
     /// when a refusal is new with [`Gateway::reload_refused`].
+    ///
+    /// A configuration without an enabled entry for each [`crate::GatewayBuilder::required`]
+    /// one is refused: readiness would wait for it for ever, and every balancer would take this
+    /// replica out of service.
     pub fn reload(
         &self,
         config: &toolwire_host::ServersConfig,
-    ) -> Result<toolwire_host::Reloaded, toolwire_host::HostError> {
+    ) -> Result<toolwire_host::Reloaded, ReloadError> {
+        for name in self.required.iter().flatten() {
+            match config.get(name) {
+                None => return Err(ReloadError::RequiredMissing(name.clone())),
+                Some(entry) if entry.disabled => {
+                    return Err(ReloadError::RequiredDisabled(name.clone()));
+                }
+                Some(_) => {}
+            }
+        }
         let done = self.host.reload(config)?;
         self.metrics.reload(Some(&done));
         Ok(done)
