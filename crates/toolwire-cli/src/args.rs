@@ -183,6 +183,14 @@ pub(crate) enum Command {
         /// The file.
         file: std::path::PathBuf,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) on stdout:
+    /// `toolwire completions bash > ~/.local/share/bash-completion/completions/toolwire`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout: `toolwire man > ~/.local/share/man/man1/toolwire.1`.
+    Man,
     /// The tool definitions a gateway pinned (`"pinTools"` in its file's gateway section):
     /// list them and the changes held in quarantine, approve a change (the tool comes back)
     /// or reject it.
@@ -499,7 +507,15 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 /// `pins` have options of their own under some of these names, and nothing after `--` moves.
 pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory as _;
-    const OWN_MEANINGS: &[&str] = &["serve", "gateway", "trust", "pins", "help"];
+    const OWN_MEANINGS: &[&str] = &[
+        "serve",
+        "gateway",
+        "trust",
+        "pins",
+        "completions",
+        "man",
+        "help",
+    ];
     let top = Cli::command();
     // Top-level options clap does not already take anywhere: long name → takes a value.
     let options: std::collections::HashMap<&str, bool> = top

@@ -44,6 +44,7 @@ mod args;
 mod batch;
 mod browse;
 mod connect;
+mod docs;
 mod elicit;
 mod gateway;
 mod hints;
@@ -266,6 +267,12 @@ fn main() -> ExitCode {
 const CANCEL_GRACE: Duration = Duration::from_millis(300);
 
 async fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Command::Completions { shell } = &cli.command {
+        return docs::completions(*shell);
+    }
+    if let Command::Man = &cli.command {
+        return docs::man();
+    }
     if let Command::Trust { file } = &cli.command {
         return trust::approve(file);
     }
@@ -389,6 +396,8 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
         | Command::Gateway(_)
         | Command::Trust { .. }
         | Command::Pins { .. }
+        | Command::Completions { .. }
+        | Command::Man
         | Command::Servers
         | Command::Login(_)
         | Command::Logout

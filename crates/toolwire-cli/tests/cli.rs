@@ -497,3 +497,69 @@ fn ctrl_c_during_a_call_cancels_it_at_the_server() {
     let _ = std::fs::remove_file(&log);
     let _ = std::fs::remove_file(&sent);
 }
+
+#[test]
+fn completions_and_the_man_page_name_every_command_and_the_bash_script_parses() {
+    let o = toolwire(&["completions", "bash"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bash = String::from_utf8_lossy(&o.stdout).into_owned();
+    for word in [
+        "tools",
+        "gateway",
+        "serve",
+        "servers",
+        "search",
+        "--drain-timeout",
+        "--config",
+    ] {
+        assert!(
+            bash.contains(word),
+            "{word} missing from the bash completions"
+        );
+    }
+    // bash reads it without a syntax error.
+    let dir = std::env::temp_dir().join(format!("toolwire-completions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("toolwire.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let checked = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    for (shell, marker) in [
+        ("zsh", "#compdef toolwire"),
+        ("fish", "complete -c toolwire"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let o = toolwire(&["completions", shell]);
+        assert!(o.status.success(), "{shell}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(marker),
+            "{shell}"
+        );
+    }
+    let o = toolwire(&["man"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let man = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH toolwire 1"),
+        "{man}"
+    );
+    for section in [
+        "toolwire\\-gateway",
+        "toolwire\\-tools",
+        "toolwire\\-serve",
+        "\\-\\-drain\\-timeout",
+    ] {
+        assert!(man.contains(section), "{section} missing from the man page");
+    }
+    // An unknown shell is a usage error.
+    assert_eq!(toolwire(&["completions", "tcsh"]).status.code(), Some(2));
+}
