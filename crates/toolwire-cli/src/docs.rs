@@ -36,12 +36,14 @@ pub(crate) fn man() -> Result<ExitCode, Failure> {
     write_out(&out)
 }
 
+/// Writes `bytes` on stdout; a reader that stopped early (`| head`) is no failure.
 fn write_out(bytes: &[u8]) -> Result<ExitCode, Failure> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(bytes)
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Failure::Usage(format!("stdout: {e}")))?;
-    Ok(ExitCode::SUCCESS)
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::Usage(format!("stdout: {e}")))
+        }
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
