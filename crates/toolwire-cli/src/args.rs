@@ -503,8 +503,9 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 /// moved before it, as people write them (`toolwire tools list --config mcp.json`): clap reads
 /// an option only on the command that defines it. Moved are the options naming and reaching a
 /// server (`--url`, `--config`, `--server`, `--stdio`, `--timeout`, …), after a command that
-/// talks to one and does not define the same option itself; `serve`, `gateway`, `trust` and
-/// `pins` have options of their own under some of these names, and nothing after `--` moves.
+/// talks to one and does not define the same option itself (`serve`, `gateway`, `trust`,
+/// `pins`, `completions` and `man` talk to none, and some have options of their own under
+/// these names); nothing after `--` moves.
 pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory as _;
     const OWN_MEANINGS: &[&str] = &[
@@ -517,7 +518,8 @@ pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         "help",
     ];
     let top = Cli::command();
-    // Top-level options clap does not already take anywhere: long name → takes a value.
+    // The top-level options that are not global (clap takes those anywhere already): long
+    // name → whether it takes a value.
     let options: std::collections::HashMap<&str, bool> = top
         .get_arguments()
         .filter(|a| !a.is_global_set())
