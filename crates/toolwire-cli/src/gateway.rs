@@ -75,22 +75,21 @@ pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failu
         }
     }
     // Readiness waits for entries that exist and can start.
-    for name in access.required.iter().flatten() {
-        match config.get(name) {
-            None => {
-                return Err(Failure::Usage(format!(
-                    "{}: gateway.required names `{name}`, which has no entry",
-                    file.display()
-                )));
-            }
-            Some(entry) if entry.disabled => {
-                return Err(Failure::Usage(format!(
-                    "{}: gateway.required names `{name}`, which is disabled: this replica would never be ready",
-                    file.display()
-                )));
-            }
-            Some(_) => {}
+    let required = access.required.as_deref().unwrap_or_default();
+    match toolwire_gateway::required_present(required, &config) {
+        Err(toolwire_gateway::ReloadError::RequiredMissing(name)) => {
+            return Err(Failure::Usage(format!(
+                "{}: gateway.required names `{name}`, which has no entry",
+                file.display()
+            )));
         }
+        Err(toolwire_gateway::ReloadError::RequiredDisabled(name)) => {
+            return Err(Failure::Usage(format!(
+                "{}: gateway.required names `{name}`, which is disabled: this replica would never be ready",
+                file.display()
+            )));
+        }
+        _ => {}
     }
     // Tool definitions pinned, a changed one quarantined until approved (`toolwire pins`).
     let pins = match &access.pin_tools {

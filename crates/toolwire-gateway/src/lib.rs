@@ -172,7 +172,7 @@ pub use access::{
 };
 pub use coalesce::{COALESCE, COALESCE_MAX};
 pub use discovery::{CALL_TOOL, DESCRIBE_TOOL, Progressive, SEARCH_TOOLS};
-pub use ops::ReloadError;
+pub use ops::{ReloadError, required_present};
 pub use relay::{
     MAX_PARKED_PER_CALLER, PARKED_FOR, UPSTREAM_META, unrelated, upstream_capabilities,
     upstream_client,

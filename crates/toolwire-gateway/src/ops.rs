@@ -32,6 +32,25 @@ pub enum ReloadError {
     Host(#[from] toolwire_host::HostError),
 }
 
+/// Whether `config` has an enabled entry for each of `required`: a gateway whose readiness
+/// requires an entry that is missing or disabled would never be ready. The first one that is
+/// not, as the [`ReloadError`] it makes.
+pub fn required_present(
+    required: &[String],
+    config: &toolwire_host::ServersConfig,
+) -> Result<(), ReloadError> {
+    for name in required {
+        match config.get(name) {
+            None => return Err(ReloadError::RequiredMissing(name.clone())),
+            Some(entry) if entry.disabled => {
+                return Err(ReloadError::RequiredDisabled(name.clone()));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 impl Gateway {
     /// Says from now on that this replica is going away: `/readyz` answers 503 with
     /// `"draining": true` (a balancer stops sending it new callers) and `/metrics` shows
@@ -62,15 +81,7 @@ impl Gateway {
         &self,
         config: &toolwire_host::ServersConfig,
     ) -> Result<toolwire_host::Reloaded, ReloadError> {
-        for name in self.required.iter().flatten() {
-            match config.get(name) {
-                None => return Err(ReloadError::RequiredMissing(name.clone())),
-                Some(entry) if entry.disabled => {
-                    return Err(ReloadError::RequiredDisabled(name.clone()));
-                }
-                Some(_) => {}
-            }
-        }
+        required_present(self.required.as_deref().unwrap_or_default(), config)?;
         let done = self.host.reload(config)?;
         self.metrics.reload(Some(&done));
         Ok(done)

@@ -248,7 +248,7 @@ impl<S: Service + Edge> Front<S> {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         if modern {
             if options.validate_headers {
-                let (received, plan) = self.routing(parts, method, message);
+                let (received, plan) = self.routing(parts, incoming);
                 let params = message["params"].as_object();
                 let checked = if options.era_repair {
                     check_request_repairing_version(&received, method, params, plan.as_ref())
@@ -270,7 +270,7 @@ impl<S: Service + Edge> Front<S> {
             }
         } else if options.validate_headers
             && request_version(message).is_none()
-            && let Err(refused) = self.check_legacy_headers(parts, method, message)
+            && let Err(refused) = self.check_legacy_headers(parts, method, incoming)
         {
             // A balancer may route on these: a legacy body under headers that say otherwise
             // would go where they say and do what the body says.
@@ -355,7 +355,7 @@ impl<S: Service + Edge> Front<S> {
         &self,
         parts: &http::request::Parts,
         method: &str,
-        message: &Value,
+        incoming: &crate::incoming::Incoming,
     ) -> Result<(), toolwire_types::ErrorObject> {
         if header(parts, "mcp-protocol-version") == Some(crate::core::MODERN) {
             return Err(toolwire_types::ErrorObject::new(
@@ -370,11 +370,11 @@ impl<S: Service + Edge> Front<S> {
         if !routed {
             return Ok(());
         }
-        let (received, plan) = self.routing(parts, method, message);
+        let (received, plan) = self.routing(parts, incoming);
         check_present(
             &received,
             method,
-            message["params"].as_object(),
+            incoming.value["params"].as_object(),
             plan.as_ref(),
         )
         .map_err(|mismatch| mismatch.to_error())
@@ -385,8 +385,7 @@ impl<S: Service + Edge> Front<S> {
     fn routing<'p>(
         &self,
         parts: &'p http::request::Parts,
-        method: &str,
-        message: &Value,
+        incoming: &crate::incoming::Incoming,
     ) -> (ReceivedHeaders<'p>, Option<toolwire_headers::HeaderPlan>) {
         let received = ReceivedHeaders::new(
             parts
@@ -394,10 +393,10 @@ impl<S: Service + Edge> Front<S> {
                 .iter()
                 .map(|(n, v)| (n.as_str(), v.as_bytes())),
         );
-        let plan = (ClientMethod::of(method) == ClientMethod::CallTool)
+        let plan = (incoming.method == ClientMethod::CallTool)
             .then(|| {
                 self.core
-                    .plan(message["params"]["name"].as_str().unwrap_or(""))
+                    .plan(incoming.value["params"]["name"].as_str().unwrap_or(""))
             })
             .flatten();
         (received, plan)

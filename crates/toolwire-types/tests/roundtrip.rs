@@ -65,6 +65,38 @@ fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).unwrap()
 }
 
+/// Hands every request method's marker to `$then!`: one list for the params and the results.
+macro_rules! request_markers {
+    ($then:ident) => {
+        $then!(
+            Initialize,
+            Discover,
+            Ping,
+            ListTools,
+            CallTool,
+            ListResources,
+            ListResourceTemplates,
+            ReadResource,
+            Subscribe,
+            Unsubscribe,
+            ListPrompts,
+            GetPrompt,
+            Complete,
+            SetLevel,
+            Listen,
+            ListSkills,
+            GetSkill,
+            ReadDirectory,
+            GetTask,
+            UpdateTask,
+            CancelTask,
+            CreateMessage,
+            Elicit,
+            ListRoots
+        )
+    };
+}
+
 /// Decodes the params of `method` as its typed params and re-encodes them. `None` for a
 /// method this crate has no marker for.
 fn params_roundtrip(method: &str, params: Option<&RawValue>) -> Option<Value> {
@@ -78,31 +110,8 @@ fn params_roundtrip(method: &str, params: Option<&RawValue>) -> Option<Value> {
             }
         )*};
     }
+    request_markers!(try_methods);
     try_methods!(
-        Initialize,
-        Discover,
-        Ping,
-        ListTools,
-        CallTool,
-        ListResources,
-        ListResourceTemplates,
-        ReadResource,
-        Subscribe,
-        Unsubscribe,
-        ListPrompts,
-        GetPrompt,
-        Complete,
-        SetLevel,
-        Listen,
-        ListSkills,
-        GetSkill,
-        ReadDirectory,
-        GetTask,
-        UpdateTask,
-        CancelTask,
-        CreateMessage,
-        Elicit,
-        ListRoots,
         Initialized,
         Cancelled,
         Progress,
@@ -143,32 +152,7 @@ fn result_roundtrip(method: &str, raw: &RawValue) -> Value {
             }
         )*};
     }
-    dispatch!(
-        Initialize,
-        Discover,
-        Ping,
-        ListTools,
-        CallTool,
-        ListResources,
-        ListResourceTemplates,
-        ReadResource,
-        Subscribe,
-        Unsubscribe,
-        ListPrompts,
-        GetPrompt,
-        Complete,
-        SetLevel,
-        Listen,
-        ListSkills,
-        GetSkill,
-        ReadDirectory,
-        GetTask,
-        UpdateTask,
-        CancelTask,
-        CreateMessage,
-        Elicit,
-        ListRoots
-    );
+    request_markers!(dispatch);
     panic!("no marker for result method {method}");
 }
 
