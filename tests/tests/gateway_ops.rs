@@ -246,6 +246,83 @@ async fn a_legacy_session_started_on_one_replica_goes_on_at_any_replica_with_the
     }
 }
 
+/// The value of the series `line` starts with in a `/metrics` page, if it is there.
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_each_replicas_legacy_sessions_and_requests_by_method() {
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let key = [7u8; 32];
+    let (a_gw, a) = replica(&new.url(), &[key]).await;
+    let (b_gw, b) = replica(&new.url(), &[key]).await;
+    let sessions = |addr| async move {
+        let (_, text) = get(addr, "/metrics").await;
+        metric(&text, "toolwire_gateway_legacy_sessions").unwrap_or(-1.0)
+    };
+    assert_eq!(sessions(a.addr()).await, 0.0);
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, session, _) = exchange(a.addr(), &[], &initialize).await;
+        assert_eq!(status, 200);
+        ids.push(session.expect("a session id"));
+    }
+    assert_eq!(sessions(a.addr()).await, 2.0);
+    assert_eq!(sessions(b.addr()).await, 0.0);
+
+    // B takes one of A's sessions up: it holds it from then on.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let with = [
+        ("mcp-session-id", ids[0].as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    assert_eq!(post(b.addr(), &with, &list).await.0, 200);
+    assert_eq!(sessions(b.addr()).await, 1.0);
+
+    // Its client ends it there.
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: {}\r\nmcp-session-id: {}\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        b.addr(),
+        ids[0]
+    );
+    let (status, _, _) = raw(b.addr(), delete.as_bytes()).await;
+    assert!((200..300).contains(&status), "{status}");
+    assert_eq!(sessions(b.addr()).await, 0.0);
+
+    let (_, text) = get(a.addr(), "/metrics").await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"toolwire_gateway_requests_total{method="initialize"}"#
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    let (_, text) = get(b.addr(), "/metrics").await;
+    assert_eq!(
+        metric(
+            &text,
+            r#"toolwire_gateway_requests_total{method="tools/list"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert!(
+        text.contains("toolwire_gateway_build_info{version="),
+        "{text}"
+    );
+    for gateway in [a_gw, b_gw] {
+        gateway.host().shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_names_both_tools_of_a_name_collision() {
     let new = reference(Eras::Modern, Framing::Json).await;

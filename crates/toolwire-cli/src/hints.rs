@@ -42,9 +42,55 @@ pub(crate) fn tls_hint(reason: &str) -> Option<&'static str> {
     }
 }
 
+/// A failure to reach `url` said as such, naming it: the library's chain of causes
+/// ("protocol negotiation failed: server/discover got no answer: request 1 got no answer: no
+/// connection could be made: client error (Connect): tcp connect error: …") says that nothing
+/// could be sent, not to what. None when `reason` is not a failure to connect.
+pub(crate) fn unreachable(url: &str, reason: &str) -> Option<String> {
+    const MARK: &str = "no connection could be made";
+    let at = reason.find(MARK)?;
+    // Only where nothing but the request's own wrappers come before: a connection that
+    // failed on the way to an authorization server is said as the library says it.
+    let wrappers = reason[..at].trim_end_matches(": ");
+    let only_wrappers = wrappers.is_empty()
+        || wrappers.split(": ").all(|part| {
+            part == "protocol negotiation failed"
+                || part.ends_with(" got no answer")
+                || part.starts_with("transport I/O failed")
+        });
+    if !only_wrappers {
+        return None;
+    }
+    let cause = reason[at + MARK.len()..]
+        .trim_start_matches(": ")
+        .trim_start_matches("client error (Connect): ")
+        .trim_start_matches("tcp connect error: ");
+    let shown = toolwire::types::redacted_url(url);
+    Some(if cause.is_empty() {
+        format!("cannot connect to {shown}")
+    } else {
+        format!("cannot connect to {shown}: {cause}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::tls_hint;
+    use super::{tls_hint, unreachable};
+
+    #[test]
+    fn a_refused_connection_names_the_url_and_the_cause_only() {
+        let reason = "protocol negotiation failed: server/discover got no answer: request 1 got no answer: no connection could be made: client error (Connect): tcp connect error: Connection refused (os error 111)";
+        assert_eq!(
+            unreachable("http://u:p@127.0.0.1:1/mcp?key=s", reason).as_deref(),
+            Some(
+                "cannot connect to http://…@127.0.0.1:1/mcp?key=…: Connection refused (os error 111)"
+            )
+        );
+        assert_eq!(unreachable("http://h/mcp", "tool `x` failed: boom"), None);
+        // On the way to somewhere else (an authorization server): left as it is.
+        let elsewhere = "authorization failed: discovery at https://as.example/x: no connection could be made: dns error";
+        assert_eq!(unreachable("http://h/mcp", elsewhere), None);
+    }
 
     #[test]
     fn a_certificate_this_machine_does_not_trust_points_at_ssl_cert_file() {

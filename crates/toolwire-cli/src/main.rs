@@ -361,8 +361,13 @@ async fn client_command(cli: Cli) -> Result<ExitCode, Failure> {
         }
         (None, None) => return Err(Failure::Usage("no server".into())),
     };
-    let outcome = session(&cli, &client, None).await;
+    let mut outcome = session(&cli, &client, None).await;
     client.close().await;
+    if let (Some(url), Err(Failure::Remote(reason))) = (&cli.url, &mut outcome)
+        && let Some(said) = hints::unreachable(url, reason)
+    {
+        *reason = said;
+    }
     drop(embedded);
     outcome
 }

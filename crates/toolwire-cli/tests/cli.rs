@@ -413,7 +413,11 @@ fn an_option_of_toolwire_after_the_command_works_or_gets_a_tip_and_the_small_con
         String::from_utf8_lossy(&o.stderr)
     );
     let said = String::from_utf8_lossy(&o.stderr);
-    assert!(said.contains("no connection could be made"), "{said}");
+    // The failure names the URL it could not reach, and why, on one line.
+    assert!(
+        said.contains("cannot connect to http://127.0.0.1:1/mcp: Connection refused"),
+        "{said}"
+    );
     // After `serve`, which has options of its own, clap refuses it, with the tip.
     let o = toolwire(&["serve", "--url", "http://127.0.0.1:1/mcp"]);
     assert_eq!(o.status.code(), Some(2));

@@ -676,6 +676,14 @@ impl Service for Gateway {
         self.session_gone(session);
     }
 
+    fn received(&self, method: ClientMethod) {
+        self.metrics.request(method);
+    }
+
+    fn legacy_sessions(&self, open: usize) {
+        self.metrics.legacy_sessions(open);
+    }
+
     fn repaired(&self, repair: toolwire_server::Repair) {
         self.metrics.repaired(repair.as_str());
     }

@@ -116,6 +116,16 @@ struct Upstream {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Requested {
+    method: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Build {
+    version: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct State {
     upstream: String,
     state: String,
@@ -177,6 +187,10 @@ pub(crate) struct Metrics {
     reloads: Family<Ended, Counter>,
     /// Entries a reload added, removed or changed.
     reloaded: Family<Ended, Counter>,
+    /// Requests served, by MCP method (`other` for one the protocol does not name).
+    requests: Family<Requested, Counter>,
+    /// Legacy sessions this replica holds now.
+    sessions: Gauge,
     /// The series of the tools called so far, by upstream and tool.
     series: Mutex<SeriesByTool>,
     /// Encoding reads the registry whole; one at a time.
@@ -288,6 +302,29 @@ impl Metrics {
                 })
                 .inc_by(0);
         }
+        let requests = Family::<Requested, Counter>::default();
+        registry.register(
+            "requests",
+            "Requests from callers, by MCP method (other: a method the protocol does not name), tool calls included",
+            requests.clone(),
+        );
+        let sessions = Gauge::default();
+        registry.register(
+            "legacy_sessions",
+            "Legacy (Mcp-Session-Id) sessions this replica holds now",
+            sessions.clone(),
+        );
+        let build = Family::<Build, Gauge>::default();
+        build
+            .get_or_create(&Build {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "1, labelled with the gateway's version",
+            build,
+        );
         registry.register(
             "upstream_state",
             "1 for each upstream's current state (ready, idle, starting, reconnecting, failed, needs-login, disabled)",
@@ -309,6 +346,8 @@ impl Metrics {
             failures,
             reloads,
             reloaded,
+            requests,
+            sessions,
             series: Mutex::default(),
             encoding: Mutex::new(()),
         }
@@ -404,6 +443,20 @@ impl Metrics {
     /// The gateway drains.
     pub(crate) fn draining(&self) {
         self.draining.set(1);
+    }
+
+    /// One request of `method` from a caller.
+    pub(crate) fn request(&self, method: toolwire_types::ClientMethod) {
+        self.requests
+            .get_or_create(&Requested {
+                method: method.name().unwrap_or("other"),
+            })
+            .inc();
+    }
+
+    /// This replica holds `open` legacy sessions now.
+    pub(crate) fn legacy_sessions(&self, open: usize) {
+        self.sessions.set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
     /// One request served by an era repair of `kind`.
@@ -507,6 +560,30 @@ mod tests {
         ] {
             assert_eq!(Side::of(&error), side, "{error}");
         }
+    }
+
+    #[test]
+    fn requests_are_counted_by_method_sessions_by_replica_and_the_version_is_named() {
+        use toolwire_types::ClientMethod;
+        let metrics = Metrics::new();
+        metrics.request(ClientMethod::ListTools);
+        metrics.request(ClientMethod::ListTools);
+        metrics.request(ClientMethod::of("vendor/thing"));
+        metrics.legacy_sessions(3);
+        metrics.legacy_sessions(2);
+        let text = metrics.render(&[]);
+        for line in [
+            r#"toolwire_gateway_requests_total{method="tools/list"} 2"#,
+            r#"toolwire_gateway_requests_total{method="other"} 1"#,
+            "toolwire_gateway_legacy_sessions 2",
+            &format!(
+                "toolwire_gateway_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        assert!(!text.contains(r#"method="tools/call""#), "{text}");
     }
 
     #[test]

@@ -195,13 +195,47 @@ fn challenge_summary(challenges: &[Challenge]) -> String {
     }
 }
 
+/// The start of an error body as one line: an HTML page (what a web server answers for a
+/// wrong path) as its text without tags, every run of whitespace one space, at most
+/// [`SNIPPET_SHOWN`] characters. An error message is read on one line of a terminal or a log.
 fn snippet_summary(snippet: &str) -> String {
-    if snippet.is_empty() {
+    let trimmed = snippet.trim_start();
+    let mut text = String::with_capacity(snippet.len().min(SNIPPET_SHOWN * 4));
+    let mut in_tag = false;
+    let html = trimmed.starts_with('<');
+    for c in trimmed.chars() {
+        match c {
+            '<' if html => in_tag = true,
+            '>' if html && in_tag => {
+                in_tag = false;
+                text.push(' ');
+            }
+            _ if in_tag => {}
+            c if c.is_whitespace() => text.push(' '),
+            c => text.push(c),
+        }
+    }
+    let words: Vec<&str> = text.split(' ').filter(|w| !w.is_empty()).collect();
+    let mut shown = String::new();
+    for word in words {
+        if shown.chars().count() + word.chars().count() + 1 > SNIPPET_SHOWN {
+            shown.push_str(" …");
+            break;
+        }
+        if !shown.is_empty() {
+            shown.push(' ');
+        }
+        shown.push_str(word);
+    }
+    if shown.is_empty() {
         String::new()
     } else {
-        format!(": {snippet}")
+        format!(": {shown}")
     }
 }
+
+/// How many characters of an error body an error message shows.
+const SNIPPET_SHOWN: usize = 120;
 
 /// `error` and its causes, outermost first.
 pub(crate) fn causes<'a>(
@@ -227,5 +261,31 @@ pub(crate) fn request_failed(
         HttpError::Unreachable(Box::new(error))
     } else {
         HttpError::Connect(Box::new(error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet_summary;
+
+    #[test]
+    fn an_html_error_page_is_shown_as_one_line_of_its_text() {
+        let page = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <title>Error response</title>\n    </head>\n    <body>\n        <p>Error code: 404</p>\n        <p>Message: File not found.</p>\n";
+        assert_eq!(
+            snippet_summary(page),
+            ": Error response Error code: 404 Message: File not found."
+        );
+        assert_eq!(snippet_summary("  \n "), "");
+        assert_eq!(snippet_summary("no\nsuch\tpath"), ": no such path");
+        // Text that is not HTML keeps its angle brackets.
+        assert_eq!(snippet_summary("a < b"), ": a < b");
+    }
+
+    #[test]
+    fn a_long_error_body_is_cut_at_a_word_and_marked() {
+        let body = "word ".repeat(100);
+        let shown = snippet_summary(&body);
+        assert!(shown.ends_with(" …"), "{shown}");
+        assert!(shown.chars().count() <= super::SNIPPET_SHOWN + 4, "{shown}");
     }
 }

@@ -351,6 +351,7 @@ impl<S: Service> Core<S> {
         let params = &message["params"];
         let modern = request_version(message);
         let kind = incoming.method;
+        self.service.received(kind);
         if self.modern_ok() && kind != ClientMethod::Initialize {
             match modern {
                 Some(v) if v != MODERN => {

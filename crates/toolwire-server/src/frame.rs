@@ -100,6 +100,7 @@ impl<S: Service + Edge> Front<S> {
         };
         if let Some(sid) = &new_session {
             self.sessions.hold(sid, owner);
+            self.count_sessions();
             session = Some(sid.clone());
         }
         let mut response = match framing {

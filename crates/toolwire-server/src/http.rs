@@ -406,16 +406,28 @@ impl<S: Service + Edge> Front<S> {
     /// sessions that ended on the way are forgotten.
     fn owner(&self, sid: &str) -> Option<[u8; 16]> {
         let mut ended = Vec::new();
+        let held = self.sessions.len();
         let owner = self.sessions.owner(sid, &mut ended);
         self.forget_all(ended);
+        if self.sessions.len() != held {
+            self.count_sessions();
+        }
         owner
+    }
+
+    /// A session was held or ended: the service hears how many there are now.
+    pub(crate) fn count_sessions(&self) {
+        self.core.service.legacy_sessions(self.sessions.len());
     }
 
     /// Whether a new session of `owner` may be held ([`Sessions::room_for`]).
     pub(crate) fn room_for(&self, owner: [u8; 16]) -> bool {
         let mut ended = Vec::new();
         let room = self.sessions.room_for(owner, &mut ended);
-        self.forget_all(ended);
+        if !ended.is_empty() {
+            self.forget_all(ended);
+            self.count_sessions();
+        }
         room
     }
 
@@ -424,6 +436,7 @@ impl<S: Service + Edge> Front<S> {
     pub(crate) fn end_session(&self, sid: &str) {
         if self.sessions.end(sid) {
             self.core.forget(sid);
+            self.count_sessions();
         }
     }
 

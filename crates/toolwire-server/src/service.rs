@@ -409,6 +409,20 @@ pub trait Service: Send + Sync + 'static {
         let _ = session;
     }
 
+    /// A request of `method` arrived, whoever answers it (the server core answers
+    /// `initialize`, `server/discover` and `ping` itself). Counted by the gateway; nothing by
+    /// default.
+    fn received(&self, method: ClientMethod) {
+        let _ = method;
+    }
+
+    /// This front end holds `open` legacy sessions now: said after each change (a session
+    /// begun, taken up from another replica, ended). Exported by the gateway; nothing by
+    /// default.
+    fn legacy_sessions(&self, open: usize) {
+        let _ = open;
+    }
+
     /// A client quirk was overlooked ([`crate::Options::era_repair`]): the request was served
     /// as its body says. Counted by the gateway; nothing by default.
     fn repaired(&self, repair: crate::Repair) {

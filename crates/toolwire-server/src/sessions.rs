@@ -198,6 +198,11 @@ impl Sessions {
             .or_insert_with(|| Session::new(owner));
     }
 
+    /// How many sessions are held here.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.table).len()
+    }
+
     /// Ends `sid` here (deleted, expired, pushed out): whether it was held. A sealed id is
     /// not taken up again here.
     pub(crate) fn end(&self, sid: &str) -> bool {
