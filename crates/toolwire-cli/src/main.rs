@@ -48,6 +48,7 @@ mod docs;
 mod elicit;
 mod gateway;
 mod hints;
+mod logging;
 mod login;
 mod merged;
 mod pins;
@@ -156,17 +157,7 @@ fn main() -> ExitCode {
     } else {
         level
     };
-    // The MCP spans are for the collector (`--otlp-endpoint`), not the log lines' prefixes.
-    let mut filter = tracing_subscriber::filter::Targets::new()
-        .with_default(level)
-        .with_target("toolwire_gateway::audit", audit_level)
-        .with_target(
-            toolwire_telemetry::TARGET,
-            tracing_subscriber::filter::LevelFilter::OFF,
-        );
-    if gateway {
-        filter = filter.with_target("toolwire_host", level.max(tracing::Level::INFO));
-    }
+    let filter = logging::filter(level, audit_level, gateway);
     // `RUST_LOG`, as in every tracing program, replaces all of that when it is set.
     let rust_log = std::env::var("RUST_LOG")
         .ok()
@@ -201,7 +192,6 @@ fn main() -> ExitCode {
     };
     {
         use tracing_subscriber::Layer as _;
-        use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -210,11 +200,11 @@ fn main() -> ExitCode {
             Some(env_filter) => logs.with_filter(env_filter).boxed(),
             None => logs.with_filter(filter).boxed(),
         };
-        let registry = tracing_subscriber::registry().with(logs);
-        // The spans go to the collector whatever the log level (their own filter).
         #[cfg(feature = "otlp")]
-        let registry = registry.with(otlp.as_ref().map(toolwire_telemetry::Otlp::layer));
-        registry.init();
+        let dispatch = logging::dispatch(logs, otlp.as_ref().map(toolwire_telemetry::Otlp::layer));
+        #[cfg(not(feature = "otlp"))]
+        let dispatch = logging::dispatch(logs, None::<logging::NoCollector>);
+        dispatch.init();
     }
     let json = cli.json;
     // Ctrl-C during a client command drops it, and with it the calls in flight: each is
