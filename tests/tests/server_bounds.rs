@@ -98,6 +98,104 @@ async fn a_flood_of_idle_and_half_sent_connections_is_closed_and_a_real_request_
     assert_eq!(closed, 50, "the server closed every connection it took");
 }
 
+/// One request on `stream`, kept alive: the status of its answer, or None when the server
+/// closed the connection instead of answering.
+async fn ping_on(stream: &mut TcpStream) -> Option<u16> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: ping\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.ok()?;
+    // The whole answer, head and body, so that nothing of it is left for the next read.
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head.lines().find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().ok())?
+            })?;
+            if body.len() >= length {
+                return head.get(9..12)?.parse().ok();
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .ok()?
+            .ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_accepts_only_json_is_answered_in_json_by_a_server_that_streams() {
+    // The reference server answers with SSE streams by default.
+    let server = serve(|_| {}).await;
+    let body = initialize(json!({})).to_string();
+    let request = |accept: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {accept}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let (status, head, answer) = raw(server.addr(), request("application/json").as_bytes()).await;
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    assert_eq!(answer[0]["result"]["protocolVersion"], "2025-06-18", "{answer:?}");
+    let (_, head, _) = raw(
+        server.addr(),
+        request("application/json, text/event-stream").as_bytes(),
+    )
+    .await;
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{head}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_idle_past_the_header_timeout_serves_its_next_request() {
+    // The head's timeout runs from a head's first byte: a pooled connection reused after a
+    // pause six times as long (a client pinging every 10 s against a 10 s timeout) is served.
+    // (The idle timeout, far above the pause here, is the flood test's.)
+    let server = serve(|l| {
+        l.header_timeout = Duration::from_millis(100);
+        l.idle_timeout = Duration::from_secs(30);
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr()).await.unwrap();
+    assert_eq!(ping_on(&mut stream).await, Some(200));
+    for pause in [600, 300] {
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        assert_eq!(
+            ping_on(&mut stream).await,
+            Some(200),
+            "closed at the header timeout"
+        );
+    }
+    // A head that trickles in is still cut off at the header timeout.
+    let mut slow = TcpStream::connect(server.addr()).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(3), slow.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "a half-sent head was left open");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_opening_session_after_session_keeps_only_its_newest_share() {
     let server = serve(|l| l.sessions_per_caller = 4).await;

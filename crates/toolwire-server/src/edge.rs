@@ -122,19 +122,27 @@ impl<S: Service + Edge> Front<S> {
             }
         });
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        // The head's timeout is kept here ([`crate::limits::Activity::head_for`]): hyper's runs
+        // from the end of the last answer, an idle timeout for every kept-alive connection.
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_timeout);
+            .header_read_timeout(None);
         builder.http2().timer(TokioTimer::new());
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(connection);
-        let check = (limits.idle_timeout / 4).max(Duration::from_millis(10));
+        let check =
+            (limits.idle_timeout.min(limits.header_timeout) / 4).max(Duration::from_millis(10));
         let mut closing = false;
         loop {
             tokio::select! {
                 _ = connection.as_mut() => return,
                 () = tokio::time::sleep(check), if !closing => {
+                    // A head that trickles in is cut off (the connection dropped: there is
+                    // no answer to finish).
+                    if activity.head_for() > limits.header_timeout {
+                        return;
+                    }
                     if activity.idle_for() > limits.idle_timeout {
                         closing = true;
                         connection.as_mut().graceful_shutdown();

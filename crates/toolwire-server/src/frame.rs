@@ -40,7 +40,11 @@ impl<S: Service + Edge> Front<S> {
         // The request's header map, emptied, carries the answer (`in_request_map`).
         let headers = parts.headers;
         let nowhere = &self.nowhere;
-        let framing = options.framing;
+        // A client that accepts only JSON gets JSON, whatever the server prefers.
+        let framing = match options.framing {
+            Framing::Sse if !accepts_event_stream(&headers) => Framing::Json,
+            framing => framing,
+        };
         let core = self.core.clone();
         let is_request = message.get("id").is_some_and(|i| !i.is_null())
             && message["method"].as_str().is_some_and(|m| !m.is_empty());
@@ -300,5 +304,58 @@ impl<S: Service + Edge> Opened<S> {
 impl<S: Service + Edge> Drop for Opened<S> {
     fn drop(&mut self) {
         self.front.sessions.close_stream(&self.sid, self.stream);
+    }
+}
+
+/// Whether the request's `Accept` lets the answer be an event stream: no `Accept` at all, or a
+/// range that covers `text/event-stream` and is not refused with `q=0`. The spec asks clients
+/// to accept both, and some send `application/json` alone: they are answered in the one
+/// framing they read.
+fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
+    let mut values = headers.get_all(http::header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    values
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            !refused && matches!(media.as_str(), "text/event-stream" | "text/*" | "*/*")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::accepts_event_stream;
+
+    fn accept(values: &[&str]) -> bool {
+        let mut headers = http::HeaderMap::new();
+        for v in values {
+            headers.append(
+                http::header::ACCEPT,
+                v.parse()
+                    .unwrap_or_else(|_| http::HeaderValue::from_static("")),
+            );
+        }
+        accepts_event_stream(&headers)
+    }
+
+    #[test]
+    fn an_answer_is_an_event_stream_only_where_the_accept_header_allows_one() {
+        assert!(accept(&[]));
+        assert!(accept(&["application/json, text/event-stream"]));
+        assert!(accept(&["application/json", "text/event-stream"]));
+        assert!(accept(&["*/*"]));
+        assert!(accept(&["Text/Event-Stream;q=0.5"]));
+        assert!(!accept(&["application/json"]));
+        assert!(!accept(&["application/json, text/event-stream;q=0"]));
+        assert!(!accept(&["application/*"]));
     }
 }

@@ -143,8 +143,9 @@ pub struct Options {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Limits {
-    /// The longest a client may take to send a request's head once it began (a client that
-    /// trickles headers is cut off): 10 s.
+    /// The longest a client may take to send a request's head from its first byte (a client
+    /// that trickles headers is cut off; a kept-alive connection waiting for its next request
+    /// is the idle timeout's): 10 s.
     pub header_timeout: Duration,
     /// The longest a request's body may take to arrive (408 after it): 30 s.
     pub body_timeout: Duration,

@@ -1,5 +1,13 @@
-//! What a connection is doing, for the idle cut-off ([`crate::Limits::idle_timeout`]): when a
-//! byte last went either way, and how many requests are in flight on it.
+//! What a connection is doing, for the idle cut-off ([`crate::Limits::idle_timeout`]) and the
+//! head cut-off ([`crate::Limits::header_timeout`]): when a byte last went either way, how
+//! many requests are in flight on it, and since when the head of the next one has been
+//! arriving.
+//!
+//! The head's clock starts at its first byte, not when the connection fell idle: hyper's own
+//! `header_read_timeout` runs from the end of the last answer, which makes it the idle timeout
+//! of every kept-alive connection, and a client that reuses its connection as the server
+//! closes it loses the request it sent (a pool that pings every 10 s met a 10 s header timeout
+//! every time).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,6 +28,9 @@ struct Shared {
     last: AtomicU64,
     /// Requests whose answer (head) is not given yet.
     in_flight: AtomicUsize,
+    /// One more than the milliseconds after `began` of the first byte read since the last
+    /// request began (the next request's head arriving); 0 while none was.
+    head_since: AtomicU64,
 }
 
 impl Default for Activity {
@@ -28,6 +39,7 @@ impl Default for Activity {
             began: Instant::now(),
             last: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            head_since: AtomicU64::new(0),
         }))
     }
 }
@@ -43,15 +55,47 @@ impl Drop for Busy {
 }
 
 impl Activity {
-    fn touch(&self) {
-        let now = u64::try_from(self.0.began.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.0.last.store(now, Ordering::Relaxed);
+    fn now(&self) -> u64 {
+        u64::try_from(self.0.began.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
     }
 
-    /// A request begins.
+    fn touch(&self) {
+        self.0.last.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// Bytes were read: with no request in flight they are the next request's head, whose
+    /// clock starts now unless it already runs.
+    fn read(&self) {
+        let now = self.now();
+        self.0.last.store(now, Ordering::Relaxed);
+        if self.0.in_flight.load(Ordering::Relaxed) == 0 {
+            let _ = self.0.head_since.compare_exchange(
+                0,
+                now + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// A request begins (its head was read whole).
     pub(crate) fn busy(&self) -> Busy {
         self.0.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.0.head_since.store(0, Ordering::Relaxed);
         Busy(self.clone())
+    }
+
+    /// How long the head of the next request has been arriving: zero when none began, or
+    /// while a request is in flight.
+    pub(crate) fn head_for(&self) -> Duration {
+        let since = self.0.head_since.load(Ordering::Relaxed);
+        if since == 0 || self.0.in_flight.load(Ordering::Relaxed) > 0 {
+            return Duration::ZERO;
+        }
+        self.0
+            .began
+            .elapsed()
+            .saturating_sub(Duration::from_millis(since - 1))
     }
 
     /// How long the connection has been idle: zero while a request is in flight.
@@ -85,7 +129,7 @@ impl<C: AsyncRead + Unpin> AsyncRead for Tracked<C> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
+            self.activity.read();
         }
         polled
     }
@@ -132,6 +176,30 @@ impl<C: AsyncWrite + Unpin> AsyncWrite for Tracked<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heads_clock_starts_at_its_first_byte_and_stops_when_its_request_begins() {
+        let activity = Activity::default();
+        std::thread::sleep(Duration::from_millis(30));
+        // Idle, nothing read: no head is arriving, however long the connection idled.
+        assert_eq!(activity.head_for(), Duration::ZERO);
+        activity.read();
+        std::thread::sleep(Duration::from_millis(20));
+        let arriving = activity.head_for();
+        assert!(
+            arriving >= Duration::from_millis(20) && arriving < Duration::from_millis(30),
+            "{arriving:?}"
+        );
+        // More bytes of the same head do not restart it.
+        activity.read();
+        assert!(activity.head_for() >= Duration::from_millis(20));
+        // The head was whole: the request runs, and its body's bytes start no clock.
+        let busy = activity.busy();
+        activity.read();
+        assert_eq!(activity.head_for(), Duration::ZERO);
+        drop(busy);
+        assert_eq!(activity.head_for(), Duration::ZERO);
+    }
 
     #[test]
     fn a_connection_idles_only_without_a_request_in_flight_or_a_byte() {
