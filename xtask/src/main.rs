@@ -6,8 +6,10 @@
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
 //!   build of the comparison bench, `windows`, `wasm`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`,
-//!   `tidy`, the official conformance suite (`conformance`) and the real peers (`interop`).
+//!   `tidy`, `deploy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
+//! - `deploy`: the sample gateway file, the Kubernetes manifests and the Compose file read by
+//!   the tools that read them (see [`deploy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
 //! - `bench`: Toolwire against rmcp and the physical floor, and its gateway against
@@ -34,6 +36,7 @@
 
 mod catalog;
 mod conformance;
+mod deploy;
 mod interop;
 mod tidy;
 mod wasm;
@@ -50,13 +53,14 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::run(&root),
         Some("conformance") => conformance::run(&root),
         Some("interop") => interop::run(&root),
+        Some("deploy") => deploy::check(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
         Some("wasm") => wasm::check(&root),
         Some("catalog") => catalog::run(&root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|conformance|interop|windows|wasm|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|deploy|conformance|interop|windows|wasm|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -101,7 +105,7 @@ pub(crate) fn run(
 }
 
 /// [`run`], returning what the command wrote to stdout (stderr still goes to the terminal).
-fn run_for_stdout(root: &Path, program: &str, args: &[&str]) -> Result<String, String> {
+pub(crate) fn run_for_stdout(root: &Path, program: &str, args: &[&str]) -> Result<String, String> {
     execute(root, program, args, &[], true)
 }
 
@@ -266,6 +270,8 @@ fn ci(root: &Path) -> Result<(), String> {
     deny(root)?;
     eprintln!("\n==> cargo xtask tidy");
     tidy::run(root)?;
+    eprintln!("\n==> cargo xtask deploy");
+    deploy::check(root)?;
     eprintln!("\n==> cargo xtask conformance");
     conformance::run(root)?;
     eprintln!("\n==> cargo xtask interop");
@@ -431,7 +437,7 @@ fn bench(root: &Path, quick: bool) -> Result<(), String> {
 const CONTEXTFORGE: &str = "1.0.7.post20260921";
 
 /// The executable of the `kind` target `name` among cargo's JSON messages (one per line).
-fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
+pub(crate) fn built_executable(messages: &str, kind: &str, name: &str) -> Option<String> {
     messages
         .lines()
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())

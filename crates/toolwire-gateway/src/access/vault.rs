@@ -50,6 +50,10 @@ pub struct VaultConfig {
     /// [`VAULT_KEY_ENV`].
     #[serde(default)]
     pub key_env: Option<String>,
+    /// A file that holds the key instead (a mounted secret, as Kubernetes and Compose give
+    /// them); it wins over the variable. It should be readable by its owner only.
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
     /// The key itself, for a program that has it at hand (never read from the file).
     #[serde(skip)]
     pub key: Option<Secret>,
@@ -64,6 +68,7 @@ impl std::fmt::Debug for VaultConfig {
                 &self.redis.as_deref().map(toolwire_types::redacted_url),
             )
             .field("key_env", &self.key_env)
+            .field("key_file", &self.key_file)
             .finish_non_exhaustive()
     }
 }
@@ -247,24 +252,45 @@ impl std::fmt::Debug for Vault {
     }
 }
 
+/// The vault's key from `file` (its text never reaches an error); a warning when others may
+/// read it.
+fn read_key_file(file: &std::path::Path) -> Result<String, AccessError> {
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(file) {
+        use std::os::unix::fs::PermissionsExt as _;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(file = %file.display(), "the vault's key file can be read by other users: chmod 600 it");
+        }
+    }
+    std::fs::read_to_string(file)
+        .map_err(|e| AccessError::Config(format!("the vault's key file {}: {e}", file.display())))
+}
+
 impl Vault {
     /// The vault `config` describes, its key read now.
     pub(crate) fn new(config: &VaultConfig) -> Result<Self, AccessError> {
         let env = config.key_env.as_deref().unwrap_or(VAULT_KEY_ENV);
-        let key = match &config.key {
-            Some(key) => key.expose().to_owned(),
-            None => std::env::var(env).map_err(|_| {
-                AccessError::Config(format!(
-                    "the vault is sealed with a key: set {env} to the base64 of 32 random bytes (`head -c32 /dev/urandom | base64`), the same on every replica"
-                ))
-            })?,
+        // Where the key came from, for errors (never the key).
+        let (key, source) = match (&config.key, &config.key_file) {
+            (Some(key), _) => (key.expose().to_owned(), env.to_owned()),
+            (None, Some(file)) => (read_key_file(file)?, file.display().to_string()),
+            (None, None) => (
+                std::env::var(env).map_err(|_| {
+                    AccessError::Config(format!(
+                        "the vault is sealed with a key: set {env} to the base64 of 32 random bytes (`head -c32 /dev/urandom | base64`), the same on every replica, or name a file that holds it (\"keyFile\")"
+                    ))
+                })?,
+                env.to_owned(),
+            ),
         };
         let key = STANDARD.decode(key.trim()).map_err(|_| {
-            AccessError::Config(format!("the vault's key ({env}) is not base64 of 32 bytes"))
+            AccessError::Config(format!(
+                "the vault's key ({source}) is not base64 of 32 bytes"
+            ))
         })?;
         if key.len() != 32 {
             return Err(AccessError::Config(format!(
-                "the vault's key ({env}) is not base64 of 32 bytes"
+                "the vault's key ({source}) is not base64 of 32 bytes"
             )));
         }
         let backend = match (&config.dir, &config.redis) {

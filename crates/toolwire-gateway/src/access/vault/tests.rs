@@ -194,6 +194,43 @@ fn a_vault_without_a_good_key_is_refused_naming_the_variable_not_the_value() {
     assert!(Vault::new(&both).is_err());
 }
 
+#[tokio::test]
+async fn a_key_file_opens_what_the_same_key_sealed_and_a_bad_one_is_named_not_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let sealed_by = Arc::new(Vault::new(&config(dir.path())).unwrap());
+    sealed_by
+        .store("alice")
+        .save(&entry("alice-token"))
+        .await
+        .unwrap();
+
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("vault_key");
+    std::fs::write(&file, format!("{}\n", STANDARD.encode([7u8; 32]))).unwrap();
+    let from_file = VaultConfig {
+        dir: Some(dir.path().to_owned()),
+        key_file: Some(file.clone()),
+        key_env: Some("TOOLWIRE_TEST_VAULT_KEY_THAT_IS_NOT_SET".into()),
+        ..VaultConfig::default()
+    };
+    let opened = Arc::new(Vault::new(&from_file).unwrap());
+    let listed = opened.store("alice").list().await.unwrap();
+    assert_eq!(listed.len(), 1, "the record sealed with the same key opens");
+
+    std::fs::write(&file, "bm90LWEta2V5").unwrap();
+    let e = Vault::new(&from_file).unwrap_err().to_string();
+    assert!(
+        e.contains("vault_key") && !e.contains("bm90LWEta2V5"),
+        "{e}"
+    );
+    let missing = VaultConfig {
+        key_file: Some(keys.path().join("absent")),
+        ..from_file
+    };
+    let e = Vault::new(&missing).unwrap_err().to_string();
+    assert!(e.contains("absent"), "{e}");
+}
+
 #[test]
 fn a_vault_setting_is_a_directory_or_an_object_and_never_shows_a_redis_password() {
     // tidy: not an MCP shape
