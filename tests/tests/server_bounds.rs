@@ -153,7 +153,10 @@ async fn a_client_that_accepts_only_json_is_answered_in_json_by_a_server_that_st
             .contains("content-type: application/json"),
         "{head}"
     );
-    assert_eq!(answer[0]["result"]["protocolVersion"], "2025-06-18", "{answer:?}");
+    assert_eq!(
+        answer[0]["result"]["protocolVersion"], "2025-06-18",
+        "{answer:?}"
+    );
     let (_, head, _) = raw(
         server.addr(),
         request("application/json, text/event-stream").as_bytes(),

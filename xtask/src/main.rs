@@ -5,9 +5,12 @@
 //!   its `oauth` feature), the tests (nextest, then
 //!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
 //!   build of the comparison bench, `windows`, `wasm`, each fuzz target built and
-//!   run for 15 s (cargo-fuzz), `cargo deny check`,
+//!   run for 15 s (cargo-fuzz), `cargo deny check`, `cargo package` of every crate meant for
+//!   users (with the metadata crates.io shows),
 //!   `tidy`, `deploy`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
+//! - `package`: the crates meant for users packed as crates.io would take them (see
+//!   [`package`]).
 //! - `deploy`: the sample gateway file, the Kubernetes manifests and the Compose file read by
 //!   the tools that read them (see [`deploy`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
@@ -54,13 +57,14 @@ fn main() -> ExitCode {
         Some("conformance") => conformance::run(&root),
         Some("interop") => interop::run(&root),
         Some("deploy") => deploy::check(&root),
+        Some("package") => package(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
         Some("wasm") => wasm::check(&root),
         Some("catalog") => catalog::run(&root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|deploy|conformance|interop|windows|wasm|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|deploy|package|conformance|interop|windows|wasm|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -268,6 +272,7 @@ fn ci(root: &Path) -> Result<(), String> {
     wasm::check(root)?;
     fuzz_smoke(root)?;
     deny(root)?;
+    package(root)?;
     eprintln!("\n==> cargo xtask tidy");
     tidy::run(root)?;
     eprintln!("\n==> cargo xtask deploy");
@@ -283,6 +288,65 @@ fn ci(root: &Path) -> Result<(), String> {
         summary.passed, summary.failed
     );
     Ok(())
+}
+
+/// The crates meant for users, as crates.io would take them: each names what a registry page
+/// shows (description, readme, keywords, categories, licence, repository, MSRV), and
+/// `cargo package` packs every one of them (path dependencies with versions, files inside the
+/// crate). The packages are not built again from their sources here (`--no-verify`): that is
+/// the workspace's own build, minutes more on these machines.
+fn package(root: &Path) -> Result<(), String> {
+    let metadata = run_for_stdout(
+        root,
+        "cargo",
+        &["metadata", "--no-deps", "--format-version", "1", "--locked"],
+    )?;
+    let metadata: serde_json::Value =
+        serde_json::from_str(&metadata).map_err(|e| format!("cargo metadata: {e}"))?;
+    let mut internal = Vec::new();
+    let mut missing = Vec::new();
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let name = package["name"].as_str().unwrap_or("?").to_owned();
+        // `publish = false` reads as an empty list of registries.
+        if package["publish"].as_array().is_some_and(Vec::is_empty) {
+            internal.push(name);
+            continue;
+        }
+        for field in [
+            "description",
+            "readme",
+            "keywords",
+            "categories",
+            "license",
+            "repository",
+            "rust_version",
+        ] {
+            let value = &package[field];
+            let empty = value.is_null()
+                || value.as_str().is_some_and(str::is_empty)
+                || value.as_array().is_some_and(Vec::is_empty);
+            if empty {
+                missing.push(format!("{name}: no `{field}`"));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "crates meant for users lack what crates.io shows:\n{}",
+            missing.join("\n")
+        ));
+    }
+    let mut args = vec![
+        "package",
+        "--workspace",
+        "--no-verify",
+        "--locked",
+        "--allow-dirty",
+    ];
+    for name in &internal {
+        args.extend(["--exclude", name.as_str()]);
+    }
+    run(root, "cargo", &args, &[])
 }
 
 /// Seconds each fuzz target runs in CI: a smoke test that the targets build with the
