@@ -20,6 +20,9 @@
 //! 10. And they dispatch on the types' method kinds (`ClientMethod`, `ServerNotice`, …), never
 //!     by comparing a method's name with a marker's ([`NAME_DISPATCH`]): one table of which
 //!     name is which method, the types'.
+//! 11. Each document stays within its size budget ([`DOC_BUDGETS`]): a page a newcomer reads
+//!     whole. Where a document is still above the size it should have, its budget is its size
+//!     today, so that it can only shrink.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -546,7 +549,39 @@ fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String>
 /// than one job.
 pub(crate) const MAX_FILE_LINES: usize = 800;
 
-/// The files of `files` (path, line count) past [`MAX_FILE_LINES`].
+/// The documents' budgets in bytes (rule 11): the size each should have, and where one is
+/// still larger, its ceiling until it is cut (README.md should be 10,000: a front door;
+/// ARCHITECTURE.md 20,000; docs/protocol-decisions.md and docs/reliability.md a page per
+/// area).
+pub(crate) const DOC_BUDGETS: &[(&str, usize)] = &[
+    ("README.md", 49_000),
+    ("ARCHITECTURE.md", 40_000),
+    ("CHANGELOG.md", 16_000),
+    ("docs/performance.md", 16_000),
+    ("docs/benchmarks.md", 40_000),
+    ("docs/conformance.md", 12_000),
+    ("docs/interop.md", 12_000),
+    ("docs/protocol-decisions.md", 86_000),
+    ("docs/reliability.md", 62_000),
+];
+
+/// The documents of `sizes` (path, bytes) past their budget in [`DOC_BUDGETS`], and any
+/// document of `docs/` that has no budget.
+pub(crate) fn check_doc_budgets(sizes: &[(String, usize)]) -> Vec<String> {
+    sizes
+        .iter()
+        .filter_map(|(path, bytes)| {
+            match DOC_BUDGETS.iter().find(|(p, _)| p == path) {
+                Some((_, budget)) if bytes > budget => Some(format!(
+                    "{path} is {bytes} bytes (its budget is {budget}): say it shorter, or move detail beside the code it describes"
+                )),
+                Some(_) => None,
+                None => Some(format!("{path} has no size budget in tidy's DOC_BUDGETS")),
+            }
+        })
+        .collect()
+}
+
 /// A crate's manifest must name its licence (the workspace's, which the root's files hold).
 pub(crate) fn check_licence(name: &str, manifest: &str) -> Vec<String> {
     let names = manifest.lines().any(|l| {
@@ -678,6 +713,24 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         }
     }
 
+    let mut docs: Vec<String> = DOC_BUDGETS.iter().map(|(p, _)| (*p).to_owned()).collect();
+    if let Ok(entries) = std::fs::read_dir(root.join("docs")) {
+        for entry in entries.flatten() {
+            let path = format!("docs/{}", entry.file_name().to_string_lossy());
+            if path.ends_with(".md") && !docs.contains(&path) {
+                docs.push(path);
+            }
+        }
+    }
+    let sizes: Vec<(String, usize)> = docs
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::metadata(root.join(&path)).map_or(0, |m| m.len());
+            (path, usize::try_from(bytes).unwrap_or(usize::MAX))
+        })
+        .collect();
+    problems.extend(check_doc_budgets(&sizes));
+
     let defined = defined_fns(&[
         root.join("crates"),
         root.join("tests"),
@@ -767,6 +820,16 @@ mod tests {
             ],
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn a_document_past_its_budget_or_without_one_is_named() {
+        let ok = vec![("docs/performance.md".to_owned(), 12_000)];
+        assert!(super::check_doc_budgets(&ok).is_empty());
+        let long = vec![("docs/performance.md".to_owned(), 16_001)];
+        assert!(super::check_doc_budgets(&long)[0].contains("budget is 16000"));
+        let new = vec![("docs/diary.md".to_owned(), 10)];
+        assert!(super::check_doc_budgets(&new)[0].contains("no size budget"));
     }
 
     /// The rules hold on the workspace itself, so `cargo test` fails wherever
