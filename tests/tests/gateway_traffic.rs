@@ -110,6 +110,36 @@ async fn the_breaker_opens_on_an_upstream_that_hangs_refuses_at_once_and_closes_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_hide_while_open_a_failing_upstreams_tools_leave_the_listing_until_its_delay_ends() {
+    let (gateway, _front, _upstream, client) = controlled(
+        500,
+        json!({"up": {"breakerFailures": 1, "breakerOpenSecs": 1, "hideWhileOpen": true}}),
+    )
+    .await;
+    let listed = |tools: &[Arc<toolwire::Tool>]| tools.iter().any(|t| t.name == "up__echo");
+    assert!(listed(&client.list_all_tools().await.unwrap()));
+    let hang = json!({"steps": 1, "delay_ms": 10_000});
+    client.call_tool("up__slow", hang).await.unwrap_err();
+    // Open: held out of the listing (a model stops choosing them); a call by name is still
+    // refused with the breaker's reason.
+    assert!(!listed(&client.list_all_tools().await.unwrap()));
+    let refused = client
+        .call_tool("up__echo", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("circuit breaker"), "{refused}");
+    // The delay ends: listed again, and the trial call closes the breaker.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(listed(&client.list_all_tools().await.unwrap()));
+    let answered = client
+        .call_tool("up__echo", json!({"text": "back"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&answered), "back");
+    gateway.host().shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_cap_a_call_waits_its_turn_and_past_the_queue_one_is_refused_at_once() {
     let (gateway, front, _upstream, client) = controlled(
         30_000,

@@ -264,6 +264,8 @@ impl GatewayBuilder {
     /// runtime.
     pub fn build(self) -> Arc<Gateway> {
         let changes = broadcast::channel(64).0;
+        let mut traffic = self.traffic;
+        traffic.tell_changes(changes.clone());
         // Where each upstream called with its callers' credentials is now: their tokens are
         // for that address, and go nowhere else.
         let pinned = self
@@ -293,7 +295,7 @@ impl GatewayBuilder {
             parked: relay::Parked::default(),
             declarations: declared::Declarations::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
-            traffic: self.traffic,
+            traffic,
             required: self.required,
         });
         tokio::spawn(coalesce::coalesce(gateway.host.subscribe(), changes));
@@ -408,6 +410,14 @@ impl Gateway {
                 merged
                     .get(name)
                     .is_some_and(|t| self.tool_allowed(view, name, t))
+            });
+        }
+        // An upstream whose breaker is open, where its settings say so (`hideWhileOpen`).
+        if self.traffic.hides_any() {
+            names.retain(|name| {
+                merged
+                    .get(name)
+                    .is_none_or(|t| !self.traffic.hidden(&t.server))
             });
         }
         let page: Vec<Value> = names

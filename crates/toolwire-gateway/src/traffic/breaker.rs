@@ -77,8 +77,15 @@ impl Breaker {
         }
     }
 
-    /// A call let through as `admitted` ended as `ended` at `now`.
-    pub(crate) fn record(&mut self, admitted: Admitted, ended: Ended, now: Instant) {
+    /// A call let through as `admitted` ended as `ended` at `now`: when this opened the
+    /// breaker, until when.
+    pub(crate) fn record(
+        &mut self,
+        admitted: Admitted,
+        ended: Ended,
+        now: Instant,
+    ) -> Option<Instant> {
+        let was_open = matches!(self.state, State::Open { .. });
         self.state = match (admitted, self.state, ended) {
             (Admitted::Trial, _, Ended::Answered) => State::Closed { failures: 0 },
             (Admitted::Trial, _, Ended::Failed) => self.opened(now),
@@ -99,6 +106,10 @@ impl Breaker {
             // breaker opened does not move it once it is open or half-open.
             (Admitted::Normal, state, _) => state,
         };
+        match self.state {
+            State::Open { until } if !was_open => Some(until),
+            _ => None,
+        }
     }
 
     fn opened(&self, now: Instant) -> State {

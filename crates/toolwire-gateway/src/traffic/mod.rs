@@ -1,7 +1,9 @@
 //! Traffic control per upstream, from the `traffic` member of the file's `gateway` section:
 //! a cap on its calls in flight with a bounded, timed queue ([`cap`]), and a circuit breaker
 //! that fails its calls at once while it is failing ([`breaker`]). Every refusal says which
-//! upstream and why, is counted in `/metrics`, and leaves the upstream's tools listed.
+//! upstream and why and is counted in `/metrics`. The upstream's tools stay listed, unless
+//! `hideWhileOpen` holds them out of `tools/list` while its breaker is open (clients hear
+//! `list_changed` when it opens, and again when its delay ends and the tools come back).
 //!
 //! Rate limits ([`bucket`]) come first: calls a second to the upstream from all callers, and
 //! from each caller (by principal) on its own, so that one noisy agent runs out of its own
@@ -25,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use toolwire_server::RpcError;
+use tokio::sync::broadcast;
+use toolwire_server::{Change, RpcError};
 use toolwire_types::error::code;
 
 use breaker::{Admitted, Breaker, Ended, Refused};
@@ -68,6 +71,10 @@ pub struct TrafficConfig {
     /// Calls at once above `callerCallsPerSecond` (default: one second's worth, at least 1).
     #[serde(default)]
     pub caller_burst: Option<u32>,
+    /// Hold the upstream's tools out of `tools/list` while its breaker is open, so that a
+    /// model stops choosing them (default: they stay listed, and calls are refused).
+    #[serde(default)]
+    pub hide_while_open: Option<bool>,
 }
 
 impl TrafficConfig {
@@ -85,6 +92,7 @@ impl TrafficConfig {
                 .caller_calls_per_second
                 .or(defaults.caller_calls_per_second),
             caller_burst: self.caller_burst.or(defaults.caller_burst),
+            hide_while_open: self.hide_while_open.or(defaults.hide_while_open),
         }
     }
 }
@@ -130,6 +138,10 @@ struct Lane {
     rate: Option<Buckets<()>>,
     /// Each caller's own, by principal.
     caller_rate: Option<Buckets<String>>,
+    /// Its tools are not listed while its breaker is open.
+    hide: bool,
+    /// Where a change of what is listed is said ([`Traffic::tell_changes`]).
+    changes: Option<broadcast::Sender<Change>>,
 }
 
 /// A rate's buckets, checked: a positive, finite number of calls a second.
@@ -165,7 +177,11 @@ fn buckets<K: std::hash::Hash + Eq + Clone>(
 }
 
 impl Lane {
-    fn new(entry: &str, config: &TrafficConfig) -> Result<Self, TrafficError> {
+    fn new(
+        entry: &str,
+        config: &TrafficConfig,
+        changes: Option<broadcast::Sender<Change>>,
+    ) -> Result<Self, TrafficError> {
         let wait = seconds(
             entry,
             "queueTimeoutSecs",
@@ -205,12 +221,31 @@ impl Lane {
             config.caller_calls_per_second,
             config.caller_burst,
         )?;
+        let hide = config.hide_while_open == Some(true) && breaker.is_some();
         Ok(Self {
             cap,
             breaker,
             rate,
             caller_rate,
+            hide,
+            changes: changes.filter(|_| hide),
         })
+    }
+
+    /// Its breaker opened until `until`: its hidden tools leave the listing now and come
+    /// back when the delay ends (the breaker half-opens, and a call may try it again).
+    fn opened(&self, until: Instant) {
+        let Some(changes) = &self.changes else {
+            return;
+        };
+        let _ = changes.send(Change::Tools);
+        let later = changes.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tokio::time::sleep_until(until.into()).await;
+                let _ = later.send(Change::Tools);
+            });
+        }
     }
 }
 
@@ -228,6 +263,10 @@ pub struct Traffic {
     configured: bool,
     /// Whether any upstream has a rate limit.
     limits_rates: bool,
+    /// Whether any upstream's tools are hidden while its breaker is open.
+    hides: bool,
+    /// Where a change of what is listed is said.
+    changes: Option<broadcast::Sender<Change>>,
 }
 
 impl Traffic {
@@ -236,8 +275,9 @@ impl Traffic {
     pub fn new(config: &BTreeMap<String, TrafficConfig>) -> Result<Self, TrafficError> {
         let defaults = config.get("*").cloned().unwrap_or_default();
         for (entry, settings) in config {
-            Lane::new(entry, &settings.over(&defaults))?;
+            Lane::new(entry, &settings.over(&defaults), None)?;
         }
+        let hides = config.values().any(|c| c.hide_while_open == Some(true));
         let limits_rates = config
             .values()
             .any(|c| c.calls_per_second.is_some() || c.caller_calls_per_second.is_some());
@@ -251,7 +291,36 @@ impl Traffic {
                 .collect(),
             defaults,
             lanes: Mutex::default(),
+            hides,
+            changes: None,
         })
+    }
+
+    /// Changes of what is listed (an upstream's tools held out or back) go to `changes`.
+    pub(crate) fn tell_changes(&mut self, changes: broadcast::Sender<Change>) {
+        self.changes = Some(changes);
+    }
+
+    /// Whether any upstream's tools may be held out of listings (`hideWhileOpen`).
+    pub(crate) fn hides_any(&self) -> bool {
+        self.hides
+    }
+
+    /// Whether `server`'s tools are held out of listings now: its breaker is open and its
+    /// settings say to hide them.
+    pub(crate) fn hidden(&self, server: &str) -> bool {
+        if !self.hides {
+            return false;
+        }
+        let lanes = crate::lock(&self.lanes);
+        let Some(Some(lane)) = lanes.get(server) else {
+            return false;
+        };
+        lane.hide
+            && lane
+                .breaker
+                .as_ref()
+                .is_some_and(|b| crate::lock(b).word(Instant::now()) == "open")
     }
 
     /// The controls of `server`, if any apply.
@@ -262,7 +331,9 @@ impl Traffic {
             .or_insert_with(|| {
                 let settings = self.entries.get(&**server).unwrap_or(&self.defaults);
                 // Checked in `new`: a lane of checked settings is made.
-                Lane::new(server, settings).ok().map(Arc::new)
+                Lane::new(server, settings, self.changes.clone())
+                    .ok()
+                    .map(Arc::new)
             })
             .clone()
     }
@@ -430,7 +501,10 @@ impl Pass {
         if let (Some(lane), Some(admitted)) = (&self.lane, self.admitted)
             && let Some(breaker) = &lane.breaker
         {
-            crate::lock(breaker).record(admitted, ended, Instant::now());
+            let opened = crate::lock(breaker).record(admitted, ended, Instant::now());
+            if let Some(until) = opened {
+                lane.opened(until);
+            }
         }
     }
 }
@@ -447,6 +521,32 @@ mod tests {
 
     fn traffic(config: serde_json::Value) -> Traffic {
         Traffic::new(&serde_json::from_value(config).unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_open_breaker_hides_its_tools_where_asked_and_says_so_when_they_leave_and_return() {
+        let mut t = traffic(serde_json::json!({
+            "files": {"breakerFailures": 1, "breakerOpenSecs": 0.3, "hideWhileOpen": true},
+            "other": {"breakerFailures": 1, "breakerOpenSecs": 0.3}
+        }));
+        let (tx, mut heard) = broadcast::channel(8);
+        t.tell_changes(tx);
+        assert!(t.hides_any());
+        let (files, other): (Arc<str>, Arc<str>) = ("files".into(), "other".into());
+        assert!(!t.hidden("files"), "closed: listed");
+        t.admit(&files, "-").await.unwrap().ended(true);
+        t.admit(&other, "-").await.unwrap().ended(true);
+        assert!(t.hidden("files"), "open: held out");
+        assert!(!t.hidden("other"), "open, but not asked to hide: listed");
+        assert_eq!(heard.try_recv().unwrap(), Change::Tools);
+        assert!(
+            heard.try_recv().is_err(),
+            "the other's opening changes no listing"
+        );
+        // The delay ends: listed again (the next call is the trial), and said so.
+        let back = tokio::time::timeout(std::time::Duration::from_secs(5), heard.recv()).await;
+        assert_eq!(back.unwrap().unwrap(), Change::Tools);
+        assert!(!t.hidden("files"));
     }
 
     #[tokio::test]
