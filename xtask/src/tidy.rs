@@ -23,6 +23,8 @@
 //! 11. Each document stays within its size budget ([`DOC_BUDGETS`]): a page a newcomer reads
 //!     whole. Where a document is still above the size it should have, its budget is its size
 //!     today, so that it can only shrink. And every relative link in them leads somewhere.
+//! 12. Every identifier `ARCHITECTURE.md` names in backticks is in the code (a word of a Rust
+//!     file outside its comments, or a file's name): the map names what exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -522,6 +524,84 @@ pub(crate) fn check_cited_tests(
     problems
 }
 
+/// The words of the Rust files under `dirs` outside their comment lines (identifiers, and the
+/// words of string literals: JSON member names), and each file's stem (a test file, a fuzz
+/// target).
+fn code_words(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String> {
+    let mut words = std::collections::HashSet::new();
+    for dir in dirs {
+        let mut files = Vec::new();
+        rust_files(dir, &mut files);
+        for file in files {
+            if let Some(stem) = file.file_stem() {
+                words.insert(stem.to_string_lossy().into_owned());
+            }
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    if !word.is_empty() {
+                        words.insert(word.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    words
+}
+
+/// `name` in snake_case (`hideWhileOpen` → `hide_while_open`): a JSON member serde renames.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            if !out.is_empty() {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The identifiers `doc` names in backticks (`Name`, `path::to::item`, `call()`) that the code
+/// in `words` has nowhere (rule 12): a map that names what was renamed or removed sends a
+/// newcomer nowhere.
+pub(crate) fn check_named_identifiers(
+    doc_path: &str,
+    doc: &str,
+    words: &std::collections::HashSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (i, line) in doc.lines().enumerate() {
+        for (j, part) in line.split('`').enumerate() {
+            if j % 2 == 0 {
+                continue;
+            }
+            let item = part.strip_suffix("()").unwrap_or(part);
+            let is_identifier = !item.is_empty()
+                && item.split("::").all(|seg| {
+                    seg.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                        && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                });
+            if !is_identifier {
+                continue;
+            }
+            let last = item.rsplit("::").next().unwrap_or(item);
+            if !words.contains(last) && !words.contains(&snake_case(last)) {
+                problems.push(format!(
+                    "{doc_path}:{}: names `{part}`, which no code has",
+                    i + 1
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// Every `fn` name in the Rust files under `dirs`.
 fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String> {
     let mut names = std::collections::HashSet::new();
@@ -776,6 +856,17 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         root.join("xtask"),
         root.join("fuzz"),
     ]);
+    let words = code_words(&[
+        root.join("crates"),
+        root.join("tests"),
+        root.join("xtask"),
+        root.join("fuzz"),
+    ]);
+    problems.extend(check_named_identifiers(
+        "ARCHITECTURE.md",
+        &architecture,
+        &words,
+    ));
     let reliability = std::fs::read_to_string(root.join("docs/reliability.md")).unwrap_or_default();
     problems.extend(check_cited_tests(
         "docs/reliability.md",
@@ -869,6 +960,19 @@ mod tests {
         assert_eq!(
             dead,
             ["docs/guide/page.md: the link to `../gone.md#x` leads nowhere"]
+        );
+    }
+
+    #[test]
+    fn an_identifier_the_map_names_must_be_in_the_code_and_other_backticks_are_left_alone() {
+        let words: std::collections::HashSet<String> = ["Session", "call_tool", "hide_while_open"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let doc = "`toolwire_session::Session` `Client::call_tool()` `hideWhileOpen` `--flag` `a/b.rs` `Gone`";
+        assert_eq!(
+            super::check_named_identifiers("MAP.md", doc, &words),
+            ["MAP.md:1: names `Gone`, which no code has"]
         );
     }
 
