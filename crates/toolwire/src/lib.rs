@@ -30,18 +30,23 @@
 //!
 //! Over HTTP: `Client::builder(..).connect_http(HttpTransport::builder("http://127.0.0.1:8080/mcp"))`.
 //!
-//! Status: stdio, Streamable HTTP (both eras) and custom transports, tools, resources, prompts, ping and any typed request
-//! ([`Client::request`]), progress callbacks, cancellation on drop, a handler for the server's
-//! requests (and MRTR `input_required` rounds of `tools/call`, `prompts/get` and
-//! `resources/read` through the same handler), a legacy fallback for stdio servers that exit on
-//! the `server/discover` probe,
-//! structured-output validation, shutdown and reuse, and a [`blocking`] client.
+//! Status: stdio, Streamable HTTP (both eras), the 2024-11-05 HTTP+SSE transport and custom
+//! transports; tools (known tools, search), resources, prompts, completions, skills, MCP Apps,
+//! ping and any typed request ([`Client::request`]); progress callbacks, cancellation on drop,
+//! a handler for the server's requests (and MRTR `input_required` rounds of `tools/call`,
+//! `prompts/get` and `resources/read` through the same handler); tasks followed inside a call;
+//! OAuth 2.1 (feature `oauth`); reconnection with a watchable state; a legacy fallback for
+//! stdio servers that exit on the `server/discover` probe; structured-output validation,
+//! shutdown and reuse, and a [`blocking`] client.
 //!
 //! # Cargo features
 //! - `oauth` (on by default): OAuth 2.1 for HTTP servers through `toolwire-auth`
 //!   (`ClientBuilder::oauth`, `Error::Authorization`, the `auth` module). Without it the
 //!   client still sends credentials given whole (a bearer token, any `Authorization` value,
 //!   or an `Authorizer` of your own) and builds without the OAuth crate.
+//! - `otel`: each request's span follows the OpenTelemetry conventions for MCP and its W3C
+//!   trace context travels in `_meta` (and as HTTP headers), for a `tracing-opentelemetry`
+//!   layer to export.
 //!
 //! # Dependencies
 //! - `jsonschema` without default features: its defaults fetch remote `$ref`s, which the spec
@@ -57,10 +62,7 @@
 //! - `base64` (workspace): blob contents of skill files.
 //! - `toolwire-search`: the BM25 index of [`Client::search_tools`] (re-exported as
 //!   [`search`]).
-//!
-//! # Crate features
-//! - `oauth` (default): OAuth 2.1 for the HTTP transports (`ClientBuilder::oauth`, the
-//!   `auth` re-export, [`Error::Authorization`]); without it the facade has no `toolwire-auth`.
+
 //!
 //! # Cancel safety
 //! Dropping a `call_tool` future cancels the call: where the era and transport allow it the

@@ -1,5 +1,5 @@
 //! The client: a clone-able handle to the current connection, whose driver task
-//! (`driver.rs`) runs the session over a transport.
+//! (`driver/`) runs the session over a transport.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
