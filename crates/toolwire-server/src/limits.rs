@@ -11,7 +11,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,23 @@ struct Shared {
     /// One more than the milliseconds after `began` of the first byte read since the last
     /// request began (the next request's head arriving); 0 while none was.
     head_since: AtomicU64,
+    /// What the connection speaks, from its first bytes: [`UNREAD`], [`HTTP1`] or [`HTTP2`].
+    /// An HTTP/2 connection's frames between requests (pings, settings, window updates)
+    /// begin no head, so its head clock stops once its preface is whole.
+    protocol: AtomicU8,
+    /// How much of the HTTP/2 preface the first bytes matched so far.
+    preface: AtomicUsize,
 }
+
+/// Nothing read yet.
+const UNREAD: u8 = 0;
+/// HTTP/1: bytes between requests are the next request's head.
+const HTTP1: u8 = 1;
+/// HTTP/2 (its connection preface came first).
+const HTTP2: u8 = 2;
+
+/// The first bytes an HTTP/2 client sends (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 impl Default for Activity {
     fn default() -> Self {
@@ -40,6 +56,8 @@ impl Default for Activity {
             last: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             head_since: AtomicU64::new(0),
+            protocol: AtomicU8::new(UNREAD),
+            preface: AtomicUsize::new(0),
         }))
     }
 }
@@ -65,10 +83,28 @@ impl Activity {
 
     /// Bytes were read: with no request in flight they are the next request's head, whose
     /// clock starts now unless it already runs.
-    fn read(&self) {
+    fn read(&self, bytes: &[u8]) {
         let now = self.now();
         self.0.last.store(now, Ordering::Relaxed);
-        if self.0.in_flight.load(Ordering::Relaxed) == 0 {
+        if self.0.protocol.load(Ordering::Relaxed) == UNREAD {
+            // Undecided while the bytes so far are a start of the preface (its head clock runs
+            // meanwhile, as for any head: a client trickling the preface is cut off too).
+            let seen = self.0.preface.load(Ordering::Relaxed);
+            let rest = &H2_PREFACE[seen..];
+            let shared = bytes.len().min(rest.len());
+            if bytes[..shared] != rest[..shared] {
+                self.0.protocol.store(HTTP1, Ordering::Relaxed);
+            } else if seen + shared == H2_PREFACE.len() {
+                self.0.protocol.store(HTTP2, Ordering::Relaxed);
+                self.0.head_since.store(0, Ordering::Relaxed);
+                return;
+            } else {
+                self.0.preface.store(seen + shared, Ordering::Relaxed);
+            }
+        }
+        if self.0.protocol.load(Ordering::Relaxed) != HTTP2
+            && self.0.in_flight.load(Ordering::Relaxed) == 0
+        {
             let _ = self.0.head_since.compare_exchange(
                 0,
                 now + 1,
@@ -129,7 +165,7 @@ impl<C: AsyncRead + Unpin> AsyncRead for Tracked<C> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.read();
+            self.activity.read(&buf.filled()[before..]);
         }
         polled
     }
@@ -183,7 +219,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(30));
         // Idle, nothing read: no head is arriving, however long the connection idled.
         assert_eq!(activity.head_for(), Duration::ZERO);
-        activity.read();
+        activity.read(b"POST /mcp HTTP/1.1\r\n");
         std::thread::sleep(Duration::from_millis(20));
         let arriving = activity.head_for();
         assert!(
@@ -191,14 +227,36 @@ mod tests {
             "{arriving:?}"
         );
         // More bytes of the same head do not restart it.
-        activity.read();
+        activity.read(b"host: x\r\n");
         assert!(activity.head_for() >= Duration::from_millis(20));
         // The head was whole: the request runs, and its body's bytes start no clock.
         let busy = activity.busy();
-        activity.read();
+        activity.read(b"{\"jsonrpc\"");
         assert_eq!(activity.head_for(), Duration::ZERO);
         drop(busy);
         assert_eq!(activity.head_for(), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_http2_connections_frames_between_requests_start_no_heads_clock() {
+        let activity = Activity::default();
+        // The preface in two pieces: its clock runs until it is whole, as a head's would.
+        activity.read(b"PRI * HTTP/2.0\r\n");
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(activity.head_for() >= Duration::from_millis(20));
+        activity.read(b"\r\nSM\r\n\r\n");
+        assert_eq!(activity.head_for(), Duration::ZERO);
+        // A ping between requests starts nothing.
+        activity.read(b"\x00\x00\x08\x06\x00\x00\x00\x00\x00ping-data");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(activity.head_for(), Duration::ZERO);
+
+        // A request that only begins like the preface is an HTTP/1 head, and its clock runs.
+        let http1 = Activity::default();
+        http1.read(b"P");
+        http1.read(b"OST /mcp HTTP/1.1\r\n");
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(http1.head_for() >= Duration::from_millis(20));
     }
 
     #[test]
