@@ -497,6 +497,16 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
+/// What `doc` writes in backticks, each with its line number (from 1).
+fn backticked(doc: &str) -> impl Iterator<Item = (usize, &str)> {
+    doc.lines().enumerate().flat_map(|(i, line)| {
+        line.split('`')
+            .enumerate()
+            .filter(|(j, _)| j % 2 == 1)
+            .map(move |(_, part)| (i + 1, part))
+    })
+}
+
 /// The test names `doc` cites (backticked snake_case names with three or more underscores, as
 /// test names are) that no `fn` in `defined` has: a renamed test leaves its row pointing at
 /// nothing.
@@ -505,48 +515,59 @@ pub(crate) fn check_cited_tests(
     doc: &str,
     defined: &std::collections::HashSet<String>,
 ) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (i, line) in doc.lines().enumerate() {
-        for (j, part) in line.split('`').enumerate() {
-            let cited = j % 2 == 1
-                && part.matches('_').count() >= 3
+    backticked(doc)
+        .filter(|(_, part)| {
+            part.matches('_').count() >= 3
                 && part
                     .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-            if cited && !defined.contains(part) {
-                problems.push(format!(
-                    "{doc_path}:{}: cites `{part}`, which no test defines",
-                    i + 1
-                ));
-            }
-        }
-    }
-    problems
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                && !defined.contains(*part)
+        })
+        .map(|(line, part)| format!("{doc_path}:{line}: cites `{part}`, which no test defines"))
+        .collect()
 }
 
-/// The words of the Rust files under `dirs` outside their comment lines (identifiers, and the
-/// words of string literals: JSON member names), and each file's stem (a test file, a fuzz
+/// What the Rust files under `dirs` define and say, read once for the cited tests and rule
+/// 12: every `fn` name, and every word outside their comment lines (identifiers, and the
+/// words of string literals: JSON member names) with each file's stem (a test file, a fuzz
 /// target).
-fn code_words(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String> {
-    let mut words = std::collections::HashSet::new();
+struct Code {
+    fns: std::collections::HashSet<String>,
+    words: std::collections::HashSet<String>,
+}
+
+fn read_code(dirs: &[std::path::PathBuf]) -> Code {
+    let mut code = Code {
+        fns: std::collections::HashSet::new(),
+        words: std::collections::HashSet::new(),
+    };
     for dir in dirs {
         let mut files = Vec::new();
         rust_files(dir, &mut files);
         for file in files {
             if let Some(stem) = file.file_stem() {
-                words.insert(stem.to_string_lossy().into_owned());
+                code.words.insert(stem.to_string_lossy().into_owned());
             }
             let text = std::fs::read_to_string(&file).unwrap_or_default();
+            for rest in text.split("fn ").skip(1) {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    code.fns.insert(name);
+                }
+            }
             for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
                 for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
                     if !word.is_empty() {
-                        words.insert(word.to_owned());
+                        code.words.insert(word.to_owned());
                     }
                 }
             }
         }
     }
-    words
+    code
 }
 
 /// `name` in snake_case (`hideWhileOpen` → `hide_while_open`): a JSON member serde renames.
@@ -573,12 +594,8 @@ pub(crate) fn check_named_identifiers(
     doc: &str,
     words: &std::collections::HashSet<String>,
 ) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (i, line) in doc.lines().enumerate() {
-        for (j, part) in line.split('`').enumerate() {
-            if j % 2 == 0 {
-                continue;
-            }
+    backticked(doc)
+        .filter(|(_, part)| {
             let item = part.strip_suffix("()").unwrap_or(part);
             let is_identifier = !item.is_empty()
                 && item.split("::").all(|seg| {
@@ -587,41 +604,11 @@ pub(crate) fn check_named_identifiers(
                         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                         && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 });
-            if !is_identifier {
-                continue;
-            }
             let last = item.rsplit("::").next().unwrap_or(item);
-            if !words.contains(last) && !words.contains(&snake_case(last)) {
-                problems.push(format!(
-                    "{doc_path}:{}: names `{part}`, which no code has",
-                    i + 1
-                ));
-            }
-        }
-    }
-    problems
-}
-
-/// Every `fn` name in the Rust files under `dirs`.
-fn defined_fns(dirs: &[std::path::PathBuf]) -> std::collections::HashSet<String> {
-    let mut names = std::collections::HashSet::new();
-    for dir in dirs {
-        let mut files = Vec::new();
-        rust_files(dir, &mut files);
-        for file in files {
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
-            for rest in text.split("fn ").skip(1) {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    names.insert(name);
-                }
-            }
-        }
-    }
-    names
+            is_identifier && !words.contains(last) && !words.contains(&snake_case(last))
+        })
+        .map(|(line, part)| format!("{doc_path}:{line}: names `{part}`, which no code has"))
+        .collect()
 }
 
 /// The longest a Rust file may be, outside `toolwire-types` (its method tables and wire
@@ -850,13 +837,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         problems.extend(check_doc_links(root, path, &text));
     }
 
-    let defined = defined_fns(&[
-        root.join("crates"),
-        root.join("tests"),
-        root.join("xtask"),
-        root.join("fuzz"),
-    ]);
-    let words = code_words(&[
+    let code = read_code(&[
         root.join("crates"),
         root.join("tests"),
         root.join("xtask"),
@@ -865,13 +846,13 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     problems.extend(check_named_identifiers(
         "ARCHITECTURE.md",
         &architecture,
-        &words,
+        &code.words,
     ));
     let reliability = std::fs::read_to_string(root.join("docs/reliability.md")).unwrap_or_default();
     problems.extend(check_cited_tests(
         "docs/reliability.md",
         &reliability,
-        &defined,
+        &code.fns,
     ));
 
     if problems.is_empty() {
