@@ -278,3 +278,35 @@ async fn a_caller_past_its_rate_gets_429_with_retry_after_and_the_other_caller_g
     );
     gateway.host().shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_daily_quota_refuses_that_tool_only_and_is_counted_in_metrics() {
+    let (gateway, front, _upstream, client) = controlled(
+        5000,
+        json!({"up": {"tools": {"echo": {"callerCallsPerDay": 1}}}}),
+    )
+    .await;
+    let answered = client
+        .call_tool("up__echo", json!({"text": "once"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&answered), "once");
+    let refused = client
+        .call_tool("up__echo", json!({"text": "twice"}))
+        .await
+        .unwrap_err()
+        .to_string();
+    // A 429 over HTTP (the unit tests read its message, and the rate-limit test its head).
+    assert!(refused.contains("HTTP 429"), "{refused}");
+    // The upstream's other tools are not under the tool's quota.
+    let other = client
+        .call_tool("up__add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert!(!other.is_error());
+    assert_eq!(
+        metric(&front, "toolwire_gateway_traffic_refusals_total").await,
+        [r#"toolwire_gateway_traffic_refusals_total{upstream="up",reason="quota_used"} 1"#]
+    );
+    gateway.host().shutdown().await;
+}

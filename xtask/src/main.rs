@@ -2,17 +2,19 @@
 //!
 //! - `ci`: everything CI checks, in order, stopping at the first failure: the toolchain against
 //!   the MSRV, `cargo fmt --check`, clippy with `-D warnings` (and the facade again without
-//!   its `oauth` feature), the tests (nextest, then
-//!   doctests), rustdoc with `-D warnings`, the criterion benches once each in test mode, a
+//!   its `oauth` feature), the tests (nextest, then README's `cargo test --workspace`),
+//!   rustdoc with `-D warnings`, the criterion benches once each in test mode, a
 //!   build of the comparison bench, `windows`, `wasm`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`, `cargo package` of every crate meant for
 //!   users (with the metadata crates.io shows),
-//!   `tidy`, `deploy`, the official conformance suite (`conformance`) and the real peers (`interop`).
+//!   `tidy`, `deploy`, `image`, the official conformance suite (`conformance`) and the real peers (`interop`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `package`: the crates meant for users packed as crates.io would take them (see
 //!   [`package`]).
 //! - `deploy`: the sample gateway file, the Kubernetes manifests and the Compose file read by
 //!   the tools that read them (see [`deploy`]).
+//! - `image`: the static distribution binary and the gateway's image, built and checked (see
+//!   [`image`]).
 //! - `conformance`: the official MCP conformance suite, client and server scenarios, with a
 //!   ratchet baseline (see [`conformance`]).
 //! - `bench`: Toolwire against rmcp and the physical floor, and its gateway against
@@ -40,6 +42,7 @@
 mod catalog;
 mod conformance;
 mod deploy;
+mod image;
 mod interop;
 mod tidy;
 mod wasm;
@@ -58,13 +61,14 @@ fn main() -> ExitCode {
         Some("interop") => interop::run(&root),
         Some("deploy") => deploy::check(&root),
         Some("package") => package(&root),
+        Some("image") => image::check(&root),
         Some("bench") => bench(&root, args.iter().any(|a| a == "--quick")),
         Some("windows") => windows_check(&root),
         Some("wasm") => wasm::check(&root),
         Some("catalog") => catalog::run(&root),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|deploy|package|conformance|interop|windows|wasm|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|deploy|package|image|conformance|interop|windows|wasm|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -226,12 +230,9 @@ fn ci(root: &Path) -> Result<(), String> {
         run(root, "cargo", &args, &[])?;
     }
     let summary = nextest(root)?;
-    run(
-        root,
-        "cargo",
-        &["test", "--workspace", "--doc", "--locked"],
-        &[],
-    )?;
+    // README's own test command, as README shows it: each test binary's tests share one
+    // process there, as they do not under nextest (the doc tests run here too).
+    run(root, "cargo", &["test", "--workspace"], &[])?;
     run(
         root,
         "cargo",
@@ -277,6 +278,8 @@ fn ci(root: &Path) -> Result<(), String> {
     tidy::run(root)?;
     eprintln!("\n==> cargo xtask deploy");
     deploy::check(root)?;
+    eprintln!("\n==> cargo xtask image");
+    image::check(root)?;
     eprintln!("\n==> cargo xtask conformance");
     conformance::run(root)?;
     eprintln!("\n==> cargo xtask interop");

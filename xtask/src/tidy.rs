@@ -617,8 +617,8 @@ pub(crate) fn check_named_identifiers(
 pub(crate) const MAX_FILE_LINES: usize = 800;
 
 /// The documents' budgets in bytes (rule 11): the size each should have, and where one is
-/// still larger, its ceiling until it is cut (ARCHITECTURE.md should be 20,000;
-/// docs/protocol-decisions.md and docs/reliability.md a page per area). README.md is a front
+/// still larger, its ceiling until it is cut (docs/protocol-decisions.md and
+/// docs/reliability.md should be a page per area). README.md is a front
 /// door: what Toolwire is, the set-up, one example each, links; the guide holds the rest, a
 /// page per task.
 pub(crate) const DOC_BUDGETS: &[(&str, usize)] = &[
@@ -629,7 +629,7 @@ pub(crate) const DOC_BUDGETS: &[(&str, usize)] = &[
     ("docs/guide/gateway.md", 20_000),
     ("docs/guide/host.md", 10_000),
     ("docs/guide/library.md", 8_000),
-    ("ARCHITECTURE.md", 40_000),
+    ("ARCHITECTURE.md", 20_000),
     ("CHANGELOG.md", 16_000),
     ("docs/performance.md", 16_000),
     ("docs/benchmarks.md", 40_000),

@@ -189,6 +189,14 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Read the MCP servers of the hosts you use (Claude Desktop, Claude Code, Cursor, VS Code,
+    /// Windsurf, Zed, Codex, Gemini CLI) into one mcpServers file; with --rewire, point each
+    /// host at Toolwire's gateway over it (--undo puts them back).
+    Import(crate::import::ImportArgs),
+    /// Check an mcpServers file (--config, default: the one `import` writes) and this
+    /// machine: the file's problems, its approval, stored logins, each server reached (its
+    /// era and tools), names and descriptions hosts cut or refuse; what to do for each.
+    Doctor,
     /// Print the man page (roff) on stdout: `toolwire man > ~/.local/share/man/man1/toolwire.1`.
     Man,
     /// The tool definitions a gateway pinned (`"pinTools"` in its file's gateway section):
@@ -388,6 +396,11 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct GatewayArgs {
+    /// Ask a running gateway whether it is alive instead of serving: GET this URL (default
+    /// http://127.0.0.1:8080/healthz, the image's address), exit 0 on `200 OK` and 1
+    /// otherwise. The image's health check: it has no shell and no curl.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "http://127.0.0.1:8080/healthz", conflicts_with_all = ["http", "unix_socket", "stdio", "check"])]
+    pub(crate) healthz: Option<String>,
     /// The mcpServers file whose servers it serves (also accepted before `gateway`).
     #[arg(long = "config", value_name = "FILE")]
     pub(crate) file: Option<PathBuf>,
@@ -504,7 +517,7 @@ fn listen_addr(text: &str) -> Result<SocketAddr, String> {
 /// an option only on the command that defines it. Moved are the options naming and reaching a
 /// server (`--url`, `--config`, `--server`, `--stdio`, `--timeout`, …), after a command that
 /// talks to one and does not define the same option itself (`serve`, `gateway`, `trust`,
-/// `pins`, `completions` and `man` talk to none, and some have options of their own under
+/// `pins`, `completions`, `man` and `import` talk to none, and some have options of their own under
 /// these names); nothing after `--` moves.
 pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory as _;
@@ -515,6 +528,7 @@ pub(crate) fn hoisted(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
         "pins",
         "completions",
         "man",
+        "import",
         "help",
     ];
     let top = Cli::command();

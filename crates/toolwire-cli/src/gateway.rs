@@ -8,6 +8,9 @@ use toolwire_gateway::Gateway;
 
 /// Runs the gateway until stdin ends (`--stdio`) or the process is interrupted.
 pub(crate) async fn run(cli: &Cli, args: &GatewayArgs) -> Result<ExitCode, Failure> {
+    if let Some(url) = &args.healthz {
+        return healthz(url).await;
+    }
     let checked = args.check.as_ref().and_then(Option::as_ref);
     let Some(file) = checked.or(args.file.as_ref()).or(cli.config.as_ref()) else {
         return Err(Failure::Usage("gateway needs --config FILE".into()));
@@ -338,6 +341,57 @@ async fn serve_stdio(
     };
     ended.map_err(|e| Failure::Remote(format!("stdio: {e}")))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--healthz URL`: one plain-HTTP GET on a loopback or pod address, its status line read.
+/// Written out here (a request line, a status line) rather than with the HTTP client, which
+/// brings TLS, proxies and pooling that a probe of the process's own port has no use for.
+async fn healthz(url: &str) -> Result<ExitCode, Failure> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| Failure::Usage(format!("--healthz {url}: {e}")))?;
+    if uri.scheme_str() != Some("http") {
+        return Err(Failure::Usage(format!("--healthz {url}: an http:// URL")));
+    }
+    let host = uri.host().unwrap_or("127.0.0.1").trim_matches(['[', ']']);
+    let port = uri.port_u16().unwrap_or(80);
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let ask = async {
+        let mut stream = tokio::net::TcpStream::connect((host, port)).await?;
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut head = Vec::new();
+        let mut chunk = [0u8; 256];
+        while !head.windows(2).any(|w| w == b"\r\n") && head.len() < 4096 {
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&chunk[..n]);
+        }
+        Ok::<_, std::io::Error>(head)
+    };
+    let head = match tokio::time::timeout(Duration::from_secs(5), ask).await {
+        Ok(Ok(head)) => head,
+        Ok(Err(e)) => {
+            say_err!("toolwire: {url}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(_) => {
+            say_err!("toolwire: {url}: no answer within 5 s");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let status = String::from_utf8_lossy(&head);
+    let status = status.lines().next().unwrap_or_default();
+    if status.split(' ').nth(1) == Some("200") {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        say_err!("toolwire: {url}: {status}");
+        Ok(ExitCode::FAILURE)
+    }
 }
 
 /// How often the file is read again to see whether it changed.

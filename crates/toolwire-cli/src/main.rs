@@ -45,9 +45,11 @@ mod batch;
 mod browse;
 mod connect;
 mod docs;
+mod doctor;
 mod elicit;
 mod gateway;
 mod hints;
+mod import;
 mod logging;
 mod login;
 mod merged;
@@ -263,6 +265,9 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Command::Man = &cli.command {
         return docs::man();
     }
+    if let Command::Import(args) = &cli.command {
+        return import::run(cli.json, args);
+    }
     if let Command::Trust { file } = &cli.command {
         return trust::approve(file);
     }
@@ -305,6 +310,9 @@ async fn client_command(cli: Cli) -> Result<ExitCode, Failure> {
                 .map(|()| ExitCode::SUCCESS);
         }
         _ => {}
+    }
+    if matches!(cli.command, Command::Doctor) {
+        return doctor::run(&cli, client_builder(&cli)?).await;
     }
     if let Some(file) = &cli.config {
         return with_config(&cli, file, client_builder(&cli)?).await;
@@ -393,6 +401,8 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
         | Command::Pins { .. }
         | Command::Completions { .. }
         | Command::Man
+        | Command::Import(_)
+        | Command::Doctor
         | Command::Servers
         | Command::Login(_)
         | Command::Logout

@@ -513,6 +513,10 @@ fn completions_and_the_man_page_name_every_command_and_the_bash_script_parses() 
         "serve",
         "servers",
         "search",
+        "import",
+        "doctor",
+        "--rewire",
+        "--healthz",
         "--drain-timeout",
         "--config",
     ] {
@@ -560,6 +564,8 @@ fn completions_and_the_man_page_name_every_command_and_the_bash_script_parses() 
         "toolwire\\-gateway",
         "toolwire\\-tools",
         "toolwire\\-serve",
+        "toolwire\\-import",
+        "toolwire\\-doctor",
         "\\-\\-drain\\-timeout",
     ] {
         assert!(man.contains(section), "{section} missing from the man page");

@@ -134,3 +134,46 @@ fn a_bad_session_key_is_named_by_where_it_came_from_never_shown() {
     assert!(stderr.contains("not base64 of 32 bytes"), "{stderr}");
     assert!(!stderr.contains("c2VjcmV0LXRva2Vu"), "{stderr}");
 }
+
+#[test]
+fn healthz_exits_zero_for_a_live_gateway_and_one_where_none_answers() {
+    let config = config("healthz");
+    let (mut child, line) = spawn_listening(
+        "gateway",
+        &[
+            "--config",
+            config.path.to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .replace("/mcp", "/healthz");
+    let live = toolwire(&["gateway", "--healthz", &url]);
+    let missing = toolwire(&["gateway", "--healthz", &url.replace("/healthz", "/nothing")]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        live.status.code(),
+        Some(0),
+        "{line}: {}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    // A path the gateway does not serve, and a port nobody listens on (bound, then let go).
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("404"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let refused = toolwire(&[
+        "gateway",
+        "--healthz",
+        &format!("http://127.0.0.1:{port}/healthz"),
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("refused"));
+}

@@ -118,15 +118,20 @@ impl Gateway {
                 ));
             }
         };
-        let server = self.host.load().get(name).map(|t| t.server.clone());
-        // The upstream's breaker and cap let the call through, or refuse it at once.
-        let pass = match &server {
-            Some(server) => Some(
-                self.let_through(server, crate::access::principal(request.caller))
+        let routed = self
+            .host
+            .load()
+            .get(name)
+            .map(|t| (t.server.clone(), t.tool.clone()));
+        // The upstream's limits, breaker and cap let the call through, or refuse it at once.
+        let pass = match &routed {
+            Some((server, tool)) => Some(
+                self.let_through(server, &tool.name, crate::access::principal(request.caller))
                     .await?,
             ),
             None => None,
         };
+        let server = routed.map(|(server, _)| server);
         let caller = crate::access::principal(request.caller).to_owned();
         let audited = self.audit_arguments.then(|| arguments.to_string());
         let began = std::time::Instant::now();
@@ -323,9 +328,10 @@ impl Gateway {
     async fn let_through(
         &self,
         server: &Arc<str>,
+        tool: &str,
         caller: &str,
     ) -> Result<crate::traffic::Pass, RpcError> {
-        self.traffic.admit(server, caller).await.inspect_err(|refused| {
+        self.traffic.admit(server, tool, caller).await.inspect_err(|refused| {
             let reason = refused
                 .data
                 .as_ref()

@@ -177,7 +177,7 @@ pub use relay::{
     MAX_PARKED_PER_CALLER, PARKED_FOR, UPSTREAM_META, unrelated, upstream_capabilities,
     upstream_client,
 };
-pub use traffic::{Traffic, TrafficConfig, TrafficError};
+pub use traffic::{ToolTrafficConfig, Traffic, TrafficConfig, TrafficError};
 
 /// Settings of a [`Gateway`].
 #[derive(Debug)]

@@ -8,11 +8,15 @@
 //! Rate limits ([`bucket`]) come first: calls a second to the upstream from all callers, and
 //! from each caller (by principal) on its own, so that one noisy agent runs out of its own
 //! budget, not everyone's; a call past either is refused with HTTP 429 and `Retry-After`.
+//! Daily quotas ([`quota`]) count each caller's calls a day (UTC), refused past the quota
+//! until midnight UTC. A tool may have its own rates and quota ([`tool`]), beside its
+//! upstream's.
 //!
 //! ```json
 //! "gateway": {"traffic": {
 //!   "*":     {"maxConcurrent": 32, "queue": 64, "queueTimeoutSecs": 10, "callerCallsPerSecond": 5},
-//!   "files": {"maxConcurrent": 4, "breakerFailures": 5, "breakerOpenSecs": 30, "callsPerSecond": 50}
+//!   "files": {"maxConcurrent": 4, "breakerFailures": 5, "breakerOpenSecs": 30, "callsPerSecond": 50,
+//!             "callerCallsPerDay": 1000, "tools": {"write_file": {"callerCallsPerDay": 100}}}
 //! }}
 //! ```
 //!
@@ -21,6 +25,8 @@
 mod breaker;
 mod bucket;
 mod cap;
+mod quota;
+mod tool;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -34,6 +40,9 @@ use toolwire_types::error::code;
 use breaker::{Admitted, Breaker, Ended, Refused};
 use bucket::Buckets;
 use cap::{Cap, Full};
+use quota::DayQuota;
+use tool::ToolLane;
+pub use tool::ToolTrafficConfig;
 
 /// One upstream's traffic settings (or every upstream's, under `"*"`).
 // tidy: not an MCP shape
@@ -75,6 +84,13 @@ pub struct TrafficConfig {
     /// model stops choosing them (default: they stay listed, and calls are refused).
     #[serde(default)]
     pub hide_while_open: Option<bool>,
+    /// Calls a day (UTC) to the upstream from each caller; past it, a call is refused with 429
+    /// and `Retry-After` until midnight UTC. Absent: no quota.
+    #[serde(default)]
+    pub caller_calls_per_day: Option<u64>,
+    /// Limits of the upstream's tools, each by the upstream's own name for it.
+    #[serde(default)]
+    pub tools: Option<BTreeMap<String, ToolTrafficConfig>>,
 }
 
 impl TrafficConfig {
@@ -93,6 +109,8 @@ impl TrafficConfig {
                 .or(defaults.caller_calls_per_second),
             caller_burst: self.caller_burst.or(defaults.caller_burst),
             hide_while_open: self.hide_while_open.or(defaults.hide_while_open),
+            caller_calls_per_day: self.caller_calls_per_day.or(defaults.caller_calls_per_day),
+            tools: self.tools.clone().or_else(|| defaults.tools.clone()),
         }
     }
 }
@@ -138,6 +156,10 @@ struct Lane {
     rate: Option<Buckets<()>>,
     /// Each caller's own, by principal.
     caller_rate: Option<Buckets<String>>,
+    /// Each caller's calls a day.
+    per_day: Option<DayQuota<String>>,
+    /// Each limited tool's own, by the upstream's name for it.
+    tools: HashMap<String, ToolLane>,
     /// Its tools are not listed while its breaker is open.
     hide: bool,
     /// Where a change of what is listed is said ([`Traffic::tell_changes`]).
@@ -174,6 +196,22 @@ fn buckets<K: std::hash::Hash + Eq + Clone>(
         whole
     });
     Ok(Some(Buckets::new(per_second, burst)))
+}
+
+/// A daily quota, checked: at least one call.
+fn per_day<K: std::hash::Hash + Eq + Clone>(
+    entry: &str,
+    calls: Option<u64>,
+) -> Result<Option<DayQuota<K>>, TrafficError> {
+    match calls {
+        None => Ok(None),
+        Some(0) => Err(TrafficError {
+            entry: entry.to_owned(),
+            setting: "callerCallsPerDay",
+            why: "at least 1 call a day",
+        }),
+        Some(calls) => Ok(Some(DayQuota::new(calls))),
+    }
 }
 
 impl Lane {
@@ -222,11 +260,20 @@ impl Lane {
             config.caller_burst,
         )?;
         let hide = config.hide_while_open == Some(true) && breaker.is_some();
+        let tools = config
+            .tools
+            .iter()
+            .flatten()
+            .filter(|(_, limits)| limits.limits())
+            .map(|(tool, limits)| Ok((tool.clone(), ToolLane::new(entry, tool, limits)?)))
+            .collect::<Result<_, TrafficError>>()?;
         Ok(Self {
             cap,
             breaker,
             rate,
             caller_rate,
+            per_day: per_day(entry, config.caller_calls_per_day)?,
+            tools,
             hide,
             changes: changes.filter(|_| hide),
         })
@@ -278,9 +325,12 @@ impl Traffic {
             Lane::new(entry, &settings.over(&defaults), None)?;
         }
         let hides = config.values().any(|c| c.hide_while_open == Some(true));
-        let limits_rates = config
-            .values()
-            .any(|c| c.calls_per_second.is_some() || c.caller_calls_per_second.is_some());
+        let limits_rates = config.values().any(|c| {
+            c.calls_per_second.is_some()
+                || c.caller_calls_per_second.is_some()
+                || c.caller_calls_per_day.is_some()
+                || c.tools.iter().flatten().any(|(_, t)| t.limits())
+        });
         Ok(Self {
             configured: config.values().any(|c| *c != TrafficConfig::default()),
             limits_rates,
@@ -338,10 +388,16 @@ impl Traffic {
             .clone()
     }
 
-    /// Lets `caller`'s call to `server` through, or refuses it with an error that says why:
-    /// past a rate limit (the caller's own, or the upstream's), its breaker is open, or its
-    /// queue is full or was waited in too long.
-    pub(crate) async fn admit(&self, server: &Arc<str>, caller: &str) -> Result<Pass, RpcError> {
+    /// Lets `caller`'s call to `server`'s `tool` (the upstream's own name for it) through, or
+    /// refuses it with an error that says why: past a rate limit (the caller's own, or the
+    /// upstream's; the tool's, or the upstream's) or a daily quota, its breaker is open, or
+    /// its queue is full or was waited in too long. A refused call counts for no quota.
+    pub(crate) async fn admit(
+        &self,
+        server: &Arc<str>,
+        tool: &str,
+        caller: &str,
+    ) -> Result<Pass, RpcError> {
         // Nothing configured: no table to look in on every call.
         if !self.configured {
             return Ok(Pass::default());
@@ -351,22 +407,40 @@ impl Traffic {
         };
         // The caller's own budget first: a caller past it takes nothing from the others'.
         let now = Instant::now();
+        let tool_lane = lane.tools.get(tool);
+        if let Some(rate) = tool_lane.and_then(|t| t.caller_rate.as_ref())
+            && let Err(wait) = rate.take(caller, now)
+        {
+            let whose = format!("your calls to its tool `{tool}`");
+            return Err(rate_limited(server, &whose, wait));
+        }
         if let Some(rate) = &lane.caller_rate
             && let Err(wait) = rate.take(caller, now)
         {
             return Err(rate_limited(server, "your calls to it", wait));
+        }
+        if let Some(rate) = tool_lane.and_then(|t| t.rate.as_ref())
+            && let Err(wait) = rate.take(&(), now)
+        {
+            let whose = format!("calls to its tool `{tool}`");
+            return Err(rate_limited(server, &whose, wait));
         }
         if let Some(rate) = &lane.rate
             && let Err(wait) = rate.take(&(), now)
         {
             return Err(rate_limited(server, "calls to it", wait));
         }
+        // The quotas last of the limits, and given back when a later check refuses the call.
+        let quotas = Quotas::take(&lane, tool_lane, server, tool, caller)?;
         let admitted = match &lane.breaker {
             Some(breaker) => {
                 let mut breaker = crate::lock(breaker);
                 match breaker.admit(now) {
                     Ok(admitted) => Some(admitted),
-                    Err(refused) => return Err(breaker_open(server, breaker.threshold(), refused)),
+                    Err(refused) => {
+                        quotas.give_back();
+                        return Err(breaker_open(server, breaker.threshold(), refused));
+                    }
                 }
             }
             None => None,
@@ -381,7 +455,10 @@ impl Traffic {
         if let Some(cap) = &lane.cap {
             match cap.enter().await {
                 Ok(slot) => pass.slot = Some(slot),
-                Err(full) => return Err(no_slot(server, cap, full)),
+                Err(full) => {
+                    quotas.give_back();
+                    return Err(no_slot(server, cap, full));
+                }
             }
         }
         Ok(pass)
@@ -438,6 +515,72 @@ fn breaker_open(server: &str, threshold: u32, refused: Refused) -> RpcError {
     RpcError::new(code::INTERNAL_ERROR, message).with_data(serde_json::json!({
         "upstream": server, "reason": "circuit_open", "retryAfterSecs": retry
     }))
+}
+
+/// The daily quotas one call took (the tool's and the upstream's), to give back if it is
+/// refused after all.
+struct Quotas<'a> {
+    taken: [Option<&'a DayQuota<String>>; 2],
+    caller: &'a str,
+    day: u64,
+}
+
+impl<'a> Quotas<'a> {
+    /// Takes the call from the tool's quota and the upstream's, or refuses it naming the one
+    /// that is used up (nothing is kept taken then).
+    fn take(
+        lane: &'a Lane,
+        tool_lane: Option<&'a ToolLane>,
+        server: &str,
+        tool: &str,
+        caller: &'a str,
+    ) -> Result<Self, RpcError> {
+        let each = [
+            (tool_lane.and_then(|t| t.per_day.as_ref()), Some(tool)),
+            (lane.per_day.as_ref(), None),
+        ];
+        let mut quotas = Self {
+            taken: [None, None],
+            caller,
+            // The clock is read only where a quota is kept.
+            day: if each.iter().any(|(q, _)| q.is_some()) {
+                quota::unix_now()
+            } else {
+                0
+            },
+        };
+        for (slot, (quota, of_tool)) in each.into_iter().enumerate() {
+            let Some(quota) = quota else { continue };
+            if let Err(wait) = quota.take(caller, quotas.day) {
+                quotas.give_back();
+                return Err(quota_used(server, of_tool, quota.limit(), wait));
+            }
+            quotas.taken[slot] = Some(quota);
+        }
+        Ok(quotas)
+    }
+
+    fn give_back(&self) {
+        for quota in self.taken.iter().flatten() {
+            quota.give_back(self.caller, self.day);
+        }
+    }
+}
+
+/// A call past a daily quota (of `tool`, else of the upstream), refused until it renews.
+fn quota_used(server: &str, tool: Option<&str>, limit: u64, wait: Duration) -> RpcError {
+    let secs = whole_seconds(wait);
+    let to = tool.map_or_else(|| "it".to_owned(), |tool| format!("its tool `{tool}`"));
+    let message = format!(
+        "upstream `{server}`: your {limit} calls a day to {to} are used up; the quota renews at 00:00 UTC, in {} h {} min",
+        secs / 3600,
+        secs % 3600 / 60
+    );
+    RpcError::new(code::INTERNAL_ERROR, message.clone())
+        .with_data(serde_json::json!({
+            "upstream": server, "reason": "quota_used", "retryAfterSecs": secs
+        }))
+        .with_challenge(toolwire_server::Denial::too_many_requests(secs, message))
 }
 
 /// A call past a rate limit (`what`: whose calls), refused until `wait` has passed: 429 with
@@ -516,159 +659,4 @@ impl Drop for Pass {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn traffic(config: serde_json::Value) -> Traffic {
-        Traffic::new(&serde_json::from_value(config).unwrap()).unwrap()
-    }
-
-    #[tokio::test]
-    async fn an_open_breaker_hides_its_tools_where_asked_and_says_so_when_they_leave_and_return() {
-        let mut t = traffic(serde_json::json!({
-            "files": {"breakerFailures": 1, "breakerOpenSecs": 0.3, "hideWhileOpen": true},
-            "other": {"breakerFailures": 1, "breakerOpenSecs": 0.3}
-        }));
-        let (tx, mut heard) = broadcast::channel(8);
-        t.tell_changes(tx);
-        assert!(t.hides_any());
-        let (files, other): (Arc<str>, Arc<str>) = ("files".into(), "other".into());
-        assert!(!t.hidden("files"), "closed: listed");
-        t.admit(&files, "-").await.unwrap().ended(true);
-        t.admit(&other, "-").await.unwrap().ended(true);
-        assert!(t.hidden("files"), "open: held out");
-        assert!(!t.hidden("other"), "open, but not asked to hide: listed");
-        assert_eq!(heard.try_recv().unwrap(), Change::Tools);
-        assert!(
-            heard.try_recv().is_err(),
-            "the other's opening changes no listing"
-        );
-        // The delay ends: listed again (the next call is the trial), and said so.
-        let back = tokio::time::timeout(std::time::Duration::from_secs(5), heard.recv()).await;
-        assert_eq!(back.unwrap().unwrap(), Change::Tools);
-        assert!(!t.hidden("files"));
-    }
-
-    #[tokio::test]
-    async fn an_entry_s_settings_replace_the_defaults_one_by_one_and_others_get_the_defaults() {
-        let t = traffic(serde_json::json!({
-            "*": {"maxConcurrent": 1, "queue": 0, "breakerFailures": 1},
-            "files": {"maxConcurrent": 2}
-        }));
-        let (files, other): (Arc<str>, Arc<str>) = ("files".into(), "other".into());
-        let _a = t.admit(&files, "-").await.unwrap();
-        let _b = t.admit(&files, "-").await.unwrap();
-        let third = t.admit(&files, "-").await.unwrap_err();
-        assert!(
-            third.message.contains("2 calls in flight"),
-            "{}",
-            third.message
-        );
-        let _c = t.admit(&other, "-").await.unwrap();
-        let second = t.admit(&other, "-").await.unwrap_err();
-        assert!(
-            second.message.contains("1 calls in flight"),
-            "{}",
-            second.message
-        );
-        assert_eq!(second.data.unwrap()["reason"], "queue_full");
-    }
-
-    #[tokio::test]
-    async fn failures_open_the_breaker_and_its_refusal_names_the_upstream_and_the_wait() {
-        let t = traffic(serde_json::json!({"slow": {"breakerFailures": 2, "breakerOpenSecs": 60}}));
-        let slow: Arc<str> = "slow".into();
-        for _ in 0..2 {
-            t.admit(&slow, "-").await.unwrap().ended(true);
-        }
-        let refused = t.admit(&slow, "-").await.unwrap_err();
-        assert!(
-            refused.message.contains("upstream `slow` is failing")
-                && refused.message.contains("after 2 consecutive failures"),
-            "{}",
-            refused.message
-        );
-        assert_eq!(refused.data.as_ref().unwrap()["retryAfterSecs"], 60);
-        assert_eq!(t.states(), vec![("slow".to_owned(), Some("open"), None)]);
-        // Another upstream is not held back by this one's breaker.
-        let fine: Arc<str> = "fine".into();
-        assert!(t.admit(&fine, "-").await.is_ok());
-    }
-
-    #[tokio::test]
-    async fn a_call_its_caller_abandoned_is_no_failure_and_frees_its_slot() {
-        let t = traffic(serde_json::json!({"s": {
-            "breakerFailures": 1, "maxConcurrent": 1, "queue": 0}}));
-        let s: Arc<str> = "s".into();
-        drop(t.admit(&s, "-").await.unwrap());
-        let next = t.admit(&s, "-").await.unwrap();
-        assert_eq!(
-            t.states(),
-            vec![("s".to_owned(), Some("closed"), Some((1, 0)))]
-        );
-        next.ended(false);
-        assert_eq!(
-            t.states(),
-            vec![("s".to_owned(), Some("closed"), Some((0, 0)))]
-        );
-    }
-
-    #[tokio::test]
-    async fn a_caller_past_its_own_rate_is_refused_with_a_retry_and_the_other_caller_is_not() {
-        let t = traffic(serde_json::json!({"*": {"callerCallsPerSecond": 0.5, "callerBurst": 2}}));
-        let up: Arc<str> = "up".into();
-        for _ in 0..2 {
-            t.admit(&up, "alice").await.unwrap().ended(false);
-        }
-        let refused = t.admit(&up, "alice").await.unwrap_err();
-        assert!(
-            refused.message.contains("your calls to it"),
-            "{}",
-            refused.message
-        );
-        assert_eq!(refused.data.as_ref().unwrap()["reason"], "rate_limited");
-        assert_eq!(refused.data.as_ref().unwrap()["retryAfterSecs"], 2);
-        let denial = refused.challenge.as_ref().unwrap();
-        assert_eq!(denial.status, 429);
-        // Bob's budget is his own.
-        for _ in 0..2 {
-            t.admit(&up, "bob").await.unwrap().ended(false);
-        }
-        assert!(t.limits_rates());
-    }
-
-    #[tokio::test]
-    async fn the_upstreams_rate_counts_every_caller_together() {
-        let t = traffic(serde_json::json!({"up": {"callsPerSecond": 1, "burst": 2}}));
-        let up: Arc<str> = "up".into();
-        t.admit(&up, "alice").await.unwrap().ended(false);
-        t.admit(&up, "bob").await.unwrap().ended(false);
-        let refused = t.admit(&up, "carol").await.unwrap_err();
-        assert!(
-            refused.message.contains("calls to it are past"),
-            "{}",
-            refused.message
-        );
-    }
-
-    #[test]
-    fn unusable_settings_are_refused_naming_the_entry_and_the_setting() {
-        for (config, named) in [
-            (
-                serde_json::json!({"a": {"maxConcurrent": 0}}),
-                "gateway.traffic.a.maxConcurrent",
-            ),
-            (
-                serde_json::json!({"*": {"queueTimeoutSecs": -1.0}}),
-                "gateway.traffic.*.queueTimeoutSecs",
-            ),
-            (
-                serde_json::json!({"b": {"breakerFailures": 0}}),
-                "gateway.traffic.b.breakerFailures",
-            ),
-        ] {
-            let error = Traffic::new(&serde_json::from_value(config).unwrap()).unwrap_err();
-            assert!(error.to_string().starts_with(named), "{error}");
-        }
-    }
-}
+mod tests;
