@@ -3,9 +3,9 @@
 
 use url::Url;
 
-use crate::AuthError;
 use crate::pkce::constant_time_eq;
 use crate::secret::Secret;
+use crate::{AuthError, CallbackRefusal};
 
 /// What goes into an authorization URL.
 #[derive(Debug, Clone)]
@@ -76,7 +76,7 @@ impl CallbackParams {
     /// The parameters of a redirect URL's query (`http://127.0.0.1:1/callback?code=…`).
     pub fn from_url(url: &str) -> Result<Self, AuthError> {
         let url = Url::parse(url)
-            .map_err(|e| AuthError::Callback(format!("the redirect is not a URL: {e}")))?;
+            .map_err(|e| AuthError::Callback(CallbackRefusal::NotAUrl(e.to_string())))?;
         Ok(Self::from_query(url.query().unwrap_or("")))
     }
 
@@ -117,19 +117,18 @@ pub fn check_callback(
 ) -> Result<Secret, AuthError> {
     match &params.state {
         Some(s) if constant_time_eq(s, state) => {}
-        Some(_) => return Err(AuthError::Callback("its state is not this flow's".into())),
-        None => return Err(AuthError::Callback("it carries no state".into())),
+        Some(_) => return Err(AuthError::Callback(CallbackRefusal::ForeignState)),
+        None => return Err(AuthError::Callback(CallbackRefusal::NoState)),
     }
     match (&params.iss, issuer) {
         (Some(iss), Some(issuer)) if iss != issuer => {
-            return Err(AuthError::Callback(format!(
-                "it was issued by {iss}, not by {issuer}"
-            )));
+            return Err(AuthError::Callback(CallbackRefusal::WrongIssuer {
+                issued_by: iss.clone(),
+                expected: issuer.to_owned(),
+            }));
         }
         (None, Some(_)) if iss_advertised => {
-            return Err(AuthError::Callback(
-                "the server advertises the iss parameter and the response has none".into(),
-            ));
+            return Err(AuthError::Callback(CallbackRefusal::NoIssuer));
         }
         _ => {}
     }
@@ -144,7 +143,7 @@ pub fn check_callback(
     params
         .code
         .clone()
-        .ok_or_else(|| AuthError::Callback("it carries no code".into()))
+        .ok_or(AuthError::Callback(CallbackRefusal::NoCode))
 }
 
 #[cfg(test)]
@@ -200,36 +199,59 @@ mod tests {
             error: error.map(str::to_owned),
             error_description: None,
         };
-        // (params, advertised) -> accepted
+        let wrong = |iss: &str| {
+            Some(CallbackRefusal::WrongIssuer {
+                issued_by: iss.to_owned(),
+                expected: issuer.to_owned(),
+            })
+        };
+        // (params, advertised) -> refused for (None: accepted)
         let table = [
-            (cb(Some("s"), Some(issuer), Some("c"), None), true, true),
-            (cb(Some("s"), None, Some("c"), None), false, true),
-            (cb(Some("s"), None, Some("c"), None), true, false),
+            (cb(Some("s"), Some(issuer), Some("c"), None), true, None),
+            (cb(Some("s"), None, Some("c"), None), false, None),
+            (
+                cb(Some("s"), None, Some("c"), None),
+                true,
+                Some(CallbackRefusal::NoIssuer),
+            ),
             (
                 cb(Some("s"), Some("https://evil.example.com"), Some("c"), None),
                 true,
-                false,
+                wrong("https://evil.example.com"),
             ),
             (
                 cb(Some("s"), Some("https://evil.example.com"), Some("c"), None),
                 false,
-                false,
+                wrong("https://evil.example.com"),
             ),
             (
                 cb(Some("s"), Some("http://localhost:1/"), Some("c"), None),
                 true,
-                false,
+                wrong("http://localhost:1/"),
             ),
-            (cb(Some("x"), Some(issuer), Some("c"), None), true, false),
-            (cb(None, Some(issuer), Some("c"), None), true, false),
-            (cb(Some("s"), Some(issuer), None, None), true, false),
+            (
+                cb(Some("x"), Some(issuer), Some("c"), None),
+                true,
+                Some(CallbackRefusal::ForeignState),
+            ),
+            (
+                cb(None, Some(issuer), Some("c"), None),
+                true,
+                Some(CallbackRefusal::NoState),
+            ),
+            (
+                cb(Some("s"), Some(issuer), None, None),
+                true,
+                Some(CallbackRefusal::NoCode),
+            ),
         ];
-        for (i, (params, advertised, ok)) in table.iter().enumerate() {
-            assert_eq!(
-                check_callback(params, "s", Some(issuer), *advertised).is_ok(),
-                *ok,
-                "row {i}"
-            );
+        for (i, (params, advertised, refused)) in table.into_iter().enumerate() {
+            let got = match check_callback(&params, "s", Some(issuer), advertised) {
+                Ok(_) => None,
+                Err(AuthError::Callback(why)) => Some(why),
+                Err(other) => panic!("row {i}: {other}"),
+            };
+            assert_eq!(got, refused, "row {i}");
         }
         // A forged error with the wrong state is reported as the state, not as the error.
         let forged = check_callback(
@@ -238,7 +260,10 @@ mod tests {
             Some(issuer),
             false,
         );
-        assert!(matches!(forged, Err(AuthError::Callback(_))));
+        assert!(matches!(
+            forged,
+            Err(AuthError::Callback(CallbackRefusal::ForeignState))
+        ));
         let denied = check_callback(
             &cb(Some("s"), None, None, Some("access_denied")),
             "s",

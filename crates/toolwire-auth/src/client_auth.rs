@@ -8,8 +8,8 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request};
 use serde::{Deserialize, Serialize};
 
-use crate::AuthError;
 use crate::secret::Secret;
+use crate::{AuthError, ConfigProblem};
 
 /// A token endpoint authentication method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +157,9 @@ impl Form {
             TokenAuthMethod::None => {}
             TokenAuthMethod::ClientSecretBasic => {
                 let secret = secret.ok_or_else(|| {
-                    AuthError::Config("client_secret_basic needs a client secret".into())
+                    AuthError::Config(ConfigProblem::NoClientSecret {
+                        method: "client_secret_basic",
+                    })
                 })?;
                 let enc = |s: &str| {
                     url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
@@ -167,14 +169,15 @@ impl Form {
             }
             TokenAuthMethod::ClientSecretPost => {
                 let secret = secret.ok_or_else(|| {
-                    AuthError::Config("client_secret_post needs a client secret".into())
+                    AuthError::Config(ConfigProblem::NoClientSecret {
+                        method: "client_secret_post",
+                    })
                 })?;
                 self.add("client_secret", secret.clone());
             }
             TokenAuthMethod::PrivateKeyJwt => {
-                let assertion = assertion.ok_or_else(|| {
-                    AuthError::Config("private_key_jwt needs a signing key".into())
-                })?;
+                let assertion =
+                    assertion.ok_or_else(|| AuthError::Config(ConfigProblem::NoSigningKey))?;
                 self.add(
                     "client_assertion_type",
                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
@@ -205,7 +208,7 @@ impl Form {
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(basic) = &self.basic {
             let mut value = HeaderValue::try_from(basic.expose())
-                .map_err(|_| AuthError::Config("the client id or secret cannot be sent".into()))?;
+                .map_err(|_| AuthError::Config(ConfigProblem::UnsendableClientCredentials))?;
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }

@@ -76,7 +76,7 @@ pub enum AuthError {
     /// The authorization response did not come from this flow (`state`), or from another
     /// issuer (RFC 9207 `iss`): no token was requested.
     #[error("the authorization response was refused: {0}")]
-    Callback(String),
+    Callback(CallbackRefusal),
     /// The server keeps demanding scopes that were already granted: authorizing again
     /// cannot help.
     #[error(
@@ -126,9 +126,95 @@ pub enum AuthError {
         #[source]
         cause: Cause,
     },
-    /// The configuration cannot work (a bad key, a bad URL).
+    /// The configuration cannot work (a missing secret, a bad key, nothing to refresh).
     #[error("invalid OAuth configuration: {0}")]
-    Config(String),
+    Config(ConfigProblem),
+}
+
+/// Why an authorization response was refused before any token was asked for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackRefusal {
+    /// The redirect pasted or received could not be read as a URL.
+    #[error("the redirect is not a URL: {0}")]
+    NotAUrl(String),
+    /// Its `state` is another flow's.
+    #[error("its state is not this flow's")]
+    ForeignState,
+    /// It has no `state`.
+    #[error("it carries no state")]
+    NoState,
+    /// Its `iss` (RFC 9207) names another issuer than the one asked.
+    #[error("it was issued by {issued_by}, not by {expected}")]
+    WrongIssuer {
+        /// The `iss` it carries.
+        issued_by: String,
+        /// The issuer the flow asked.
+        expected: String,
+    },
+    /// The authorization server advertises `iss` (RFC 9207) and the response has none.
+    #[error("the server advertises the iss parameter and the response has none")]
+    NoIssuer,
+    /// It has no `code` (and no `error`).
+    #[error("it carries no code")]
+    NoCode,
+}
+
+/// What makes an OAuth configuration or its stored state unusable.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigProblem {
+    /// `client_secret_basic` or `client_secret_post` without a secret.
+    #[error("{method} needs a client secret")]
+    NoClientSecret {
+        /// The token endpoint authentication method.
+        method: &'static str,
+    },
+    /// `private_key_jwt` without a key to sign with.
+    #[error("private_key_jwt needs a signing key")]
+    NoSigningKey,
+    /// The client id or secret holds what a `Basic` header cannot carry.
+    #[error("the client id or secret cannot be sent")]
+    UnsendableClientCredentials,
+    /// The private key is not PKCS#8 PEM.
+    #[error("the private key is not a PKCS#8 PEM")]
+    KeyNotPem,
+    /// The private key is of a kind not signed with here.
+    #[error("the private key is neither P-256 nor RSA")]
+    KeyAlgorithm,
+    /// Signing (an assertion, a DPoP proof) failed.
+    #[error("signing {0} failed")]
+    Signing(&'static str),
+    /// No DPoP key could be made.
+    #[error("no DPoP key could be made")]
+    DpopKey,
+    /// The DPoP key stored with the credentials cannot be read.
+    #[error("the stored DPoP key is not {0}")]
+    StoredDpopKey(&'static str),
+    /// The system's random number generator failed.
+    #[error("the system random number generator failed")]
+    Random,
+    /// A refresh was asked with no credentials to refresh.
+    #[error("nothing to refresh")]
+    NothingToRefresh,
+    /// A refresh was asked and no refresh token is held.
+    #[error("no refresh token")]
+    NoRefreshToken,
+    /// The token is of a type this client cannot send (not `Bearer` or `DPoP`).
+    #[error("a {0} token cannot be sent without this client's proof")]
+    TokenType(String),
+    /// A JWK set with no key a verifier can use.
+    #[error("the JWK set holds no signing key this verifier can use")]
+    EmptyKeySet,
+    /// A client assertion's file could not be read.
+    #[error("{}", .path.display())]
+    AssertionFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        cause: Cause,
+    },
 }
 
 impl AuthError {

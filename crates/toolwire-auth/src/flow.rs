@@ -21,7 +21,7 @@ use crate::scope::{self, Scopes};
 use crate::secret::Secret;
 use crate::store::{ClientKind, ClientRegistration, StoreKey, StoredAuth};
 use crate::token::{self, Tokens};
-use crate::{AuthError, discovery};
+use crate::{AuthError, ConfigProblem, discovery};
 
 /// What discovery found.
 #[derive(Debug, Clone)]
@@ -452,9 +452,7 @@ impl Flow<'_> {
                     .static_client
                     .as_ref()
                     .and_then(|s| s.key.as_ref())
-                    .ok_or_else(|| {
-                        AuthError::Config("private_key_jwt needs a signing key".into())
-                    })?;
+                    .ok_or_else(|| AuthError::Config(ConfigProblem::NoSigningKey))?;
                 Some(Secret::new(key.client_assertion(
                     &client.client_id,
                     audience,
@@ -497,7 +495,7 @@ impl Flow<'_> {
                 request.headers_mut().insert(
                     DPOP,
                     HeaderValue::try_from(proof)
-                        .map_err(|_| AuthError::Config("bad DPoP proof".into()))?,
+                        .map_err(|_| AuthError::Config(ConfigProblem::Signing("a DPoP proof")))?,
                 );
             }
             let response = self.send(endpoint, request).await?;
@@ -614,7 +612,12 @@ impl Flow<'_> {
                     Assertion::File(path) => Secret::new(
                         tokio::fs::read_to_string(path)
                             .await
-                            .map_err(|e| AuthError::Config(format!("{}: {e}", path.display())))?
+                            .map_err(|e| {
+                                AuthError::Config(ConfigProblem::AssertionFile {
+                                    path: path.clone(),
+                                    cause: std::sync::Arc::new(e),
+                                })
+                            })?
                             .trim()
                             .to_owned(),
                     ),
@@ -709,11 +712,11 @@ impl Flow<'_> {
         let old = entry
             .tokens
             .as_ref()
-            .ok_or_else(|| AuthError::Config("nothing to refresh".into()))?;
+            .ok_or_else(|| AuthError::Config(ConfigProblem::NothingToRefresh))?;
         let refresh = old
             .refresh_token
             .clone()
-            .ok_or_else(|| AuthError::Config("no refresh token".into()))?;
+            .ok_or_else(|| AuthError::Config(ConfigProblem::NoRefreshToken))?;
         let mut form = Form::new();
         form.add("grant_type", "refresh_token")
             .add("refresh_token", refresh.clone())

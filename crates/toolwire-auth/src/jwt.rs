@@ -12,8 +12,8 @@ use rustls_pki_types::PrivatePkcs8KeyDer;
 use rustls_pki_types::pem::PemObject;
 use serde_json::{Value, json};
 
-use crate::AuthError;
 use crate::pkce::random;
+use crate::{AuthError, ConfigProblem};
 
 /// A private key that signs JWTs. `Debug` shows the algorithm only.
 pub struct SigningKey {
@@ -36,7 +36,7 @@ impl SigningKey {
     /// A P-256 (ES256) or RSA (RS256) key from a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
     pub fn from_pem(pem: &str) -> Result<Self, AuthError> {
         let der = PrivatePkcs8KeyDer::from_pem_slice(pem.as_bytes())
-            .map_err(|_| AuthError::Config("the private key is not a PKCS#8 PEM".into()))?;
+            .map_err(|_| AuthError::Config(ConfigProblem::KeyNotPem))?;
         let rng = SystemRandom::new();
         let bytes = der.secret_pkcs8_der();
         let kind = if let Ok(k) =
@@ -46,9 +46,7 @@ impl SigningKey {
         } else if let Ok(k) = RsaKeyPair::from_pkcs8(bytes) {
             Kind::Rs256(k)
         } else {
-            return Err(AuthError::Config(
-                "the private key is neither P-256 nor RSA".into(),
-            ));
+            return Err(AuthError::Config(ConfigProblem::KeyAlgorithm));
         };
         Ok(Self { kind, rng })
     }
@@ -69,7 +67,7 @@ impl SigningKey {
             URL_SAFE_NO_PAD.encode(header.to_string()),
             URL_SAFE_NO_PAD.encode(claims.to_string())
         );
-        let failed = || AuthError::Config("signing failed".into());
+        let failed = || AuthError::Config(ConfigProblem::Signing("a JWT"));
         let signature = match &self.kind {
             Kind::Es256(k) => k
                 .sign(&self.rng, input.as_bytes())
@@ -130,7 +128,7 @@ impl DpopKey {
     pub fn generate() -> Result<Self, AuthError> {
         let rng = SystemRandom::new();
         let doc = EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .map_err(|_| AuthError::Config("no DPoP key could be made".into()))?;
+            .map_err(|_| AuthError::Config(ConfigProblem::DpopKey))?;
         Self::from_pkcs8(&crate::secret::Secret::new(
             URL_SAFE_NO_PAD.encode(doc.as_ref()),
         ))
@@ -140,11 +138,11 @@ impl DpopKey {
     pub fn from_pkcs8(pkcs8: &crate::secret::Secret) -> Result<Self, AuthError> {
         let der = URL_SAFE_NO_PAD
             .decode(pkcs8.expose())
-            .map_err(|_| AuthError::Config("the stored DPoP key is not base64url".into()))?;
+            .map_err(|_| AuthError::Config(ConfigProblem::StoredDpopKey("base64url")))?;
         let rng = SystemRandom::new();
         let pair =
             EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &der, &rng)
-                .map_err(|_| AuthError::Config("the stored DPoP key is not a P-256 key".into()))?;
+                .map_err(|_| AuthError::Config(ConfigProblem::StoredDpopKey("a P-256 key")))?;
         Ok(Self {
             pair,
             pkcs8: pkcs8.clone(),
@@ -198,7 +196,7 @@ impl DpopKey {
         let signature = self
             .pair
             .sign(&self.rng, input.as_bytes())
-            .map_err(|_| AuthError::Config("signing a DPoP proof failed".into()))?;
+            .map_err(|_| AuthError::Config(ConfigProblem::Signing("a DPoP proof")))?;
         Ok(format!(
             "{input}.{}",
             URL_SAFE_NO_PAD.encode(signature.as_ref())

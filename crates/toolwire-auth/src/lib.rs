@@ -103,7 +103,7 @@ pub use client_auth::TokenAuthMethod;
 pub use clock::Clock;
 pub use config::{Assertion, Grant, OAuthConfig, StaticClient};
 pub use discovery::{resource_metadata_urls, server_metadata_urls};
-pub use error::{AuthError, Cause};
+pub use error::{AuthError, CallbackRefusal, Cause, ConfigProblem};
 pub use exchange::TokenExchange;
 pub use handler::{AuthorizationHandler, FetchRedirect, NoInteraction};
 pub use jwt::{DpopKey, SigningKey};

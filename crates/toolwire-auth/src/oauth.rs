@@ -14,7 +14,6 @@ use toolwire_http::{
     AuthRequest, Authorizer, AuthorizerError, BoxFuture, Credentials, HttpExecutor, Refusal, Resend,
 };
 
-use crate::AuthError;
 use crate::challenge::{AuthChallenge, Scheme};
 use crate::config::OAuthConfig;
 use crate::flow::Flow;
@@ -23,6 +22,7 @@ use crate::jwt::DpopKey;
 use crate::scope;
 use crate::store::{ClientKind, ClientRegistration, StoredAuth};
 use crate::token::Tokens;
+use crate::{AuthError, ConfigProblem};
 
 /// How the current credentials came to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -273,7 +273,7 @@ impl OAuth {
             let current = self.current();
             match (&current.entry, &current.client) {
                 (Some(e), Some(c)) => (e.clone(), c.clone()),
-                _ => return Err(AuthError::Config("nothing to refresh".into())),
+                _ => return Err(AuthError::Config(ConfigProblem::NothingToRefresh)),
             }
         };
         let store = &self.shared.config.store;
@@ -435,9 +435,8 @@ impl OAuth {
             return Ok(None);
         };
         if tokens.token_type != "Bearer" {
-            return Err(AuthError::Config(format!(
-                "a {} token cannot be sent without this client's proof",
-                tokens.token_type
+            return Err(AuthError::Config(ConfigProblem::TokenType(
+                tokens.token_type.clone(),
             )));
         }
         if tokens.expires_within(self.shared.config.clock.now(), 0) {
@@ -572,7 +571,7 @@ impl OAuth {
                     self.shared.config.clock.now(),
                 )?;
                 let mut value = HeaderValue::try_from(proof)
-                    .map_err(|_| AuthError::Config("bad DPoP proof".into()))?;
+                    .map_err(|_| AuthError::Config(ConfigProblem::Signing("a DPoP proof")))?;
                 value.set_sensitive(true);
                 headers.insert(DPOP, value);
             }

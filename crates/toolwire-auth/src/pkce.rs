@@ -4,15 +4,15 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::{SecureRandom, SystemRandom};
 
-use crate::AuthError;
 use crate::secret::Secret;
+use crate::{AuthError, ConfigProblem};
 
 /// `n` random bytes as base64url (no padding).
 pub(crate) fn random(n: usize) -> Result<String, AuthError> {
     let mut bytes = vec![0u8; n];
     SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| AuthError::Config("the system random number generator failed".into()))?;
+        .map_err(|_| AuthError::Config(ConfigProblem::Random))?;
     Ok(URL_SAFE_NO_PAD.encode(bytes))
 }
 

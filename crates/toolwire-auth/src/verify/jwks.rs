@@ -13,7 +13,7 @@ use toolwire_http::HttpExecutor;
 
 use super::TokenError;
 use super::jws::{Alg, PublicKey};
-use crate::{AuthError, discovery, metadata};
+use crate::{AuthError, ConfigProblem, discovery, metadata};
 
 /// Where the keys come from.
 enum Source {
@@ -81,9 +81,7 @@ impl Jwks {
     pub fn fixed(document: &Value) -> Result<Self, AuthError> {
         let keys = parse_set(document);
         if keys.is_empty() {
-            return Err(AuthError::Config(
-                "the JWK set holds no signing key this verifier can use".into(),
-            ));
+            return Err(AuthError::Config(ConfigProblem::EmptyKeySet));
         }
         Ok(Self::new(Source::Fixed, keys, Some(u64::MAX)))
     }
