@@ -75,9 +75,13 @@ impl HostApp {
 
     /// Where the lists of this host are in its file: members from the root. Claude Code's
     /// `~/.claude.json` has the user's list at the top and one per project under
-    /// `projects.<dir>`; the list of the current directory's project is read too.
+    /// `projects.<dir>`; the list of the current directory's project is read too. VS Code
+    /// kept its list in `settings.json` under `mcp` before it had `mcp.json`.
     pub(crate) fn list_paths(self, cwd: Option<&Path>) -> Vec<Vec<String>> {
         let mut paths = vec![vec![self.list_key().to_owned()]];
+        if self == Self::VsCode {
+            paths.push(vec!["mcp".to_owned(), "servers".to_owned()]);
+        }
         if self == Self::ClaudeCode
             && let Some(cwd) = cwd
         {
@@ -121,7 +125,11 @@ impl HostApp {
             Self::ClaudeDesktop => in_app_dirs("Claude/claude_desktop_config.json"),
             Self::ClaudeCode => at_home(".claude.json").into_iter().collect(),
             Self::Cursor => at_home(".cursor/mcp.json").into_iter().collect(),
-            Self::VsCode => in_app_dirs("Code/User/mcp.json"),
+            Self::VsCode => {
+                let mut files = in_app_dirs("Code/User/mcp.json");
+                files.extend(in_app_dirs("Code/User/settings.json"));
+                files
+            }
             Self::Windsurf => at_home(".codeium/windsurf/mcp_config.json")
                 .into_iter()
                 .collect(),

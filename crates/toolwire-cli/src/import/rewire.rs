@@ -139,10 +139,16 @@ fn edit_json(text: &str, host: HostApp, removed: &Taken, entry: &Value) -> Resul
             }
         }
     }
-    let key = host.list_key();
-    let list = top
-        .object_value_or_create(key)
-        .ok_or_else(|| format!("`{key}` is not an object"))?;
+    // The gateway's entry goes where the first list taken from was (VS Code's `mcp.json`
+    // or its `settings.json`), else where the host keeps its list.
+    let first = removed.first().map(|(path, _)| path.clone());
+    let path = first.unwrap_or_else(|| vec![host.list_key().to_owned()]);
+    let mut list = top;
+    for key in &path {
+        list = list
+            .object_value_or_create(key)
+            .ok_or_else(|| format!("`{key}` is not an object"))?;
+    }
     match list.get(ENTRY) {
         Some(prop) => prop.set_value(cst(entry)),
         None => {
@@ -265,6 +271,30 @@ mod tests {
             edited.contains("[mcp_servers.toolwire]\nurl = \"http://127.0.0.1:8808/mcp\""),
             "{edited}"
         );
+    }
+
+    #[test]
+    fn vscode_settings_get_the_gateway_where_their_servers_were() {
+        let text = "{\n  \"editor.fontSize\": 14,\n  \"mcp\": {\n    \"servers\": {\n      \"files\": { \"command\": \"npx\" }\n    }\n  }\n}\n";
+        let removed = vec![(vec!["mcp".into(), "servers".into()], vec!["files".into()])];
+        let edited = edit_json(
+            text,
+            HostApp::VsCode,
+            &removed,
+            &entry(HostApp::VsCode, &stdio(), None),
+        )
+        .expect("edits");
+        let value: Value =
+            jsonc_parser::parse_to_serde_value(&edited, &jsonc_parser::ParseOptions::default())
+                .expect("still JSON");
+        assert_eq!(
+            value["mcp"]["servers"][ENTRY]["type"],
+            json!("stdio"),
+            "{edited}"
+        );
+        assert!(value["mcp"]["servers"].get("files").is_none(), "{edited}");
+        assert!(value.get("servers").is_none(), "{edited}");
+        assert_eq!(value["editor.fontSize"], json!(14));
     }
 
     #[test]
