@@ -406,13 +406,14 @@ impl<S: Service + Edge> Front<S> {
     /// sessions that ended on the way are forgotten.
     fn owner(&self, sid: &str) -> Option<[u8; 16]> {
         let mut ended = Vec::new();
-        let held = self.sessions.len();
-        let owner = self.sessions.owner(sid, &mut ended);
+        let found = self.sessions.owner(sid, &mut ended);
+        // The count is said only when it changed: a session adopted or ended on the way.
+        let changed = !ended.is_empty() || found.is_some_and(|f| f.adopted);
         self.forget_all(ended);
-        if self.sessions.len() != held {
+        if changed {
             self.count_sessions();
         }
-        owner
+        found.map(|f| f.owner)
     }
 
     /// A session was held or ended: the service hears how many there are now.

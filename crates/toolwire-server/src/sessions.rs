@@ -55,6 +55,16 @@ impl Session {
     }
 }
 
+/// A live session found by [`Sessions::owner`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Its owner tag.
+    pub(crate) owner: [u8; 16],
+    /// Whether the lookup began holding it here (a session another replica sealed): the
+    /// count of sessions held changed.
+    pub(crate) adopted: bool,
+}
+
 /// Every legacy session held here.
 pub(crate) struct Sessions {
     table: Mutex<Keyed<Session>>,
@@ -84,12 +94,16 @@ impl Sessions {
 
     /// The owner tag of `sid` when it is a live session here: one this process holds, or
     /// (with keys) one any replica sealed and nobody ended here, which this process then
-    /// holds from now on. A session idle past [`Limits::session_idle`] ends (into `ended`).
-    pub(crate) fn owner(&self, sid: &str, ended: &mut Vec<String>) -> Option<[u8; 16]> {
+    /// holds from now on ([`Found::adopted`]). A session idle past [`Limits::session_idle`]
+    /// ends (into `ended`).
+    pub(crate) fn owner(&self, sid: &str, ended: &mut Vec<String>) -> Option<Found> {
         let now = Instant::now();
         let expired = match lock(&self.table).get(sid) {
             Some(session) if !session.expired(now, self.limits.session_idle) => {
-                return Some(session.owner);
+                return Some(Found {
+                    owner: session.owner,
+                    adopted: false,
+                });
             }
             Some(_) => true,
             None => false,
@@ -110,7 +124,10 @@ impl Sessions {
             return None;
         }
         self.hold(sid, owner);
-        Some(owner)
+        Some(Found {
+            owner,
+            adopted: true,
+        })
     }
 
     /// A request on `sid`: the session used once more. False when it is not held here
@@ -331,7 +348,10 @@ mod tests {
         sessions.hold("s", [1; 16]);
         let stream = sessions.open_stream("s");
         std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(sessions.owner("s", &mut ended), Some([1; 16]));
+        assert_eq!(
+            sessions.owner("s", &mut ended).map(|f| f.owner),
+            Some([1; 16])
+        );
         assert!(
             !sessions.room_for([1; 16], &mut ended),
             "its only session is busy"
