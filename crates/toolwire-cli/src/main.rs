@@ -38,6 +38,11 @@ use toolwire_host::{
     DEFAULT_SEPARATOR, Host, OAuthEntry, ServerConfig, ServerState, ServerTransport, ServersConfig,
 };
 
+/// The static build's allocator (why: the `mimalloc` dependency in Cargo.toml).
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[macro_use]
 mod terminal;
 mod args;
