@@ -114,7 +114,7 @@ async fn static_checks(
         ));
         return None;
     }
-    let config = match ServersConfig::load(file) {
+    let config = match ServersConfig::from_text(file, &text) {
         Ok(config) => config,
         Err(e) => {
             problems(&e, findings);
