@@ -1,6 +1,7 @@
 //! Load under faults: many calls from many tasks through one client, every result checked
 //! against its arguments, none lost, none mismatched, none answered twice, and the faults
-//! verified to have happened.
+//! verified to have happened. And the reference server's `tally`, which the fleet soak counts
+//! calls with.
 
 #![allow(
     clippy::unwrap_used,
@@ -99,4 +100,35 @@ async fn calls_from_64_tasks_under_faults_legacy_sse() {
         Framing::Sse,
     )
     .await;
+}
+
+/// The counting tool the fleet soak (`cargo xtask soak`) proves its calls with.
+#[tokio::test]
+async fn tally_records_each_call_id_once_in_call_order_and_refuses_a_multiline_id() {
+    let dir = std::env::temp_dir().join(format!("toolwire-tally-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tally.txt");
+    let mut o = Options::default();
+    o.tally = Some(file.clone());
+    let s = serve_http(SocketAddr::from(([127, 0, 0, 1], 0)), o)
+        .await
+        .unwrap();
+    let client = Client::builder("e2e", "0")
+        .connect_http(HttpTransport::builder(s.url()))
+        .unwrap();
+    for id in ["a-1", "b-2", "a-3"] {
+        let r = client.call_tool("tally", json!({"id": id})).await.unwrap();
+        assert_eq!(r.content[0].as_text(), Some(id));
+    }
+    let refused = client
+        .call_tool("tally", json!({"id": "x\ny"}))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("one non-empty line"),
+        "{refused}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a-1\nb-2\na-3\n");
+    client.close().await;
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,6 +34,7 @@ use crate::conformance::{cache_dir, install_node, installed_npm_version, npm_ins
 
 mod gateway;
 mod gateway_auth;
+pub(crate) mod soak;
 mod startup;
 
 const PY_MCP: &str = "2.3.0";
@@ -99,6 +100,25 @@ impl Drop for Processes {
             let _ = child.wait();
         }
     }
+}
+
+/// A fresh session key for a fleet of gateways, from the operating system's random source,
+/// in `dir/session.key` (0600).
+fn session_key_file(dir: &Path) -> Result<PathBuf, String> {
+    let (ok, key, err) =
+        run_limited(Command::new("sh").args(["-c", "head -c32 /dev/urandom | base64"]));
+    if !ok {
+        return Err(format!("a session key: {err}"));
+    }
+    let key_file = dir.join("session.key");
+    std::fs::write(&key_file, key).map_err(|e| e.to_string())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(key_file)
 }
 
 /// A port nothing listens on right now.
@@ -267,8 +287,9 @@ fn tinyproxy_conf(port: u16, dir: &Path) -> String {
 }
 
 /// What every nginx configuration here starts with: one worker in the foreground, files in
-/// its prefix folder.
-const NGINX_HEAD: &str = "worker_processes 1;\ndaemon off;\npid nginx.pid;\nerror_log error.log info;\nevents { worker_connections 128; }";
+/// its prefix folder, room for 4,096 connections (a legacy caller's open stream holds two;
+/// at 128, 32 callers of a fleet had their connections reset).
+const NGINX_HEAD: &str = "worker_processes 1;\ndaemon off;\npid nginx.pid;\nerror_log error.log info;\nevents { worker_connections 4096; }";
 
 /// The temporary folders of an nginx `http` block, inside its prefix folder.
 const NGINX_TEMP: &str = "client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;";

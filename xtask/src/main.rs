@@ -7,7 +7,8 @@
 //!   build of the comparison bench, `windows`, `wasm`, each fuzz target built and
 //!   run for 15 s (cargo-fuzz), `cargo deny check`, `cargo package` of every crate meant for
 //!   users (with the metadata crates.io shows),
-//!   `tidy`, `deploy`, `image`, the official conformance suite (`conformance`) and the real peers (`interop`).
+//!   `tidy`, `deploy`, `image`, the official conformance suite (`conformance`), the real peers
+//!   (`interop`) and the fleet soak's short run (`soak --short`).
 //! - `tidy`: the architecture checks of `ARCHITECTURE.md` (see [`tidy`]).
 //! - `package`: the crates meant for users packed as crates.io would take them (see
 //!   [`package`]).
@@ -27,6 +28,10 @@
 //!   `wasm32-unknown-unknown`.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
+//! - `soak`: a gateway fleet (three replicas behind nginx) under 20,000 calls while a replica
+//!   is killed every 20 s and a stdio upstream exits every 500 calls, proved to lose nothing
+//!   and run nothing twice; writes `docs/soak.md` (`--short`, CI's: 4,000 calls). See
+//!   [`interop::soak`].
 //! - `catalog`: the tools of real MCP servers from npm and PyPI, listed with the CLI into
 //!   `crates/toolwire-bench/data/catalog.json` for the tool search benchmark (see [`catalog`]).
 //!
@@ -66,9 +71,10 @@ fn main() -> ExitCode {
         Some("windows") => windows_check(&root),
         Some("wasm") => wasm::check(&root),
         Some("catalog") => catalog::run(&root),
+        Some("soak") => interop::soak::run(&root, args.iter().any(|a| a == "--short")),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|deploy|package|image|conformance|interop|windows|wasm|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|deploy|package|image|conformance|interop|windows|wasm|soak [--short]|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -284,6 +290,8 @@ fn ci(root: &Path) -> Result<(), String> {
     conformance::run(root)?;
     eprintln!("\n==> cargo xtask interop");
     interop::run(root)?;
+    eprintln!("\n==> cargo xtask soak --short");
+    interop::soak::run(root, true)?;
     eprintln!("\nci: all checks passed");
     // The plain closing line CI reads, from nextest's own summary.
     println!(

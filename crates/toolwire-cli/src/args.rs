@@ -387,6 +387,10 @@ pub(crate) struct ServeArgs {
     /// memory measurements.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) synthetic_tools: usize,
+    /// Also serve a `tally` tool that appends each call's id to FILE, one line each (for
+    /// soaks that count which calls ran).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tally: Option<PathBuf>,
     /// Threads answering requests (default: one per CPU). 1 runs everything on one thread,
     /// with no wake-ups between threads: the lowest latency where the machine's cores are
     /// shared with the clients and servers it talks to.

@@ -701,6 +701,7 @@ async fn serve(args: &ServeArgs) -> Result<ExitCode, Failure> {
     options.server.sse = args.sse;
     options.task_fixtures = args.task_fixtures;
     options.synthetic_tools = args.synthetic_tools;
+    options.tally.clone_from(&args.tally);
     if args.stdio {
         toolwire_refserver::serve_stdio(options)
             .await

@@ -42,8 +42,8 @@ pub enum HttpError {
     #[error("no connection could be made")]
     Unreachable(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The connection failed after it was made, before a response head came back (reset,
-    /// closed): the request may have been sent.
-    #[error("the request could not be sent")]
+    /// closed): the request may have been sent, so a tool may have run.
+    #[error("the connection failed before a response came (the request may have been sent)")]
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// No response head or body data within the read timeout.
     #[error("no data within the {0:?} read timeout")]
@@ -94,8 +94,9 @@ pub enum HttpError {
     #[error("the response body broke")]
     Body(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The response stream ended before the answer, and it could not be resumed (2026-07-28
-    /// never resumes: reissue the request with a new id).
-    #[error("the response stream ended before the answer{}", if *.resumes > 0 { format!(" (after {} resumption attempts)", .resumes) } else { String::new() })]
+    /// never resumes: reissue the request with a new id). The server had accepted the
+    /// request: a tool may have run.
+    #[error("the response stream ended before the answer{} (the request had been accepted: it may have run)", if *.resumes > 0 { format!(", after {} resumption attempts", .resumes) } else { String::new() })]
     StreamEnded {
         /// How many resumptions were tried.
         resumes: u32,

@@ -143,6 +143,7 @@ impl Core {
             .into_iter()
             .chain(fixtures.into_iter().flatten())
             .chain((0..options.synthetic_tools).map(tools::synthetic))
+            .chain(options.tally.is_some().then(tools::tally))
             .map(Entry::new)
             .collect();
         let faults = Injector::new(options.faults.clone());
@@ -299,6 +300,22 @@ impl Core {
         Ok(match name {
             "echo" => tools::text(str_arg("text")),
             synthetic if synthetic.starts_with("synthetic_") => tools::text(args.to_string()),
+            "tally" => {
+                let (Some(file), Some(id)) = (self.options.tally.as_deref(), args["id"].as_str())
+                else {
+                    return Err((code::INVALID_PARAMS, "tally needs a string id".into()));
+                };
+                if id.is_empty() || id.contains(['\n', '\r']) {
+                    return Err((
+                        code::INVALID_PARAMS,
+                        "tally's id is one non-empty line".into(),
+                    ));
+                }
+                match tools::record_tally(file, id) {
+                    Ok(()) => tools::text(id),
+                    Err(e) => return Err((code::INTERNAL_ERROR, format!("tally file: {e}"))),
+                }
+            }
             "add" => {
                 let (Some(a), Some(b)) = (args["a"].as_i64(), args["b"].as_i64()) else {
                     return Err((code::INVALID_PARAMS, "add needs integers a and b".into()));

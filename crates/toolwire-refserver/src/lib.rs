@@ -12,7 +12,8 @@
 //!   it: a server changing a tool under its users), `link_account` (needs a URL elicitation completed: `-32042`
 //!   in the legacy era, an input request in 2026-07-28) and `finish_link` (completes it and
 //!   says so with `notifications/elicitation/complete`), `show_clock` (an MCP Apps view,
-//!   `ui://toolwire/clock.html`, with its CSP and permissions).
+//!   `ui://toolwire/clock.html`, with its CSP and permissions), and with [`Options::tally`]
+//!   `tally` (records each call's id in a file: which calls ran, none twice).
 //! - **Resources, prompts, completions**: `toolwire://readme`, the template
 //!   `toolwire://files/{path}` (the files `write_file` made, each linked from its result), the prompt `greet` (`who`), and
 //!   completions for both; not found is `-32602` (modern) or `-32002` (legacy).
@@ -65,6 +66,9 @@ pub struct Options {
     /// a schema of the size real servers' tools have, answering with their arguments (for
     /// load and memory measurements; default 0).
     pub synthetic_tools: usize,
+    /// Also serve `tally`, which appends each call's `id` to this file, one line each (for
+    /// soaks that prove which calls ran and that none ran twice; default none).
+    pub tally: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -76,6 +80,7 @@ impl Default for Options {
             broken_tools: false,
             task_fixtures: false,
             synthetic_tools: 0,
+            tally: None,
         }
     }
 }

@@ -424,6 +424,30 @@ pub(crate) fn client_answered(
     })
 }
 
+/// `tally` ([`crate::Options::tally`]): records each call's `id` and answers with it, so a
+/// soak can prove which calls ran, and that none ran twice.
+pub(crate) fn tally() -> Value {
+    json!({"name": "tally",
+        "description": "Records its id in the server's tally file and returns it.",
+        "inputSchema": {"type": "object", "properties": {
+            "id": {"type": "string", "description": "The call's own id."}},
+            "required": ["id"]}})
+}
+
+/// Appends `id` and a newline to `file` in one write (`O_APPEND`: whole lines, whichever
+/// process of a restarted server writes them).
+pub(crate) fn record_tally(file: &std::path::Path, id: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut line = String::with_capacity(id.len() + 1);
+    line.push_str(id);
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)?
+        .write_all(line.as_bytes())
+}
+
 /// Synthetic tool `n` ([`crate::Options::synthetic_tools`]): about the size of a real server's
 /// tool (a sentence of description, four parameters with descriptions, one required).
 pub(crate) fn synthetic(n: usize) -> Value {

@@ -387,7 +387,7 @@ mod tests {
         }));
         assert_eq!(
             ErrorChain(&e).to_string(),
-            "request 3 got no answer: the request could not be sent: connection refused"
+            "request 3 got no answer: the connection failed before a response came (the request may have been sent): connection refused"
         );
     }
 }

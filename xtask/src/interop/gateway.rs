@@ -286,9 +286,9 @@ pub(super) fn gateway_checks(
     }
 }
 
-/// nginx in front of a gateway fleet: round-robin, no affinity, each request logged with its
-/// session id, the replica it reached and the status.
-fn fleet_conf(port: u16, replicas: &[u16]) -> String {
+/// nginx in front of a gateway fleet: round-robin, no affinity, a keep-alive pool, each
+/// request logged with its session id, the replica it reached and the status.
+pub(super) fn fleet_conf(port: u16, replicas: &[u16]) -> String {
     let servers: String = replicas
         .iter()
         .map(|p| format!("server 127.0.0.1:{p}; "))
@@ -299,7 +299,7 @@ http {{
     {NGINX_TEMP}
     log_format fleet '$request_method|$http_mcp_session_id|$upstream_addr|$status';
     access_log access.log fleet;
-    upstream fleet {{ {servers}}}
+    upstream fleet {{ {servers}keepalive 32; }}
     server {{
         listen 127.0.0.1:{port};
         location /mcp {{
@@ -497,22 +497,7 @@ fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, St
     let dir = peers.cache.join("nginx-fleet");
     std::fs::create_dir_all(dir.join("tmp")).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(dir.join("access.log"));
-    // A fresh key, from the operating system's random source.
-    let (ok, key, err) = run_limited(Command::new(&peers.python).args([
-        "-c",
-        "import base64, os; print(base64.b64encode(os.urandom(32)).decode())",
-    ]));
-    if !ok {
-        return Err(format!("a session key: {err}"));
-    }
-    let key_file = dir.join("session.key");
-    std::fs::write(&key_file, key).map_err(|e| e.to_string())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| e.to_string())?;
-    }
+    let key_file = session_key_file(&dir)?;
     let everything_js = peers
         .cache
         .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
