@@ -28,9 +28,9 @@
 //!   `wasm32-unknown-unknown`.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
 //!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
-//! - `soak`: a gateway fleet (three replicas behind nginx) under 20,000 calls while a replica
-//!   is killed every 20 s and a stdio upstream exits every 500 calls, proved to lose nothing
-//!   and run nothing twice; writes `docs/soak.md` (`--short`, CI's: 4,000 calls). See
+//! - `soak`: a gateway fleet (three replicas behind nginx, per-user logins in Redis) under
+//!   20,000 calls while a replica is killed every 20 s, Redis once, and a stdio upstream exits
+//!   every 500 calls, proved to lose nothing and run nothing twice; writes `docs/soak.md` (`--short`, CI's: 4,000 calls). See
 //!   [`interop::soak`].
 //! - `catalog`: the tools of real MCP servers from npm and PyPI, listed with the CLI into
 //!   `crates/toolwire-bench/data/catalog.json` for the tool search benchmark (see [`catalog`]).

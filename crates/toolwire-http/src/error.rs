@@ -50,7 +50,8 @@ pub enum HttpError {
     ReadTimeout(Duration),
     /// The server answered with an error status (and no JSON-RPC error in the body).
     #[error(
-        "HTTP {status}{}{}",
+        "HTTP {status}{}{}{}",
+        proxy_note(*status),
         challenge_summary(challenges),
         snippet_summary(snippet)
     )]
@@ -182,6 +183,17 @@ impl HttpError {
     }
 }
 
+/// What a proxy's failure status says about the request: it was passed on (or tried to be)
+/// and its server failed or was cut off, so a tool may have run.
+fn proxy_note(status: http::StatusCode) -> &'static str {
+    match status {
+        http::StatusCode::BAD_GATEWAY | http::StatusCode::GATEWAY_TIMEOUT => {
+            " (a proxy's answer: the request may have run)"
+        }
+        _ => "",
+    }
+}
+
 fn challenge_summary(challenges: &[Challenge]) -> String {
     match challenges.first() {
         None => String::new(),
@@ -267,7 +279,26 @@ pub(crate) fn request_failed(
 
 #[cfg(test)]
 mod tests {
-    use super::snippet_summary;
+    use super::{HttpError, snippet_summary};
+
+    fn status(code: u16) -> HttpError {
+        HttpError::Status {
+            status: http::StatusCode::from_u16(code).unwrap_or_default(),
+            snippet: String::new(),
+            challenges: Vec::new(),
+            www_authenticate: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_proxys_bad_gateway_or_timeout_says_the_request_may_have_run_and_a_503_does_not() {
+        assert_eq!(
+            status(502).to_string(),
+            "HTTP 502 Bad Gateway (a proxy's answer: the request may have run)"
+        );
+        assert!(status(504).to_string().contains("may have run"));
+        assert_eq!(status(503).to_string(), "HTTP 503 Service Unavailable");
+    }
 
     #[test]
     fn an_html_error_page_is_shown_as_one_line_of_its_text() {

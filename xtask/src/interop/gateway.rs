@@ -287,11 +287,13 @@ pub(super) fn gateway_checks(
 }
 
 /// nginx in front of a gateway fleet: round-robin, no affinity, a keep-alive pool, each
-/// request logged with its session id, the replica it reached and the status.
+/// request logged with its session id, the replica it reached and the status. Every path
+/// goes to the fleet: the endpoint, its metadata, the sign-in pages. A replica that refused a
+/// connection is tried again at the next request (`max_fails=0`), as a restarted pod is.
 pub(super) fn fleet_conf(port: u16, replicas: &[u16]) -> String {
     let servers: String = replicas
         .iter()
-        .map(|p| format!("server 127.0.0.1:{p}; "))
+        .map(|p| format!("server 127.0.0.1:{p} max_fails=0; "))
         .collect();
     format!(
         r#"{NGINX_HEAD}
@@ -302,7 +304,7 @@ http {{
     upstream fleet {{ {servers}keepalive 32; }}
     server {{
         listen 127.0.0.1:{port};
-        location /mcp {{
+        location / {{
             proxy_pass http://fleet;
             proxy_http_version 1.1;
             proxy_set_header Connection "";

@@ -19,29 +19,14 @@ struct Fronted {
 fn start(bin: &Path, peers: &Peers) -> Result<Fronted, String> {
     let logs = peers.cache.join("results/interop");
     let mut processes = Processes::default();
-    let (mcp_port, as_port, ref_port, gateway_port) =
-        (free_port()?, free_port()?, free_port()?, free_port()?);
-    // Its own instance, without --oauth-strict: its tokens are for the resource the client
-    // names (the gateway), not for its own MCP endpoint.
-    let as_log = logs.join("gateway-auth-ts.log");
-    processes.spawn(
-        Command::new("node")
-            .args([TS_OAUTH_SERVER, "--oauth"])
-            .current_dir(peers.cache.join("tsoauth"))
-            .env("MCP_PORT", mcp_port.to_string())
-            .env("MCP_AUTH_PORT", as_port.to_string())
-            .env("PATH", &peers.path),
-        &as_log,
-    )?;
+    let (ref_port, gateway_port) = (free_port()?, free_port()?);
+    let issuer = ts_authorization_server(peers, &mut processes, &logs.join("gateway-auth-ts.log"))?;
     let ref_log = logs.join("gateway-auth-ref.log");
     processes.spawn(
         Command::new(bin).args(["serve", "--http", &format!("127.0.0.1:{ref_port}")]),
         &ref_log,
     )?;
-    wait_for_port(as_port, "the TypeScript authorization server", &as_log)?;
     wait_for_port(ref_port, "the reference server", &ref_log)?;
-    // The issuer exactly as its metadata names it.
-    let issuer = format!("http://localhost:{as_port}/");
     let file = logs.join("gateway-auth.json");
     let config = serde_json::json!({
         "mcpServers": {"ref": {"type": "http", "url": format!("http://127.0.0.1:{ref_port}/mcp")}},
@@ -67,6 +52,29 @@ fn start(bin: &Path, peers: &Peers) -> Result<Fronted, String> {
         url: format!("http://127.0.0.1:{gateway_port}/mcp"),
         log,
     })
+}
+
+/// The TypeScript SDK's example authorization server (dynamic registration, PKCE, an
+/// `/authorize` that approves at once, introspection), started into `processes`: its issuer,
+/// exactly as its metadata names it. Its own instance, without `--oauth-strict`: its tokens are
+/// for the resource the client names (a gateway), not for the example's own MCP endpoint.
+pub(super) fn ts_authorization_server(
+    peers: &Peers,
+    processes: &mut Processes,
+    log: &Path,
+) -> Result<String, String> {
+    let (mcp_port, as_port) = (free_port()?, free_port()?);
+    processes.spawn(
+        Command::new("node")
+            .args([TS_OAUTH_SERVER, "--oauth"])
+            .current_dir(peers.cache.join("tsoauth"))
+            .env("MCP_PORT", mcp_port.to_string())
+            .env("MCP_AUTH_PORT", as_port.to_string())
+            .env("PATH", &peers.path),
+        log,
+    )?;
+    wait_for_port(as_port, "the TypeScript authorization server", log)?;
+    Ok(format!("http://localhost:{as_port}/"))
 }
 
 pub(super) fn gateway_auth_checks(rows: &mut Vec<Row>, bin: &Path, peers: &Peers) {

@@ -7,6 +7,14 @@
 //! argument of a counting tool (the reference server's `tally`), so the driver can compare
 //! what each caller was told with what each upstream recorded as run.
 //!
+//! With `SOAK_PRINCIPALS=N`, the callers are N OAuth clients of the gateway's authorization
+//! server (one that approves at once: each registers itself and logs in headless), caller `n`
+//! calling as client `n` modulo N; with `SOAK_LOGIN` (a tool of a per-user upstream), each
+//! of them first signs in to that upstream as a person would: the call is answered with the gateway's
+//! sign-in link (a URL elicitation), which is followed as a browser follows it (the gateway's
+//! page, on to the authorization server, which approves at once, back to the gateway's
+//! callback with the cookie it set), and the call is made again until it goes through.
+//!
 //! While it runs it prints `progress N` on stderr each time another 500 calls are done (the
 //! driver samples the replicas' memory at those marks); at the end one JSON object on stdout:
 //! the calls made, the ids answered correctly (`ok`), every other call with its class and
@@ -26,6 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolwire::auth::{FetchRedirect, MemoryStore, OAuthConfig};
 use toolwire::{
     Client, ConnectionError, Error, HttpTransport, ProtocolMode, ProtocolVersion, ReconnectPolicy,
 };
@@ -79,21 +88,147 @@ fn chain(error: &Error) -> String {
     text
 }
 
-fn client(url: &str, era: &'static str) -> Result<Client, Error> {
+fn client(url: &str, era: &'static str, login: Option<&Login>) -> Result<Client, Error> {
     let version = if era == "legacy" {
         ProtocolVersion::LATEST_LEGACY
     } else {
         ProtocolVersion::V2026_07_28
     };
-    Client::builder("toolwire-soak", env!("CARGO_PKG_VERSION"))
+    let mut builder = Client::builder("toolwire-soak", env!("CARGO_PKG_VERSION"))
         .mode(ProtocolMode::Pinned(version))
-        .reconnect(ReconnectPolicy::default())
-        .connect_http(HttpTransport::builder(url))
+        .reconnect(ReconnectPolicy::default());
+    if let Some(login) = login {
+        builder = builder.oauth(login.config());
+    }
+    builder.connect_http(HttpTransport::builder(url))
+}
+
+/// One principal: an OAuth client of the gateway's authorization server, its registration
+/// and tokens kept in a store its callers share.
+struct Login {
+    name: String,
+    store: Arc<MemoryStore>,
+}
+
+impl Login {
+    fn config(&self) -> OAuthConfig {
+        OAuthConfig::new()
+            .client_name(self.name.clone())
+            .handler(Arc::new(FetchRedirect::new("http://127.0.0.1:9/callback")))
+            .store(self.store.clone())
+    }
+}
+
+/// One GET as a browser makes it (HTTP/1.0, the cookie if any): the status and the head.
+async fn get(url: &str, cookie: Option<&str>) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("not an http:// URL: {url}"))?;
+    let (host, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let target = if target.is_empty() { "/" } else { target };
+    let mut request = format!("GET {target} HTTP/1.0\r\nhost: {host}\r\n");
+    if let Some(cookie) = cookie {
+        request.push_str(&format!("cookie: {cookie}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut stream = tokio::net::TcpStream::connect(host.replace("localhost", "127.0.0.1"))
+        .await
+        .map_err(|e| format!("{host}: {e}"))?;
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .await
+        .map_err(|e| e.to_string())?;
+    let response = String::from_utf8_lossy(&response);
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status from {url}"))?;
+    let head = response.split("\r\n\r\n").next().unwrap_or("").to_owned();
+    Ok((status, head))
+}
+
+/// A header's value in a response head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// Follows a sign-in link as a browser would: the gateway's page, going on (a cookie and the
+/// authorization server's page), the authorization server's approval, the gateway's callback.
+async fn browse(link: &str) -> Result<(), String> {
+    let (status, _) = get(link, None).await?;
+    if status != 200 {
+        return Err(format!("the sign-in page answered {status}"));
+    }
+    let (status, head) = get(&format!("{link}&go=1"), None).await?;
+    let (Some(authorize), Some(cookie)) = (header(&head, "location"), header(&head, "set-cookie"))
+    else {
+        return Err(format!(
+            "going on answered {status} without a link and a cookie"
+        ));
+    };
+    let cookie = cookie.split(';').next().unwrap_or("").to_owned();
+    let (status, head) = get(authorize, None).await?;
+    let Some(back) = header(&head, "location") else {
+        return Err(format!(
+            "the authorization server answered {status} without a redirect"
+        ));
+    };
+    let (status, _) = get(back, Some(&cookie)).await?;
+    if status != 200 {
+        return Err(format!("the gateway's callback answered {status}"));
+    }
+    Ok(())
+}
+
+/// Logs `login` in to the gateway, signs it in to the per-user upstream of `tool`, and waits
+/// until a call to that goes through.
+async fn sign_in(url: &str, login: &Login, tool: &str) -> Result<(), String> {
+    let key = &login.name;
+    let client = client(url, "legacy", Some(login)).map_err(|e| chain(&e))?;
+    let deadline = Instant::now() + CALL_LIMIT;
+    let mut browsed = false;
+    let outcome = loop {
+        let id = format!("sign-in-{key}");
+        match client.call_tool(tool, json!({"id": id})).await {
+            Ok(result) if !result.is_error() => break Ok(()),
+            Err(Error::Input(toolwire::InputError::UrlElicitationRequired {
+                elicitations,
+                ..
+            })) if !browsed => {
+                let link = elicitations
+                    .first()
+                    .and_then(|e| e.url.clone())
+                    .ok_or("a sign-in without a link")?;
+                browse(&link).await?;
+                browsed = true;
+            }
+            other if Instant::now() > deadline => {
+                break Err(format!(
+                    "the sign-in never completed: {:?}",
+                    other.map_err(|e| chain(&e))
+                ));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    client.close().await;
+    outcome
 }
 
 /// What every caller shares.
 struct Shared {
     url: String,
+    /// The callers' principals (none: no authorization).
+    logins: Vec<Login>,
     tools: Vec<String>,
     callers: usize,
     /// The next call's turn, from 0.
@@ -109,6 +244,7 @@ struct Shared {
 async fn caller(n: usize, shared: Arc<Shared>) -> Vec<Outcome> {
     let Shared {
         url,
+        logins,
         tools,
         callers,
         next,
@@ -123,7 +259,8 @@ async fn caller(n: usize, shared: Arc<Shared>) -> Vec<Outcome> {
         "modern"
     };
     let mut outcomes = Vec::new();
-    let client = match client(url, era) {
+    let login = (!logins.is_empty()).then(|| &logins[n % logins.len()]);
+    let client = match client(url, era, login) {
         Ok(client) => client,
         Err(e) => {
             eprintln!("caller {n}: {}", chain(&e));
@@ -210,8 +347,27 @@ async fn main() -> ExitCode {
         eprintln!("at least one caller, one tool and a positive rate");
         return ExitCode::from(2);
     }
+    let principals: usize = std::env::var("SOAK_PRINCIPALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let logins: Vec<Login> = (0..principals)
+        .map(|n| Login {
+            name: format!("soak-caller-{n}"),
+            store: Arc::new(MemoryStore::new()),
+        })
+        .collect();
+    if let Ok(tool) = std::env::var("SOAK_LOGIN") {
+        for login in &logins {
+            if let Err(e) = sign_in(url, login, &tool).await {
+                eprintln!("signing {} in to {tool}: {e}", login.name);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let shared = Arc::new(Shared {
         url: url.clone(),
+        logins,
         tools: tools.to_vec(),
         callers,
         next: AtomicUsize::new(0),
@@ -219,6 +375,7 @@ async fn main() -> ExitCode {
         period: Duration::from_secs_f64(callers as f64 / rate),
         start: Instant::now(),
     });
+    eprintln!("start");
     let running: Vec<_> = (0..callers)
         .map(|n| tokio::spawn(caller(n, shared.clone())))
         .collect();
