@@ -50,6 +50,17 @@ pub(crate) struct Cli {
         requires = "config"
     )]
     pub(crate) names: toolwire_host::Naming,
+    /// With --config: pin each server's tool definitions in FILE (default: the one a
+    /// gateway's `"pinTools": true` uses). A tool whose definition changed since is not listed
+    /// and not called until `toolwire pins approve SERVER TOOL`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        requires = "config"
+    )]
+    pub(crate) pin_tools: Option<PathBuf>,
     /// Start the server as a child process: the command line, split like a POSIX shell.
     #[arg(long, value_name = "CMD ARGS")]
     pub(crate) stdio: Option<String>,

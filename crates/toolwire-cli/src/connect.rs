@@ -126,9 +126,28 @@ pub(crate) async fn with_config(
         |http| remote(cli, &entry, http),
         |stdio| stdio.with_stderr(stderr_mode(cli)),
     )?;
-    let outcome = session(cli, &client, tool.as_deref()).await;
+    let outcome = match crate::pins::of_cli(cli)? {
+        Some(pins) => match crate::pins::check(&client, &server, &pins).await {
+            Ok(()) => session(cli, &client, tool.as_deref()).await,
+            Err(e) => Err(e),
+        },
+        None => session(cli, &client, tool.as_deref()).await,
+    };
     client.close().await;
     outcome
+}
+
+/// A host of the file's servers as the command line asks: its naming, and its pins
+/// (`--pin-tools`).
+fn host_builder(
+    cli: &Cli,
+    builder: toolwire::ClientBuilder,
+) -> Result<toolwire_host::HostBuilder, Failure> {
+    let host = Host::builder(builder).naming(cli.names);
+    Ok(match crate::pins::of_cli(cli)? {
+        Some(pins) => host.pin_tools(pins),
+        None => host,
+    })
 }
 
 /// The entry and tool a `tools call NAME` with `--config` reaches: `SERVER__TOOL` of an entry
@@ -152,7 +171,7 @@ async fn routed_call(
     if let Some(found) = aliased {
         return Ok(found);
     }
-    let host = login::stored_logins(Host::builder(builder).naming(cli.names))
+    let host = login::stored_logins(host_builder(cli, builder)?)
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;
     host.settled(settle_limit(cli)).await;
@@ -278,7 +297,7 @@ pub(crate) async fn every_server(
         )));
     }
     // Stored logins for the remote entries; no flow runs for many servers at once.
-    let host = login::stored_logins(Host::builder(builder).naming(cli.names));
+    let host = login::stored_logins(host_builder(cli, builder)?);
     let host = host
         .start(config)
         .map_err(|e| Failure::Usage(one_line(&e)))?;

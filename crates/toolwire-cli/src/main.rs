@@ -520,8 +520,12 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
         } => {
             let outcome = client.list_tools().await?;
             let snapshot = client.tools();
-            let mut tools: Vec<(&str, &Tool)> =
-                snapshot.iter().map(|(n, t)| (n, &**t.tool())).collect();
+            // Those `--pin-tools` holds back are left out (said once, on stderr).
+            let mut tools: Vec<(&str, &Tool)> = snapshot
+                .iter()
+                .filter(|(n, _)| !pins::is_held(n))
+                .map(|(n, t)| (n, &**t.tool()))
+                .collect();
             tools.sort_by(|a, b| a.0.cmp(b.0));
             if cli.json {
                 let tools: Vec<&Tool> = tools.iter().map(|(_, t)| *t).collect();
@@ -568,6 +572,7 @@ async fn command(cli: &Cli, client: &Client, tool: Option<&str>) -> Result<ExitC
                     no_list,
                 },
         } => {
+            pins::refuse_held(tool.unwrap_or(name))?;
             call(
                 cli,
                 client,

@@ -1,14 +1,96 @@
 //! `toolwire pins`: the tool definitions a gateway (or host) pinned, and the changes waiting
-//! for someone to approve or reject them (`toolwire_host::pins` has the rule).
+//! for someone to approve or reject them (`toolwire_host::pins` has the rule). And
+//! `--pin-tools` for the commands of a `--config` file: every server at once goes through a
+//! pinning `Host`; one entry's client is checked here ([`check`]) before its command runs.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use toolwire_host::PinFile;
-use toolwire_host::pins::members_differing;
+use toolwire_host::pins::{Verdict, members_differing};
+use toolwire_host::{HostError, PinFile};
 
 use crate::Failure;
-use crate::args::PinsCommand;
+use crate::args::{Cli, PinsCommand};
+
+/// The pin file of `--pin-tools`: its FILE, else the default one; `None` without the flag.
+pub(crate) fn of_cli(cli: &Cli) -> Result<Option<PinFile>, Failure> {
+    match &cli.pin_tools {
+        None => Ok(None),
+        Some(path) if path.as_os_str().is_empty() => pin_file(None).map(Some),
+        Some(path) => pin_file(Some(path)).map(Some),
+    }
+}
+
+/// The one entry's tools held back by `--pin-tools` ([`check`]): the server, and each tool's
+/// changed members.
+struct Held {
+    server: String,
+    tools: BTreeMap<String, Vec<String>>,
+}
+
+static HELD: OnceLock<Held> = OnceLock::new();
+
+/// Lists `client`'s tools and checks each against `server`'s pins: a tool seen for the first
+/// time is pinned; one whose definition changed is held back (said on stderr, out of `tools
+/// list`, its call refused) until approved. A pin file that cannot be used stops the command:
+/// a check that cannot be made lets nothing through.
+pub(crate) async fn check(
+    client: &toolwire::Client,
+    server: &str,
+    pins: &PinFile,
+) -> Result<(), Failure> {
+    let tools = client.list_all_tools().await?;
+    let definitions: Vec<(&str, Value)> = tools
+        .iter()
+        .map(|tool| {
+            let definition = serde_json::to_value(&**tool).unwrap_or_default();
+            (tool.name.as_str(), definition)
+        })
+        .collect();
+    let verdicts = pins
+        .check(server, &definitions)
+        .map_err(|e| Failure::Usage(format!("--pin-tools: {e}")))?;
+    let mut held = BTreeMap::new();
+    for ((name, _), verdict) in definitions.iter().zip(verdicts) {
+        if let Verdict::Changed { members } = verdict {
+            say_err!("toolwire: {}", quarantined(server, name, &members));
+            held.insert((*name).to_owned(), members);
+        }
+    }
+    let _ = HELD.set(Held {
+        server: server.to_owned(),
+        tools: held,
+    });
+    Ok(())
+}
+
+fn quarantined(server: &str, tool: &str, members: &[String]) -> HostError {
+    HostError::Quarantined {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        members: members.join(", "),
+    }
+}
+
+/// Whether `tool` (the one entry's own name for it) is held back by its pin.
+pub(crate) fn is_held(tool: &str) -> bool {
+    HELD.get().is_some_and(|held| held.tools.contains_key(tool))
+}
+
+/// A call to `tool` refused when it is held back, with the change and how to approve it.
+pub(crate) fn refuse_held(tool: &str) -> Result<(), Failure> {
+    match HELD.get() {
+        Some(held) => match held.tools.get(tool) {
+            Some(members) => Err(Failure::Remote(
+                quarantined(&held.server, tool, members).to_string(),
+            )),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
 
 /// The pin file of `--file`, else the default one.
 fn pin_file(file: Option<&std::path::Path>) -> Result<PinFile, Failure> {

@@ -103,3 +103,113 @@ fn a_description_changed_under_the_gateway_is_quarantined_until_approved_with_to
     drop(gateway);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--pin-tools` on the CLI's own `--config` commands: the first run pins each tool; a tool
+/// whose pinned definition differs from the server's is left out of `tools list` (every
+/// server at once, through the host, and one entry's client) and its call is refused naming
+/// the change, until `toolwire pins approve`.
+#[test]
+fn pin_tools_holds_a_changed_tool_out_of_the_clis_listing_and_calls_until_approved() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-pins-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.json");
+    let text = serde_json::json!({
+        "mcpServers": {"ref": {"command": BIN, "args": ["serve", "--stdio"]}}
+    });
+    std::fs::write(&config, text.to_string()).unwrap();
+    let pins = dir.join("pins.json");
+    let (config_arg, pin_arg) = (
+        config.to_str().unwrap().to_owned(),
+        format!("--pin-tools={}", pins.display()),
+    );
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", config_arg.as_str(), pin_arg.as_str()];
+        all.extend_from_slice(args);
+        toolwire(&all)
+    };
+    let listed = |o: &Output| stdout(o).lines().any(|l| l.starts_with("ref__echo "));
+
+    // First seen: pinned, listed, callable.
+    let first = run(&["tools", "list"]);
+    assert!(
+        first.status.success() && listed(&first),
+        "{}",
+        stdout(&first)
+    );
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&pins).unwrap()).unwrap();
+    assert!(
+        file["pinned"]["ref"]["echo"]["sha256"].is_string(),
+        "{file}"
+    );
+
+    // The pin now holds an older definition than the server's.
+    let mut file = file;
+    file["pinned"]["ref"]["echo"]["sha256"] = serde_json::json!("0".repeat(64));
+    file["pinned"]["ref"]["echo"]["definition"]["description"] = serde_json::json!("Old text.");
+    std::fs::write(&pins, file.to_string()).unwrap();
+
+    let held = run(&["tools", "list"]);
+    assert!(
+        held.status.success(),
+        "{}",
+        String::from_utf8_lossy(&held.stderr)
+    );
+    assert!(
+        !listed(&held),
+        "a quarantined tool is not listed: {}",
+        stdout(&held)
+    );
+    assert!(stdout(&held).contains("ref__add "), "the others stay");
+    let one = run(&["--server", "ref", "tools", "list"]);
+    assert!(one.status.success());
+    assert!(
+        !stdout(&one).lines().any(|l| l.starts_with("echo ")),
+        "{}",
+        stdout(&one)
+    );
+    assert!(
+        stdout(&one).lines().any(|l| l.starts_with("add ")),
+        "{}",
+        stdout(&one)
+    );
+    let refused = run(&["tools", "call", "ref__echo", "text=hi"]);
+    assert_eq!(refused.status.code(), Some(3));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("(description)") && said.contains("toolwire pins approve ref echo"),
+        "{said}"
+    );
+    // Without the flag, nothing is pinned or held.
+    let unpinned = toolwire(&[
+        "--config",
+        &config_arg,
+        "tools",
+        "call",
+        "ref__echo",
+        "text=hi",
+    ]);
+    assert_eq!(stdout(&unpinned).trim(), "hi");
+
+    let approved = toolwire(&[
+        "pins",
+        "--file",
+        pins.to_str().unwrap(),
+        "approve",
+        "ref",
+        "echo",
+    ]);
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let called = run(&["tools", "call", "ref__echo", "text=hi"]);
+    assert!(
+        called.status.success(),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    assert_eq!(stdout(&called).trim(), "hi");
+    assert!(listed(&run(&["tools", "list"])));
+    let _ = std::fs::remove_dir_all(dir);
+}
