@@ -101,6 +101,9 @@ async fn one(target: &Target<'_>, request: Value, listed: &mut bool) -> (Value, 
         target,
     ) {
         (Some(tool), None, Target::Client(client)) => {
+            if let Some(refusal) = crate::pins::held(tool) {
+                return host_failed(&refusal);
+            }
             // Listed once, for the headers of the tools it names.
             if !*listed && !client.tools().contains(tool) {
                 *listed = true;

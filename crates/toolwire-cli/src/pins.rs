@@ -79,17 +79,16 @@ pub(crate) fn is_held(tool: &str) -> bool {
     HELD.get().is_some_and(|held| held.tools.contains_key(tool))
 }
 
-/// A call to `tool` refused when it is held back, with the change and how to approve it.
+/// Why a call to `tool` is refused, when it is held back: the change and how to approve it.
+pub(crate) fn held(tool: &str) -> Option<HostError> {
+    let held = HELD.get()?;
+    let members = held.tools.get(tool)?;
+    Some(quarantined(&held.server, tool, members))
+}
+
+/// A call to `tool` refused when it is held back ([`held`]).
 pub(crate) fn refuse_held(tool: &str) -> Result<(), Failure> {
-    match HELD.get() {
-        Some(held) => match held.tools.get(tool) {
-            Some(members) => Err(Failure::Remote(
-                quarantined(&held.server, tool, members).to_string(),
-            )),
-            None => Ok(()),
-        },
-        None => Ok(()),
-    }
+    held(tool).map_or(Ok(()), |refusal| Err(Failure::Remote(refusal.to_string())))
 }
 
 /// The pin file of `--file`, else the default one.

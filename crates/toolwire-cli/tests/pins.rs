@@ -179,6 +179,41 @@ fn pin_tools_holds_a_changed_tool_out_of_the_clis_listing_and_calls_until_approv
         said.contains("(description)") && said.contains("toolwire pins approve ref echo"),
         "{said}"
     );
+    // A batch through the entry's client is refused the same way, line by line.
+    let mut batch = Command::new(BIN)
+        .args([
+            "--config",
+            &config_arg,
+            &pin_arg,
+            "--server",
+            "ref",
+            "batch",
+        ])
+        .env("TOOLWIRE_TRUST", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        batch.stdin.as_mut().unwrap(),
+        b"{\"tool\": \"echo\", \"arguments\": {\"text\": \"hi\"}}\n{\"tool\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n",
+    )
+    .unwrap();
+    let batch = batch.wait_with_output().unwrap();
+    let lines: Vec<Value> = stdout(&batch)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&batch));
+    assert!(
+        lines[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("toolwire pins approve ref echo")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].get("error").is_none(), "{}", lines[1]);
     // Without the flag, nothing is pinned or held.
     let unpinned = toolwire(&[
         "--config",
