@@ -10,16 +10,17 @@
 //! With `SOAK_PRINCIPALS=N`, the callers are N OAuth clients of the gateway's authorization
 //! server (one that approves at once: each registers itself and logs in headless), caller `n`
 //! calling as client `n` modulo N; with `SOAK_LOGIN` (a tool of a per-user upstream), each
-//! of them first signs in to that upstream as a person would: the call is answered with the gateway's
-//! sign-in link (a URL elicitation), which is followed as a browser follows it (the gateway's
+//! of them first signs in to that upstream as a person would: the call is answered with the
+//! gateway's sign-in link (a URL elicitation), which is followed as a browser follows it (the gateway's
 //! page, on to the authorization server, which approves at once, back to the gateway's
 //! callback with the cookie it set), and the call is made again until it goes through.
 //!
-//! While it runs it prints `progress N` on stderr each time another 500 calls are done (the
-//! driver samples the replicas' memory at those marks); at the end one JSON object on stdout:
+//! It prints `start` on stderr when the callers begin (after the sign-ins: the driver's faults
+//! and clock start there), then `progress N` each time another 500 calls are done (the driver
+//! samples the replicas' memory at those marks); at the end one JSON object on stdout:
 //! the calls made, the ids answered correctly (`ok`), every other call with its class and
-//! error (`failed`), the latency percentiles of the answered calls per tool, and each call's start and
-//! end in milliseconds since the start for the failures (so the driver can match them with
+//! error (`failed`), the latency percentiles of the answered calls per tool, and each call's
+//! start and end in milliseconds since the start for the failures (so the driver can match them with
 //! the faults it injected). A call that hangs is cut after 30 s and counted `hung`.
 
 #![allow(

@@ -118,10 +118,11 @@ pub(super) struct Sample {
     pub(super) rss_kb: u64,
     /// Open descriptors but TCP sockets: pipes to the stdio upstream, files, the runtime's.
     pub(super) fds: u64,
-    /// TCP sockets: the listener, connections accepted from nginx (its keep-alive pool, the calls in flight, the
-    /// legacy callers' streams) and made to the HTTP upstream (a pool as deep as the calls
-    /// in flight to it have been). How many is the load's choice, and at each kill the
-    /// killed replica's load moves to the others; they are checked against a bound.
+    /// TCP sockets: the listener, connections accepted from nginx (its keep-alive pool, the
+    /// calls in flight, the legacy callers' streams) and made to the HTTP upstream (a pool as
+    /// deep as the calls in flight to it have been). How many is the load's choice, and at
+    /// each kill the killed replica's load moves to the others; they are checked against a
+    /// bound.
     pub(super) connections: u64,
 }
 
