@@ -635,7 +635,7 @@ pub(crate) const DOC_BUDGETS: &[(&str, usize)] = &[
     ("docs/benchmarks.md", 40_000),
     ("docs/conformance.md", 12_000),
     ("docs/interop.md", 12_000),
-    ("docs/protocol-decisions.md", 83_000),
+    ("docs/protocol-decisions.md", 80_000),
     ("docs/reliability.md", 60_000),
     ("docs/soak.md", 6_000),
 ];
