@@ -321,6 +321,58 @@ fn import_names_an_unknown_host_and_a_file_it_cannot_read() {
 }
 
 #[test]
+fn a_dry_run_hides_written_out_secrets_the_file_written_keeps() {
+    let home = home();
+    std::fs::write(
+        home.path().join("literal.json"),
+        json!({"mcpServers": {
+            "db": {"command": "db-mcp", "env": {"DB_PASSWORD": "hunter2-literal", "DB_USER": "${DB_USER}"}},
+            "api": {"url": "https://user:pw-literal@api.example/mcp?api_key=key-literal",
+                "headers": {"Authorization": "Bearer token-literal", "X-Team": "Bearer ${TEAM_TOKEN}"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let from = ["--from", "cursor=literal.json", "--out", "out.json"];
+    let secrets = [
+        "hunter2-literal",
+        "pw-literal",
+        "key-literal",
+        "token-literal",
+    ];
+    for args in [
+        &["import", "--dry-run"][..],
+        &["import", "--json", "--dry-run"][..],
+    ] {
+        let preview = in_home(home.path(), &[args, &from[..]].concat());
+        assert_eq!(preview.status.code(), Some(0), "{}", stdout(&preview));
+        let said = format!(
+            "{}{}",
+            stdout(&preview),
+            String::from_utf8_lossy(&preview.stderr)
+        );
+        for secret in secrets {
+            assert!(!said.contains(secret), "{args:?} shows {secret}: {said}");
+        }
+        assert!(
+            said.contains("${DB_USER}") && said.contains("Bearer ${TEAM_TOKEN}"),
+            "{said}"
+        );
+        assert!(said.contains("<hidden: kept in the file>"), "{said}");
+        assert!(
+            !home.path().join("out.json").exists(),
+            "a dry run writes nothing"
+        );
+    }
+    let written = in_home(home.path(), &[&["import"][..], &from[..]].concat());
+    assert_eq!(written.status.code(), Some(0), "{}", stdout(&written));
+    let file = std::fs::read_to_string(home.path().join("out.json")).unwrap();
+    for secret in secrets {
+        assert!(file.contains(secret), "the file keeps {secret}: {file}");
+    }
+}
+
+#[test]
 fn doctor_reports_each_server_and_what_to_fix_for_the_ones_that_need_it() {
     let dir = tempfile::tempdir().unwrap();
     let long = "a-server-whose-name-is-long-enough-that-its-tools-pass-sixty-four";

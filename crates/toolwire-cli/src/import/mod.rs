@@ -265,7 +265,7 @@ pub(crate) fn run(json_out: bool, args: &ImportArgs) -> Result<ExitCode, Failure
         let mut document = json!({"file": if stdout { Value::Null } else { json!(out) },
                                   "servers": count, "hosts": hosts, "written": !stdout && !args.dry_run});
         if args.dry_run {
-            document["merged"] = serde_json::from_str(&text).unwrap_or(Value::Null);
+            document["merged"] = shown(&serde_json::from_str(&text).unwrap_or(Value::Null));
         }
         if stdout {
             say_err!("{document}");
@@ -303,9 +303,11 @@ pub(crate) fn run(json_out: bool, args: &ImportArgs) -> Result<ExitCode, Failure
             }
         }
         if args.dry_run && !stdout {
+            let preview = serde_json::from_str(&text).unwrap_or(Value::Null);
             line(format!(
-                "would write {} ({count} servers):\n{text}",
-                out.display()
+                "would write {} ({count} servers):\n{}",
+                out.display(),
+                serde_json::to_string_pretty(&shown(&preview)).unwrap_or_default()
             ));
         } else if !stdout {
             line(format!("wrote {} ({count} servers)", out.display()));
@@ -322,6 +324,35 @@ pub(crate) fn run(json_out: bool, args: &ImportArgs) -> Result<ExitCode, Failure
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The merged document as a preview shows it: a value of an entry's `env` or `headers` that is
+/// written out rather than taken from a variable (`${VAR}`) may be a secret, so it is hidden,
+/// and a URL's credentials and query values too. The file written keeps them (0600), and
+/// `--out -` writes the file itself.
+fn shown(document: &Value) -> Value {
+    let mut shown = document.clone();
+    let Some(servers) = shown.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return shown;
+    };
+    for entry in servers.values_mut() {
+        for member in ["env", "headers"] {
+            let Some(values) = entry.get_mut(member).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for value in values.values_mut() {
+                if value.as_str().is_some_and(|v| !v.contains("${")) {
+                    *value = json!("<hidden: kept in the file>");
+                }
+            }
+        }
+        if let Some(url) = entry.get_mut("url")
+            && let Some(text) = url.as_str()
+        {
+            *url = json!(toolwire::types::redacted_url(text));
+        }
+    }
+    shown
 }
 
 fn undo(
