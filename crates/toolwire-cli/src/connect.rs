@@ -119,6 +119,7 @@ pub(crate) async fn with_config(
     if entry.url().is_none() {
         stdio_only(cli)?;
     }
+    let pins = crate::pins::of_cli(cli)?;
     // The same path as `Host` takes: Streamable HTTP falls back to HTTP+SSE, and every
     // reconnect is made from the entry's settings.
     let client = entry.connect_with(
@@ -126,12 +127,13 @@ pub(crate) async fn with_config(
         |http| remote(cli, &entry, http),
         |stdio| stdio.with_stderr(stderr_mode(cli)),
     )?;
-    let outcome = match crate::pins::of_cli(cli)? {
-        Some(pins) => match crate::pins::check(&client, &server, &pins).await {
-            Ok(()) => session(cli, &client, tool.as_deref()).await,
-            Err(e) => Err(e),
-        },
-        None => session(cli, &client, tool.as_deref()).await,
+    let checked = match &pins {
+        Some(pins) => crate::pins::check(&client, &server, pins).await,
+        None => Ok(()),
+    };
+    let outcome = match checked {
+        Ok(()) => session(cli, &client, tool.as_deref()).await,
+        Err(e) => Err(e),
     };
     client.close().await;
     outcome

@@ -290,7 +290,7 @@ pub(super) fn gateway_checks(
 /// request logged with its session id, the replica it reached and the status. Every path
 /// goes to the fleet: the endpoint, its metadata, the sign-in pages. A replica that refused a
 /// connection is tried again at the next request (`max_fails=0`), as a restarted pod is.
-pub(super) fn fleet_conf(port: u16, replicas: &[u16]) -> String {
+fn fleet_conf(port: u16, replicas: &[u16]) -> String {
     let servers: String = replicas
         .iter()
         .map(|p| format!("server 127.0.0.1:{p} max_fails=0; "))
@@ -316,6 +316,29 @@ http {{
 }}
 "#
     )
+}
+
+/// nginx in front of `replicas` on `port` ([`fleet_conf`], its files in `dir`), started into
+/// `processes`: the fleet's endpoint URL once it listens.
+pub(super) fn start_fleet_nginx(
+    processes: &mut Processes,
+    nginx: &Path,
+    dir: &Path,
+    port: u16,
+    replicas: &[u16],
+) -> Result<String, String> {
+    std::fs::write(dir.join("fleet.conf"), fleet_conf(port, replicas))
+        .map_err(|e| e.to_string())?;
+    let log = dir.join("nginx.log");
+    processes.spawn(
+        Command::new(nginx)
+            .arg("-p")
+            .arg(format!("{}/", dir.display()))
+            .args(["-c", "fleet.conf"]),
+        &log,
+    )?;
+    wait_for_port(port, "nginx", &log)?;
+    Ok(format!("http://127.0.0.1:{port}/mcp"))
 }
 
 /// Three replicas of the gateway sharing a session key behind nginx round-robin: legacy
@@ -535,20 +558,10 @@ fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, St
         wait_for_port(port, "a gateway replica", &log)?;
         replicas.push(port);
     }
-    std::fs::write(dir.join("fleet.conf"), fleet_conf(nginx_port, &replicas))
-        .map_err(|e| e.to_string())?;
-    let log = dir.join("nginx.log");
-    processes.spawn(
-        Command::new(&peers.nginx)
-            .arg("-p")
-            .arg(format!("{}/", dir.display()))
-            .args(["-c", "fleet.conf"]),
-        &log,
-    )?;
-    wait_for_port(nginx_port, "nginx", &log)?;
+    let url = start_fleet_nginx(&mut processes, &peers.nginx, &dir, nginx_port, &replicas)?;
     Ok(Fleet {
         processes,
-        url: format!("http://127.0.0.1:{nginx_port}/mcp"),
+        url,
         dir,
         replicas,
     })

@@ -233,7 +233,10 @@ impl Fleet {
                 .collect(),
             dir.join("redis.log"),
         );
-        let redis = spawn_logged(&redis_command)?;
+        let redis = spawn_logged(
+            Command::new(&redis_command.0).args(&redis_command.1),
+            &redis_command.2,
+        )?;
         wait_for_port(redis_port, "redis-server", &redis_command.2)?;
         let nginx_port = free_port()?;
         let file = dir.join("fleet.json");
@@ -284,21 +287,13 @@ impl Fleet {
             let child = fleet.spawn_replica(n - 1)?;
             fleet.replicas.push(child);
         }
-        std::fs::write(
-            dir.join("fleet.conf"),
-            super::gateway::fleet_conf(nginx_port, &fleet.ports),
-        )
-        .map_err(|e| e.to_string())?;
-        let log = dir.join("nginx.log");
-        fleet.fixed.spawn(
-            Command::new(&peers.nginx)
-                .arg("-p")
-                .arg(format!("{}/", dir.display()))
-                .args(["-c", "fleet.conf"]),
-            &log,
+        fleet.url = super::gateway::start_fleet_nginx(
+            &mut fleet.fixed,
+            &peers.nginx,
+            dir,
+            nginx_port,
+            &fleet.ports,
         )?;
-        wait_for_port(nginx_port, "nginx", &log)?;
-        fleet.url = format!("http://127.0.0.1:{nginx_port}/mcp");
         Ok(fleet)
     }
 
@@ -310,28 +305,21 @@ impl Fleet {
 
     /// Starts Redis again, from its append-only file.
     fn restart_redis(&mut self) -> Result<(), String> {
-        self.redis = spawn_logged(&self.redis_command)?;
+        let (program, args, log) = &self.redis_command;
+        self.redis = spawn_logged(Command::new(program).args(args), log)?;
         wait_for_port(self.redis_port, "redis-server", &self.redis_command.2)
     }
 
     /// Starts replica `n` (from 0) and waits until it listens.
     fn spawn_replica(&self, n: usize) -> Result<Child, String> {
         let (args, log) = &self.replica_commands[n];
-        let out = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out.try_clone().map_err(|e| e.to_string())?;
-        let child = Command::new(&self.bin)
-            .args(args)
-            .env("TOOLWIRE_TRUST", "1")
-            .env("GATEWAY_INTROSPECTION_SECRET", "unused-by-this-server")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| format!("a gateway replica: {e}"))?;
+        let child = spawn_logged(
+            Command::new(&self.bin)
+                .args(args)
+                .env("TOOLWIRE_TRUST", "1")
+                .env("GATEWAY_INTROSPECTION_SECRET", "unused-by-this-server"),
+            log,
+        )?;
         wait_for_port(self.ports[n], "a gateway replica", log)?;
         Ok(child)
     }
@@ -398,21 +386,20 @@ fn per_user_upstream(
     Ok((format!("http://127.0.0.1:{port}/mcp"), introspection))
 }
 
-/// Starts `program args`, its output to `log` (appended).
-fn spawn_logged((program, args, log): &(PathBuf, Vec<String>, PathBuf)) -> Result<Child, String> {
+/// Starts `command`, its output appended to `log` (a process started again writes on).
+fn spawn_logged(command: &mut Command, log: &Path) -> Result<Child, String> {
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .map_err(|e| format!("{}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
-    Command::new(program)
-        .args(args)
+    command
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
         .spawn()
-        .map_err(|e| format!("{}: {e}", program.display()))
+        .map_err(|e| format!("{command:?}: {e}"))
 }
 
 /// The inodes of every TCP socket (from `/proc/net/tcp`), with its local port.
