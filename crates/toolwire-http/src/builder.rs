@@ -247,6 +247,9 @@ pub struct HttpTransportBuilder {
     refused: Option<(String, &'static str)>,
     /// The Unix socket the MCP endpoint is reached over, instead of TCP.
     unix_socket: Option<std::path::PathBuf>,
+    /// The count of credential repairs to share with another transport (the HTTP+SSE
+    /// fallback shares the Streamable HTTP one's); absent, a transport has its own.
+    pub(crate) authorizing: Option<toolwire_transport::Authorizing>,
 }
 
 impl fmt::Debug for HttpTransportBuilder {
@@ -312,6 +315,7 @@ impl HttpTransportBuilder {
         Self {
             url: url.into(),
             bearer: None,
+            authorizing: None,
             accept: AcceptProfile::default(),
             tls: TlsRoots::default(),
             proxy: Proxy::default(),
@@ -663,7 +667,7 @@ impl HttpTransportBuilder {
             config: self.config,
             state: Mutex::new(state),
             mailbox: Mutex::new(Mailbox::default()),
-            authorizing: std::sync::atomic::AtomicU64::new(0),
+            authorizing: self.authorizing.unwrap_or_default(),
             read_ahead,
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),

@@ -48,7 +48,8 @@ impl std::fmt::Debug for HttpOrSseTransport {
 }
 
 impl HttpOrSseTransport {
-    pub(crate) fn new(http: HttpTransport, builder: HttpTransportBuilder) -> Self {
+    pub(crate) fn new(http: HttpTransport, mut builder: HttpTransportBuilder) -> Self {
+        builder.authorizing = Some(http.inner.authorizing.clone());
         Self {
             http,
             shared: Arc::new(Shared {
@@ -208,8 +209,9 @@ impl Transport for HttpOrSseTransport {
         }
     }
 
-    fn authorizing(&self) -> bool {
-        self.http.authorizing() || self.shared.sse.get().is_some_and(SseTransport::authorizing)
+    fn authorizing(&self) -> Option<toolwire_transport::Authorizing> {
+        // The SSE transport, once built, counts into the same (see `new`).
+        self.http.authorizing()
     }
 
     fn authorization_context(&self) -> u64 {

@@ -95,7 +95,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -226,7 +225,7 @@ struct Inner {
     /// What requests and the GET stream received, for `recv`.
     mailbox: Mutex<Mailbox>,
     /// Authorizer flows under way ([`Transport::authorizing`]).
-    authorizing: AtomicU64,
+    authorizing: toolwire_transport::Authorizing,
     /// What stream messages waiting in the mailbox may hold ([`Inner::push_streamed`]).
     read_ahead: toolwire_transport::ReadAhead,
     /// One `recv` at a time.
@@ -303,22 +302,6 @@ impl Mailbox {
             None if self.closed => Some(None),
             None => None,
         }
-    }
-}
-
-/// One authorizer flow under way, counted while it lives.
-struct Authorizing<'a>(&'a AtomicU64);
-
-impl<'a> Authorizing<'a> {
-    fn start(count: &'a AtomicU64) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
-        Self(count)
-    }
-}
-
-impl Drop for Authorizing<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -656,8 +639,8 @@ impl Transport for HttpTransport {
         self.inner.authorization_context()
     }
 
-    fn authorizing(&self) -> bool {
-        self.inner.authorizing.load(Ordering::Acquire) > 0
+    fn authorizing(&self) -> Option<toolwire_transport::Authorizing> {
+        Some(self.inner.authorizing.clone())
     }
 
     fn mcp_session_id(&self) -> Option<String> {
@@ -679,6 +662,7 @@ impl Transport for HttpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
 
     #[tokio::test(start_paused = true)]
     async fn a_server_stream_faster_than_the_reader_waits_for_room_in_the_mailbox() {

@@ -212,7 +212,7 @@ impl Inner {
         let method = Method::POST;
         // While it runs (a refresh, or a person logging in), the client does not count the
         // time against the requests waiting on it.
-        let _authorizing = crate::Authorizing::start(&self.authorizing);
+        let _authorizing = self.authorizing.start();
         let resend = authorizer
             .refused(&Refusal {
                 status,

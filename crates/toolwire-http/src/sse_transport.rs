@@ -239,11 +239,8 @@ impl Transport for SseTransport {
         self.inner.authorization_context()
     }
 
-    fn authorizing(&self) -> bool {
-        self.inner
-            .authorizing
-            .load(std::sync::atomic::Ordering::Acquire)
-            > 0
+    fn authorizing(&self) -> Option<toolwire_transport::Authorizing> {
+        Some(self.inner.authorizing.clone())
     }
 
     fn close(&self) -> BoxFuture<'_, Result<(), TransportError>> {

@@ -72,7 +72,9 @@ mod session;
 pub use config::{CacheMode, CallOptions, InputResponses, ProtocolMode, SessionConfig, SettleMode};
 pub use error::{RequestError, SessionError};
 pub use event::{Event, Negotiated, OpId, TOOLS_STALE_META};
-pub use session::{CallRequest, Interrupted, Session, call_headers_at, tool_call_headers};
+pub use session::{
+    CallRequest, Interrupted, Session, Succession, call_headers_at, tool_call_headers,
+};
 
 pub use toolwire_cache::ToolCache;
 

@@ -18,6 +18,7 @@ mod responses;
 mod server_requests;
 mod settle;
 mod subscriptions;
+mod succession;
 mod tool_list;
 mod upkeep;
 
@@ -43,6 +44,7 @@ use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass, SessionSt
 
 pub use call::{CallRequest, call_headers_at, tool_call_headers};
 pub use interrupt::Interrupted;
+pub use succession::Succession;
 
 use self::freshness::{ToolsFreshness, WalkClock};
 use self::listen::Listen;
@@ -186,6 +188,11 @@ pub struct Session {
     serving: HashSet<RequestId>,
     /// Requests that found the legacy session gone (never read by the server).
     gone: Vec<RequestId>,
+    /// A tool listing succeeded on this session or one before it ([`Session::successor`]).
+    listed: bool,
+    /// A successor's: list the tools again once ready (the server may have changed them
+    /// while the connection was down).
+    relist: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -238,6 +245,8 @@ impl Session {
             upkeep: Upkeep::default(),
             serving: HashSet::new(),
             gone: Vec::new(),
+            listed: false,
+            relist: false,
         }
     }
 
@@ -338,27 +347,6 @@ impl Session {
             self.send_listen(now);
         }
         self.keep_alive(now);
-    }
-
-    /// What a session made after this one (a reconnect's) keeps of it: the resources
-    /// subscribed to and the log level asked, which it sends to its own server.
-    pub fn carry_into(&self, next: &mut SessionConfig) {
-        next.resource_subscriptions = self.config.resource_subscriptions.clone();
-        next.log_level = self.config.log_level;
-    }
-
-    /// The session that follows this one (after [`Session::interrupt`]): made from `config`
-    /// with what [`Session::carry_into`] keeps (the new server learns the subscriptions and the
-    /// log level during its handshake), over a transport that does or does not carry headers.
-    /// Request and operation ids go on from this session's, so an answer or failure still
-    /// arriving for a request of this one (the same transport, after a lost legacy session)
-    /// can never be taken for one of the next.
-    pub fn successor(&self, mut config: SessionConfig, carries_headers: bool) -> Session {
-        self.carry_into(&mut config);
-        let mut next = Session::new(config, self.cache.clone(), carries_headers);
-        next.next_id = self.next_id;
-        next.next_op = self.next_op;
-        next
     }
 
     fn fail(&mut self, error: SessionError) {

@@ -217,10 +217,9 @@ fn a_lost_legacy_session_is_said_once_and_its_calls_go_again_on_the_next_as_neve
     // The next session opens a new one; its ids go on from the old one's, so a late answer
     // for request 2 of the old session is nobody's.
     let mut next = Peer {
-        session: p.session.successor(
-            config().with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25)),
-            true,
-        ),
+        session: p
+            .session
+            .successor(toolwire_session::Succession::SessionGone, config(), true),
         t0: p.t0,
     };
     next.session.start(next.at(8));
@@ -268,10 +267,9 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
     assert_eq!(p.completed(op), Some(Ok("{}".to_owned())));
 
     let mut next = Peer {
-        session: p.session.successor(
-            config().with_mode(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25)),
-            true,
-        ),
+        session: p
+            .session
+            .successor(toolwire_session::Succession::SessionGone, config(), true),
         t0: p.t0,
     };
     next.session.start(next.at(5));
@@ -289,4 +287,88 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
     );
     next.reply(&again, json!({}), 7);
     assert!(next.events().iter().any(|e| matches!(e, Event::Ready(_))));
+}
+
+/// The session after a reconnect, negotiated in the modern era, and the requests it sends
+/// once ready, in order.
+fn reconnected(before: &Peer) -> (Peer, Vec<Value>) {
+    let mut next = Peer {
+        session: before
+            .session
+            .successor(toolwire_session::Succession::Reconnect, config(), false),
+        t0: before.t0,
+    };
+    next.session.start(next.at(30));
+    let (discover, _) = next.sent();
+    assert_eq!(discover["method"], "server/discover");
+    next.reply(
+        &discover,
+        json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "srv", "version": "1"}}}),
+        31,
+    );
+    let sent = std::iter::from_fn(|| next.session.poll_transmit())
+        .map(|t| serde_json::from_slice::<Value>(&t.body).unwrap())
+        .collect();
+    (next, sent)
+}
+
+#[test]
+fn a_session_after_a_reconnect_lists_the_tools_again_only_if_a_listing_succeeded_before() {
+    let (mut next, sent) = reconnected(&Peer::ready_modern(false));
+    assert!(
+        sent.is_empty(),
+        "never listed, nothing to list again: {sent:?}"
+    );
+    assert!(matches!(next.events()[..], [Event::Ready(_)]));
+
+    let (mut next, sent) = reconnected(&listed());
+    let methods: Vec<&Value> = sent.iter().map(|r| &r["method"]).collect();
+    assert_eq!(
+        methods,
+        ["tools/list"],
+        "listed before: listed again once ready"
+    );
+    let events = next.events();
+    assert!(matches!(events[..], [Event::Ready(_)]), "{events:?}");
+    next.reply(
+        &sent[0],
+        json!({"tools": [{"name": "read", "inputSchema": {"type": "object"}}]}),
+        32,
+    );
+    let events = next.events();
+    assert!(
+        matches!(&events[..], [Event::ToolsRefreshed(Ok(_))]),
+        "the session's own refresh: {events:?}"
+    );
+    // After a further reconnect too: the listing is remembered along the chain.
+    let (_, sent) = reconnected(&next);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["method"], "tools/list");
+}
+
+#[test]
+fn a_death_during_the_era_probe_makes_the_next_session_start_with_initialize() {
+    let mut p = Peer::new(ProtocolMode::Auto, false);
+    p.session.start(p.at(0));
+    let (discover, _) = p.sent();
+    assert_eq!(discover["method"], "server/discover");
+    assert!(p.session.falls_back_on_death(), "the probe is in flight");
+    p.session.interrupt(&[], p.at(1));
+    let mut next = Peer {
+        session: p
+            .session
+            .successor(toolwire_session::Succession::Reconnect, config(), false),
+        t0: p.t0,
+    };
+    next.session.start(next.at(2));
+    let (init, _) = next.sent();
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+
+    // A death once negotiated says nothing about the probe: the next session probes again.
+    let p = Peer::ready_modern(false);
+    assert!(!p.session.falls_back_on_death());
+    let (_, sent) = reconnected(&p);
+    assert!(sent.is_empty(), "{sent:?}");
 }

@@ -43,16 +43,19 @@
 //! ```
 //!
 //! # Dependencies
-//! - `tokio` (sync only: a semaphore for [`ReadAhead`]); no runtime, no I/O.
+//! - `tokio` (sync only: a semaphore for [`ReadAhead`], a watch for [`Authorizing`]); no
+//!   runtime, no I/O.
 //! - `toolwire-wire`: the message types shared with the session.
 //! - `bytes`: message bodies are serialised once and shared, never copied.
 
 use std::future::Future;
 use std::pin::Pin;
 
+mod authorizing;
 mod error;
 mod read_ahead;
 
+pub use authorizing::{Authorizing, AuthorizingGuard};
 pub use error::{ExitDescription, TransportError};
 pub use read_ahead::ReadAhead;
 pub use toolwire_wire::{
@@ -109,11 +112,12 @@ pub trait Transport: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Whether the transport is busy authorizing (a refusal being repaired: a refresh, or a
-    /// person logging in): the time it takes is not the server's, and the client does not
-    /// count it against the requests waiting on it. `false` by default.
-    fn authorizing(&self) -> bool {
-        false
+    /// The transport's count of credential repairs under way (a refusal being repaired: a
+    /// refresh, or a person logging in): the time they take is not the server's, and the
+    /// client, woken by each change, does not count it against the requests waiting on them.
+    /// `None` (the default): the transport never repairs credentials.
+    fn authorizing(&self) -> Option<Authorizing> {
+        None
     }
 
     /// What the transport can say about a peer that has not answered, for the error that

@@ -37,7 +37,7 @@ impl Session {
                 self.walk_failed(op, clock, RequestError::Timeout(p.timeout), now)
             }
             PendingKind::LogLevel { op } => {
-                self.level_answered(op, Err(RequestError::Timeout(p.timeout)))
+                self.level_answered(op, Err(RequestError::Timeout(p.timeout)), now)
             }
             PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Timeout(p.timeout))),
         }
@@ -179,7 +179,7 @@ impl Session {
                 self.walk_failed(op, clock, RequestError::Undelivered(failure), now)
             }
             PendingKind::LogLevel { op } => {
-                self.level_answered(op, Err(RequestError::Undelivered(failure)))
+                self.level_answered(op, Err(RequestError::Undelivered(failure)), now)
             }
             PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Undelivered(failure))),
         }
@@ -379,9 +379,11 @@ impl Session {
                 self.page_answered(op, listing, (pages, cursors, clock), payload, now);
                 self.trace = ambient;
             }
-            PendingKind::LogLevel { op } => {
-                self.level_answered(op, payload.map_err(|error| RequestError::Server { error }))
-            }
+            PendingKind::LogLevel { op } => self.level_answered(
+                op,
+                payload.map_err(|error| RequestError::Server { error }),
+                now,
+            ),
             PendingKind::KeepAlive => self.ping_answered(
                 payload
                     .map(drop)

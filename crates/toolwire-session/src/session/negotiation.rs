@@ -207,7 +207,7 @@ impl Session {
         if prior.version.is_modern() {
             tracing::debug!(version = %prior.version, "adopting the prior negotiation");
             self.negotiation.ready(prior.clone());
-            self.events.push_back(Event::Ready(Box::new(prior)));
+            self.announce_ready(Box::new(prior), now);
             self.send_listen(now);
         } else {
             self.send_initialize(prior.version, now);
@@ -413,7 +413,7 @@ impl Session {
             instructions: result.instructions,
         };
         self.negotiation.ready(negotiated.clone());
-        self.events.push_back(Event::Ready(Box::new(negotiated)));
+        self.announce_ready(Box::new(negotiated), now);
         // For the list changes the server declares and the resources subscribed to (a
         // session after a reconnect keeps the subscriptions of the one before).
         self.send_listen(now);

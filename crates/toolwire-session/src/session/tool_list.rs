@@ -142,6 +142,7 @@ impl Session {
         result: Result<ListOutcome, RequestError>,
         now: Instant,
     ) {
+        self.listed |= result.is_ok();
         if self.refresh.is_current(op) {
             let again = self.refresh.finished(result.is_ok());
             if let Err(e) = &result {

@@ -43,10 +43,10 @@ impl Session {
                 Ok(_) => self.upkeep.held = Some(Box::new(negotiated)),
                 Err(e) => {
                     tracing::debug!(error = %e, "could not send logging/setLevel");
-                    self.events.push_back(Event::Ready(Box::new(negotiated)));
+                    self.announce_ready(Box::new(negotiated), now);
                 }
             },
-            _ => self.events.push_back(Event::Ready(Box::new(negotiated))),
+            _ => self.announce_ready(Box::new(negotiated), now),
         }
     }
 
@@ -91,12 +91,13 @@ impl Session {
         &mut self,
         op: Option<OpId>,
         result: Result<Box<RawValue>, RequestError>,
+        now: Instant,
     ) {
         if let Err(e) = &result {
             tracing::debug!(error = %e, "logging/setLevel failed");
         }
         if let Some(negotiated) = self.upkeep.held.take() {
-            self.events.push_back(Event::Ready(negotiated));
+            self.announce_ready(negotiated, now);
         }
         if let Some(op) = op {
             self.events.push_back(Event::Completed { op, result });

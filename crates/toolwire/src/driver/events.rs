@@ -88,12 +88,6 @@ impl Driver {
                     // Legacy: the session reports ready once the level asked is in force.
                     self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
                     self.link.connection.send_replace(ConnectionState::Ready);
-                    if std::mem::take(&mut self.relist) && self.listed {
-                        // Nobody waits for it: its `ToolsListed` is announced like any other.
-                        if let Err(e) = self.session.list_tools(Instant::now()) {
-                            tracing::debug!(error = %e, "listing the tools after a reconnect");
-                        }
-                    }
                     for queued in std::mem::take(&mut self.queued) {
                         self.issue(queued.command);
                     }
@@ -138,7 +132,6 @@ impl Driver {
                 },
                 Event::ToolsListed { op, result } => {
                     if let Ok(outcome) = &result {
-                        self.listed = true;
                         announce(&self.changes, &outcome.commit);
                     }
                     match self.waiters.remove(&op) {

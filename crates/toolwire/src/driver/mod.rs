@@ -26,7 +26,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
     CacheMode, CallOptions, CallRequest, Event, Interrupted, Negotiated, OpId, ProtocolMode,
-    Session, SessionConfig, SessionError,
+    Session, SessionConfig, SessionError, Succession,
 };
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
@@ -111,6 +111,8 @@ pub(crate) struct Driver {
     ready: bool,
     /// A handshake finished at least once on this client (errors before that describe the server).
     ever_ready: bool,
+    /// The transport's count of credential repairs under way (woken by its changes).
+    authorizing: Option<watch::Receiver<u32>>,
     /// Since when the transport has been authorizing, while it is.
     paused_since: Option<Instant>,
     last_transport_error: Option<Arc<TransportError>>,
@@ -118,10 +120,6 @@ pub(crate) struct Driver {
     changes: broadcast::Sender<Commit>,
     link: Link,
     backoff: Option<Reconnects>,
-    /// Tools were listed on some connection: list them again after a reconnect.
-    listed: bool,
-    /// The session is a reconnect's: list the tools once it is ready.
-    relist: bool,
     /// The transport's authorization context as last seen.
     identity: u64,
     /// The server no longer knows the legacy session: open a new one over the transport.
@@ -151,13 +149,12 @@ impl Driver {
             queued: Vec::new(),
             ready: false,
             ever_ready: false,
+            authorizing: transport.authorizing().map(|a| a.subscribe()),
             paused_since: None,
             last_transport_error: None,
             changes,
             backoff: link.reconnect.clone().map(Reconnects::new),
             link,
-            listed: false,
-            relist: false,
             identity: transport.authorization_context(),
             transport,
             renew: false,
@@ -248,8 +245,8 @@ impl Driver {
             self.handle_events();
             self.note_authorizing(Instant::now());
             let wake = match self.paused_since {
-                // Deadlines wait for the authorization; look again shortly.
-                Some(_) => Some(Instant::now() + AUTHORIZING_POLL),
+                // Deadlines wait for the authorization, whose end wakes the loop.
+                Some(_) => None,
                 None => [self.session.poll_timeout(), self.next_queued_deadline()]
                     .into_iter()
                     .flatten()
@@ -302,6 +299,8 @@ impl Driver {
                         None => return Ended::Died,
                     }
                 }
+                // Noted at the top of the loop.
+                () = repaired(&mut self.authorizing) => {}
                 () = &mut timer, if armed.is_some() => {
                     // Re-armed next turn, for whatever deadline comes next.
                     armed = None;
@@ -321,7 +320,11 @@ impl Driver {
     /// logging in for minutes), no deadline runs; when it ends, every deadline moves by the
     /// time it took, so the probe still finds the right era and calls still get their time.
     fn note_authorizing(&mut self, now: Instant) {
-        match (self.transport.authorizing(), self.paused_since) {
+        let authorizing = self
+            .authorizing
+            .as_mut()
+            .is_some_and(|count| *count.borrow_and_update() > 0);
+        match (authorizing, self.paused_since) {
             (true, None) => {
                 tracing::debug!("authorizing: deadlines wait");
                 self.paused_since = Some(now);
@@ -351,8 +354,16 @@ impl Driver {
     }
 }
 
-/// How often the driver looks whether an authorization under way has ended.
-const AUTHORIZING_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// Waits until the transport's count of credential repairs changes (for ever when it has
+/// none, or once the transport is gone).
+async fn repaired(count: &mut Option<watch::Receiver<u32>>) {
+    if let Some(count) = count
+        && count.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
+}
 
 /// How many server requests (elicitation, sampling, roots) the handler may work on at once
 /// (`SessionConfig::max_server_requests` with a handler; without one, 0).

@@ -13,7 +13,6 @@ impl Driver {
         commands: &mut mpsc::UnboundedReceiver<Command>,
     ) -> Result<(), Error> {
         self.drain().await;
-        let probing = self.session.is_probing();
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the dead transport");
         }
@@ -21,9 +20,9 @@ impl Driver {
             .last_transport_error
             .as_ref()
             .map_or_else(|| "the transport closed".to_owned(), ToString::to_string);
-        let fallback = probing
+        // Once per client; its later sessions are pinned to the legacy era (`Link::config`).
+        let fallback = self.session.falls_back_on_death()
             && self.link.connector.is_some()
-            && self.link.session.mode == ProtocolMode::Auto
             && !self.link.legacy_only.swap(true, Ordering::SeqCst);
         if fallback {
             tracing::info!(
@@ -70,10 +69,11 @@ impl Driver {
             match connector() {
                 Ok(transport) => {
                     self.identity = transport.authorization_context();
+                    self.authorizing = transport.authorizing().map(|a| a.subscribe());
                     self.link.transport.send_replace(Some(transport.clone()));
                     self.transport = transport;
                     self.last_transport_error = None;
-                    self.next_session(self.link.config());
+                    self.next_session(Succession::Reconnect);
                     return Ok(());
                 }
                 Err(e) => {
@@ -86,27 +86,21 @@ impl Driver {
 
     /// The server no longer knows the legacy session: what was under way is sent again or
     /// failed as the session decides (the requests that found the session gone were never
-    /// processed), and a new session opens over the same transport, at the version the old
-    /// one spoke.
+    /// processed), and a new session opens over the same transport.
     pub(super) fn renew_session(&mut self) {
         tracing::warn!("the MCP server no longer knows the session; opening a new one");
         self.interrupt(true);
-        let mut config = self.link.config();
-        if let Some(version) = self.session.version().filter(|v| !v.is_modern()) {
-            config = config.with_mode(ProtocolMode::Pinned(version.clone()));
-        }
-        self.next_session(config);
+        self.next_session(Succession::SessionGone);
     }
 
-    /// Starts the session that follows the current one over `self.transport`: it subscribes
-    /// to what the old one had, at its log level, and lists the tools once ready.
-    fn next_session(&mut self, config: SessionConfig) {
+    /// Starts the session that follows the current one over `self.transport`, on the terms
+    /// the session sets for `why` ([`Session::successor`]).
+    fn next_session(&mut self, why: Succession) {
         self.refused = None;
-        self.session = self
-            .session
-            .successor(config, self.transport.carries_headers());
+        self.session =
+            self.session
+                .successor(why, self.link.config(), self.transport.carries_headers());
         self.ready = false;
-        self.relist = true;
         self.state.send_replace(Negotiation::Pending);
         self.link
             .connection
