@@ -181,7 +181,7 @@ async fn a_server_killed_mid_call_is_respawned_and_the_call_in_flight_may_have_r
         "{states:?}"
     );
     assert!(
-        matches!(states.last(), Some(ConnectionState::Ready)),
+        matches!(states.last(), Some(ConnectionState::Ready(_))),
         "{states:?}"
     );
     // The tools were listed again on the new connection.

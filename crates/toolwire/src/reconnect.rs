@@ -1,7 +1,10 @@
 //! Connections that heal: the [`ReconnectPolicy`] a client is given, the [`ConnectionState`]
 //! it shows, and the [`Backoff`] between attempts.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use toolwire_session::Negotiated;
 
 use crate::Error;
 
@@ -60,8 +63,8 @@ pub enum ConnectionState {
     Idle,
     /// Negotiating a connection.
     Connecting,
-    /// Negotiated; calls go out at once.
-    Ready,
+    /// Negotiated (what was agreed); calls go out at once.
+    Ready(Arc<Negotiated>),
     /// The connection died; attempt `attempt` of the [`ReconnectPolicy`] is under way or
     /// waiting for its delay. Calls wait.
     Reconnecting {
@@ -82,7 +85,7 @@ pub enum ConnectionState {
 impl ConnectionState {
     /// Whether calls go out at once.
     pub fn is_ready(&self) -> bool {
-        matches!(self, Self::Ready)
+        matches!(self, Self::Ready(_))
     }
 }
 

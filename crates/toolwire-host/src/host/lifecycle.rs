@@ -214,8 +214,9 @@ impl Inner {
                     .send_replace(ServerState::Reconnecting { attempt });
             }
             // Started again after it was stopped while idle: `wake` lists and merges.
-            ConnectionState::Ready if server.parked.load(std::sync::atomic::Ordering::SeqCst) => {}
-            ConnectionState::Ready => {
+            ConnectionState::Ready(_)
+                if server.parked.load(std::sync::atomic::Ordering::SeqCst) => {}
+            ConnectionState::Ready(_) => {
                 let count = self.merge(server, client);
                 if let Some(version) = client.protocol_version() {
                     server.state.send_replace(ServerState::Ready {

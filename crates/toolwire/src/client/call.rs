@@ -371,7 +371,7 @@ impl Client {
             Subject::Tool(name),
             tool_error,
             |trace| async move {
-                let (commands, rx) = self.start(&trace)?;
+                let commands = self.start(&trace)?;
                 let call = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
                 let (reply, answer) = oneshot::channel();
                 let mut request = Box::new(CallRequest::new(name, arguments, options));
@@ -383,7 +383,7 @@ impl Client {
                     reply,
                     trace,
                 };
-                commands.send(command).map_err(|_| unsent(&rx))?;
+                commands.send(command).map_err(|_| self.unsent())?;
                 let mut guard = CancelOnDrop {
                     commands: &commands,
                     call,

@@ -19,7 +19,7 @@ use toolwire_types::{
 use toolwire_types::{Prompt, ProtocolVersion, Resource, ResourceTemplate, ServerCapabilities};
 
 use crate::config::ClientConfig;
-use crate::driver::{Command, Driver, Link, Negotiation, announce};
+use crate::driver::{Command, Driver, Link, announce};
 use crate::notices::{Notice, Notifications};
 use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
@@ -44,7 +44,6 @@ enum Connection {
     /// A driver task runs it.
     Running {
         commands: mpsc::UnboundedSender<Command>,
-        negotiation: watch::Receiver<Negotiation>,
     },
     /// Closed for good.
     Closed,
@@ -63,8 +62,10 @@ struct Inner {
     legacy_only: Arc<std::sync::atomic::AtomicBool>,
     /// Every change of the tool cache made through this client.
     changes: broadcast::Sender<Commit>,
-    /// Where the connection is, whichever driver runs it.
+    /// Where the connection is: the one state every driver of the client publishes to, while
+    /// it is the current one (`current`, moved on whenever the connection is replaced).
     state: watch::Sender<ConnectionState>,
+    current: Arc<AtomicU64>,
     /// The transport in use, whichever driver runs it.
     transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Every notification from the server, to each subscriber.
@@ -168,6 +169,7 @@ impl Client {
             legacy_only: Arc::default(),
             changes: broadcast::channel(64).0,
             state: watch::channel(ConnectionState::Idle).0,
+            current: Arc::default(),
             transport: watch::channel(None).0,
             notices: broadcast::channel(notification_buffer).0,
             listening: watch::channel(false).0,
@@ -189,12 +191,9 @@ impl Client {
 
     /// What the current connection negotiated, if it has (no waiting, no connecting).
     pub fn negotiated(&self) -> Option<Arc<Negotiated>> {
-        match &*self.inner.lock() {
-            Connection::Running { negotiation, .. } => match &*negotiation.borrow() {
-                Negotiation::Ready(n) => Some(n.clone()),
-                _ => None,
-            },
-            Connection::Idle | Connection::Closed => None,
+        match &*self.inner.state.borrow() {
+            ConnectionState::Ready(n) => Some(n.clone()),
+            _ => None,
         }
     }
 
@@ -262,7 +261,7 @@ impl Client {
             Subject::None,
             no_failure,
             |trace| async move {
-                let (commands, rx) = self.start(&trace)?;
+                let commands = self.start(&trace)?;
                 let (reply, answer) = oneshot::channel();
                 commands
                     .send(Command::SetLogLevel {
@@ -270,11 +269,20 @@ impl Client {
                         reply,
                         trace,
                     })
-                    .map_err(|_| unsent(&rx))?;
+                    .map_err(|_| self.unsent())?;
                 answer.await.map_err(|_| Error::Closed)?.map(drop)
             },
         )
         .await
+    }
+
+    /// A command could not reach the driver: the connection ended just before. Why, if it
+    /// says.
+    fn unsent(&self) -> Error {
+        match &*self.inner.state.borrow() {
+            ConnectionState::Failed { reason } => reason.clone(),
+            _ => Error::Closed,
+        }
     }
 
     /// Where the connection is now.
@@ -310,15 +318,14 @@ impl Client {
         self.inner.state.subscribe()
     }
 
-    /// The current connection's command channel and negotiation state, connecting if idle
-    /// (or, with a reconnect policy, if the last connection ended).
-    fn connection(
-        &self,
-    ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
+    /// The current connection's command channel, connecting if idle (or, with a reconnect
+    /// policy, if the last connection ended).
+    fn connection(&self) -> Result<mpsc::UnboundedSender<Command>, Error> {
         let mut connection = self.inner.lock();
-        // Ended: its driver is gone, or says so (it fails its waiters before it is gone).
-        let ended = matches!(&*connection, Connection::Running { commands, negotiation }
-            if commands.is_closed() || matches!(*negotiation.borrow(), Negotiation::Closed { .. }));
+        // Ended: its driver is gone, or says so (it does before it fails its waiters).
+        let ended = matches!(&*connection, Connection::Running { commands }
+            if commands.is_closed()
+                || matches!(*self.inner.state.borrow(), ConnectionState::Failed { .. }));
         if matches!(*connection, Connection::Idle)
             || (ended && self.inner.config.reconnect.is_some())
         {
@@ -328,10 +335,7 @@ impl Client {
             *connection = self.inner.start(transport);
         }
         match &*connection {
-            Connection::Running {
-                commands,
-                negotiation,
-            } => Ok((commands.clone(), negotiation.clone())),
+            Connection::Running { commands } => Ok(commands.clone()),
             Connection::Idle | Connection::Closed => Err(Error::Closed),
         }
     }
@@ -339,19 +343,18 @@ impl Client {
     /// Negotiates (once per connection, shared by every caller) and returns what was agreed;
     /// while the client reconnects, waits for the new connection.
     pub async fn ready(&self) -> Result<Arc<Negotiated>, Error> {
+        let mut rx = self.inner.state.subscribe();
         // The handshake's requests belong to the caller's span.
-        let (_, mut rx) = self.start(&toolwire_telemetry::current())?;
+        self.start(&toolwire_telemetry::current())?;
         loop {
             // Cloned out of the guard: it must not be held across an await.
             let state = rx.borrow_and_update().clone();
             match state {
-                Negotiation::Ready(n) => return Ok(n),
-                Negotiation::Failed(e) => return Err(e),
-                Negotiation::Closed { error: Some(e), .. } => {
-                    return Err(Error::Connection(crate::ConnectionError::Transport(e)));
-                }
-                Negotiation::Closed { error: None, .. } => return Err(Error::Closed),
-                Negotiation::NotStarted | Negotiation::Pending | Negotiation::Reconnecting => {}
+                ConnectionState::Ready(n) => return Ok(n),
+                ConnectionState::Failed { reason } => return Err(reason),
+                // Started above, so idle again only after a disconnect.
+                ConnectionState::Idle | ConnectionState::Closed => return Err(Error::Closed),
+                ConnectionState::Connecting | ConnectionState::Reconnecting { .. } => {}
             }
             rx.changed().await.map_err(|_| Error::Closed)?;
         }
@@ -378,27 +381,29 @@ impl Client {
     /// The current connection, its negotiation started (without waiting for it: commands
     /// sent meanwhile wait in the driver, each up to its deadline); a handshake started here
     /// carries `trace`, the context of the request that needs it.
-    fn start(
-        &self,
-        trace: &Option<TraceContext>,
-    ) -> Result<(mpsc::UnboundedSender<Command>, watch::Receiver<Negotiation>), Error> {
-        let (commands, rx) = self.connection()?;
-        match &*rx.borrow() {
-            Negotiation::NotStarted => {
+    fn start(&self, trace: &Option<TraceContext>) -> Result<mpsc::UnboundedSender<Command>, Error> {
+        let commands = self.connection()?;
+        let state = self.inner.state.borrow().clone();
+        match state {
+            ConnectionState::Idle => {
                 let trace = trace.clone();
                 commands
                     .send(Command::Start { trace })
-                    .map_err(|_| Error::Closed)?;
+                    .map_err(|_| self.unsent())?;
+                // Said here too, so that a `ready` started now waits for this negotiation.
+                self.inner.state.send_if_modified(|s| {
+                    let idle = matches!(s, ConnectionState::Idle);
+                    if idle {
+                        *s = ConnectionState::Connecting;
+                    }
+                    idle
+                });
             }
             // Ended for good: say why, not only that.
-            Negotiation::Closed { error: Some(e) } => {
-                return Err(Error::Connection(crate::ConnectionError::Transport(
-                    e.clone(),
-                )));
-            }
+            ConnectionState::Failed { reason } => return Err(reason),
             _ => {}
         }
-        Ok((commands, rx))
+        Ok(commands)
     }
 
     /// Lists the server's tools (every page) into the cache, in one swap; while the last
@@ -418,11 +423,11 @@ impl Client {
             Subject::None,
             no_failure,
             |trace| async move {
-                let (commands, rx) = self.start(&trace)?;
+                let commands = self.start(&trace)?;
                 let (reply, answer) = oneshot::channel();
                 commands
                     .send(Command::ListTools { mode, reply, trace })
-                    .map_err(|_| unsent(&rx))?;
+                    .map_err(|_| self.unsent())?;
                 answer.await.map_err(|_| Error::Closed)?
             },
         )
@@ -608,9 +613,13 @@ impl Client {
             Connection::Idle => ConnectionState::Idle,
             _ => ConnectionState::Closed,
         };
-        let previous = std::mem::replace(&mut *self.inner.lock(), next);
+        let previous = self.inner.replace(next);
         close_connection(previous).await;
-        self.inner.state.send_replace(state);
+        // Unless another caller connected meanwhile.
+        let connection = self.inner.lock();
+        if !matches!(*connection, Connection::Running { .. }) {
+            self.inner.state.send_replace(state);
+        }
         let listing = self.inner.cache.begin_listing();
         self.inner.cache.commit_listing(listing);
     }
@@ -618,7 +627,7 @@ impl Client {
     /// Closes the client for good (final; the transport's graceful shutdown): pending and
     /// later calls fail with [`Error::Closed`]. Dropping the last clone does the same.
     pub async fn close(&self) {
-        let previous = std::mem::replace(&mut *self.inner.lock(), Connection::Closed);
+        let previous = self.inner.replace(Connection::Closed);
         close_connection(previous).await;
         self.inner.state.send_replace(ConnectionState::Closed);
     }
@@ -696,18 +705,6 @@ fn error_type(error: &Error) -> &'static str {
     }
 }
 
-/// A command could not reach the driver: the connection ended just before. Why, if it says.
-fn unsent(negotiation: &watch::Receiver<Negotiation>) -> Error {
-    match &*negotiation.borrow() {
-        Negotiation::Closed { error: Some(e) } => Error::Connection(crate::ConnectionError::Lost {
-            may_have_run: false,
-            cause: Some(e.clone()),
-        }),
-        Negotiation::Failed(e) => e.clone(),
-        _ => Error::Closed,
-    }
-}
-
 pub(crate) fn list_params(cursor: Option<String>) -> ListParams {
     ListParams {
         cursor,
@@ -733,8 +730,21 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts a driver task for a new connection over `transport`.
+    /// Replaces the connection; the driver of the one before is no longer heard.
+    fn replace(&self, next: Connection) -> Connection {
+        let mut connection = self.lock();
+        self.current.fetch_add(1, Ordering::SeqCst);
+        std::mem::replace(&mut *connection, next)
+    }
+
+    /// Starts a driver task for a new connection over `transport` (the client's current one:
+    /// called with the connection locked, to be put in its place), not started yet.
     fn start(&self, transport: Arc<dyn Transport>) -> Connection {
+        // The driver before it, if any, is no longer heard.
+        self.state.send_modify(|state| {
+            self.current.fetch_add(1, Ordering::SeqCst);
+            *state = ConnectionState::Idle;
+        });
         let link = Link {
             session: self.config.session.clone(),
             cache: self.cache.clone(),
@@ -742,6 +752,7 @@ impl Inner {
             reconnect: self.config.reconnect.clone(),
             legacy_only: self.legacy_only.clone(),
             connection: self.state.clone(),
+            current: self.current.clone(),
             transport: self.transport.clone(),
             notices: self.notices.clone(),
             listening: self.listening.clone(),
@@ -749,20 +760,15 @@ impl Inner {
         let session = link.session(transport.carries_headers());
         self.transport.send_replace(Some(transport.clone()));
         let (commands, rx) = mpsc::unbounded_channel();
-        let (state, negotiation) = watch::channel(Negotiation::NotStarted);
         let driver = Driver::new(
             session,
             transport,
-            state,
             self.config.handler.clone(),
             commands.downgrade(),
             self.changes.clone(),
             link,
         );
         self.runtime.spawn(driver.run(rx));
-        Connection::Running {
-            commands,
-            negotiation,
-        }
+        Connection::Running { commands }
     }
 }

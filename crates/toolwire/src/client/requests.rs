@@ -94,7 +94,7 @@ impl Client {
         M::Params: HasMeta + Send + 'static,
     {
         self.in_span(M::NAME, subject, no_failure, |trace| async move {
-            let (commands, rx) = self.start(&trace)?;
+            let commands = self.start(&trace)?;
             let (reply, answer) = oneshot::channel();
             // The method says whether it is safe to resend (reads and lists are) and the
             // session whether a fresh kept answer may serve.
@@ -107,7 +107,7 @@ impl Client {
                     reply,
                     trace,
                 })
-                .map_err(|_| unsent(&rx))?;
+                .map_err(|_| self.unsent())?;
             let raw = answer.await.map_err(|_| Error::Closed)??;
             M::decode_result(&raw)
                 .map_err(|e| Error::Protocol(crate::ProtocolError::Decode(Arc::new(e))))
@@ -202,7 +202,7 @@ impl Client {
             Subject::Resource(&shown),
             no_failure,
             |trace| async move {
-                let (commands, rx) = self.start(&trace)?;
+                let commands = self.start(&trace)?;
                 let (reply, answer) = oneshot::channel();
                 let issue = Box::new(move |session: &mut Session, now| {
                     if subscribe {
@@ -217,7 +217,7 @@ impl Client {
                         reply,
                         trace,
                     })
-                    .map_err(|_| unsent(&rx))?;
+                    .map_err(|_| self.unsent())?;
                 answer.await.map_err(|_| Error::Closed)?.map(drop)
             },
         )

@@ -1,20 +1,7 @@
-//! What reaches the driver (`Command`) and how each is issued on the session, who waits for
-//! what (`Waiter`), and what the client watches (`Negotiation`).
+//! What reaches the driver (`Command`) and how each is issued on the session, and who waits
+//! for what (`Waiter`).
 
 use super::*;
-
-#[derive(Debug, Clone)]
-pub(crate) enum Negotiation {
-    NotStarted,
-    Pending,
-    /// The connection died; a new one is on its way.
-    Reconnecting,
-    Ready(Arc<Negotiated>),
-    Failed(Error),
-    Closed {
-        error: Option<Arc<TransportError>>,
-    },
-}
 
 /// Issues one request on the session (the driver calls it when the session is ready, and
 /// again on the next session when the session says the request may go again).

@@ -79,15 +79,13 @@ impl Driver {
             match event {
                 Event::Ready(n) => {
                     self.ready = true;
-                    self.refused = None;
                     self.ever_ready = true;
                     if let Some(backoff) = &mut self.backoff {
                         backoff.reset();
                     }
                     tracing::debug!(version = %n.version, "connection ready");
                     // Legacy: the session reports ready once the level asked is in force.
-                    self.state.send_replace(Negotiation::Ready(Arc::new(*n)));
-                    self.link.connection.send_replace(ConnectionState::Ready);
+                    self.publish(ConnectionState::Ready(Arc::new(*n)));
                     for queued in std::mem::take(&mut self.queued) {
                         self.issue(queued.command);
                     }
@@ -101,12 +99,13 @@ impl Driver {
                         }
                         _ => Error::negotiation(Arc::new(e)),
                     };
-                    self.refused = Some(error.clone());
-                    self.state.send_replace(Negotiation::Failed(error.clone()));
-                    self.link.connection.send_replace(ConnectionState::Failed {
+                    // Said before anyone waiting hears it, so that a caller who calls again
+                    // finds the connection over (and, with a policy, a new one is made).
+                    self.publish(ConnectionState::Failed {
                         reason: error.clone(),
                     });
                     self.fail_all(&error);
+                    self.refused = Some(error);
                 }
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
                     Some(Waiter::Call { call, reply, .. }) => {
@@ -178,10 +177,7 @@ impl Driver {
                 Event::Renegotiating => {
                     // Commands wait again until the probe's `Ready`.
                     self.ready = false;
-                    self.state.send_replace(Negotiation::Pending);
-                    self.link
-                        .connection
-                        .send_replace(ConnectionState::Connecting);
+                    self.publish(ConnectionState::Connecting);
                 }
                 _ => {}
             }

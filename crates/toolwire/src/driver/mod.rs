@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,8 +25,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CacheMode, CallOptions, CallRequest, Event, Interrupted, Negotiated, OpId, ProtocolMode,
-    Session, SessionConfig, SessionError, Succession,
+    CacheMode, CallOptions, CallRequest, Event, Interrupted, OpId, ProtocolMode, Session,
+    SessionConfig, SessionError, Succession,
 };
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
@@ -41,7 +41,7 @@ mod recover;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use command::{Command, Negotiation, announce};
+pub(crate) use command::{Command, announce};
 use command::{FastMap, Waiter, fail_command};
 use queue::Queued;
 
@@ -56,8 +56,10 @@ pub(crate) struct Link {
     pub(crate) reconnect: Option<ReconnectPolicy>,
     /// Set once a server died during the probe: later sessions go straight to `initialize`.
     pub(crate) legacy_only: Arc<AtomicBool>,
-    /// Where the connection's state is published (shared by every driver of a client).
+    /// Where the connection's state is published (shared by every driver of a client), and
+    /// which driver may publish there ([`Driver::publish`]).
     pub(crate) connection: watch::Sender<ConnectionState>,
+    pub(crate) current: Arc<AtomicU64>,
     /// The transport in use (shared by every driver of a client), for what the client asks
     /// of it directly ([`crate::Client::mcp_session_id`]).
     pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
@@ -93,13 +95,19 @@ enum Ended {
     Dropped,
     /// The transport died.
     Died,
+    /// Negotiation failed (said as `ConnectionState::Failed`): the connection is over.
+    Refused(Error),
 }
 
 /// The task that owns the session and the transport.
 pub(crate) struct Driver {
     session: Session,
     transport: Arc<dyn Transport>,
-    state: watch::Sender<Negotiation>,
+    /// Which of the client's drivers this is: it publishes the connection's state only while
+    /// the client has not moved on to another (`Link::current`).
+    epoch: u64,
+    /// `Command::Start` came: negotiation is under way.
+    started: bool,
     /// Every operation someone waits for.
     waiters: FastMap<OpId, Waiter>,
     /// The caller's call id → the session's operation (a dropped call future names its call).
@@ -124,8 +132,7 @@ pub(crate) struct Driver {
     identity: u64,
     /// The server no longer knows the legacy session: open a new one over the transport.
     renew: bool,
-    /// Negotiation failed on this connection: what every command that needs a ready session
-    /// gets at once (rather than waiting out its deadline for a `Ready` that will not come).
+    /// Negotiation failed on this connection: the loop ends with it.
     refused: Option<Error>,
 }
 
@@ -133,7 +140,6 @@ impl Driver {
     pub(crate) fn new(
         session: Session,
         transport: Arc<dyn Transport>,
-        state: watch::Sender<Negotiation>,
         handler: Option<ServerRequestHandler>,
         own_commands: mpsc::WeakUnboundedSender<Command>,
         changes: broadcast::Sender<Commit>,
@@ -141,7 +147,8 @@ impl Driver {
     ) -> Self {
         Self {
             session,
-            state,
+            epoch: link.current.load(Ordering::SeqCst),
+            started: false,
             waiters: FastMap::default(),
             call_ops: FastMap::default(),
             handler,
@@ -214,6 +221,10 @@ impl Driver {
                     break Error::Closed;
                 }
                 Ended::Dropped => return self.shutdown(Error::Closed).await,
+                Ended::Refused(error) => {
+                    self.shutdown(error.clone()).await;
+                    break error;
+                }
                 Ended::Died => {
                     if let Err(error) = self.recover(&mut commands).await {
                         break error;
@@ -236,6 +247,9 @@ impl Driver {
         let mut armed: Option<Instant> = None;
         loop {
             self.handle_events();
+            if let Some(error) = self.refused.take() {
+                return Ended::Refused(error);
+            }
             if std::mem::take(&mut self.renew) {
                 self.renew_session();
             }
@@ -263,9 +277,8 @@ impl Driver {
                     None => return Ended::Dropped,
                     Some(Command::Close { reply }) => return Ended::Close(reply),
                     Some(Command::Start { trace }) => {
-                        if matches!(*self.state.borrow(), Negotiation::NotStarted) {
-                            self.state.send_replace(Negotiation::Pending);
-                            self.link.connection.send_replace(ConnectionState::Connecting);
+                        if !std::mem::replace(&mut self.started, true) {
+                            self.publish(ConnectionState::Connecting);
                             // The handshake (and what the session sends on its own until
                             // the first command) carries the starting caller's context.
                             self.session.set_trace_context(trace);
@@ -273,13 +286,7 @@ impl Driver {
                         }
                     }
                     Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
-                        if !self.ready =>
-                    {
-                        match &self.refused {
-                            Some(error) => fail_command(command, error.clone()),
-                            None => self.queue(command),
-                        }
-                    }
+                        if !self.ready => self.queue(command),
                     Some(command) => self.issue(command),
                 },
                 inbound = self.transport.recv() => {
@@ -342,14 +349,25 @@ impl Driver {
         }
     }
 
-    /// Ends the driver: everything waiting fails with `error`, the transport closes.
+    /// Ends the driver: everything waiting fails with `error`, the transport closes. (Whoever
+    /// ended it says what the state is now: the client after a close, the driver itself
+    /// after a failure.)
     async fn shutdown(&mut self, error: Error) {
         self.fail_all(&error);
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the transport");
         }
-        self.state.send_replace(Negotiation::Closed {
-            error: self.last_transport_error.clone(),
+    }
+
+    /// Publishes the connection's state, while this driver is still the client's: one that
+    /// the client left behind (a disconnect, a new connection) is no longer heard.
+    fn publish(&self, state: ConnectionState) {
+        self.link.connection.send_if_modified(|now| {
+            let current = self.link.current.load(Ordering::SeqCst) == self.epoch;
+            if current {
+                *now = state;
+            }
+            current
         });
     }
 }

@@ -36,7 +36,7 @@ impl Driver {
             self.interrupt(false);
             let error =
                 Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
-            return Err(self.end_with(error.clone(), Negotiation::Failed(error)));
+            return Err(self.end_with(error));
         } else if self.backoff.is_none() || self.link.connector.is_none() {
             self.interrupt(false);
             return Err(self.give_up());
@@ -45,7 +45,9 @@ impl Driver {
         }
         self.interrupt(self.backoff.is_some());
         self.ready = false;
-        self.state.send_replace(Negotiation::Reconnecting);
+        if fallback {
+            self.publish(ConnectionState::Connecting);
+        }
         let mut first = fallback;
         loop {
             if !first {
@@ -54,9 +56,7 @@ impl Driver {
                     tracing::warn!(cause, "giving up reconnecting to the MCP server");
                     return Err(self.give_up());
                 };
-                self.link
-                    .connection
-                    .send_replace(ConnectionState::Reconnecting { attempt });
+                self.publish(ConnectionState::Reconnecting { attempt });
                 tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
                 if !self.wait(delay, commands).await {
                     return Err(Error::Closed);
@@ -101,10 +101,7 @@ impl Driver {
             self.session
                 .successor(why, self.link.config(), self.transport.carries_headers());
         self.ready = false;
-        self.state.send_replace(Negotiation::Pending);
-        self.link
-            .connection
-            .send_replace(ConnectionState::Connecting);
+        self.publish(ConnectionState::Connecting);
         self.session.start(Instant::now());
     }
 
@@ -128,21 +125,18 @@ impl Driver {
         self.handle_events();
     }
 
-    /// The connection is over for good: says so (negotiation closed, state `Failed`) and
-    /// fails everything still waiting as never sent; the error that ends the driver.
+    /// The connection is over for good: says so and fails everything still waiting as never
+    /// sent; the error that ends the driver.
     pub(super) fn give_up(&mut self) -> Error {
         let error = self.lost(false);
-        let closed = Negotiation::Closed {
-            error: self.last_transport_error.clone(),
-        };
-        self.end_with(error, closed)
+        self.end_with(error)
     }
 
-    /// The connection is over for good, for `error`, and negotiation ends as `negotiation`
-    /// says: as [`Driver::give_up`].
-    fn end_with(&mut self, error: Error, negotiation: Negotiation) -> Error {
-        self.state.send_replace(negotiation);
-        self.link.connection.send_replace(ConnectionState::Failed {
+    /// The connection is over for good, for `error`: the state says so (before anyone
+    /// waiting hears it, so that a caller who calls again finds it over), then everything
+    /// still waiting fails with it.
+    fn end_with(&mut self, error: Error) -> Error {
+        self.publish(ConnectionState::Failed {
             reason: error.clone(),
         });
         self.fail_all(&error);

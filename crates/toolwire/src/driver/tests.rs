@@ -175,6 +175,55 @@ async fn a_command_after_negotiation_failed_gets_the_failure_at_once() {
     client.close().await;
 }
 
+/// A refused negotiation ends the connection (`Failed`, said before the caller hears it):
+/// with a reconnect policy the next call connects and negotiates again, and succeeds once the
+/// server accepts; the connection watched says each step.
+#[tokio::test(start_paused = true)]
+async fn after_a_refused_negotiation_the_next_call_connects_again_under_a_policy() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let connects = Arc::new(AtomicUsize::new(0));
+    let count = connects.clone();
+    let connector: crate::Connector = Arc::new(move || {
+        let version = match count.fetch_add(1, Ordering::SeqCst) {
+            0 => "1999-01-01",
+            _ => "2025-11-25",
+        };
+        let (peer, _) = Peer::new(move |method, _| match method {
+            "initialize" => json!({"protocolVersion": version,
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}),
+            _ => json!({}),
+        });
+        Ok(Arc::new(peer) as Arc<dyn toolwire_transport::Transport>)
+    });
+    let client = Client::builder("refused-once", "0")
+        .mode(toolwire_session::ProtocolMode::Pinned(
+            toolwire_types::ProtocolVersion::V2025_11_25,
+        ))
+        .reconnect(crate::ReconnectPolicy::default())
+        .connect_with(connector)
+        .unwrap();
+    let refused = client.ready().await.unwrap_err();
+    assert!(
+        matches!(client.connection_state(), crate::ConnectionState::Failed { ref reason } if reason.to_string() == refused.to_string()),
+        "{:?}",
+        client.connection_state()
+    );
+    let negotiated = client.ready().await.expect("a new connection, accepted");
+    assert_eq!(negotiated.version.as_str(), "2025-11-25");
+    assert_eq!(connects.load(Ordering::SeqCst), 2);
+    assert!(client.connection_state().is_ready());
+    assert_eq!(
+        client.negotiated().map(|n| n.version.clone()),
+        Some(negotiated.version.clone())
+    );
+    client.close().await;
+    assert!(matches!(
+        client.connection_state(),
+        crate::ConnectionState::Closed
+    ));
+}
+
 /// A call's future is what every caller holds (and moves) while the call is in flight: 64
 /// callers hold 64 of them. The rare paths (following a task, answering an MRTR round) are
 /// boxed and the options carry their large members boxed, so the common call stays small
