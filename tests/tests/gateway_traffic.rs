@@ -302,13 +302,27 @@ async fn a_tools_daily_quota_refuses_that_tool_only_and_is_counted_in_metrics() 
         .await
         .unwrap();
     assert_eq!(text(&answered), "once");
-    let refused = client
+    let error = client
         .call_tool("up__echo", json!({"text": "twice"}))
         .await
-        .unwrap_err()
-        .to_string();
-    // A 429 over HTTP (the unit tests read its message, and the rate-limit test its head).
-    assert!(refused.contains("HTTP 429"), "{refused}");
+        .unwrap_err();
+    // A 429 over HTTP (the rate-limit test reads its head): the caller is told why and how
+    // long to wait, in words and as a value.
+    let refused = toolwire::ErrorChain(&error).to_string();
+    assert!(refused.contains("failed with HTTP 429"), "{refused}");
+    assert!(refused.contains("(try again in "), "{refused}");
+    assert!(refused.contains("are used up"), "{refused}");
+    assert!(
+        !refused.contains("error_description"),
+        "words, not JSON: {refused}"
+    );
+    assert!(
+        error
+            .retry_after()
+            .is_some_and(|wait| wait > Duration::ZERO),
+        "{:?}",
+        error.retry_after()
+    );
     // The upstream's other tools are not under the tool's quota.
     let other = client
         .call_tool("up__add", json!({"a": 2, "b": 3}))

@@ -48,17 +48,23 @@ pub enum HttpError {
     /// No response head or body data within the read timeout.
     #[error("no data within the {0:?} read timeout")]
     ReadTimeout(Duration),
-    /// The server answered with an error status (and no JSON-RPC error in the body).
+    /// The server answered with an error status (and no JSON-RPC error in the body). An
+    /// error body in JSON (OAuth's `error` and `error_description`, a JSON-RPC error, a
+    /// problem document's `detail`) is shown as its words.
     #[error(
-        "HTTP {status}{}{}{}",
+        "HTTP {status}{}{}{}{}",
         proxy_note(*status),
+        retry_note(*retry_after),
         challenge_summary(challenges),
         snippet_summary(snippet)
     )]
     Status {
         /// The status.
         status: http::StatusCode,
-        /// The start of the body, lossy UTF-8.
+        /// How long the server asked the client to wait before trying again (`Retry-After`,
+        /// with a 429 or a 503 mostly).
+        retry_after: Option<Duration>,
+        /// The start of the body, lossy UTF-8 (the words of a JSON error body).
         snippet: String,
         /// `WWW-Authenticate` challenges (401, 403).
         challenges: Vec<Challenge>,
@@ -211,6 +217,37 @@ fn challenge_summary(challenges: &[Challenge]) -> String {
 /// The start of an error body as one line: an HTML page (what a web server answers for a
 /// wrong path) as its text without tags, every run of whitespace one space, at most
 /// [`SNIPPET_SHOWN`] characters. An error message is read on one line of a terminal or a log.
+/// When the server said to try again.
+fn retry_note(retry_after: Option<Duration>) -> String {
+    retry_after.map_or_else(String::new, |wait| {
+        format!(" (try again in {} s)", wait.as_secs_f64().ceil())
+    })
+}
+
+/// The words of an error body in JSON: OAuth's `error_description` (after its `error` code),
+/// a JSON-RPC error's `message`, a problem document's `detail` or `title`, or a `message`.
+pub(crate) fn json_words(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let text = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    if let Some(description) = text(&value, "error_description") {
+        return Some(match text(&value, "error") {
+            Some(code) => format!("{code}: {description}"),
+            None => description,
+        });
+    }
+    value
+        .get("error")
+        .and_then(|error| text(error, "message"))
+        .or_else(|| text(&value, "detail"))
+        .or_else(|| text(&value, "title"))
+        .or_else(|| text(&value, "message"))
+        .or_else(|| text(&value, "error"))
+}
+
 fn snippet_summary(snippet: &str) -> String {
     let trimmed = snippet.trim_start();
     let mut text = String::with_capacity(snippet.len().min(SNIPPET_SHOWN * 4));
@@ -248,7 +285,7 @@ fn snippet_summary(snippet: &str) -> String {
 }
 
 /// How many characters of an error body an error message shows.
-const SNIPPET_SHOWN: usize = 120;
+const SNIPPET_SHOWN: usize = 200;
 
 /// `error` and its causes, outermost first.
 pub(crate) fn causes<'a>(
@@ -279,11 +316,12 @@ pub(crate) fn request_failed(
 
 #[cfg(test)]
 mod tests {
-    use super::{HttpError, snippet_summary};
+    use super::{HttpError, json_words, snippet_summary};
 
     fn status(code: u16) -> HttpError {
         HttpError::Status {
             status: http::StatusCode::from_u16(code).unwrap_or_default(),
+            retry_after: None,
             snippet: String::new(),
             challenges: Vec::new(),
             www_authenticate: Vec::new(),
@@ -298,6 +336,37 @@ mod tests {
         );
         assert!(status(504).to_string().contains("may have run"));
         assert_eq!(status(503).to_string(), "HTTP 503 Service Unavailable");
+    }
+
+    #[test]
+    fn a_json_error_body_is_shown_as_its_words_and_retry_after_as_a_wait() {
+        let oauth = br#"{"error":"rate_limited","error_description":"upstream `up`: calls are past their rate limit; try again in 3 s"}"#;
+        let words = json_words(oauth).unwrap();
+        assert_eq!(
+            words,
+            "rate_limited: upstream `up`: calls are past their rate limit; try again in 3 s"
+        );
+        let refused = HttpError::Status {
+            status: http::StatusCode::TOO_MANY_REQUESTS,
+            retry_after: Some(std::time::Duration::from_millis(2500)),
+            snippet: words,
+            challenges: Vec::new(),
+            www_authenticate: Vec::new(),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "HTTP 429 Too Many Requests (try again in 3 s): rate_limited: upstream `up`: calls are past their rate limit; try again in 3 s"
+        );
+        let rpc = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: no session"}}"#;
+        assert_eq!(json_words(rpc).unwrap(), "Bad Request: no session");
+        let problem = br#"{"type":"about:blank","title":"Forbidden","detail":"tenant suspended"}"#;
+        assert_eq!(json_words(problem).unwrap(), "tenant suspended");
+        assert_eq!(
+            json_words(br#"{"error":"invalid_token"}"#).unwrap(),
+            "invalid_token"
+        );
+        assert_eq!(json_words(b"<html>not json</html>"), None);
+        assert_eq!(json_words(br#"{"ok":false}"#), None);
     }
 
     #[test]

@@ -262,7 +262,7 @@ impl Inner {
             .filter(|v| v.bytes().all(|b| (0x20..0x7f).contains(&b)))
             .map(str::to_owned)
             .collect();
-        let snippet = snippet(&body);
+        let snippet = crate::error::json_words(&body).unwrap_or_else(|| snippet(&body));
         if matches!(status.as_u16(), 401 | 403) {
             tracing::warn!(%status, ?challenges, "the server refused the credentials");
             if let Some(hook) = &self.config.on_auth_failed {
@@ -278,6 +278,7 @@ impl Inner {
             body,
             error: HttpError::Status {
                 status,
+                retry_after: retry_after(headers, SystemTime::now()),
                 snippet,
                 challenges,
                 www_authenticate,

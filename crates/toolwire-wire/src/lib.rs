@@ -121,7 +121,10 @@ impl Inbound {
 /// whatever body came with it, which may hold a JSON-RPC error), a connection that failed, a
 /// response stream that broke. The transport reports it; the session decides what it means.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("request {id} got no answer{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+#[error("{}", match status {
+    Some(status) => format!("request {id} failed with HTTP {status}"),
+    None => format!("request {id} got no answer"),
+})]
 pub struct RequestFailure {
     /// The request.
     pub id: RequestId,
@@ -215,7 +218,7 @@ mod tests {
             cause: Arc::new(std::io::Error::other("connection reset")),
             session_gone: false,
         };
-        assert_eq!(failure.to_string(), "request 7 got no answer (HTTP 503)");
+        assert_eq!(failure.to_string(), "request 7 failed with HTTP 503");
         let source = std::error::Error::source(&failure).map(ToString::to_string);
         assert_eq!(source.as_deref(), Some("connection reset"));
         let no_status = RequestFailure {

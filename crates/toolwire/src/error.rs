@@ -257,6 +257,25 @@ impl Error {
         }
     }
 
+    /// How long the server asked the caller to wait before trying again, when it said so: an
+    /// HTTP `Retry-After` (with a 429 or a 503, mostly), or a JSON-RPC error whose `data`
+    /// carries `retryAfterSecs` (as Toolwire's gateway sends where there is no HTTP status,
+    /// over stdio or an SSE stream).
+    pub fn retry_after(&self) -> Option<Duration> {
+        if let Self::Server(error) = self {
+            return error
+                .data
+                .as_ref()
+                .and_then(|data| data.get("retryAfterSecs"))
+                .and_then(serde_json::Value::as_u64)
+                .map(Duration::from_secs);
+        }
+        match toolwire_http::HttpError::find(self)? {
+            toolwire_http::HttpError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// A failed negotiation, or the authorization failure that caused it.
     pub(crate) fn negotiation(e: Arc<SessionError>) -> Self {
         match authorization(&*e) {
@@ -371,6 +390,35 @@ mod tests {
         assert_eq!(ErrorChain(&e).to_string(), "call failed: connection reset");
         let e = Error::Timeout(Duration::from_secs(2));
         assert_eq!(ErrorChain(&e).to_string(), e.to_string());
+    }
+
+    #[test]
+    fn retry_after_reads_the_gateways_json_rpc_data_and_the_http_header() {
+        let limited = ErrorObject {
+            data: Some(serde_json::json!({"reason": "rate_limited", "retryAfterSecs": 4})),
+            ..ErrorObject::new(-32603, "past the rate limit")
+        };
+        assert_eq!(
+            Error::Server(limited).retry_after(),
+            Some(Duration::from_secs(4))
+        );
+        let plain = Error::Server(ErrorObject::new(-32603, "failed"));
+        assert_eq!(plain.retry_after(), None);
+        let http = Error::from(ConnectionError::Undelivered(RequestFailure {
+            id: toolwire_types::RequestId::Number(3),
+            status: Some(503),
+            body: Default::default(),
+            cause: Arc::new(toolwire_http::HttpError::Status {
+                status: http::StatusCode::SERVICE_UNAVAILABLE,
+                retry_after: Some(Duration::from_secs(9)),
+                snippet: String::new(),
+                challenges: Vec::new(),
+                www_authenticate: Vec::new(),
+            }),
+            session_gone: false,
+        }));
+        assert_eq!(http.retry_after(), Some(Duration::from_secs(9)));
+        assert_eq!(Error::Timeout(Duration::from_secs(1)).retry_after(), None);
     }
 
     /// Each level of a real failure says its own part once: the facade's error, the request

@@ -271,7 +271,7 @@ fn short_error(error: &str) -> String {
     let mut words = Vec::new();
     for word in error.split_whitespace() {
         let numeric = word.bytes().any(|b| b.is_ascii_digit());
-        words.push(if numeric && previous != "(HTTP" {
+        words.push(if numeric && !matches!(previous, "HTTP" | "(HTTP") {
             "#"
         } else {
             word
@@ -503,7 +503,7 @@ mod tests {
             "calls": 4,
             "ok": [["0-1", "counter__tally"], ["0-2", "stdio__tally"], ["1-1", "counter__tally"]],
             "failed": [{"id": "1-2", "tool": "counter__tally", "class": "undelivered",
-                "error": "request 9 got no answer (HTTP 502)", "started_ms": 4_900, "ended_ms": 5_100}],
+                "error": "request 9 failed with HTTP 502", "started_ms": 4_900, "ended_ms": 5_100}],
             "latency": {},
         });
         let tallies = ["0-1\n1-1\n".to_owned(), "0-2\n".to_owned()];
@@ -597,8 +597,8 @@ mod tests {
     #[test]
     fn an_error_is_grouped_without_its_request_id_and_keeps_its_status() {
         assert_eq!(
-            short_error("request 502 got no answer (HTTP 502)"),
-            "request # got no answer (HTTP 502)"
+            short_error("request 502 failed with HTTP 502"),
+            "request # failed with HTTP 502"
         );
     }
 }
