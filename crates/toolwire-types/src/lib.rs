@@ -129,7 +129,8 @@ pub use prompts::{
     PromptArgument, PromptMessage,
 };
 pub use raw::{
-    CompleteCall, complete_call_result, names_result_type, without_members, without_modern_members,
+    CompleteCall, complete_call_result, names_result_type, says_result_type, without_members,
+    without_modern_members,
 };
 pub use rendered::Rendered;
 pub use resources::{

@@ -234,6 +234,19 @@ pub fn names_result_type(raw: &RawValue) -> bool {
     is_object(raw) && serde_json::from_str::<Peek>(raw.get()).is_ok_and(|p| p.result_type.is_some())
 }
 
+/// Whether a result (a JSON object) says it is of kind `kind` (its own `resultType` member,
+/// 2026-07-28: `"task"`, `"complete"`, …), read without decoding the rest.
+pub fn says_result_type(raw: &RawValue, kind: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Peek<'a> {
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<Cow<'a, str>>,
+    }
+    is_object(raw)
+        && serde_json::from_str::<Peek<'_>>(raw.get())
+            .is_ok_and(|p| p.result_type.as_deref() == Some(kind))
+}
+
 /// The JSON object `raw` without the members `drop` picks (by name and value text), the
 /// others as they were, in their order; `None` when it picks none (or `raw` is not an
 /// object), so the caller keeps `raw` as it is.
@@ -423,6 +436,34 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "resultType"}], "x": {"resultType": 1}})
         )));
         assert!(!names_result_type(&raw(&json!(["resultType"]))));
+    }
+
+    #[test]
+    fn a_result_says_its_kind_only_in_its_own_result_type_member() {
+        assert!(says_result_type(
+            &raw(&json!({"resultType": "task", "task": {}})),
+            "task"
+        ));
+        let escaped = RawValue::from_string(r#"{"resultType":"ta\u0073k"}"#.to_owned()).unwrap();
+        assert!(
+            says_result_type(&escaped, "task"),
+            "an escaped name is read as written"
+        );
+        assert!(!says_result_type(
+            &raw(&json!({"resultType": "complete"})),
+            "task"
+        ));
+        assert!(!says_result_type(
+            &raw(
+                &json!({"content": [{"type": "text", "text": "task"}], "x": {"resultType": "task"}})
+            ),
+            "task"
+        ));
+        assert!(!says_result_type(&raw(&json!({"resultType": 1})), "task"));
+        assert!(!says_result_type(
+            &raw(&json!(["resultType", "task"])),
+            "task"
+        ));
     }
 
     #[test]

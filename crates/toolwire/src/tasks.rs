@@ -28,9 +28,7 @@ const MAX_POLL: Duration = Duration::from_secs(30);
 /// Whether a raw `tools/call` result is a task (`resultType: "task"`).
 pub(crate) fn is_task(raw: &serde_json::value::RawValue) -> bool {
     // A cheap look first: most results never mention it.
-    raw.get().contains("\"task\"")
-        && serde_json::from_str::<serde_json::Value>(raw.get())
-            .is_ok_and(|v| v["resultType"] == "task")
+    raw.get().contains("task") && toolwire_types::says_result_type(raw, "task")
 }
 
 fn params(task_id: &str, request_state: Option<String>) -> TaskParams {
