@@ -3,9 +3,9 @@
 
 use web_time::Instant;
 
-use super::Session;
 use toolwire_types::ProtocolVersion;
 
+use super::Session;
 use crate::{Event, Negotiated, ProtocolMode, SessionConfig};
 
 /// Why a session is followed by another ([`Session::successor`]).
@@ -31,8 +31,9 @@ impl Session {
     /// subscriptions and the log level during its handshake), over a transport that does or
     /// does not carry headers. After [`Succession::SessionGone`] it speaks the legacy version
     /// this one spoke, without negotiating the era again; after a death that
-    /// [`Session::falls_back_on_death`], the latest legacy version. Once ready it lists the tools again
-    /// (as its own refresh, [`Event::ToolsRefreshed`]) when a listing succeeded before.
+    /// [`Session::falls_back_on_death`], the latest legacy version. Once ready it lists the
+    /// tools again (as its own refresh, [`Event::ToolsRefreshed`]) when a listing succeeded
+    /// before.
     /// Request and operation ids go on from this session's, so an answer or failure still
     /// arriving for a request of this one (the same transport, after a lost legacy session)
     /// can never be taken for one of the next.
