@@ -10,6 +10,7 @@
 
 mod common;
 use common::*;
+use toolwire_session::Succession;
 
 /// A modern session over stdio with `read` (read-only) and `write` (no hints) listed.
 fn listed() -> Peer {
@@ -24,6 +25,17 @@ fn listed() -> Peer {
     );
     p.events();
     p
+}
+
+/// The session after `before` for `why` (over a transport that does or does not carry
+/// headers), started at `ms`.
+fn started_successor(before: &Peer, why: Succession, carries_headers: bool, ms: u64) -> Peer {
+    let mut next = Peer {
+        session: before.session.successor(why, config(), carries_headers),
+        t0: before.t0,
+    };
+    next.session.start(next.at(ms));
+    next
 }
 
 fn id_of(request: &Value) -> toolwire_types::RequestId {
@@ -216,13 +228,7 @@ fn a_lost_legacy_session_is_said_once_and_its_calls_go_again_on_the_next_as_neve
 
     // The next session opens a new one; its ids go on from the old one's, so a late answer
     // for request 2 of the old session is nobody's.
-    let mut next = Peer {
-        session: p
-            .session
-            .successor(toolwire_session::Succession::SessionGone, config(), true),
-        t0: p.t0,
-    };
-    next.session.start(next.at(8));
+    let mut next = started_successor(&p, Succession::SessionGone, true, 8);
     let opening = next.session.poll_transmit().unwrap();
     assert_eq!(opening.session, toolwire_wire::SessionStep::Opens);
     let init: Value = serde_json::from_slice(&opening.body).unwrap();
@@ -266,13 +272,7 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
     assert!(interrupted.is_empty(), "{interrupted:?}");
     assert_eq!(p.completed(op), Some(Ok("{}".to_owned())));
 
-    let mut next = Peer {
-        session: p
-            .session
-            .successor(toolwire_session::Succession::SessionGone, config(), true),
-        t0: p.t0,
-    };
-    next.session.start(next.at(5));
+    let mut next = started_successor(&p, Succession::SessionGone, true, 5);
     let (init, _) = next.sent();
     let mut result = init_result("2025-11-25");
     result["capabilities"]["logging"] = json!({});
@@ -292,13 +292,7 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
 /// The session after a reconnect, negotiated in the modern era, and the requests it sends
 /// once ready, in order.
 fn reconnected(before: &Peer) -> (Peer, Vec<Value>) {
-    let mut next = Peer {
-        session: before
-            .session
-            .successor(toolwire_session::Succession::Reconnect, config(), false),
-        t0: before.t0,
-    };
-    next.session.start(next.at(30));
+    let mut next = started_successor(before, Succession::Reconnect, false, 30);
     let (discover, _) = next.sent();
     assert_eq!(discover["method"], "server/discover");
     next.reply(
@@ -355,13 +349,7 @@ fn a_death_during_the_era_probe_makes_the_next_session_start_with_initialize() {
     assert_eq!(discover["method"], "server/discover");
     assert!(p.session.falls_back_on_death(), "the probe is in flight");
     p.session.interrupt(&[], p.at(1));
-    let mut next = Peer {
-        session: p
-            .session
-            .successor(toolwire_session::Succession::Reconnect, config(), false),
-        t0: p.t0,
-    };
-    next.session.start(next.at(2));
+    let mut next = started_successor(&p, Succession::Reconnect, false, 2);
     let (init, _) = next.sent();
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");

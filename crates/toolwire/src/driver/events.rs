@@ -99,13 +99,8 @@ impl Driver {
                         }
                         _ => Error::negotiation(Arc::new(e)),
                     };
-                    // Said before anyone waiting hears it, so that a caller who calls again
-                    // finds the connection over (and, with a policy, a new one is made).
-                    self.publish(ConnectionState::Failed {
-                        reason: error.clone(),
-                    });
-                    self.fail_all(&error);
-                    self.refused = Some(error);
+                    // The connection is over (with a policy, the next call makes a new one).
+                    self.refused = Some(self.end_with(error));
                 }
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
                     Some(Waiter::Call { call, reply, .. }) => {

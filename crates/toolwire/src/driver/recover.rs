@@ -135,7 +135,7 @@ impl Driver {
     /// The connection is over for good, for `error`: the state says so (before anyone
     /// waiting hears it, so that a caller who calls again finds it over), then everything
     /// still waiting fails with it.
-    fn end_with(&mut self, error: Error) -> Error {
+    pub(super) fn end_with(&mut self, error: Error) -> Error {
         self.publish(ConnectionState::Failed {
             reason: error.clone(),
         });
