@@ -74,7 +74,7 @@ impl Guarded {
     fn client(&self, credential: &str, mode: ProtocolMode) -> Client {
         Client::builder("downstream", "0")
             .mode(mode)
-            .connect_http(HttpTransport::builder(self.front.url()).bearer_token(credential))
+            .connect_http(HttpTransport::builder(self.front.url()).credentials(credential))
             .unwrap()
     }
 
@@ -446,7 +446,7 @@ async fn opaque_tokens_are_introspected_once_a_minute_and_inactive_ones_refused(
 
     let active = issuer.opaque(RESOURCE, "alice", &json!({}));
     let client = Client::builder("downstream", "0")
-        .connect_http(HttpTransport::builder(front.url()).bearer_token(active.as_str()))
+        .connect_http(HttpTransport::builder(front.url()).credentials(active.as_str()))
         .unwrap();
     for _ in 0..3 {
         client

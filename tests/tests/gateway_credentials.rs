@@ -68,7 +68,7 @@ async fn fronted(credentials: impl FnOnce(&Issuer) -> Value) -> Fronted {
 impl Fronted {
     fn client(&self, token: &str) -> Client {
         Client::builder("downstream", "0")
-            .connect_http(HttpTransport::builder(self.front.url()).bearer_token(token))
+            .connect_http(HttpTransport::builder(self.front.url()).credentials(token))
             .unwrap()
     }
 }
@@ -216,7 +216,7 @@ async fn protected_upstream() -> (
 fn signed_in_as(front: &toolwire_server::HttpServer, issuer: &Issuer, who: &str) -> Client {
     Client::builder("downstream", "0")
         .connect_http(
-            HttpTransport::builder(front.url()).bearer_token(issuer.token(
+            HttpTransport::builder(front.url()).credentials(issuer.token(
                 "k1",
                 RESOURCE,
                 who,
@@ -486,7 +486,7 @@ async fn a_single_upstreams_refusal_of_a_passed_token_reaches_the_caller_as_it_c
         };
         let caller = |token: &str| {
             Client::builder("downstream", "0")
-                .connect_http(HttpTransport::builder(front.url()).bearer_token(token))
+                .connect_http(HttpTransport::builder(front.url()).credentials(token))
                 .unwrap()
         };
 

@@ -68,7 +68,7 @@ async fn fleet() -> Fleet {
 fn caller(front: &toolwire_server::HttpServer, key: &str, mode: ProtocolMode) -> Client {
     Client::builder("downstream", "0")
         .mode(mode)
-        .connect_http(HttpTransport::builder(front.url()).bearer_token(key))
+        .connect_http(HttpTransport::builder(front.url()).credentials(key))
         .unwrap()
 }
 
@@ -359,7 +359,7 @@ async fn a_task_is_got_updated_and_cancelled_by_its_caller_alone() {
     let with_tasks = |key: &str| {
         Client::builder("downstream", "0")
             .tasks(true)
-            .connect_http(HttpTransport::builder(f.front.url()).bearer_token(key))
+            .connect_http(HttpTransport::builder(f.front.url()).credentials(key))
             .unwrap()
     };
     let (alice, bob, carol) = (with_tasks(ALICE), with_tasks(BOB), with_tasks(CAROL));

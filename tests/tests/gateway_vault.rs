@@ -51,7 +51,7 @@ async fn replica(
 
 fn client(url: &str, token: &str) -> Client {
     Client::builder("downstream", "0")
-        .connect_http(HttpTransport::builder(url).bearer_token(token))
+        .connect_http(HttpTransport::builder(url).credentials(token))
         .unwrap()
 }
 

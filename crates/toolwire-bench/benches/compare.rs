@@ -217,7 +217,7 @@ async fn toolwire(job: &Job) -> Result<Measurement, Error> {
     } else {
         let mut http = toolwire::HttpTransport::builder(job.target.as_str());
         if let Some(token) = &job.bearer {
-            http = http.bearer_token(token.as_str());
+            http = http.credentials(token.as_str());
         }
         builder.connect_http(http)?
     };

@@ -53,7 +53,7 @@ pub(crate) fn http_options(
     }
     if let Some(token) = &cli.bearer {
         // Replaces whatever credentials the settings had (a configured `Authorization`).
-        b = b.authorization(&format!("Bearer {token}"));
+        b = b.credentials(token.as_str());
     }
     match cli.proxy.as_deref() {
         Some("none") => b = b.proxy(Proxy::Disabled),

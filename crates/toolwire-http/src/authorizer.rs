@@ -1,8 +1,7 @@
 //! The per-request credential seam: an [`Authorizer`] is asked for headers before every HTTP
 //! request the transport makes, and asked what to do when the server refuses them (401, 403).
-//! OAuth (`toolwire-auth`) is one implementation; a static bearer token is the simplest one
-//! ([`HttpTransportBuilder::bearer_token`](crate::HttpTransportBuilder::bearer_token) keeps it
-//! without a round through this trait).
+//! OAuth (`toolwire-auth`) is one implementation; credentials given whole
+//! ([`StaticAuthorization`]) are the simplest one, applied without the trait's boxed future.
 //!
 //! [`HttpExecutor`] is the transport's own pooled client offered to an authorizer for its
 //! traffic (metadata, registration, token requests): the same TLS roots, proxy and timeouts,
@@ -19,9 +18,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::client::legacy::Client;
 use toolwire_transport::BoxFuture;
 
-use crate::HttpError;
 use crate::auth::Challenge;
 use crate::quickack::QuickAckConnector;
+use crate::{BearerToken, HttpError};
 
 /// What an authorizer may fail with; it reaches the caller as the source of
 /// [`HttpError::Authorization`], so its type can be recovered by downcasting.
@@ -209,70 +208,189 @@ impl HttpExecutor {
     }
 }
 
-/// The transport's own credentials, given whole: a bearer token
-/// ([`HttpTransportBuilder::bearer_token`](crate::HttpTransportBuilder::bearer_token),
-/// [`HttpTransport::set_bearer_token`](crate::HttpTransport::set_bearer_token)) or an
-/// `Authorization` value of any scheme
-/// ([`HttpTransportBuilder::authorization`](crate::HttpTransportBuilder::authorization)), or
-/// none. What a transport given no [`Authorizer`] sends with every request, through the same
-/// step that asks an authorizer (`Inner::authorize`); a refusal is reported as it is (nothing
-/// can repair it). Each change is a new identity.
-pub(crate) struct StaticAuthorization {
-    headers: std::sync::Mutex<HeaderMap>,
+/// Credentials given whole: a bearer token or an `Authorization` value of any scheme (`Basic
+/// …`, `Token …`, a bare API key), or none, sent with every request as they are. A refusal is
+/// reported as it is (nothing here can repair it). What a transport is given with
+/// [`HttpTransportBuilder::credentials`](crate::HttpTransportBuilder::credentials); without
+/// one it sends none.
+///
+/// A handle: clones share the credentials, so whoever keeps one can change them while the
+/// transport runs ([`Self::set`], [`Self::set_bearer`]). Each change is a new identity: the
+/// client drops the answers it kept that a server did not mark `cacheScope: public`, and a
+/// legacy session opened with the old credentials ends (servers bind sessions to who opened
+/// them): the next request fails as [`HttpError::SessionExpired`], unsent, and the session
+/// above opens a new one. Never shown in `Debug`, logs or errors.
+///
+/// It is an [`Authorizer`] like any other; the transport applies it without the trait's
+/// boxed future, since every request of most transports goes through it.
+#[derive(Clone)]
+pub struct StaticAuthorization(Arc<StaticShared>);
+
+struct StaticShared {
+    value: std::sync::Mutex<Option<HeaderValue>>,
     identity: std::sync::atomic::AtomicU64,
 }
 
 impl StaticAuthorization {
-    /// Credentials of `value` (none: no `Authorization` header).
-    pub(crate) fn new(value: Option<HeaderValue>) -> Self {
-        let this = Self {
-            headers: std::sync::Mutex::new(HeaderMap::new()),
+    /// No credentials: requests go unauthenticated.
+    pub fn none() -> Self {
+        Self(Arc::new(StaticShared {
+            value: std::sync::Mutex::new(None),
             identity: std::sync::atomic::AtomicU64::new(0),
-        };
-        this.replace(value);
+        }))
+    }
+
+    /// `Authorization: Bearer <token>`.
+    pub fn bearer(token: impl Into<BearerToken>) -> Self {
+        let this = Self::none();
+        this.replace(token.into().header_value());
         this
     }
 
-    /// The identity count: it turns with every change of the credentials.
-    pub(crate) fn identity(&self) -> u64 {
-        self.identity.load(std::sync::atomic::Ordering::Acquire)
+    /// An `Authorization` value given whole, the way the `headers` of an `mcpServers` entry
+    /// carry it: `Bearer …` is [`Self::bearer`] with its token; any other value is sent as it
+    /// is. A value a header cannot hold is [`HttpError::InvalidHeader`] (naming the header,
+    /// never the value).
+    pub fn header(value: &str) -> Result<Self, HttpError> {
+        let this = Self::none();
+        this.replace(Some(header_value(value)?));
+        Ok(this)
     }
 
-    /// Replaces the credentials (marked sensitive): a new identity.
-    pub(crate) fn set(&self, value: Option<HeaderValue>) {
-        self.replace(value);
-        self.identity
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    /// Replaces the credentials with an `Authorization` value given whole (as
+    /// [`Self::header`]): a new identity. On an invalid value nothing changes.
+    pub fn set(&self, value: &str) -> Result<(), HttpError> {
+        self.replace(Some(header_value(value)?));
+        self.turn();
+        Ok(())
+    }
+
+    /// Sets or clears the bearer token: a new identity.
+    pub fn set_bearer(&self, token: Option<BearerToken>) {
+        self.replace(token.as_ref().and_then(BearerToken::header_value));
+        self.turn();
+    }
+
+    /// Whether credentials are set.
+    pub fn is_set(&self) -> bool {
+        crate::lock(&self.0.value).is_some()
+    }
+
+    /// The identity count: it turns with every change of the credentials.
+    pub fn identity(&self) -> u64 {
+        self.0.identity.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Puts the credentials on `headers`; their generation (the identity count). What
-    /// [`Authorizer::credentials`] hands out, without a future or a copied map: every request
-    /// of a transport without another authorizer goes through here.
+    /// [`Authorizer::credentials`] hands out, without a future or a copied map.
     pub(crate) fn apply(&self, headers: &mut HeaderMap) -> u64 {
-        if let Some(value) = crate::lock(&self.headers).get(AUTHORIZATION) {
+        if let Some(value) = crate::lock(&self.0.value).as_ref() {
             headers.insert(AUTHORIZATION, value.clone());
         }
         self.identity()
     }
 
+    fn turn(&self) {
+        self.0
+            .identity
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
     fn replace(&self, value: Option<HeaderValue>) {
-        let mut headers = crate::lock(&self.headers);
-        headers.clear();
-        if let Some(mut value) = value {
+        *crate::lock(&self.0.value) = value.map(|mut value| {
             value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+            value
+        });
+    }
+}
+
+/// An `Authorization` value given whole; `Bearer …` keeps only its trimmed token.
+fn header_value(value: &str) -> Result<HeaderValue, HttpError> {
+    let value = value.trim();
+    let refused = || HttpError::InvalidHeader {
+        name: "Authorization".to_owned(),
+        reason: "the value holds characters a header cannot",
+    };
+    if let Some((scheme, token)) = value.split_once(' ')
+        && scheme.eq_ignore_ascii_case("bearer")
+        && !token.trim().is_empty()
+    {
+        return BearerToken::new(token.trim())
+            .header_value()
+            .ok_or_else(refused);
+    }
+    HeaderValue::try_from(value).map_err(|_| refused())
+}
+
+impl From<BearerToken> for StaticAuthorization {
+    fn from(token: BearerToken) -> Self {
+        Self::bearer(token)
+    }
+}
+
+impl From<&str> for StaticAuthorization {
+    /// A bearer token.
+    fn from(token: &str) -> Self {
+        Self::bearer(token)
+    }
+}
+
+impl From<String> for StaticAuthorization {
+    /// A bearer token.
+    fn from(token: String) -> Self {
+        Self::bearer(token)
+    }
+}
+
+impl Authorizer for StaticAuthorization {
+    fn credentials<'a>(
+        &'a self,
+        _request: &'a AuthRequest<'a>,
+    ) -> BoxFuture<'a, Result<Credentials, AuthorizerError>> {
+        let mut headers = HeaderMap::new();
+        let generation = self.apply(&mut headers);
+        Box::pin(std::future::ready(Ok(Credentials::new(
+            headers, generation,
+        ))))
+    }
+
+    fn refused<'a>(
+        &'a self,
+        _refusal: &'a Refusal<'a>,
+    ) -> BoxFuture<'a, Result<Resend, AuthorizerError>> {
+        Box::pin(std::future::ready(Ok(Resend::No)))
+    }
+
+    fn identity(&self) -> u64 {
+        StaticAuthorization::identity(self)
     }
 }
 
 impl fmt::Debug for StaticAuthorization {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let set = !crate::lock(&self.headers).is_empty();
-        f.write_str(if set {
+        f.write_str(if self.is_set() {
             "StaticAuthorization(<redacted>)"
         } else {
             "StaticAuthorization(none)"
         })
+    }
+}
+
+/// Where a transport's credentials come from: its own, given whole (applied without a
+/// future), or an authorizer's.
+#[derive(Clone, Debug)]
+pub(crate) enum Auth {
+    Static(StaticAuthorization),
+    Custom(Arc<dyn Authorizer>),
+}
+
+impl Auth {
+    /// The identity presented (see [`Authorizer::identity`]).
+    pub(crate) fn identity(&self) -> u64 {
+        match self {
+            Self::Static(own) => own.identity(),
+            Self::Custom(authorizer) => authorizer.identity(),
+        }
     }
 }
 

@@ -12,12 +12,12 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 
-use crate::authorizer::StaticAuthorization;
+use crate::authorizer::{Auth, StaticAuthorization};
 use crate::fallback::HttpOrSseTransport;
 use crate::route::{Hop, Router};
 use crate::{
-    Authorizer, BearerToken, Challenge, Config, HttpError, HttpExecutor, HttpTransport, InFlight,
-    Inner, MIN_RESPONSE_HEAD, Mailbox, Owner, QuickAckConnector, SseTransport, State,
+    Authorizer, Config, HttpError, HttpExecutor, HttpTransport, InFlight, Inner, MIN_RESPONSE_HEAD,
+    Mailbox, Owner, QuickAckConnector, SseTransport, State,
 };
 
 /// Which HTTP proxy, if any, requests go through.
@@ -213,31 +213,15 @@ pub struct Received<'a> {
     pub snippet: &'a str,
 }
 
-/// What the auth-failed hook sees of a 401 or 403.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct AuthFailure<'a> {
-    /// The JSON-RPC method of the message sent, if any.
-    pub method: Option<&'a str>,
-    /// 401 or 403.
-    pub status: StatusCode,
-    /// The parsed `WWW-Authenticate` challenges (`resource_metadata`, `scope`, `error`).
-    pub challenges: &'a [Challenge],
-}
-
 pub(crate) type SendingHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 pub(crate) type ReceivedHook = Arc<dyn Fn(&Received<'_>) + Send + Sync>;
-
-pub(crate) type AuthHook = Arc<dyn Fn(&AuthFailure<'_>) + Send + Sync>;
 
 /// Builds an [`HttpTransport`]: `HttpTransport::builder("http://127.0.0.1:8080/mcp")`.
 #[must_use]
 #[derive(Clone)]
 pub struct HttpTransportBuilder {
     url: String,
-    /// The transport's own credentials, when given.
-    bearer: Option<Credential>,
     accept: AcceptProfile,
     tls: TlsRoots,
     proxy: Proxy,
@@ -256,33 +240,13 @@ impl fmt::Debug for HttpTransportBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpTransportBuilder")
             .field("url", &toolwire_types::redacted_url(&self.url))
-            .field("bearer", &self.bearer)
             .field("accept", &self.accept)
             .field("retry", &self.config.retry)
             .field("tls", &self.tls)
             .field("proxy", &self.proxy)
             .field("unix_socket", &self.unix_socket)
-            .field("authorizer", &self.config.authorizer)
+            .field("credentials", &self.config.auth)
             .finish_non_exhaustive()
-    }
-}
-
-/// Credentials given whole, kept until `build` makes them the transport's own
-/// `StaticAuthorization`.
-#[derive(Clone)]
-enum Credential {
-    Bearer(BearerToken),
-    /// An `Authorization` value of another scheme.
-    Header(HeaderValue),
-}
-
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            // `BearerToken`'s own `Debug` is redacted.
-            Self::Bearer(token) => token.fmt(f),
-            Self::Header(_) => f.write_str("Authorization(<redacted>)"),
-        }
     }
 }
 
@@ -304,7 +268,7 @@ pub(crate) fn reserved(name: &HeaderName) -> Option<&'static str> {
     ]
     .contains(&n)
     {
-        Some("the transport sets this header itself (use bearer_token, accept_profile, proxy)")
+        Some("the transport sets this header itself (use credentials, accept_profile, proxy)")
     } else {
         None
     }
@@ -314,7 +278,6 @@ impl HttpTransportBuilder {
     pub(crate) fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            bearer: None,
             authorizing: None,
             accept: AcceptProfile::default(),
             tls: TlsRoots::default(),
@@ -335,9 +298,8 @@ impl HttpTransportBuilder {
                 delete_timeout: Duration::from_secs(2),
                 on_sending: None,
                 on_received: None,
-                on_auth_failed: None,
                 proxy_auth: None,
-                authorizer: None,
+                auth: None,
             },
             refused: None,
             unix_socket: None,
@@ -379,51 +341,28 @@ impl HttpTransportBuilder {
         &self.url
     }
 
-    /// The bearer token sent as `Authorization: Bearer …`.
-    pub fn bearer_token(mut self, token: impl Into<BearerToken>) -> Self {
-        self.bearer = Some(Credential::Bearer(token.into()));
+    /// The transport's own credentials, sent with every request: a bearer token (`"…"`,
+    /// [`StaticAuthorization::bearer`]) or an `Authorization` value of any scheme
+    /// ([`StaticAuthorization::header`]). Keep a clone of the handle to change them later.
+    /// Replaces an authorizer set before.
+    pub fn credentials(mut self, credentials: impl Into<StaticAuthorization>) -> Self {
+        self.config.auth = Some(Auth::Static(credentials.into()));
         self
     }
 
     /// Asks `authorizer` for credentials before every request and on every 401/403 (see
-    /// [`Authorizer`]) instead of the transport's own (a bearer token, [`Self::authorization`]).
-    /// OAuth is one: `toolwire_auth::OAuth`.
+    /// [`Authorizer`]) instead of credentials given whole; a refusal it does not repair is
+    /// reported as it is. OAuth is one: `toolwire_auth::OAuth`. Replaces credentials set
+    /// before.
     pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
-        self.config.authorizer = Some(authorizer);
+        self.config.auth = Some(Auth::Custom(authorizer));
         self
     }
 
-    /// Credentials given whole, as an `Authorization` header value of any scheme, the way the
-    /// `headers` of an `mcpServers` entry carry them: `Bearer …` is [`Self::bearer_token`]
-    /// with its token; any other value (`Basic …`, `Token …`, a bare API key) is sent as it
-    /// is with every request, and a 401/403 is reported as it is. Replaces the credentials set
-    /// before (a bearer token, an authorizer). Never shown in `Debug` or logs; a value a header
-    /// cannot hold is the error of [`Self::build`].
-    pub fn authorization(mut self, value: &str) -> Self {
-        let value = value.trim();
-        let Ok(header) = HeaderValue::try_from(value) else {
-            self.refuse(
-                "Authorization",
-                "the value holds characters a header cannot",
-            );
-            return self;
-        };
-        if let Some((scheme, token)) = value.split_once(' ')
-            && scheme.eq_ignore_ascii_case("bearer")
-            && !token.trim().is_empty()
-        {
-            self.config.authorizer = None;
-            return self.bearer_token(token.trim());
-        }
-        self.config.authorizer = None;
-        self.bearer = Some(Credential::Header(header));
-        self
-    }
-
-    /// Whether credentials were set: a bearer token, an authorizer, or
-    /// [`Self::authorization`]. OAuth set up on a client leaves such a transport alone.
+    /// Whether credentials were given ([`Self::credentials`] or [`Self::authorizer`]). OAuth
+    /// set up on a client leaves such a transport alone.
     pub fn has_credentials(&self) -> bool {
-        self.bearer.is_some() || self.config.authorizer.is_some()
+        self.config.auth.is_some()
     }
 
     /// Which HTTP proxy requests go through (default: the environment's,
@@ -539,15 +478,6 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Called on 401 and 403 with the parsed `WWW-Authenticate` challenges.
-    pub fn on_auth_failed(
-        mut self,
-        hook: impl Fn(&AuthFailure<'_>) + Send + Sync + 'static,
-    ) -> Self {
-        self.config.on_auth_failed = Some(Arc::new(hook));
-        self
-    }
-
     /// The proxy rules, `None` for no proxy at all.
     fn matcher(&self) -> Result<Option<Matcher>, HttpError> {
         Ok(match &self.proxy {
@@ -654,11 +584,11 @@ impl HttpTransportBuilder {
             accept: self.accept,
             ..State::default()
         };
-        let own = Arc::new(StaticAuthorization::new(match self.bearer {
-            Some(Credential::Bearer(token)) => token.header_value(),
-            Some(Credential::Header(value)) => Some(value),
-            None => None,
-        }));
+        let auth = self
+            .config
+            .auth
+            .take()
+            .unwrap_or_else(|| Auth::Static(StaticAuthorization::none()));
         let read_ahead = toolwire_transport::ReadAhead::new(self.config.max_message_size);
         let inner = Arc::new(Inner {
             uri,
@@ -672,7 +602,7 @@ impl HttpTransportBuilder {
             receiving: tokio::sync::Mutex::new(()),
             tasks: Mutex::new(HashMap::default()),
             inflight: Mutex::new(InFlight::default()),
-            own,
+            auth,
         });
         Ok(inner)
     }

@@ -49,15 +49,15 @@
 //!   [`RetryPolicy::max_retry_after`], only for messages whose [`RetryClass`](toolwire_transport::RetryClass) is `Safe`. Each
 //!   retry is a `tracing` event with its reason.
 //! - **Credentials through one step** (`Inner::authorize`, before every POST, GET and
-//!   DELETE): the [`Authorizer`]'s headers, or, for a transport given none, its own
-//!   credentials: a bearer token set at build time or later
-//!   ([`HttpTransport::set_bearer_token`]: a new identity, which ends a legacy session as a
-//!   404 would) or an `Authorization` value of any scheme
-//!   ([`HttpTransportBuilder::authorization`]). A 401/403 that becomes a failure calls the
-//!   auth-failed hook with the parsed `WWW-Authenticate` challenges. Credentials never appear
-//!   in `Debug`, logs or errors.
-//! - **Hooks** (on-sending, on-received with a bounded body snippet, auth-failed), a
-//!   configurable `User-Agent`, and a `tracing` span per request.
+//!   DELETE), from one of two places: credentials given whole
+//!   ([`HttpTransportBuilder::credentials`]: a [`StaticAuthorization`], a bearer token or an
+//!   `Authorization` value of any scheme, which its holder may change later: a new identity,
+//!   which ends a legacy session as a 404 would), or an [`Authorizer`]
+//!   ([`HttpTransportBuilder::authorizer`]), which is also asked about every 401/403 with the
+//!   parsed `WWW-Authenticate` challenges. Credentials never appear in `Debug`, logs or
+//!   errors.
+//! - **Hooks** (on-sending, on-received with a bounded body snippet), a configurable
+//!   `User-Agent`, and a `tracing` span per request.
 //! - **Limits**: message size (JSON body or SSE event), SSE line length, connect and read
 //!   timeouts, each a typed [`HttpError`].
 //! - **TLS** through rustls (ring), webpki roots by default, the platform's on request, or your
@@ -132,15 +132,13 @@ use quickack::QuickAckConnector;
 pub use auth::{BearerToken, Challenge, parse_challenges};
 pub use authorizer::{
     AuthRequest, Authorizer, AuthorizerError, Credentials, HttpExecutor, MAX_AUTH_RESENDS, Refusal,
-    Resend,
+    Resend, StaticAuthorization,
 };
-pub use builder::{
-    AcceptProfile, AuthFailure, HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots,
-};
+pub use builder::{AcceptProfile, HttpTransportBuilder, Proxy, Received, RetryPolicy, TlsRoots};
 /// The boxed future the traits here return (the transport crate's).
 pub use toolwire_transport::BoxFuture;
 
-use builder::{AuthHook, ReceivedHook, SendingHook};
+use builder::{ReceivedHook, SendingHook};
 pub use error::HttpError;
 pub use fallback::HttpOrSseTransport;
 use legacy::valid_session_id;
@@ -189,12 +187,11 @@ struct Config {
     delete_timeout: Duration,
     on_sending: Option<SendingHook>,
     on_received: Option<ReceivedHook>,
-    on_auth_failed: Option<AuthHook>,
     /// `Proxy-Authorization` for every request, when they go through a forwarding proxy
     /// (marked sensitive; never shown).
     proxy_auth: Option<HeaderValue>,
-    /// Asked for credentials per request (replaces the bearer token's header when set).
-    authorizer: Option<Arc<dyn Authorizer>>,
+    /// The credentials given to the builder (taken into `Inner::auth` when built).
+    auth: Option<authorizer::Auth>,
 }
 
 #[derive(Default)]
@@ -209,6 +206,9 @@ struct State {
     /// The server no longer knows the session, or the identity changed: requests fail as
     /// [`HttpError::SessionExpired`] until one opens a new session.
     session_ended: bool,
+    /// The identity of the credentials given whole when the session opened
+    /// ([`StaticAuthorization::identity`]): once they change, the session is over.
+    opened_as: u64,
     listener: Option<AbortHandle>,
     /// Where a 308 moved the endpoint (same origin); every request goes there from then on.
     moved: Option<Uri>,
@@ -234,9 +234,9 @@ struct Inner {
     tasks: Mutex<HashMap<RequestId, RequestHandle, foldhash::fast::RandomState>>,
     /// The futures of the requests in flight, polled by `recv`.
     inflight: Mutex<InFlight>,
-    /// The transport's own credentials (a bearer token, an `Authorization` value, or none):
-    /// the authorizer when the builder was given no other.
-    own: Arc<authorizer::StaticAuthorization>,
+    /// Where credentials come from: those given whole (none, when the builder was given
+    /// nothing), or an authorizer.
+    auth: authorizer::Auth,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical
@@ -327,7 +327,7 @@ impl fmt::Debug for HttpTransport {
             )
             .field("session_id", &state.session_id)
             .field("accept", &state.accept)
-            .field("credentials", &self.inner.own)
+            .field("credentials", &self.inner.auth)
             .finish_non_exhaustive()
     }
 }
@@ -343,23 +343,12 @@ impl HttpTransport {
         Self::builder(url).build()
     }
 
-    /// Sets or clears the bearer token: a new identity. A legacy session ends with the old
-    /// one (servers bind sessions to who opened them): the next request fails as
-    /// [`HttpError::SessionExpired`], unsent, and the session above opens a new one with the
-    /// new credentials. The client also drops the answers it kept that the server did not
-    /// mark `cacheScope: public` ([`Transport::authorization_context`] changes).
-    pub fn set_bearer_token(&self, token: Option<BearerToken>) {
-        let mut state = lock(&self.inner.state);
-        self.inner
-            .own
-            .set(token.as_ref().and_then(BearerToken::header_value));
-        if state.session_id.is_some() {
-            state.end_session();
-        }
-    }
-
-    /// The legacy session id, if the server assigned one.
+    /// The legacy session id, if the server assigned one (and it still holds: not after the
+    /// credentials changed).
     pub fn session_id(&self) -> Option<String> {
+        if self.inner.session_over() {
+            return None;
+        }
         lock(&self.inner.state)
             .session_id
             .as_ref()
@@ -397,11 +386,9 @@ impl HttpTransport {
 }
 
 impl Inner {
-    /// The identity presented: the transport's own credentials' count plus the authorizer's
-    /// (both only grow, so the sum changes whenever either does).
+    /// The identity presented ([`Authorizer::identity`]).
     fn authorization_context(&self) -> u64 {
-        let authorizer = self.config.authorizer.as_ref().map_or(0, |a| a.identity());
-        self.own.identity().wrapping_add(authorizer)
+        self.auth.identity()
     }
 }
 

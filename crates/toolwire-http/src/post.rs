@@ -12,10 +12,11 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use toolwire_transport::{Outbound, RequestFailure, RequestId, RetryClass, SessionStep};
 
+use crate::authorizer::Auth;
 use crate::redirect::{self, MAX_REDIRECTS};
 use crate::{
-    AcceptProfile, AuthFailure, AuthRequest, ERROR_BODY_LIMIT, HttpError, Inner, MAX_AUTH_RESENDS,
-    Refusal, Resend, SESSION_ID, SNIPPET, State, lock, parse_challenges,
+    AcceptProfile, AuthRequest, ERROR_BODY_LIMIT, HttpError, Inner, MAX_AUTH_RESENDS, Refusal,
+    Resend, SESSION_ID, SNIPPET, State, lock, parse_challenges,
 };
 
 /// What a failed exchange reports.
@@ -158,15 +159,16 @@ impl Inner {
         buf.freeze()
     }
 
-    /// Adds the authorizer's headers to `req`; the generation of its credentials. Without a
-    /// builder authorizer the transport's own credentials go on directly.
+    /// Adds the credentials to `req`; their generation. Those given whole go on directly;
+    /// an authorizer is asked.
     pub(crate) async fn authorize(
         &self,
         req: &mut Request<Full<Bytes>>,
         mcp_method: Option<&str>,
     ) -> Result<u64, HttpError> {
-        let Some(authorizer) = &self.config.authorizer else {
-            return Ok(self.own.apply(req.headers_mut()));
+        let authorizer = match &self.auth {
+            Auth::Static(own) => return Ok(own.apply(req.headers_mut())),
+            Auth::Custom(authorizer) => authorizer,
         };
         let credentials = authorizer
             .credentials(&AuthRequest {
@@ -185,6 +187,21 @@ impl Inner {
         Ok(credentials.generation)
     }
 
+    /// Whether requests of the legacy session must be held back: the server ended it, or
+    /// the credentials given whole changed since it opened (servers bind a session to who
+    /// opened it; the session above opens a new one with the new credentials).
+    pub(crate) fn session_over(&self) -> bool {
+        let mut state = lock(&self.state);
+        if let Auth::Static(own) = &self.auth
+            && state.session_id.is_some()
+            && state.opened_as != own.identity()
+        {
+            tracing::debug!("the credentials changed: the legacy session ends with the old ones");
+            state.end_session();
+        }
+        state.session_ended
+    }
+
     /// Asks the authorizer what to do about a 401 or 403 to a POST to `uri` that carried
     /// credentials of `generation`: `Ok(true)` to resend, `Ok(false)` to report the refusal.
     pub(crate) async fn refused(
@@ -196,7 +213,7 @@ impl Inner {
         generation: u64,
         attempt: u32,
     ) -> Result<bool, HttpError> {
-        let Some(authorizer) = &self.config.authorizer else {
+        let Auth::Custom(authorizer) = &self.auth else {
             return Ok(false);
         };
         if attempt >= MAX_AUTH_RESENDS {
@@ -232,7 +249,7 @@ impl Inner {
         Ok(resend == Resend::Yes)
     }
 
-    /// Turns a final non-success response into a failure (calling the auth hook on 401/403).
+    /// Turns a final non-success response into a failure (a 401/403 logged with its challenges).
     pub(crate) async fn status_failure(
         &self,
         resp: Response<Incoming>,
@@ -245,8 +262,8 @@ impl Inner {
         self.refusal_failure(status, &parts.headers, body, method)
     }
 
-    /// The failure a non-success response whose body was read reports (calling the auth hook
-    /// on 401/403).
+    /// The failure a non-success response whose body was read reports (a 401/403 logged with
+    /// its challenges).
     pub(crate) fn refusal_failure(
         &self,
         status: StatusCode,
@@ -264,14 +281,7 @@ impl Inner {
             .collect();
         let snippet = crate::error::json_words(&body).unwrap_or_else(|| snippet(&body));
         if matches!(status.as_u16(), 401 | 403) {
-            tracing::warn!(%status, ?challenges, "the server refused the credentials");
-            if let Some(hook) = &self.config.on_auth_failed {
-                hook(&AuthFailure {
-                    method,
-                    status,
-                    challenges: &challenges,
-                });
-            }
+            tracing::warn!(%status, ?challenges, method = method.unwrap_or("(none)"), "the server refused the credentials");
         }
         Failure {
             status: Some(status),
@@ -301,7 +311,7 @@ impl Inner {
         let mut redirected: Option<Uri> = None;
         let mut redirects = 0;
         loop {
-            if !opens && lock(&self.state).session_ended {
+            if !opens && self.session_over() {
                 tracing::debug!("the session ended: held back until a new one opens");
                 return Err(HttpError::SessionExpired.into());
             }
@@ -326,7 +336,10 @@ impl Inner {
             } else {
                 self.authorize(&mut req, method).await?
             };
-            let uri = (self.config.authorizer.is_some() && !own).then(|| req.uri().clone());
+            if opens && let Auth::Static(given) = &self.auth {
+                lock(&self.state).opened_as = given.identity();
+            }
+            let uri = (matches!(self.auth, Auth::Custom(_)) && !own).then(|| req.uri().clone());
             if let Some(hook) = &self.config.on_sending {
                 hook(method.unwrap_or("(response)"));
             }

@@ -21,7 +21,7 @@ async fn json_answers_carry_every_header_and_notifications_get_202() {
     let t = HttpTransport::builder(peer.url())
         .header("X-Tenant", "acme")
         .user_agent("agent/9")
-        .bearer_token("tok")
+        .credentials("tok")
         .on_sending(move |m| s.lock().unwrap().push(m.to_owned()))
         .on_received(move |r| {
             statuses.lock().unwrap().push((
@@ -449,7 +449,7 @@ async fn limits_and_content_types_are_typed_errors() {
 }
 
 #[tokio::test]
-async fn a_401_challenge_reaches_the_hook_and_the_token_never_leaks() {
+async fn a_401_challenge_reaches_the_caller_in_the_failure_and_the_token_never_leaks() {
     let peer = HttpPeer::start(|_| {
         Reply::json(401, "{\"error\":\"invalid_token\"}").header(
             "www-authenticate",
@@ -457,36 +457,39 @@ async fn a_401_challenge_reaches_the_hook_and_the_token_never_leaks() {
         )
     })
     .await;
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
     let t = HttpTransport::builder(peer.url())
-        .bearer_token("super-secret-token")
-        .on_auth_failed(move |f| {
-            s.lock().unwrap().push((
-                f.status.as_u16(),
-                f.challenges[0]
-                    .param("resource_metadata")
-                    .map(str::to_owned),
-                f.challenges[0].param("scope").map(str::to_owned),
-            ))
-        })
+        .credentials("super-secret-token")
         .build()
         .unwrap();
     t.send(request(1, "tools/list", RetryClass::Safe))
         .await
         .unwrap();
-    let (status, cause, _) = failure(&t).await;
-    assert_eq!(status, Some(401));
+    let failed = match next(&t).await {
+        Err(TransportError::Request(f)) => f,
+        other => panic!("expected a request failure, got {other:?}"),
+    };
+    assert_eq!(failed.status, Some(401));
+    let Some(HttpError::Status { challenges, .. }) = failed.cause.downcast_ref::<HttpError>()
+    else {
+        panic!("expected a status error, got {}", failed.cause);
+    };
     assert_eq!(
-        *seen.lock().unwrap(),
-        [(
-            401,
-            Some("http://127.0.0.1/.well-known/oauth-protected-resource".to_owned()),
-            Some("tools:call".to_owned())
-        )]
+        (
+            challenges[0].param("resource_metadata"),
+            challenges[0].param("scope")
+        ),
+        (
+            Some("http://127.0.0.1/.well-known/oauth-protected-resource"),
+            Some("tools:call")
+        )
     );
-    assert!(cause.contains("resource_metadata"), "{cause}");
+    assert_eq!(
+        peer.requests()[0].header("authorization"),
+        "Bearer super-secret-token"
+    );
     assert_eq!(peer.requests().len(), 1, "401 is not retried");
+    let cause = failed.cause.to_string();
+    assert!(cause.contains("resource_metadata"), "{cause}");
     for text in [cause, format!("{t:?}")] {
         assert!(!text.contains("super-secret-token"), "{text}");
     }
@@ -631,8 +634,9 @@ async fn the_token_never_reaches_the_logs() {
     .await;
     // Through a proxy with credentials: those must not reach the logs either.
     let proxy = ForwardProxy::start(Some("alice:proxy-secret")).await;
+    let credentials = StaticAuthorization::bearer("tok-0123456789-secret");
     let builder = HttpTransport::builder(peer.url())
-        .bearer_token("tok-0123456789-secret")
+        .credentials(credentials.clone())
         .retry_policy(fast_retries())
         .proxy(Proxy::Url(proxy.url(Some("alice:proxy-secret"))));
     tracing::info!(builder = ?builder, "building");
@@ -644,7 +648,7 @@ async fn the_token_never_reaches_the_logs() {
     let (status, cause, _) = failure(&t).await;
     assert_eq!(status, Some(401));
     tracing::warn!(%cause, "failed");
-    t.set_bearer_token(Some("tok-new-secret".into()));
+    credentials.set_bearer(Some("tok-new-secret".into()));
     t.send(request(2, "tools/list", RetryClass::Safe))
         .await
         .unwrap();

@@ -38,8 +38,18 @@ async fn expiring_legacy_peer() -> (HttpPeer, Arc<AtomicUsize>) {
 
 /// A transport with session `s1` open on an [`expiring_legacy_peer`].
 async fn opened() -> (HttpPeer, Arc<AtomicUsize>, HttpTransport) {
+    opened_with(StaticAuthorization::none()).await
+}
+
+/// [`opened`] with `credentials`.
+async fn opened_with(
+    credentials: StaticAuthorization,
+) -> (HttpPeer, Arc<AtomicUsize>, HttpTransport) {
     let (peer, session) = expiring_legacy_peer().await;
-    let t = HttpTransport::new(peer.url()).unwrap();
+    let t = HttpTransport::builder(peer.url())
+        .credentials(credentials)
+        .build()
+        .unwrap();
     t.send(request(1, "initialize", RetryClass::Never))
         .await
         .unwrap();
@@ -161,9 +171,11 @@ async fn a_lost_legacy_session_fails_its_requests_as_gone_until_a_new_one_opens(
 /// session ends as if the server had forgotten it, before anything goes with the new token.
 #[tokio::test]
 async fn a_new_bearer_token_ends_the_legacy_session_before_the_next_request() {
-    let (peer, _session, t) = opened().await;
+    let credentials = StaticAuthorization::bearer("first");
+    let (peer, _session, t) = opened_with(credentials.clone()).await;
+    assert_eq!(peer.requests()[0].header("authorization"), "Bearer first");
     let before = t.authorization_context();
-    t.set_bearer_token(Some(toolwire_http::BearerToken::new("second")));
+    credentials.set_bearer(Some(toolwire_http::BearerToken::new("second")));
     assert_ne!(t.authorization_context(), before, "a new identity");
     assert_eq!(t.session_id(), None);
     let sent = peer.requests().len();

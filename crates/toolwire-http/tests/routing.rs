@@ -42,7 +42,7 @@ fn moved(status: u16) -> impl Fn(&Recorded) -> Reply + Send + Sync {
 async fn a_same_origin_307_is_followed_for_each_message_with_method_body_and_token() {
     let peer = HttpPeer::start(moved(307)).await;
     let t = HttpTransport::builder(peer.url())
-        .bearer_token("tok")
+        .credentials("tok")
         .build()
         .unwrap();
     for id in 1..=2 {
@@ -75,7 +75,7 @@ async fn a_cross_origin_redirect_is_refused_and_the_other_origin_gets_nothing() 
     let peer =
         HttpPeer::start(move |_: &Recorded| Reply::status(307).header("location", &target)).await;
     let t = HttpTransport::builder(peer.url())
-        .bearer_token("secret-token")
+        .credentials("secret-token")
         .build()
         .unwrap();
     t.send(request(1, "tools/call", RetryClass::Never))
@@ -125,7 +125,7 @@ async fn http_requests_go_through_a_forwarding_proxy_with_its_credentials() {
     let peer = HttpPeer::start(json_ok).await;
     let proxy = ForwardProxy::start(Some("alice:s3cret")).await;
     let builder = HttpTransport::builder(peer.url())
-        .bearer_token("tok")
+        .credentials("tok")
         .proxy(Proxy::Url(proxy.url(Some("alice:s3cret"))));
     assert!(!format!("{builder:?}").contains("s3cret"), "{builder:?}");
     let t = builder.build().unwrap();
@@ -223,8 +223,8 @@ async fn an_authorization_value_of_any_scheme_is_sent_as_written_and_never_shown
         ("sk-secret-3", "sk-secret-3"),
     ] {
         let builder = HttpTransport::builder(peer.url())
-            .bearer_token("replaced-secret")
-            .authorization(given);
+            .credentials("replaced-secret")
+            .credentials(StaticAuthorization::header(given).unwrap());
         assert!(builder.has_credentials());
         let t = builder.build().unwrap();
         tracing::info!(transport = ?t, "built");
@@ -238,7 +238,7 @@ async fn an_authorization_value_of_any_scheme_is_sent_as_written_and_never_shown
 
     let before = peer.requests().len();
     let t = HttpTransport::builder(peer.url())
-        .authorization("Basic YWxpY2U6b3BlbnNlc2FtZQ==")
+        .credentials(StaticAuthorization::header("Basic YWxpY2U6b3BlbnNlc2FtZQ==").unwrap())
         .build()
         .unwrap();
     t.send(request(1, "tools/list", RetryClass::Safe))
@@ -254,12 +254,10 @@ async fn an_authorization_value_of_any_scheme_is_sent_as_written_and_never_shown
     tracing::warn!(%cause, transport = ?t, "failed");
 
     for bad in ["Basic a\r\nX-Evil: 1", "Bearer a\nb"] {
-        let built = HttpTransport::builder(peer.url())
-            .authorization(bad)
-            .build();
+        let refused = StaticAuthorization::header(bad);
         assert!(
-            matches!(&built, Err(HttpError::InvalidHeader { name, .. }) if name == "Authorization"),
-            "{bad:?}: {built:?}"
+            matches!(&refused, Err(HttpError::InvalidHeader { name, .. }) if name == "Authorization"),
+            "{bad:?}: {refused:?}"
         );
     }
 

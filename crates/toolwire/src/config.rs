@@ -207,7 +207,7 @@ impl ClientBuilder {
     /// skill lists, `resources/read`, `skills/get`) are kept while fresh and served without a
     /// round trip (default on, as the spec allows; a server that sends no `ttlMs` has nothing
     /// kept). An answer not marked `cacheScope: public` belongs to the identity that fetched
-    /// it: when the transport presents another (`HttpTransport::set_bearer_token`, an OAuth
+    /// it: when the transport presents another (`StaticAuthorization::set_bearer`, an OAuth
     /// authorization that is not a step-up), it is asked again.
     pub fn response_cache(mut self, on: bool) -> Self {
         self.config.session = self.config.session.with_response_cache(on);

@@ -105,9 +105,9 @@ pub use toolwire_cache::{
     CacheConfig, Commit, KnownToolsError, ListOutcome, RejectReason, RejectedTool, ToolSnapshot,
 };
 pub use toolwire_http::{
-    AcceptProfile, AuthFailure, AuthRequest, Authorizer, BearerToken, Challenge, Credentials,
-    HttpError, HttpExecutor, HttpOrSseTransport, HttpTransport, HttpTransportBuilder, Proxy,
-    Received, Refusal, Resend, RetryPolicy, SseTransport, TlsRoots, parse_challenges,
+    AcceptProfile, AuthRequest, Authorizer, BearerToken, Challenge, Credentials, HttpError,
+    HttpExecutor, HttpOrSseTransport, HttpTransport, HttpTransportBuilder, Proxy, Received,
+    Refusal, Resend, RetryPolicy, SseTransport, StaticAuthorization, TlsRoots, parse_challenges,
 };
 pub use toolwire_session::{
     CacheMode, CallOptions, Negotiated, ProtocolMode, RequestError, SessionError, SettleMode,

@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use toolwire::auth::{OAuthConfig, StaticClient};
-use toolwire::{Client, ClientBuilder, HttpTransport, HttpTransportBuilder, StdioConfig};
+use toolwire::{
+    Client, ClientBuilder, HttpTransport, HttpTransportBuilder, StaticAuthorization, StdioConfig,
+};
 
 use super::{ServerConfig, ServerTransport};
 
@@ -61,8 +63,9 @@ impl ServerConfig {
 
     /// The HTTP transport settings of an `Http` or `Sse` entry: its URL and `headers` (a
     /// header the transport refuses is the error of its `build`). An `Authorization` header
-    /// becomes the transport's credentials (`HttpTransportBuilder::authorization`: a bearer
-    /// token, or the value as written for another scheme), never shown in `Debug` or logs;
+    /// becomes the transport's credentials ([`StaticAuthorization::header`]: a bearer token,
+    /// or the value as written for another scheme; one a header cannot hold is the error
+    /// here), never shown in `Debug` or logs;
     /// one that fills in empty (`Bearer ${TOKEN:-}` without a token) is left out. An `Sse` entry's settings
     /// are built with `build_sse` (or connected with `ClientBuilder::connect_sse`). TLS
     /// roots are [`TlsRoots::from_env`](toolwire::TlsRoots::from_env): the bundle that
@@ -89,7 +92,17 @@ impl ServerConfig {
                         builder.header(name, value)
                     } else if credentials(name, value) {
                         // The transport owns `Authorization`: credentials given whole.
-                        builder.authorization(value)
+                        let given = StaticAuthorization::header(value).map_err(|e| {
+                            ConnectError::Client {
+                                server: self.name.clone(),
+                                source: toolwire::Error::Connection(
+                                    toolwire::ConnectionError::Transport(std::sync::Arc::new(
+                                        toolwire::TransportError::Setup(Box::new(e)),
+                                    )),
+                                ),
+                            }
+                        })?;
+                        builder.credentials(given)
                     } else {
                         builder
                     };

@@ -8,7 +8,9 @@ pub(crate) use std::time::{Duration, Instant};
 
 pub(crate) use bytes::Bytes;
 pub(crate) use serde_json::{Value, json};
-pub(crate) use toolwire_http::{AcceptProfile, HttpError, HttpTransport, Proxy, RetryPolicy};
+pub(crate) use toolwire_http::{
+    AcceptProfile, HttpError, HttpTransport, Proxy, RetryPolicy, StaticAuthorization,
+};
 pub(crate) use toolwire_test_support::forward::ForwardProxy;
 pub(crate) use toolwire_test_support::http::{Feed, HttpPeer, Part, Recorded, Reply, sse_event};
 pub(crate) use toolwire_transport::{
