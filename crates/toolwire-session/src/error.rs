@@ -75,9 +75,13 @@ pub enum RequestError {
     /// No answer before the deadline (raised here, not by the server).
     #[error("no answer within {0:?}")]
     Timeout(Duration),
-    /// Negotiation has not finished (or failed); wait for [`Event::Ready`](crate::Event::Ready).
+    /// Negotiation failed, so nothing asked of this session will be sent.
     #[error("the session is not ready")]
     NotReady,
+    /// Held until the session was ready ([`Session::is_ready`](crate::Session::is_ready)),
+    /// and negotiation did not end within the caller's wait.
+    #[error("the session was not ready within {0:?}")]
+    Unnegotiated(Duration),
     /// The answer could not be decoded.
     #[error("the server's answer could not be decoded")]
     Decode(#[source] DecodeError),

@@ -115,6 +115,6 @@ pub enum Event {
     /// The `2026-07-28` version adopted from [`SessionConfig::prior`](crate::SessionConfig::prior)
     /// was refused (`-32022`, or the HTTP statuses of a legacy server): the session probes
     /// again, and [`Event::Ready`] (or [`Event::Failed`]) follows. Until then requests are
-    /// refused with [`RequestError::NotReady`](crate::RequestError::NotReady).
+    /// held ([`Session::is_ready`](crate::Session::is_ready)).
     Renegotiating,
 }

@@ -73,7 +73,7 @@ pub use config::{CacheMode, CallOptions, InputResponses, ProtocolMode, SessionCo
 pub use error::{RequestError, SessionError};
 pub use event::{Event, Negotiated, OpId, TOOLS_STALE_META};
 pub use session::{
-    CallRequest, Interrupted, Session, Succession, call_headers_at, tool_call_headers,
+    Again, CallRequest, Interrupted, Session, Succession, call_headers_at, tool_call_headers,
 };
 
 pub use toolwire_cache::ToolCache;

@@ -4,8 +4,10 @@
 //! barrier, the listen stream, the legacy upkeep (log level, keep-alive), server requests,
 //! and the routing of what arrives (`inbound.rs`).
 
+mod ask;
 mod call;
 mod freshness;
+mod held;
 mod inbound;
 mod interrupt;
 #[cfg(test)]
@@ -43,10 +45,12 @@ use toolwire_types::{
 use toolwire_wire::{MessageKind, Outbound, RequestFailure, RetryClass, SessionStep};
 
 pub use call::{CallRequest, call_headers_at, tool_call_headers};
+pub use held::Again;
 pub use interrupt::Interrupted;
 pub use succession::Succession;
 
 use self::freshness::{ToolsFreshness, WalkClock};
+use self::held::{Ask, Held};
 use self::listen::Listen;
 use self::negotiation::Negotiation;
 use self::pending::{Pending, PendingTable};
@@ -55,8 +59,7 @@ use self::responses::ResponseCache;
 use self::settle::SettleBarrier;
 use self::upkeep::Upkeep;
 use crate::{
-    CacheMode, Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError,
-    SettleMode,
+    Event, Negotiated, OpId, ProtocolMode, RequestError, SessionConfig, SessionError, SettleMode,
 };
 
 enum PendingKind {
@@ -68,13 +71,16 @@ enum PendingKind {
         version: ProtocolVersion,
     },
     Initialize,
+    /// A caller's request, and how to ask it again on the next connection.
     Request {
         op: OpId,
+        again: Again,
     },
     /// A request whose answer the response cache may keep.
     Cached {
         op: OpId,
         cache: Box<responses::Pending>,
+        again: Again,
     },
     /// A `tools/call` as asked, kept to reissue it once after a header mismatch (`reissue`)
     /// or on the next connection ([`Session::interrupt`]).
@@ -105,6 +111,7 @@ enum PendingKind {
     /// A legacy `logging/setLevel`: the caller's (`op`), or one sent to a new session.
     LogLevel {
         op: Option<OpId>,
+        level: toolwire_types::LoggingLevel,
     },
     /// The keep-alive `ping` (nobody's operation).
     KeepAlive,
@@ -193,6 +200,13 @@ pub struct Session {
     /// A successor's: list the tools again once ready (the server may have changed them
     /// while the connection was down).
     relist: bool,
+    /// What was asked before the session was ready (or after it was spent).
+    held: Held,
+    /// [`Event::Ready`] was said (and negotiation has not restarted since).
+    ready: bool,
+    /// Its connection died ([`Session::interrupt`]): nothing more goes out; what is asked is
+    /// held for the session after it.
+    spent: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -247,6 +261,9 @@ impl Session {
             gone: Vec::new(),
             listed: false,
             relist: false,
+            held: Held::default(),
+            ready: false,
+            spent: false,
         }
     }
 
@@ -298,10 +315,15 @@ impl Session {
 
     /// When [`Session::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let asked = self.held.next_deadline();
+        if self.spent {
+            return asked;
+        }
         let requests = self.pending.next_deadline();
         let held = self.barrier.next_deadline();
         requests
             .into_iter()
+            .chain(asked)
             .chain(held)
             .chain(self.listen.reopen_at)
             .chain(self.listen.next_deadline())
@@ -320,12 +342,17 @@ impl Session {
     /// era the probe would have found, and the calls waiting on it still run).
     pub fn postpone(&mut self, by: Duration) {
         self.pending.postpone(by);
+        self.postpone_held(by);
     }
 
     /// Expires every request whose deadline is at or before `now`, releases results the
     /// settle barrier held that long, reopens a dropped listen stream when its backoff is
     /// over, and sends the keep-alive `ping` when it is due.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.expire_held(now);
+        if self.spent {
+            return;
+        }
         for (id, p) in self.pending.expired(now) {
             self.expire(&id, p, now);
         }
@@ -352,6 +379,7 @@ impl Session {
     fn fail(&mut self, error: SessionError) {
         self.negotiation.failed();
         self.events.push_back(Event::Failed(error));
+        self.fail_held();
     }
 
     fn allocate_id(&mut self) -> RequestId {
@@ -524,54 +552,6 @@ impl Session {
         Ok(negotiated.version.clone())
     }
 
-    /// Sends any request by its method marker; the result arrives as [`Event::Completed`]. The
-    /// method says which capability a legacy server must have declared, whether a transport
-    /// may resend it, and which member `Mcp-Name` mirrors.
-    pub fn request<M>(&mut self, params: M::Params, now: Instant) -> Result<OpId, RequestError>
-    where
-        M: RequestMethod,
-        M::Params: HasMeta,
-    {
-        self.request_as::<M>(params, now, |op| PendingKind::Request { op })
-    }
-
-    /// [`Session::request`] through the response cache (SEP-2549) for the methods whose
-    /// results carry caching hints (the prompt, resource, template and skill lists,
-    /// `resources/read`, `skills/get`); any other goes as [`Session::request`]. With
-    /// [`CacheMode::Use`] a fresh kept answer completes the operation at once, with no round
-    /// trip; `Refresh` asks and keeps the answer; `Bypass` asks and keeps nothing. Off
-    /// ([`SessionConfig::response_cache`]), every mode asks.
-    pub fn request_cached<M>(
-        &mut self,
-        mut params: M::Params,
-        mode: CacheMode,
-        now: Instant,
-    ) -> Result<OpId, RequestError>
-    where
-        M: RequestMethod,
-        M::Params: HasMeta,
-    {
-        if !self.config.response_cache {
-            return self.request::<M>(params, now);
-        }
-        self.check_request::<M>(&mut params)?;
-        match self.responses.lookup::<M>(&params, mode, now) {
-            Ok(raw) => {
-                let op = self.allocate_op();
-                self.events.push_back(Event::Completed {
-                    op,
-                    result: Ok(raw),
-                });
-                Ok(op)
-            }
-            Err(None) => self.request::<M>(params, now),
-            Err(Some(cache)) => self.request_as::<M>(params, now, |op| PendingKind::Cached {
-                op,
-                cache: Box::new(cache),
-            }),
-        }
-    }
-
     /// The version to send `M` at, after the checks every request passes (a legacy server
     /// declared its capability; no reserved `_meta` key from the caller).
     fn check_request<M>(&self, params: &mut M::Params) -> Result<ProtocolVersion, RequestError>
@@ -590,13 +570,13 @@ impl Session {
         Ok(version)
     }
 
-    /// Sends a request whose answer completes the operation `kind` makes of its id.
+    /// Sends a request whose answer completes `kind`.
     fn request_as<M>(
         &mut self,
         mut params: M::Params,
         now: Instant,
-        kind: impl FnOnce(OpId) -> PendingKind,
-    ) -> Result<OpId, RequestError>
+        kind: PendingKind,
+    ) -> Result<(), RequestError>
     where
         M: RequestMethod,
         M::Params: HasMeta,
@@ -612,19 +592,18 @@ impl Session {
         };
         self.envelope(&version, &mut params);
         let timeout = self.config.request_timeout;
-        let op = self.allocate_op();
         self.queue_request(
             &version,
             M::NAME,
             &params,
             headers,
             M::RETRY_SAFE,
-            kind(op),
+            kind,
             timeout,
             now,
         )
-        .map_err(RequestError::Encode)?;
-        Ok(op)
+        .map(drop)
+        .map_err(RequestError::Encode)
     }
 
     /// Cancels an operation. Its pending request is forgotten (a late answer is dropped) and
@@ -633,7 +612,11 @@ impl Session {
     /// HTTP cancelling means closing the request's response stream, so the request's id is
     /// returned for the transport to do that. `None` if the operation is not pending.
     pub fn cancel(&mut self, op: OpId, reason: Option<&str>) -> Option<RequestId> {
-        // Answered already and held by the settle barrier, or waiting for a re-list.
+        // Not sent yet; or answered already and held by the settle barrier, or waiting for a
+        // re-list.
+        if self.cancel_held(op) {
+            return None;
+        }
         if self.barrier.cancel(op) {
             self.events.push_back(Event::Completed {
                 op,

@@ -137,20 +137,6 @@ fn pinned_modes() {
 }
 
 #[test]
-fn nothing_is_sent_before_ready() {
-    let mut p = Peer::new(ProtocolMode::Auto, true);
-    assert!(matches!(
-        p.session.list_tools(p.at(0)),
-        Err(RequestError::NotReady)
-    ));
-    assert!(matches!(
-        p.session
-            .call_tool("x", None, CallOptions::default(), p.at(0)),
-        Err(RequestError::NotReady)
-    ));
-}
-
-#[test]
 fn tools_list_walks_pages_into_the_cache() {
     let mut p = Peer::ready_modern(true);
     let op = p.session.list_tools(p.at(10)).unwrap();

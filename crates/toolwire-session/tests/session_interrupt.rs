@@ -29,7 +29,7 @@ fn listed() -> Peer {
 
 /// The session after `before` for `why` (over a transport that does or does not carry
 /// headers), started at `ms`.
-fn started_successor(before: &Peer, why: Succession, carries_headers: bool, ms: u64) -> Peer {
+fn started_successor(before: &mut Peer, why: Succession, carries_headers: bool, ms: u64) -> Peer {
     let mut next = Peer {
         session: before.session.successor(why, config(), carries_headers),
         t0: before.t0,
@@ -228,7 +228,7 @@ fn a_lost_legacy_session_is_said_once_and_its_calls_go_again_on_the_next_as_neve
 
     // The next session opens a new one; its ids go on from the old one's, so a late answer
     // for request 2 of the old session is nobody's.
-    let mut next = started_successor(&p, Succession::SessionGone, true, 8);
+    let mut next = started_successor(&mut p, Succession::SessionGone, true, 8);
     let opening = next.session.poll_transmit().unwrap();
     assert_eq!(opening.session, toolwire_wire::SessionStep::Opens);
     let init: Value = serde_json::from_slice(&opening.body).unwrap();
@@ -272,7 +272,7 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
     assert!(interrupted.is_empty(), "{interrupted:?}");
     assert_eq!(p.completed(op), Some(Ok("{}".to_owned())));
 
-    let mut next = started_successor(&p, Succession::SessionGone, true, 5);
+    let mut next = started_successor(&mut p, Succession::SessionGone, true, 5);
     let (init, _) = next.sent();
     let mut result = init_result("2025-11-25");
     result["capabilities"]["logging"] = json!({});
@@ -291,7 +291,7 @@ fn a_level_change_in_flight_when_the_session_is_lost_completes_and_the_next_one_
 
 /// The session after a reconnect, negotiated in the modern era, and the requests it sends
 /// once ready, in order.
-fn reconnected(before: &Peer) -> (Peer, Vec<Value>) {
+fn reconnected(before: &mut Peer) -> (Peer, Vec<Value>) {
     let mut next = started_successor(before, Succession::Reconnect, false, 30);
     let (discover, _) = next.sent();
     assert_eq!(discover["method"], "server/discover");
@@ -309,14 +309,14 @@ fn reconnected(before: &Peer) -> (Peer, Vec<Value>) {
 
 #[test]
 fn a_session_after_a_reconnect_lists_the_tools_again_only_if_a_listing_succeeded_before() {
-    let (mut next, sent) = reconnected(&Peer::ready_modern(false));
+    let (mut next, sent) = reconnected(&mut Peer::ready_modern(false));
     assert!(
         sent.is_empty(),
         "never listed, nothing to list again: {sent:?}"
     );
     assert!(matches!(next.events()[..], [Event::Ready(_)]));
 
-    let (mut next, sent) = reconnected(&listed());
+    let (mut next, sent) = reconnected(&mut listed());
     let methods: Vec<&Value> = sent.iter().map(|r| &r["method"]).collect();
     assert_eq!(
         methods,
@@ -336,7 +336,7 @@ fn a_session_after_a_reconnect_lists_the_tools_again_only_if_a_listing_succeeded
         "the session's own refresh: {events:?}"
     );
     // After a further reconnect too: the listing is remembered along the chain.
-    let (_, sent) = reconnected(&next);
+    let (_, sent) = reconnected(&mut next);
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["method"], "tools/list");
 }
@@ -349,14 +349,14 @@ fn a_death_during_the_era_probe_makes_the_next_session_start_with_initialize() {
     assert_eq!(discover["method"], "server/discover");
     assert!(p.session.falls_back_on_death(), "the probe is in flight");
     p.session.interrupt(&[], p.at(1));
-    let mut next = started_successor(&p, Succession::Reconnect, false, 2);
+    let mut next = started_successor(&mut p, Succession::Reconnect, false, 2);
     let (init, _) = next.sent();
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
 
     // A death once negotiated says nothing about the probe: the next session probes again.
-    let p = Peer::ready_modern(false);
+    let mut p = Peer::ready_modern(false);
     assert!(!p.session.falls_back_on_death());
-    let (_, sent) = reconnected(&p);
+    let (_, sent) = reconnected(&mut p);
     assert!(sent.is_empty(), "{sent:?}");
 }

@@ -10,12 +10,13 @@ use crate::DecodeError;
 use crate::jsonrpc::decode_params;
 use crate::mrtr::{Outcome, decode_outcome, decode_result};
 
-/// A JSON-RPC method: its name and the type of its params.
-pub trait Method {
+/// A JSON-RPC method: its name and the type of its params (a marker type, `'static`).
+pub trait Method: 'static {
     /// The method name on the wire.
     const NAME: &'static str;
-    /// The params type (`Clone`: a request may be sent again on a new session).
-    type Params: Serialize + DeserializeOwned + Clone;
+    /// The params type (`Clone` and `Send`: a session keeps a copy to send it again on the
+    /// next one, or once it is ready).
+    type Params: Serialize + DeserializeOwned + Clone + Send + 'static;
 }
 
 /// How a client may keep a method's answers (SEP-2549: while their `ttlMs` says, within their

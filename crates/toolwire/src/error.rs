@@ -222,7 +222,7 @@ impl From<RequestError> for Error {
     fn from(e: RequestError) -> Self {
         match e {
             RequestError::Server { error } => Self::server(error),
-            RequestError::Timeout(d) => Self::Timeout(d),
+            RequestError::Timeout(d) | RequestError::Unnegotiated(d) => Self::Timeout(d),
             RequestError::Decode(e) => ProtocolError::Decode(Arc::new(e)).into(),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
             RequestError::NotAcknowledged { uri } => {

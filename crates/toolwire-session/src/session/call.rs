@@ -168,6 +168,10 @@ impl Session {
     /// Sends a call as asked ([`CallRequest`]): a first round, a later MRTR round (with its
     /// `input`), or one [`Session::interrupt`] handed back to be sent on a new connection.
     pub fn call(&mut self, call: Box<CallRequest>, now: Instant) -> Result<OpId, RequestError> {
+        if !self.is_ready() {
+            let patience = call.options.timeout.unwrap_or(self.config.request_timeout);
+            return self.hold(super::Ask::Call(call), patience, now);
+        }
         let op = self.allocate_op();
         self.issue_call(op, call, true, now)?;
         Ok(op)

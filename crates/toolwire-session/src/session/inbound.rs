@@ -17,10 +17,10 @@ impl Session {
             PendingKind::Initialize => self.fail(SessionError::Timeout {
                 method: "initialize",
             }),
-            PendingKind::Cached { op, cache } => {
+            PendingKind::Cached { op, cache, .. } => {
                 self.refetch_failed(op, &cache, RequestError::Timeout(p.timeout))
             }
-            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+            PendingKind::Request { op, .. } | PendingKind::ToolCall { op, .. } => {
                 self.events.push_back(Event::Completed {
                     op,
                     result: Err(RequestError::Timeout(p.timeout)),
@@ -36,8 +36,8 @@ impl Session {
             PendingKind::ListPage { op, clock, .. } => {
                 self.walk_failed(op, clock, RequestError::Timeout(p.timeout), now)
             }
-            PendingKind::LogLevel { op } => {
-                self.level_answered(op, Err(RequestError::Timeout(p.timeout)), now)
+            PendingKind::LogLevel { op, level } => {
+                self.level_answered(op, level, Err(RequestError::Timeout(p.timeout)), now)
             }
             PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Timeout(p.timeout))),
         }
@@ -159,10 +159,10 @@ impl Session {
                 };
                 self.fail(SessionError::Unreachable { method, failure });
             }
-            PendingKind::Cached { op, cache } => {
+            PendingKind::Cached { op, cache, .. } => {
                 self.refetch_failed(op, &cache, RequestError::Undelivered(failure))
             }
-            PendingKind::Request { op } | PendingKind::ToolCall { op, .. } => {
+            PendingKind::Request { op, .. } | PendingKind::ToolCall { op, .. } => {
                 self.events.push_back(Event::Completed {
                     op,
                     result: Err(RequestError::Undelivered(failure)),
@@ -178,8 +178,8 @@ impl Session {
             PendingKind::ListPage { op, clock, .. } => {
                 self.walk_failed(op, clock, RequestError::Undelivered(failure), now)
             }
-            PendingKind::LogLevel { op } => {
-                self.level_answered(op, Err(RequestError::Undelivered(failure)), now)
+            PendingKind::LogLevel { op, level } => {
+                self.level_answered(op, level, Err(RequestError::Undelivered(failure)), now)
             }
             PendingKind::KeepAlive => self.ping_answered(Err(RequestError::Undelivered(failure))),
         }
@@ -309,11 +309,11 @@ impl Session {
             PendingKind::Probe => self.probe_answered(payload, now),
             PendingKind::LateProbe { version } => self.late_probe_answered(version, payload, now),
             PendingKind::Initialize => self.initialize_answered(payload, now),
-            PendingKind::Request { op } => self.events.push_back(Event::Completed {
+            PendingKind::Request { op, .. } => self.events.push_back(Event::Completed {
                 op,
                 result: payload.map_err(|error| RequestError::Server { error }),
             }),
-            PendingKind::Cached { op, cache } => {
+            PendingKind::Cached { op, cache, .. } => {
                 match &payload {
                     Ok(raw) => self.responses.answered(*cache, raw, now),
                     Err(e) if e.code == toolwire_types::error::code::INVALID_PARAMS => {
@@ -379,8 +379,9 @@ impl Session {
                 self.page_answered(op, listing, (pages, cursors, clock), payload, now);
                 self.trace = ambient;
             }
-            PendingKind::LogLevel { op } => self.level_answered(
+            PendingKind::LogLevel { op, level } => self.level_answered(
                 op,
+                level,
                 payload.map_err(|error| RequestError::Server { error }),
                 now,
             ),

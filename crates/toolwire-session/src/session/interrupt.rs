@@ -10,7 +10,7 @@ use web_time::Instant;
 use toolwire_wire::RequestId;
 
 use super::call::CallRequest;
-use super::{PendingKind, Session};
+use super::{Again, PendingKind, Session};
 use crate::{Event, OpId};
 
 /// What becomes of one operation when its connection dies ([`Session::interrupt`]).
@@ -30,11 +30,12 @@ pub enum Interrupted {
         deadline: Instant,
     },
     /// Any other request of the caller's that may be sent again (its method is safe to
-    /// repeat, or the dead server never read it): the caller issues it again on the next
-    /// connection, as it issued it on this one (the session keeps no copy of its params).
+    /// repeat, or the dead server never read it), with how to ask it again.
     Reissue {
         /// The operation on the dead session.
         op: OpId,
+        /// How it is asked again ([`Session::carry`]).
+        again: Again,
         /// Whether the dead server may have acted on it.
         may_have_run: bool,
         /// When the caller stops waiting.
@@ -77,10 +78,21 @@ impl Session {
     /// operation: a result the settle barrier held completes now, marked
     /// [`TOOLS_STALE_META`](crate::TOOLS_STALE_META) (the server answered; the changes it
     /// announced will be listed on the next connection, if any); everything else is returned,
-    /// to be sent again on the next connection or failed. The session is spent afterwards:
-    /// the next connection gets a new one, carrying what [`Session::carry_into`] keeps.
+    /// to be held for the next connection ([`Session::carry`]) or failed. The session is spent
+    /// afterwards: nothing more goes out, what is asked of it is held, and the next connection
+    /// gets a new session ([`Session::successor`]) that takes what this one holds.
     pub fn interrupt(&mut self, unread: &[RequestId], now: Instant) -> Vec<Interrupted> {
-        let mut out = Vec::new();
+        self.spent = true;
+        // Subscription changes waiting for the dead stream's acknowledgement: the server may
+        // have taken them (the next session subscribes to everything subscribed anyway).
+        let mut out: Vec<Interrupted> = self
+            .listen
+            .take_waiting()
+            .map(|op| Interrupted::Lost {
+                op,
+                may_have_run: true,
+            })
+            .collect();
         let (held, relists) = self.barrier.take_all();
         for h in held {
             self.events.push_back(Event::Completed {
@@ -136,15 +148,23 @@ impl Session {
                     continue;
                 }
                 (
-                    PendingKind::Request { .. }
-                    | PendingKind::Cached { .. }
-                    | PendingKind::Subscription { .. },
+                    PendingKind::Request { again: ask, .. }
+                    | PendingKind::Cached { again: ask, .. },
                     Some(op),
                 ) if again => Interrupted::Reissue {
                     op,
+                    again: ask,
                     may_have_run: read,
                     deadline: p.deadline,
                 },
+                (PendingKind::Subscription { uri, subscribe, .. }, Some(op)) if again => {
+                    Interrupted::Reissue {
+                        op,
+                        again: Again::new(super::subscriptions::subscription_again(uri, subscribe)),
+                        may_have_run: read,
+                        deadline: p.deadline,
+                    }
+                }
                 (_, Some(op)) => Interrupted::Lost {
                     op,
                     may_have_run: read,

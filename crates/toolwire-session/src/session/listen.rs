@@ -59,6 +59,11 @@ pub(super) struct Listen {
 }
 
 impl Listen {
+    /// The subscription changes waiting for an acknowledgement, taken (their stream died).
+    pub(super) fn take_waiting(&mut self) -> impl Iterator<Item = OpId> {
+        std::mem::take(&mut self.waiting).into_iter().map(|w| w.0)
+    }
+
     /// When the first waiting subscription change times out.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.waiting.iter().map(|w| w.2).min()

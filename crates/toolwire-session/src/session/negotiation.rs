@@ -116,6 +116,11 @@ impl Negotiation {
         self.phase = Phase::Failed;
     }
 
+    /// Whether negotiation failed for good.
+    pub(super) fn has_failed(&self) -> bool {
+        matches!(self.phase, Phase::Failed)
+    }
+
     /// Back to the start (a saved verdict that no longer holds): confirmed or not, it is gone.
     pub(super) fn restart(&mut self) {
         self.phase = Phase::Created;
@@ -228,6 +233,7 @@ impl Session {
         }
         self.listen.reopen_at = None;
         self.negotiation.restart();
+        self.ready = false;
         self.events.push_back(Event::Renegotiating);
         self.send_probe(ProtocolVersion::LATEST, false, now);
     }

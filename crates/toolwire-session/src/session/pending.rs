@@ -28,11 +28,11 @@ impl Pending {
     /// The caller's operation this request belongs to.
     pub(super) fn op(&self) -> Option<OpId> {
         match &self.kind {
-            PendingKind::Request { op }
+            PendingKind::Request { op, .. }
             | PendingKind::Cached { op, .. }
             | PendingKind::ToolCall { op, .. }
             | PendingKind::ListPage { op, .. } => Some(*op),
-            PendingKind::Subscription { op, .. } | PendingKind::LogLevel { op } => *op,
+            PendingKind::Subscription { op, .. } | PendingKind::LogLevel { op, .. } => *op,
             PendingKind::Probe
             | PendingKind::LateProbe { .. }
             | PendingKind::Initialize
@@ -178,6 +178,7 @@ mod tests {
         Pending {
             kind: PendingKind::Request {
                 op: OpId::for_test(1),
+                again: super::super::Again::new(|_, _, _| Ok(())),
             },
             deadline: at + Duration::from_millis(timeout_ms),
             timeout: Duration::from_millis(timeout_ms),

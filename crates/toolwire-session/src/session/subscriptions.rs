@@ -46,6 +46,23 @@ impl Session {
         subscribe: bool,
         now: Instant,
     ) -> Result<OpId, RequestError> {
+        if !self.is_ready() {
+            let again = super::Again::new(subscription_again(uri.to_owned(), subscribe));
+            return self.hold(super::Ask::Request(again), self.config.request_timeout, now);
+        }
+        let op = self.allocate_op();
+        self.change_subscription_as(op, uri, subscribe, now)?;
+        Ok(op)
+    }
+
+    /// [`Session::subscribe_resource`] or [`Session::unsubscribe_resource`] as operation `op`.
+    pub(super) fn change_subscription_as(
+        &mut self,
+        op: OpId,
+        uri: &str,
+        subscribe: bool,
+        now: Instant,
+    ) -> Result<(), RequestError> {
         let version = self.version_for(Some(Capability::ResourceSubscribe))?;
         if version.is_modern() && self.listen.disabled {
             return Err(RequestError::NotAdvertised(Capability::ResourceSubscribe));
@@ -56,23 +73,20 @@ impl Session {
             self.config.resource_subscriptions.remove(uri);
         }
         if version.is_modern() {
-            let op = self.allocate_op();
             let change = if subscribe {
                 Change::Subscribe(uri.to_owned())
             } else {
                 Change::Unsubscribe
             };
             self.relisten(op, change, now);
-            return Ok(op);
+            return Ok(());
         }
-        let op = self.allocate_op();
         self.send_subscription(uri, subscribe, Some(op), now)
             .inspect_err(|_| {
                 if subscribe {
                     self.config.resource_subscriptions.remove(uri);
                 }
-            })?;
-        Ok(op)
+            })
     }
 
     /// Legacy: sends `resources/subscribe` or `resources/unsubscribe` for `uri`.
@@ -160,4 +174,12 @@ impl Session {
             self.events.push_back(Event::Completed { op, result });
         }
     }
+}
+
+/// How a subscription change is asked again (once ready, or on the next connection).
+pub(super) fn subscription_again(
+    uri: String,
+    subscribe: bool,
+) -> impl FnOnce(&mut Session, OpId, Instant) -> Result<(), RequestError> + Send + 'static {
+    move |s, op, now| s.change_subscription_as(op, &uri, subscribe, now)
 }

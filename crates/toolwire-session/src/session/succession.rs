@@ -36,9 +36,10 @@ impl Session {
     /// before.
     /// Request and operation ids go on from this session's, so an answer or failure still
     /// arriving for a request of this one (the same transport, after a lost legacy session)
-    /// can never be taken for one of the next.
+    /// can never be taken for one of the next. What this one holds ([`Session::carry`], and
+    /// what was asked of it since it was spent) the next one holds, under the same ids.
     pub fn successor(
-        &self,
+        &mut self,
         why: Succession,
         mut config: SessionConfig,
         carries_headers: bool,
@@ -60,6 +61,7 @@ impl Session {
         next.next_op = self.next_op;
         next.listed = self.listed;
         next.relist = self.listed;
+        self.hand_over_held(&mut next);
         next
     }
 
@@ -71,12 +73,14 @@ impl Session {
         self.is_probing() && self.config.mode == ProtocolMode::Auto
     }
 
-    /// Negotiation finished (and, legacy, the log level asked is in force): says so, and a
-    /// successor lists the tools again.
+    /// Negotiation finished (and, legacy, the log level asked is in force): says so, a
+    /// successor lists the tools again, and what was held goes out (after the relist).
     pub(super) fn announce_ready(&mut self, negotiated: Box<Negotiated>, now: Instant) {
         self.events.push_back(Event::Ready(negotiated));
+        self.ready = true;
         if std::mem::take(&mut self.relist) {
             self.request_refresh(now);
         }
+        self.release_held(now);
     }
 }

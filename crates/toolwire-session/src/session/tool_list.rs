@@ -50,8 +50,22 @@ impl Session {
     /// nothing; otherwise a walk as [`Session::list_tools`]. [`CacheMode::Bypass`] walks
     /// without making the listing fresh (the tool cache still takes it: headers need it).
     pub fn list_tools_with(&mut self, mode: CacheMode, now: Instant) -> Result<OpId, RequestError> {
-        self.version_for(method::ListTools::CAPABILITY)?;
+        if !self.is_ready() {
+            return self.hold(super::Ask::List(mode), self.config.request_timeout, now);
+        }
         let op = self.allocate_op();
+        self.list_tools_as(op, mode, now)?;
+        Ok(op)
+    }
+
+    /// [`Session::list_tools_with`] as operation `op`.
+    pub(super) fn list_tools_as(
+        &mut self,
+        op: OpId,
+        mode: CacheMode,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        self.version_for(method::ListTools::CAPABILITY)?;
         if mode == CacheMode::Use {
             let generation = self.cache.snapshot().generation();
             if let Some(outcome) = self.tools_fresh.fresh(now, generation) {
@@ -59,13 +73,12 @@ impl Session {
                     op,
                     result: Ok(outcome),
                 });
-                return Ok(op);
+                return Ok(());
             }
         }
         let clock = self.tools_fresh.clock(mode);
         let listing = self.cache.begin_listing();
-        self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)?;
-        Ok(op)
+        self.send_list_page(op, listing, None, (1, HashSet::new(), clock), now)
     }
 
     /// Asks for one page; `walk` is how many pages so far, the cursors seen and the clock.

@@ -23,6 +23,8 @@ pub(super) struct Upkeep {
     /// Negotiation finished, and its [`Event::Ready`] waits for the log level to be in force
     /// (so that the first call is already logged at the level asked).
     held: Option<Box<Negotiated>>,
+    /// The level this server last accepted.
+    in_force: Option<LoggingLevel>,
 }
 
 impl Upkeep {
@@ -52,15 +54,23 @@ impl Session {
 
     /// Changes the log level asked of the server, for this session and the ones after it
     /// ([`Session::carry_into`]). Legacy, once ready: `logging/setLevel` is sent, and its
-    /// operation completes when the server has it (`Ok(Some(op))`). Otherwise (the
-    /// `2026-07-28` envelope carries it from the next request on, or a session not ready
-    /// yet sends it once negotiated) there is nothing to wait for: `Ok(None)`.
+    /// operation completes when the server has it (`Ok(Some(op))`). Before the session is
+    /// ready the change is held like any request, and completes once it is in force. In the
+    /// `2026-07-28` era the envelope carries it from the next request on: there is nothing
+    /// to wait for (`Ok(None)`).
     pub fn change_log_level(
         &mut self,
         level: LoggingLevel,
         now: Instant,
     ) -> Result<Option<OpId>, RequestError> {
         self.set_log_level(Some(level));
+        if !self.is_ready() {
+            let again = super::Again::new(move |s, op, now| s.level_as(op, level, now));
+            let patience = self.config.request_timeout;
+            return self
+                .hold(super::Ask::Request(again), patience, now)
+                .map(Some);
+        }
         match self.negotiated() {
             Some(n) if !n.version.is_modern() => {
                 let op = self.allocate_op();
@@ -68,6 +78,24 @@ impl Session {
             }
             _ => Ok(None),
         }
+    }
+
+    /// A held level change, once ready, as operation `op`: sent (legacy), or in force
+    /// already (the modern envelope, or the handshake set this level).
+    fn level_as(
+        &mut self,
+        op: OpId,
+        level: LoggingLevel,
+        now: Instant,
+    ) -> Result<(), RequestError> {
+        if self.negotiation.is_modern() || self.upkeep.in_force == Some(level) {
+            self.events.push_back(Event::Completed {
+                op,
+                result: Ok(super::listen::empty()),
+            });
+            return Ok(());
+        }
+        self.send_level(level, Some(op), now)
     }
 
     fn send_level(
@@ -81,8 +109,7 @@ impl Session {
             meta: None,
             extra: JsonObject::new(),
         };
-        self.request_as::<method::SetLevel>(params, now, |_| PendingKind::LogLevel { op })
-            .map(drop)
+        self.request_as::<method::SetLevel>(params, now, PendingKind::LogLevel { op, level })
     }
 
     /// A `logging/setLevel` ended: its caller's operation completes, and a readiness held
@@ -90,11 +117,16 @@ impl Session {
     pub(super) fn level_answered(
         &mut self,
         op: Option<OpId>,
+        level: LoggingLevel,
         result: Result<Box<RawValue>, RequestError>,
         now: Instant,
     ) {
-        if let Err(e) = &result {
-            tracing::debug!(error = %e, "logging/setLevel failed");
+        match &result {
+            Ok(_) => self.upkeep.in_force = Some(level),
+            Err(e) => {
+                self.upkeep.in_force = None;
+                tracing::debug!(error = %e, "logging/setLevel failed");
+            }
         }
         if let Some(negotiated) = self.upkeep.held.take() {
             self.announce_ready(negotiated, now);
@@ -124,10 +156,10 @@ impl Session {
             return;
         }
         tracing::trace!("keep-alive ping");
-        let sent = self
-            .request_as::<method::Ping>(MetaOnlyParams::default(), now, |_| PendingKind::KeepAlive);
+        let sent =
+            self.request_as::<method::Ping>(MetaOnlyParams::default(), now, PendingKind::KeepAlive);
         match sent {
-            Ok(_) => self.upkeep.pinging = true,
+            Ok(()) => self.upkeep.pinging = true,
             Err(e) => tracing::debug!(error = %e, "could not send the keep-alive ping"),
         }
     }

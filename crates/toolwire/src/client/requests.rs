@@ -99,7 +99,7 @@ impl Client {
             // The method says whether it is safe to resend (reads and lists are) and the
             // session whether a fresh kept answer may serve.
             let issue = Box::new(move |session: &mut Session, now| {
-                session.request_cached::<M>(params.clone(), mode, now)
+                session.request_cached::<M>(params, mode, now)
             });
             commands
                 .send(Command::Request {

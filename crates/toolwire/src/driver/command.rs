@@ -3,10 +3,10 @@
 
 use super::*;
 
-/// Issues one request on the session (the driver calls it when the session is ready, and
-/// again on the next session when the session says the request may go again).
+/// Issues one request on the session (which holds it until it is ready, and carries it to
+/// the next session when it may go again).
 pub(crate) type IssueRequest =
-    Box<dyn Fn(&mut Session, Instant) -> Result<OpId, toolwire_session::RequestError> + Send>;
+    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, RequestError> + Send>;
 
 /// Each command that sends requests carries the W3C trace context of the caller's span
 /// (`trace`): the session puts it in the `_meta` of every request the command queues.
@@ -110,11 +110,9 @@ pub(super) enum Waiter {
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
-    /// Any other request, with how to issue it again (none for a log level change, which the
-    /// next session makes during its handshake).
+    /// Any other request (its requests carry `trace` again on the next session).
     Request {
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-        issue: Option<IssueRequest>,
         trace: Option<TraceContext>,
     },
 }
@@ -192,28 +190,17 @@ impl Driver {
                 reply,
                 trace,
             } => match issue(&mut self.session, now) {
-                Ok(op) => {
-                    let waiter = Waiter::Request {
-                        reply,
-                        issue: Some(issue),
-                        trace,
-                    };
-                    self.waiters.insert(op, waiter);
-                }
+                Ok(op) => drop(self.waiters.insert(op, Waiter::Request { reply, trace })),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
             // Kept for later sessions too (`Session::carry_into`).
             Command::SetLogLevel { level, reply, .. } => {
                 match self.session.change_log_level(level, now) {
-                    Ok(Some(op)) => {
-                        let waiter = Waiter::Request {
-                            reply,
-                            issue: None,
-                            trace: None,
-                        };
-                        self.waiters.insert(op, waiter);
-                    }
+                    Ok(Some(op)) => drop(
+                        self.waiters
+                            .insert(op, Waiter::Request { reply, trace: None }),
+                    ),
                     // Modern: in force from the next request on.
                     Ok(None) => drop(reply.send(Ok(empty_result()))),
                     Err(e) => drop(reply.send(Err(e.into()))),
@@ -234,9 +221,6 @@ impl Driver {
 
     /// The caller stopped waiting for a call.
     pub(super) fn cancel(&mut self, call: u64) {
-        // Still queued before negotiation finished: it was never sent.
-        self.queued
-            .retain(|q| !matches!(q.command, Command::Call { call: queued, .. } if queued == call));
         if let Some(op) = self.call_ops.remove(&call) {
             // The Completed(Cancelled) event that follows finds no one waiting.
             if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {

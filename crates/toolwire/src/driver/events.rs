@@ -78,7 +78,6 @@ impl Driver {
         while let Some(event) = self.session.poll_event() {
             match event {
                 Event::Ready(n) => {
-                    self.ready = true;
                     self.ever_ready = true;
                     if let Some(backoff) = &mut self.backoff {
                         backoff.reset();
@@ -86,9 +85,6 @@ impl Driver {
                     tracing::debug!(version = %n.version, "connection ready");
                     // Legacy: the session reports ready once the level asked is in force.
                     self.publish(ConnectionState::Ready(Arc::new(*n)));
-                    for queued in std::mem::take(&mut self.queued) {
-                        self.issue(queued.command);
-                    }
                 }
                 Event::Failed(e) => {
                     // A server that never answered: say what the transport saw of it (a
@@ -105,10 +101,10 @@ impl Driver {
                 Event::Completed { op, result } => match self.waiters.remove(&op) {
                     Some(Waiter::Call { call, reply, .. }) => {
                         self.call_ops.remove(&call);
-                        let _ = reply.send(result.map_err(Error::from));
+                        let _ = reply.send(result.map_err(|e| self.describe(e)));
                     }
                     Some(Waiter::Request { reply, .. }) => {
-                        drop(reply.send(result.map_err(Error::from)));
+                        drop(reply.send(result.map_err(|e| self.describe(e))));
                     }
                     // Walks end as `ToolsListed`, never as `Completed`.
                     Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
@@ -129,7 +125,9 @@ impl Driver {
                         announce(&self.changes, &outcome.commit);
                     }
                     match self.waiters.remove(&op) {
-                        Some(Waiter::List(reply)) => drop(reply.send(result.map_err(Error::from))),
+                        Some(Waiter::List(reply)) => {
+                            drop(reply.send(result.map_err(|e| self.describe(e))));
+                        }
                         // Only walks end as `ToolsListed`.
                         Some(other) => drop(self.waiters.insert(op, other)),
                         None => {}
@@ -169,13 +167,26 @@ impl Driver {
                 }
                 Event::CloseStream(id) => self.transport.cancel(&id),
                 Event::SessionGone => self.renew = true,
-                Event::Renegotiating => {
-                    // Commands wait again until the probe's `Ready`.
-                    self.ready = false;
-                    self.publish(ConnectionState::Connecting);
-                }
+                // The session holds what is asked until the probe's `Ready`.
+                Event::Renegotiating => self.publish(ConnectionState::Connecting),
                 _ => {}
             }
         }
+    }
+
+    /// A failed operation, for its caller. One held until a handshake that never came
+    /// finished says what the transport saw of the server instead (a child still installing
+    /// itself, or waiting on the network).
+    fn describe(&self, error: RequestError) -> Error {
+        if let RequestError::Unnegotiated(_) = error
+            && !self.ever_ready
+            && let Some(peer) = self.transport.peer_state()
+        {
+            return Error::Connection(crate::ConnectionError::Unanswered {
+                method: "the handshake",
+                peer,
+            });
+        }
+        Error::from(error)
     }
 }

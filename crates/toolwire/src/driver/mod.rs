@@ -1,19 +1,19 @@
 //! The driver: the task that owns one connection's sans-IO [`Session`] and its transport.
 //!
 //! Callers send it [`Command`]s over a channel and wait on a oneshot each; it issues them on
-//! the session, sends what the session emits exactly as emitted, feeds what the transport
-//! receives back in, fires the session's timer, and hands each finished operation to its
-//! waiter. The loop: drain events → flush messages → `select!` over commands,
-//! `transport.recv()` and the next deadline.
+//! the session at once (the session holds what comes before it is ready), sends what the
+//! session emits exactly as emitted, feeds what the transport receives back in, fires the
+//! session's timer, and hands each finished operation to its waiter. The loop: drain events →
+//! flush messages → `select!` over commands, `transport.recv()` and the next deadline.
 //!
 //! When the transport dies, the driver either ends (no connector, or no
-//! [`ReconnectPolicy`]) or builds a new session over a new transport from the connector,
-//! after the policy's backoff: calls in flight are sent again when they are safe to repeat and
-//! fail with [`ConnectionError::Lost`](crate::ConnectionError::Lost) otherwise, queued ones wait (each up to its deadline),
-//! and the tools are listed again. A death during the `server/discover` probe restarts at once
-//! in the legacy era, policy or not. A legacy session the server no longer knows
-//! ([`Event::SessionGone`]) is followed by a new session over the same transport, on the same
-//! terms.
+//! [`ReconnectPolicy`]) or, after the policy's backoff, starts the session's successor over
+//! a new transport from the connector: what the session says may go again it carries
+//! (under the same ids), the rest fails with
+//! [`ConnectionError::Lost`](crate::ConnectionError::Lost). A death during the
+//! `server/discover` probe restarts at once in the legacy era, policy or not. A legacy
+//! session the server no longer knows ([`Event::SessionGone`]) is followed by a new session
+//! over the same transport, on the same terms.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CacheMode, CallOptions, CallRequest, Event, Interrupted, OpId, ProtocolMode, Session,
+    CacheMode, CallRequest, Event, Interrupted, OpId, ProtocolMode, RequestError, Session,
     SessionConfig, SessionError, Succession,
 };
 use toolwire_transport::{Transport, TransportError};
@@ -36,14 +36,12 @@ use crate::{CallHooks, Connector, Error, ServerRequestHandler};
 
 mod command;
 mod events;
-mod queue;
 mod recover;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use command::{Command, announce};
 use command::{FastMap, Waiter, fail_command};
-use queue::Queued;
 
 /// How a driver makes its sessions and, with a connector, new transports.
 #[derive(Clone)]
@@ -115,8 +113,6 @@ pub(crate) struct Driver {
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
-    queued: Vec<Queued>,
-    ready: bool,
     /// A handshake finished at least once on this client (errors before that describe the server).
     ever_ready: bool,
     /// The transport's count of credential repairs under way (woken by its changes).
@@ -153,8 +149,6 @@ impl Driver {
             call_ops: FastMap::default(),
             handler,
             own_commands,
-            queued: Vec::new(),
-            ready: false,
             ever_ready: false,
             authorizing: transport.authorizing().map(|a| a.subscribe()),
             paused_since: None,
@@ -193,9 +187,6 @@ impl Driver {
         self.call_ops.clear();
         for (_, waiter) in self.waiters.drain() {
             waiter.fail(error.clone());
-        }
-        for queued in self.queued.drain(..) {
-            fail_command(queued.command, error.clone());
         }
     }
 
@@ -241,8 +232,8 @@ impl Driver {
 
     /// Runs one connection until it ends.
     async fn run_connection(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Ended {
-        // One timer for the session's deadlines (its keep-alive among them) and the queued
-        // commands', moved when the next one changes (not a new timer per turn of the loop).
+        // One timer for the session's deadlines (its keep-alive and what it holds among
+        // them), moved when the next one changes (not a new timer per turn of the loop).
         let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
         let mut armed: Option<Instant> = None;
         loop {
@@ -258,14 +249,11 @@ impl Driver {
             }
             self.handle_events();
             self.note_authorizing(Instant::now());
-            let wake = match self.paused_since {
-                // Deadlines wait for the authorization, whose end wakes the loop.
-                Some(_) => None,
-                None => [self.session.poll_timeout(), self.next_queued_deadline()]
-                    .into_iter()
-                    .flatten()
-                    .min(),
-            };
+            // Deadlines wait for an authorization, whose end wakes the loop.
+            let wake = self
+                .session
+                .poll_timeout()
+                .filter(|_| self.paused_since.is_none());
             if wake != armed {
                 if let Some(at) = wake {
                     timer.as_mut().reset(at.into());
@@ -285,8 +273,6 @@ impl Driver {
                             self.session.start(Instant::now());
                         }
                     }
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. }))
-                        if !self.ready => self.queue(command),
                     Some(command) => self.issue(command),
                 },
                 inbound = self.transport.recv() => {
@@ -317,7 +303,6 @@ impl Driver {
                         continue;
                     }
                     self.session.handle_timeout(now);
-                    self.expire_queued(now);
                 }
             }
         }
@@ -341,9 +326,6 @@ impl Driver {
                 tracing::debug!(?by, "authorized: deadlines move by the time it took");
                 self.paused_since = None;
                 self.session.postpone(by);
-                for queued in &mut self.queued {
-                    queued.deadline = toolwire_session::later(queued.deadline, by);
-                }
             }
             _ => {}
         }

@@ -1,6 +1,6 @@
-//! When the transport dies: what it still holds is read, what was in flight is queued
-//! again or failed, and a new session is made over a new transport after the policy's
-//! backoff.
+//! When the transport dies: what it still holds is read, what was in flight the session
+//! carries to the next or fails, and the next session is started over a new transport after
+//! the policy's backoff.
 
 use super::*;
 
@@ -44,7 +44,6 @@ impl Driver {
             tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
         self.interrupt(self.backoff.is_some());
-        self.ready = false;
         if fallback {
             self.publish(ConnectionState::Connecting);
         }
@@ -100,7 +99,6 @@ impl Driver {
         self.session =
             self.session
                 .successor(why, self.link.config(), self.transport.carries_headers());
-        self.ready = false;
         self.publish(ConnectionState::Connecting);
         self.session.start(Instant::now());
     }
@@ -144,90 +142,45 @@ impl Driver {
     }
 
     /// The operations under way on a dead connection, as the session decides
-    /// ([`Session::interrupt`]): when `reconnecting`, calls it replays and tool listings wait
-    /// for the next connection; every other one fails, saying whether it may have run.
+    /// ([`Session::interrupt`]): when `reconnecting`, what may go again the session carries
+    /// to the next one (under the same ids, each call and request with its caller's trace
+    /// context); every other one fails, saying whether it may have run.
     pub(super) fn interrupt(&mut self, reconnecting: bool) {
-        self.call_ops.clear();
         let unread = self.transport.unread();
         let interrupted = self.session.interrupt(&unread, Instant::now());
         // Results the barrier held, handed over marked stale.
         self.handle_events();
         for item in interrupted {
-            let Some(waiter) = self.waiters.remove(&item.op()) else {
-                continue;
+            let trace = match self.waiters.get(&item.op()) {
+                Some(Waiter::Call { trace, .. } | Waiter::Request { trace, .. }) => trace.clone(),
+                _ => None,
             };
-            let (deadline, command) = match (item, waiter) {
-                (
-                    Interrupted::Replay {
-                        call: request,
-                        deadline,
-                        ..
-                    },
-                    Waiter::Call {
-                        call,
-                        reply,
-                        hooks,
-                        trace,
-                    },
-                ) if reconnecting => {
-                    tracing::debug!(call, tool = %request.name, "sending the call again after the reconnect");
-                    let command = Command::Call {
-                        call,
-                        hooks,
-                        request,
-                        reply,
-                        trace,
-                    };
-                    (deadline, command)
+            let lost = if reconnecting {
+                match self.session.carry(item, trace) {
+                    Ok(()) => continue,
+                    Err(lost) => lost,
                 }
-                (
-                    Interrupted::Reissue { deadline, .. },
-                    Waiter::Request {
-                        reply,
-                        issue: Some(issue),
-                        trace,
-                    },
-                ) if reconnecting => (
-                    deadline,
-                    Command::Request {
-                        issue,
-                        reply,
-                        trace,
-                    },
-                ),
-                (Interrupted::Relist { deadline, .. }, Waiter::List(reply)) if reconnecting => {
-                    let command = Command::ListTools {
-                        mode: CacheMode::Refresh,
-                        reply,
-                        trace: None,
-                    };
-                    (deadline, command)
-                }
-                (
-                    Interrupted::Replay { may_have_run, .. }
-                    | Interrupted::Reissue { may_have_run, .. }
-                    | Interrupted::Lost { may_have_run, .. },
-                    waiter,
-                ) => {
-                    waiter.fail(self.lost(may_have_run));
-                    continue;
-                }
-                (Interrupted::Relist { .. }, waiter) => {
-                    waiter.fail(self.lost(false));
-                    continue;
-                }
+            } else {
+                item
             };
-            self.queued.push(Queued { deadline, command });
-        }
-        // Waiters the session no longer knows of (a request of the dead session's own).
-        let error = self.lost(true);
-        for (_, waiter) in self.waiters.drain() {
-            waiter.fail(error.clone());
+            let may_have_run = match lost {
+                Interrupted::Replay { may_have_run, .. }
+                | Interrupted::Reissue { may_have_run, .. }
+                | Interrupted::Lost { may_have_run, .. } => may_have_run,
+                Interrupted::Relist { .. } => false,
+            };
+            if let Some(waiter) = self.waiters.remove(&lost.op()) {
+                if let Waiter::Call { call, .. } = &waiter {
+                    self.call_ops.remove(call);
+                }
+                waiter.fail(self.lost(may_have_run));
+            }
         }
     }
 
-    /// Waits out a reconnect delay while taking commands (queued, or cancelled) and failing
-    /// the queued ones whose callers stop waiting; `false` if the client closed meanwhile.
+    /// Waits out a reconnect delay while taking commands (the spent session holds them for
+    /// the next) and failing what its callers stop waiting for; `false` if the client closed
+    /// meanwhile.
     pub(super) async fn wait(
         &mut self,
         delay: Duration,
@@ -236,7 +189,8 @@ impl Driver {
         let until = tokio::time::Instant::now() + delay;
         loop {
             let next = self
-                .next_queued_deadline()
+                .session
+                .poll_timeout()
                 .map_or(until, |at| until.min(at.into()));
             tokio::select! {
                 command = commands.recv() => match command {
@@ -249,15 +203,13 @@ impl Driver {
                         let _ = reply.send(());
                         return false;
                     }
-                    Some(Command::Cancel { call }) => self.cancel(call),
-                    Some(command @ (Command::Call { .. } | Command::ListTools { .. } | Command::Request { .. } | Command::SetLogLevel { .. })) => {
-                        self.queue(command);
-                    }
                     // The dead session's server requests cannot be answered any more.
                     Some(Command::Start { .. } | Command::Respond { .. }) => {}
+                    Some(command) => self.issue(command),
                 },
                 () = tokio::time::sleep_until(next) => {
-                    self.expire_queued(Instant::now());
+                    self.session.handle_timeout(Instant::now());
+                    self.handle_events();
                     if tokio::time::Instant::now() >= until {
                         return true;
                     }

@@ -146,10 +146,9 @@ async fn a_listing_whose_cursor_repeats_ends_instead_of_looping() {
     client.close().await;
 }
 
-/// A command that reaches the driver after negotiation failed gets that failure at once: it
-/// used to be queued for a `Ready` that would never come, and waited out its whole deadline
-/// (a CLI run against a server that refused it hung for 60 s when the refusal came back
-/// before the command arrived).
+/// A command that reaches the driver after negotiation failed gets that failure at once, not
+/// a wait for a `Ready` that will never come (a CLI run against a server that refused it
+/// would hang for its whole deadline when the refusal came back before the command arrived).
 #[tokio::test(start_paused = true)]
 async fn a_command_after_negotiation_failed_gets_the_failure_at_once() {
     let (peer, _) = Peer::new(|method, _| match method {
