@@ -28,7 +28,8 @@ impl Session {
     /// `resources/read`, `skills/get`); any other goes as [`Session::request`]. With
     /// [`CacheMode::Use`] a fresh kept answer completes the operation at once, with no round
     /// trip; `Refresh` asks and keeps the answer; `Bypass` asks and keeps nothing. Off
-    /// ([`SessionConfig::response_cache`]), every mode asks.
+    /// ([`SessionConfig::response_cache`](crate::SessionConfig::response_cache)), every mode
+    /// asks.
     pub fn request_cached<M>(
         &mut self,
         params: M::Params,
