@@ -50,6 +50,9 @@
 //!   ([`RequestFailure::session_gone`](toolwire_wire::RequestFailure::session_gone)) counts as
 //!   never read and says [`Event::SessionGone`]; the next session ([`Session::successor`])
 //!   carries the subscriptions and the log level, and its ids go on from this one's.
+//! - what is asked before the session is ready ([`Session::is_ready`]): held in order, each up
+//!   to its caller's deadline, and sent once [`Event::Ready`] is said; what a spent session
+//!   carries ([`Session::carry`]) or is asked goes to its successor under the same ids.
 //!
 //! It does not: do I/O, read the clock, or validate structured output (the facade does, where
 //! the caller decodes the result).
