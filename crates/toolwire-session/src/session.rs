@@ -626,17 +626,8 @@ impl Session {
         }
         let id = self.pending.request_of(op)?;
         let pending = self.pending.remove(&id)?;
-        let event = match pending.kind {
-            PendingKind::ListPage { .. } => Event::ToolsListed {
-                op,
-                result: Err(RequestError::Cancelled),
-            },
-            _ => Event::Completed {
-                op,
-                result: Err(RequestError::Cancelled),
-            },
-        };
-        self.events.push_back(event);
+        let lists = matches!(pending.kind, PendingKind::ListPage { .. });
+        self.fail_op(op, lists, RequestError::Cancelled);
         let version = self.version().cloned()?;
         self.send_cancelled(&version, &id, reason);
         Some(id)

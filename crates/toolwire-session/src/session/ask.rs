@@ -77,11 +77,13 @@ impl Session {
         M: RequestMethod,
         M::Params: HasMeta,
     {
-        let again = {
+        // Made only where the request goes out (not for an answer the cache serves).
+        let again = |params: &M::Params| {
             let params = params.clone();
             Again::new(move |s, op, now| s.ask_as::<M>(op, params, mode, now))
         };
         let Some(mode) = mode.filter(|_| self.config.response_cache) else {
+            let again = again(&params);
             return self.request_as::<M>(params, now, PendingKind::Request { op, again });
         };
         self.check_request::<M>(&mut params)?;
@@ -93,12 +95,15 @@ impl Session {
                 });
                 Ok(())
             }
-            Err(None) => self.request_as::<M>(params, now, PendingKind::Request { op, again }),
+            Err(None) => {
+                let again = again(&params);
+                self.request_as::<M>(params, now, PendingKind::Request { op, again })
+            }
             Err(Some(cache)) => {
                 let kind = PendingKind::Cached {
                     op,
                     cache: Box::new(cache),
-                    again,
+                    again: again(&params),
                 };
                 self.request_as::<M>(params, now, kind)
             }

@@ -46,6 +46,13 @@ pub(super) enum Ask {
     Request(Again),
 }
 
+impl Ask {
+    /// Whether it ends as [`Event::ToolsListed`] (a walk), not [`Event::Completed`].
+    fn lists(&self) -> bool {
+        matches!(self, Self::List(_))
+    }
+}
+
 struct HeldOp {
     op: OpId,
     /// When its caller stops waiting, and how long that was.
@@ -85,16 +92,24 @@ impl Session {
             return Err(RequestError::NotReady);
         }
         let op = self.allocate_op();
-        self.held_as(op, crate::later(now, patience), patience, ask);
+        let trace = self.trace.clone();
+        self.held_as(op, crate::later(now, patience), patience, trace, ask);
         Ok(op)
     }
 
-    fn held_as(&mut self, op: OpId, deadline: Instant, patience: Duration, ask: Ask) {
+    fn held_as(
+        &mut self,
+        op: OpId,
+        deadline: Instant,
+        patience: Duration,
+        trace: Option<TraceContext>,
+        ask: Ask,
+    ) {
         self.held.0.push_back(HeldOp {
             op,
             deadline,
             patience,
-            trace: self.trace.clone(),
+            trace,
             ask,
         });
     }
@@ -126,9 +141,7 @@ impl Session {
             }
             lost @ Interrupted::Lost { .. } => return Err(lost),
         };
-        let saved = std::mem::replace(&mut self.trace, trace);
-        self.held_as(op, deadline, patience, ask);
-        self.trace = saved;
+        self.held_as(op, deadline, patience, trace, ask);
         Ok(())
     }
 
@@ -138,14 +151,14 @@ impl Session {
         let saved = self.trace.take();
         for held in std::mem::take(&mut self.held.0) {
             self.trace = held.trace;
-            let lists = matches!(held.ask, Ask::List(_));
+            let lists = held.ask.lists();
             let issued = match held.ask {
                 Ask::Call(call) => self.issue_call(held.op, call, true, now),
                 Ask::List(mode) => self.list_tools_as(held.op, mode, now),
                 Ask::Request(again) => (again.0)(self, held.op, now),
             };
             if let Err(e) = issued {
-                self.complete_held(held.op, lists, e);
+                self.fail_op(held.op, lists, e);
             }
         }
         self.trace = saved;
@@ -158,8 +171,8 @@ impl Session {
             .partition(|h| h.deadline <= now);
         self.held.0 = kept;
         for held in expired {
-            let lists = matches!(held.ask, Ask::List(_));
-            self.complete_held(held.op, lists, RequestError::Unnegotiated(held.patience));
+            let error = RequestError::Unnegotiated(held.patience);
+            self.fail_op(held.op, held.ask.lists(), error);
         }
     }
 
@@ -176,8 +189,7 @@ impl Session {
             return false;
         };
         if let Some(held) = self.held.0.remove(at) {
-            let lists = matches!(held.ask, Ask::List(_));
-            self.complete_held(op, lists, RequestError::Cancelled);
+            self.fail_op(op, held.ask.lists(), RequestError::Cancelled);
         }
         true
     }
@@ -185,8 +197,7 @@ impl Session {
     /// Negotiation failed for good: everything held fails, since nothing will be sent.
     pub(super) fn fail_held(&mut self) {
         for held in std::mem::take(&mut self.held.0) {
-            let lists = matches!(held.ask, Ask::List(_));
-            self.complete_held(held.op, lists, RequestError::NotReady);
+            self.fail_op(held.op, held.ask.lists(), RequestError::NotReady);
         }
     }
 
@@ -195,7 +206,9 @@ impl Session {
         next.held = std::mem::take(&mut self.held);
     }
 
-    fn complete_held(&mut self, op: OpId, lists: bool, error: RequestError) {
+    /// Operation `op` ends with `error`: as [`Event::ToolsListed`] when it is a walk
+    /// (`lists`), else as [`Event::Completed`].
+    pub(super) fn fail_op(&mut self, op: OpId, lists: bool, error: RequestError) {
         self.events.push_back(if lists {
             Event::ToolsListed {
                 op,
