@@ -103,6 +103,14 @@ pub enum RequestError {
     /// The caller cancelled the operation.
     #[error("cancelled")]
     Cancelled,
+    /// The connection died under it and it does not go again
+    /// ([`Session::lose_connection`](crate::Session::lose_connection)): the server may have
+    /// acted on it (`may_have_run`, it read it), or there is no next connection.
+    #[error("the connection to the server was lost")]
+    Lost {
+        /// Whether the dead server read it.
+        may_have_run: bool,
+    },
     /// The transport could not deliver the request or its answer (see
     /// [`Session::handle_undelivered`](crate::Session::handle_undelivered)).
     #[error(transparent)]

@@ -207,6 +207,8 @@ pub struct Session {
     /// Its connection died ([`Session::interrupt`]): nothing more goes out; what is asked is
     /// held for the session after it.
     spent: bool,
+    /// Since when deadlines wait ([`Session::pause`]), while they do.
+    paused_since: Option<Instant>,
 }
 
 impl std::fmt::Debug for Session {
@@ -264,6 +266,7 @@ impl Session {
             held: Held::default(),
             ready: false,
             spent: false,
+            paused_since: None,
         }
     }
 
@@ -315,6 +318,9 @@ impl Session {
 
     /// When [`Session::handle_timeout`] should next be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.paused_since.is_some() {
+            return None;
+        }
         let asked = self.held.next_deadline();
         if self.spent {
             return asked;
@@ -336,19 +342,35 @@ impl Session {
         self.pending.request_of(op)
     }
 
-    /// Moves every request's deadline `by` later: time the transport spent on something the
-    /// requests could not go on without, such as a person logging in in a browser after a
-    /// `401`, does not count against them (a login that takes minutes still ends in the
-    /// era the probe would have found, and the calls waiting on it still run).
-    pub fn postpone(&mut self, by: Duration) {
-        self.pending.postpone(by);
-        self.postpone_held(by);
+    /// Stops (`paused`) or restarts every deadline: time the transport spends on something
+    /// the requests cannot go on without, such as a person logging in in a browser after a
+    /// `401`, does not count against them (a login that takes minutes still ends in the era
+    /// the probe would have found, and the calls waiting on it still run). While paused no
+    /// deadline is due; when the pause ends, each moves by the time it took.
+    pub fn pause(&mut self, paused: bool, now: Instant) {
+        match (paused, self.paused_since) {
+            (true, None) => {
+                tracing::debug!("deadlines wait");
+                self.paused_since = Some(now);
+            }
+            (false, Some(since)) => {
+                let by = now.saturating_duration_since(since);
+                tracing::debug!(?by, "deadlines move by the time the pause took");
+                self.paused_since = None;
+                self.pending.postpone(by);
+                self.postpone_held(by);
+            }
+            _ => {}
+        }
     }
 
     /// Expires every request whose deadline is at or before `now`, releases results the
     /// settle barrier held that long, reopens a dropped listen stream when its backoff is
     /// over, and sends the keep-alive `ping` when it is due.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.paused_since.is_some() {
+            return;
+        }
         self.expire_held(now);
         if self.spent {
             return;
@@ -509,6 +531,8 @@ impl Session {
         if let Some(trace) = &trace {
             headers.extend(toolwire_headers::trace_headers(trace));
         }
+        // Kept for sending it again on another connection (`Sent` has it only over HTTP).
+        let trace = trace.or_else(|| self.trace.clone());
         self.upkeep.traffic(now);
         let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));
         let step = if matches!(kind, PendingKind::Initialize) {
@@ -523,6 +547,7 @@ impl Session {
             hard_deadline,
             progress_token,
             retry_safe,
+            trace,
         };
         self.pending.insert(id.clone(), pending);
         let mut out = outbound(
@@ -696,13 +721,18 @@ impl Session {
 
     /// Answers a request from the server (legacy era): `Ok` with its result, or `Err` with a
     /// JSON-RPC error. One handed up as [`Event::ServerRequest`] stops counting against
-    /// [`SessionConfig::max_server_requests`].
+    /// [`SessionConfig::max_server_requests`]. A spent session (its connection died) sends
+    /// nothing.
     pub fn respond<R: Serialize>(
         &mut self,
         id: &RequestId,
         result: Result<&R, ErrorObject>,
     ) -> Result<(), RequestError> {
         self.serving.remove(id);
+        if self.spent {
+            // The connection the request came on is gone: no one is left to answer.
+            return Ok(());
+        }
         let body = match result {
             Ok(r) => encode_result(id, r),
             Err(e) => toolwire_types::encode_error(Some(id), &e),

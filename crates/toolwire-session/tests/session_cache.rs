@@ -641,7 +641,7 @@ fn an_answer_with_invalid_utf8_fails_its_call_at_once_with_the_decode_error() {
 }
 
 #[test]
-fn postponed_deadlines_move_by_the_time_given_and_no_more() {
+fn paused_deadlines_are_never_due_and_move_by_the_pause_and_no_more() {
     let mut p = Peer::ready_modern(true);
     let op = p
         .session
@@ -653,8 +653,13 @@ fn postponed_deadlines_move_by_the_time_given_and_no_more() {
         )
         .unwrap();
     let _ = p.sent();
-    // A login took five seconds: the call's second starts after it.
-    p.session.postpone(Duration::from_secs(5));
+    // A login took five seconds: nothing is due meanwhile, and the call's second starts
+    // after it.
+    p.session.pause(true, p.at(0));
+    assert_eq!(p.session.poll_timeout(), None);
+    p.session.handle_timeout(p.at(2_000));
+    assert!(p.events().is_empty());
+    p.session.pause(false, p.at(5_000));
     assert_eq!(p.session.poll_timeout(), Some(p.at(6_000)));
     p.session.handle_timeout(p.at(5_999));
     assert!(

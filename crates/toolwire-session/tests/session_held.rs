@@ -152,13 +152,11 @@ fn a_spent_session_holds_what_is_asked_and_carried_for_its_successor_under_the_s
         .unwrap();
     let (first, _) = p.sent();
     let unread = [request_id(&first)];
-    let interrupted = p.session.interrupt(&unread, p.at(2));
-    for item in interrupted {
-        assert!(
-            p.session.carry(item, None).is_ok(),
-            "never read: it goes again"
-        );
-    }
+    p.session.lose_connection(&unread, true, p.at(2));
+    assert!(
+        p.events().is_empty(),
+        "never read: it goes again, nothing fails"
+    );
     assert!(!p.session.is_ready(), "spent");
     let asked = p
         .session

@@ -11,6 +11,7 @@
 mod common;
 use common::*;
 use toolwire_session::Succession;
+use toolwire_types::TraceContext;
 
 /// A modern session over stdio with `read` (read-only) and `write` (no hints) listed.
 fn listed() -> Peer {
@@ -126,6 +127,66 @@ fn safe_and_unread_requests_go_again_and_the_rest_are_lost_in_the_order_sent() {
     assert_eq!(p.session.poll_timeout(), None);
     p.session.handle_timeout(p.at(60_000));
     assert!(p.events().is_empty());
+}
+
+#[test]
+fn without_a_next_connection_each_operation_fails_as_lost_saying_whether_the_server_read_it() {
+    let mut p = listed();
+    let read = start_call(&mut p, "write", json!({"n": 1}), CallOptions::default());
+    p.sent();
+    let unread = start_call(&mut p, "read", json!({"path": "a"}), CallOptions::default());
+    let (never_read, _) = p.sent();
+    let walk = p.session.list_tools(p.at(7)).unwrap();
+    p.sent();
+    p.session
+        .lose_connection(&[id_of(&never_read)], false, p.at(8));
+    let events = p.events();
+    let lost = |op: OpId| {
+        events.iter().find_map(|e| match e {
+            Event::Completed {
+                op: o,
+                result: Err(RequestError::Lost { may_have_run }),
+            }
+            | Event::ToolsListed {
+                op: o,
+                result: Err(RequestError::Lost { may_have_run }),
+            } if *o == op => Some(*may_have_run),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        lost(read),
+        Some(true),
+        "read by the dead server: {events:?}"
+    );
+    assert_eq!(lost(unread), Some(false), "never read: {events:?}");
+    assert_eq!(lost(walk), Some(false), "a walk ends as listed: {events:?}");
+    assert!(!p.session.is_ready());
+    assert_eq!(p.session.poll_timeout(), None, "nothing is held");
+}
+
+#[test]
+fn a_call_carried_to_the_next_connection_goes_with_the_trace_context_it_was_asked_under() {
+    let mut p = listed();
+    p.session.set_trace_context(TraceContext::new(
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        None,
+        None,
+    ));
+    let op = start_call(&mut p, "read", json!({"path": "a"}), CallOptions::default());
+    p.session.set_trace_context(None);
+    let (first, _) = p.sent();
+    let parent = first["params"]["_meta"]["traceparent"].clone();
+    assert!(parent.is_string(), "{first}");
+    p.session.lose_connection(&[], true, p.at(10));
+    assert!(p.events().is_empty(), "read-only: carried, not failed");
+    let (next, sent) = reconnected(&mut p);
+    let call = sent
+        .iter()
+        .find(|r| r["method"] == "tools/call")
+        .expect("the carried call goes out once ready");
+    assert_eq!(call["params"]["_meta"]["traceparent"], parent);
+    assert_eq!(next.session.request_of(op), Some(id_of(call)));
 }
 
 #[test]

@@ -225,6 +225,11 @@ impl From<RequestError> for Error {
             RequestError::Timeout(d) | RequestError::Unnegotiated(d) => Self::Timeout(d),
             RequestError::Decode(e) => ProtocolError::Decode(Arc::new(e)).into(),
             RequestError::Cancelled | RequestError::NotReady => Self::Closed,
+            RequestError::Lost { may_have_run } => ConnectionError::Lost {
+                may_have_run,
+                cause: None,
+            }
+            .into(),
             RequestError::NotAcknowledged { uri } => {
                 ProtocolError::SubscriptionRefused { uri }.into()
             }

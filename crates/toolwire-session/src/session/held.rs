@@ -115,30 +115,33 @@ impl Session {
     }
 
     /// Holds an operation of the dead connection that may go again ([`Session::interrupt`]'s
-    /// `Replay`, `Reissue` and `Relist`) for the session after this one, under the same id
-    /// and deadline, its requests carrying `trace`. What cannot go again is handed back.
-    pub fn carry(
-        &mut self,
-        item: Interrupted,
-        trace: Option<TraceContext>,
-    ) -> Result<(), Interrupted> {
+    /// `Replay`, `Reissue` and `Relist`) for the session after this one, under the same id,
+    /// deadline and trace context. What cannot go again is handed back.
+    pub fn carry(&mut self, item: Interrupted) -> Result<(), Interrupted> {
         let patience = self.config.request_timeout;
-        let (op, deadline, patience, ask) = match item {
+        let (op, deadline, patience, trace, ask) = match item {
             Interrupted::Replay {
-                op, call, deadline, ..
+                op,
+                call,
+                deadline,
+                trace,
+                ..
             } => {
                 let patience = call.options.timeout.unwrap_or(patience);
-                (op, deadline, patience, Ask::Call(call))
+                (op, deadline, patience, trace, Ask::Call(call))
             }
             Interrupted::Reissue {
                 op,
                 again,
                 deadline,
+                trace,
                 ..
-            } => (op, deadline, patience, Ask::Request(again)),
-            Interrupted::Relist { op, deadline } => {
-                (op, deadline, patience, Ask::List(CacheMode::Refresh))
-            }
+            } => (op, deadline, patience, trace, Ask::Request(again)),
+            Interrupted::Relist {
+                op,
+                deadline,
+                trace,
+            } => (op, deadline, patience, trace, Ask::List(CacheMode::Refresh)),
             lost @ Interrupted::Lost { .. } => return Err(lost),
         };
         self.held_as(op, deadline, patience, trace, ask);
@@ -176,7 +179,7 @@ impl Session {
         }
     }
 
-    /// Moves every held deadline `by` later ([`Session::postpone`]).
+    /// Moves every held deadline `by` later ([`Session::pause`]).
     pub(super) fn postpone_held(&mut self, by: Duration) {
         for held in &mut self.held.0 {
             held.deadline = crate::later(held.deadline, by);

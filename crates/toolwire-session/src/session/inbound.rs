@@ -341,7 +341,7 @@ impl Session {
                                 | toolwire_types::error::code::HEADER_MISMATCH_PRE_RENAME
                         ) =>
                 {
-                    self.relist_and_retry(op, call, error, now);
+                    self.relist_and_retry(op, call, error, pending.trace, now);
                 }
                 Err(error) => self.events.push_back(Event::Completed {
                     op,

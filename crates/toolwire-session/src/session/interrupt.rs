@@ -7,6 +7,7 @@
 
 use web_time::Instant;
 
+use toolwire_types::TraceContext;
 use toolwire_wire::RequestId;
 
 use super::call::CallRequest;
@@ -28,6 +29,8 @@ pub enum Interrupted {
         may_have_run: bool,
         /// When the caller stops waiting.
         deadline: Instant,
+        /// The trace context it carried, which it carries again.
+        trace: Option<TraceContext>,
     },
     /// Any other request of the caller's that may be sent again (its method is safe to
     /// repeat, or the dead server never read it), with how to ask it again.
@@ -40,6 +43,8 @@ pub enum Interrupted {
         may_have_run: bool,
         /// When the caller stops waiting.
         deadline: Instant,
+        /// The trace context it carried, which it carries again.
+        trace: Option<TraceContext>,
     },
     /// A `tools/list` walk: list again on the next connection.
     Relist {
@@ -47,6 +52,8 @@ pub enum Interrupted {
         op: OpId,
         /// When the caller stops waiting.
         deadline: Instant,
+        /// The trace context its first page carried, which its pages carry again.
+        trace: Option<TraceContext>,
     },
     /// Over: the server may have acted on it (`may_have_run`), or it cannot be sent again
     /// (a request the session does not keep). Its caller gets an error.
@@ -74,7 +81,7 @@ impl Session {
     /// The connection under this session died, or its legacy session is gone
     /// ([`Event::SessionGone`]) (`unread`: the requests the transport knows the server never
     /// read, such as lines a dead child never took from its stdin; those that found the
-    /// session gone count too). Ends every
+    /// session gone, and those queued and never sent, count too). Ends every
     /// operation: a result the settle barrier held completes now, marked
     /// [`TOOLS_STALE_META`](crate::TOOLS_STALE_META) (the server answered; the changes it
     /// announced will be listed on the next connection, if any); everything else is returned,
@@ -83,6 +90,15 @@ impl Session {
     /// gets a new session ([`Session::successor`]) that takes what this one holds.
     pub fn interrupt(&mut self, unread: &[RequestId], now: Instant) -> Vec<Interrupted> {
         self.spent = true;
+        // Nothing more goes out; a request queued and never sent was never read.
+        let unsent: Vec<RequestId> = self
+            .transmits
+            .drain(..)
+            .filter_map(|t| match t.kind {
+                toolwire_types::MessageKind::Request { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect();
         // Subscription changes waiting for the dead stream's acknowledgement: the server may
         // have taken them (the next session subscribes to everything subscribed anyway).
         let mut out: Vec<Interrupted> = self
@@ -112,6 +128,7 @@ impl Session {
                 call: r.call,
                 may_have_run: false,
                 deadline: crate::later(now, timeout),
+                trace: r.trace,
             });
         }
         // In the order they were sent.
@@ -119,23 +136,28 @@ impl Session {
         self.serving.clear();
         let gone = std::mem::take(&mut self.gone);
         for (id, p) in pending {
-            let read = !unread.contains(&id) && !gone.contains(&id);
+            let read = ![unread, gone.as_slice(), unsent.as_slice()]
+                .iter()
+                .any(|ids| ids.contains(&id));
             let op = p.op();
             let again = p.retry_safe || !read;
+            let trace = p.trace;
             let item = match (p.kind, op) {
                 (PendingKind::ToolCall { call, .. }, Some(op)) if again => Interrupted::Replay {
                     op,
                     call,
                     may_have_run: read,
                     deadline: p.deadline,
+                    trace,
                 },
                 // The session's own refresh: the next connection lists again anyway.
                 (PendingKind::ListPage { .. }, Some(op)) if self.refresh.is_current(op) => {
                     continue;
                 }
-                (PendingKind::ListPage { .. }, Some(op)) => Interrupted::Relist {
+                (PendingKind::ListPage { trace, .. }, Some(op)) => Interrupted::Relist {
                     op,
                     deadline: p.deadline,
+                    trace,
                 },
                 // A level change: the next session carries the level and sets it before
                 // anything else goes out ([`Session::carry_into`]), so the caller's change
@@ -156,6 +178,7 @@ impl Session {
                     again: ask,
                     may_have_run: read,
                     deadline: p.deadline,
+                    trace,
                 },
                 (PendingKind::Subscription { uri, subscribe, .. }, Some(op)) if again => {
                     Interrupted::Reissue {
@@ -163,6 +186,7 @@ impl Session {
                         again: Again::new(super::subscriptions::subscription_again(uri, subscribe)),
                         may_have_run: read,
                         deadline: p.deadline,
+                        trace,
                     }
                 }
                 (_, Some(op)) => Interrupted::Lost {
@@ -175,5 +199,34 @@ impl Session {
             out.push(item);
         }
         out
+    }
+
+    /// The connection under this session died (or its legacy session is gone): every
+    /// operation ends as [`Session::interrupt`] decides. When `reconnecting`, what may go
+    /// again is held for the next session ([`Session::carry`]); everything else completes
+    /// with [`RequestError::Lost`](crate::RequestError::Lost), saying whether the dead
+    /// server may have acted on it.
+    pub fn lose_connection(&mut self, unread: &[RequestId], reconnecting: bool, now: Instant) {
+        for item in self.interrupt(unread, now) {
+            let lost = if reconnecting {
+                match self.carry(item) {
+                    Ok(()) => continue,
+                    Err(lost) => lost,
+                }
+            } else {
+                item
+            };
+            let (op, lists, may_have_run) = match lost {
+                Interrupted::Replay {
+                    op, may_have_run, ..
+                }
+                | Interrupted::Reissue {
+                    op, may_have_run, ..
+                }
+                | Interrupted::Lost { op, may_have_run } => (op, false, may_have_run),
+                Interrupted::Relist { op, .. } => (op, true, false),
+            };
+            self.fail_op(op, lists, crate::RequestError::Lost { may_have_run });
+        }
     }
 }

@@ -364,6 +364,7 @@ impl Session {
                 hard_deadline: deadline,
                 progress_token: None,
                 retry_safe: probe.retry_safe,
+                trace: None,
             },
         );
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use web_time::Instant;
 
-use toolwire_types::RequestId;
+use toolwire_types::{RequestId, TraceContext};
 
 use super::{FastMap, PendingKind};
 use crate::OpId;
@@ -22,6 +22,8 @@ pub(super) struct Pending {
     pub(super) progress_token: Option<RequestId>,
     /// Whether sending it again can do no harm (its `RetryClass`).
     pub(super) retry_safe: bool,
+    /// The trace context it carries, for when it goes again on another connection.
+    pub(super) trace: Option<TraceContext>,
 }
 
 impl Pending {
@@ -184,6 +186,7 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             hard_deadline: at + Duration::from_millis(hard_ms),
             progress_token: token.map(RequestId::Number),
+            trace: None,
             retry_safe: false,
         }
     }

@@ -6,7 +6,7 @@ use web_time::Instant;
 
 use serde_json::value::RawValue;
 use toolwire_cache::ToolSnapshot;
-use toolwire_types::{ErrorObject, ProtocolVersion};
+use toolwire_types::{ErrorObject, ProtocolVersion, TraceContext};
 
 use super::Session;
 use super::call::CallRequest;
@@ -70,6 +70,8 @@ pub(super) struct Relist {
     pub(super) call: Box<CallRequest>,
     pub(super) error: ErrorObject,
     pub(super) seq: u64,
+    /// The trace context the call carried, which it carries again.
+    pub(super) trace: Option<TraceContext>,
 }
 
 impl SettleBarrier {
@@ -149,6 +151,7 @@ impl Session {
         op: OpId,
         call: Box<CallRequest>,
         error: ErrorObject,
+        trace: Option<TraceContext>,
         now: Instant,
     ) {
         tracing::warn!(
@@ -164,6 +167,7 @@ impl Session {
                 call,
                 error,
                 seq,
+                trace,
             }),
             None => self.events.push_back(Event::Completed {
                 op,
@@ -196,7 +200,10 @@ impl Session {
                 continue;
             }
             tracing::info!(tool = %r.call.name, "retrying the call with headers from the fresh tool list");
-            if let Err(e) = self.issue_call(r.op, r.call, false, now) {
+            let saved = std::mem::replace(&mut self.trace, r.trace);
+            let issued = self.issue_call(r.op, r.call, false, now);
+            self.trace = saved;
+            if let Err(e) = issued {
                 self.events.push_back(Event::Completed {
                     op: r.op,
                     result: Err(e),

@@ -263,9 +263,13 @@ impl Client {
             |trace| async move {
                 let commands = self.start(&trace)?;
                 let (reply, answer) = oneshot::channel();
+                // Held with the level for later sessions too (`Session::carry_into`).
+                let issue = Box::new(move |session: &mut Session, now| {
+                    session.change_log_level(level, now)
+                });
                 commands
-                    .send(Command::SetLogLevel {
-                        level,
+                    .send(Command::Request {
+                        issue,
                         reply,
                         trace,
                     })

@@ -99,7 +99,7 @@ impl Client {
             // The method says whether it is safe to resend (reads and lists are) and the
             // session whether a fresh kept answer may serve.
             let issue = Box::new(move |session: &mut Session, now| {
-                session.request_cached::<M>(params, mode, now)
+                session.request_cached::<M>(params, mode, now).map(Some)
             });
             commands
                 .send(Command::Request {
@@ -206,9 +206,9 @@ impl Client {
                 let (reply, answer) = oneshot::channel();
                 let issue = Box::new(move |session: &mut Session, now| {
                     if subscribe {
-                        session.subscribe_resource(&uri, now)
+                        session.subscribe_resource(&uri, now).map(Some)
                     } else {
-                        session.unsubscribe_resource(&uri, now)
+                        session.unsubscribe_resource(&uri, now).map(Some)
                     }
                 });
                 commands

@@ -4,9 +4,10 @@
 use super::*;
 
 /// Issues one request on the session (which holds it until it is ready, and carries it to
-/// the next session when it may go again).
+/// the next session when it may go again); `None`: done at once, answered `{}` (a modern
+/// log level, in force from the next request on).
 pub(crate) type IssueRequest =
-    Box<dyn FnOnce(&mut Session, Instant) -> Result<OpId, RequestError> + Send>;
+    Box<dyn FnOnce(&mut Session, Instant) -> Result<Option<OpId>, RequestError> + Send>;
 
 /// Each command that sends requests carries the W3C trace context of the caller's span
 /// (`trace`): the session puts it in the `_meta` of every request the command queues.
@@ -42,12 +43,6 @@ pub(crate) enum Command {
     Cancel {
         call: u64,
     },
-    /// The log level changed (answered once it is in force).
-    SetLogLevel {
-        level: toolwire_types::LoggingLevel,
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-        trace: Option<TraceContext>,
-    },
     /// A handler finished answering a server request.
     Respond {
         id: RequestId,
@@ -62,25 +57,9 @@ impl Command {
             Self::Start { trace }
             | Self::Call { trace, .. }
             | Self::ListTools { trace, .. }
-            | Self::Request { trace, .. }
-            | Self::SetLogLevel { trace, .. } => trace.as_ref(),
+            | Self::Request { trace, .. } => trace.as_ref(),
             Self::Close { .. } | Self::Cancel { .. } | Self::Respond { .. } => None,
         }
-    }
-}
-
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Start { .. } => "Start",
-            Self::Call { .. } => "Call",
-            Self::ListTools { .. } => "ListTools",
-            Self::Request { .. } => "Request",
-            Self::Close { .. } => "Close",
-            Self::Cancel { .. } => "Cancel",
-            Self::Respond { .. } => "Respond",
-            Self::SetLogLevel { .. } => "SetLogLevel",
-        })
     }
 }
 
@@ -105,25 +84,18 @@ pub(super) enum Waiter {
         call: u64,
         reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
         hooks: CallHooks,
-        /// Sent again after a reconnect, the call carries its trace context again.
-        trace: Option<TraceContext>,
     },
     /// A `tools/list` walk.
     List(oneshot::Sender<Result<ListOutcome, Error>>),
-    /// Any other request (its requests carry `trace` again on the next session).
-    Request {
-        reply: oneshot::Sender<Result<Box<RawValue>, Error>>,
-        trace: Option<TraceContext>,
-    },
+    /// Any other request.
+    Request(oneshot::Sender<Result<Box<RawValue>, Error>>),
 }
 
 impl Waiter {
     /// Tells the waiter the operation failed.
     pub(super) fn fail(self, error: Error) {
         match self {
-            Self::Call { reply, .. } | Self::Request { reply, .. } => {
-                drop(reply.send(Err(error)));
-            }
+            Self::Call { reply, .. } | Self::Request(reply) => drop(reply.send(Err(error))),
             Self::List(reply) => drop(reply.send(Err(error))),
         }
     }
@@ -141,7 +113,6 @@ pub(super) fn fail_command(command: Command, error: Error) {
             drop(reply.send(Err(error)));
         }
         Command::ListTools { reply, .. } => drop(reply.send(Err(error))),
-        Command::SetLogLevel { reply, .. } => drop(reply.send(Err(error))),
         Command::Close { reply } => drop(reply.send(())),
         Command::Start { .. } | Command::Cancel { .. } | Command::Respond { .. } => {}
     }
@@ -165,18 +136,9 @@ impl Driver {
                 hooks,
                 request,
                 reply,
-                trace,
+                ..
             } => match self.session.call(request, now) {
-                Ok(op) => {
-                    self.call_ops.insert(call, op);
-                    let waiter = Waiter::Call {
-                        call,
-                        reply,
-                        hooks,
-                        trace,
-                    };
-                    self.waiters.insert(op, waiter);
-                }
+                Ok(op) => drop(self.waiters.insert(op, Waiter::Call { call, reply, hooks })),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::ListTools { mode, reply, .. } => {
@@ -185,33 +147,17 @@ impl Driver {
                     Err(e) => drop(reply.send(Err(e.into()))),
                 }
             }
-            Command::Request {
-                issue,
-                reply,
-                trace,
-            } => match issue(&mut self.session, now) {
-                Ok(op) => drop(self.waiters.insert(op, Waiter::Request { reply, trace })),
+            Command::Request { issue, reply, .. } => match issue(&mut self.session, now) {
+                Ok(Some(op)) => drop(self.waiters.insert(op, Waiter::Request(reply))),
+                Ok(None) => drop(reply.send(Ok(empty_result()))),
                 Err(e) => drop(reply.send(Err(e.into()))),
             },
             Command::Cancel { call } => self.cancel(call),
-            // Kept for later sessions too (`Session::carry_into`).
-            Command::SetLogLevel { level, reply, .. } => {
-                match self.session.change_log_level(level, now) {
-                    Ok(Some(op)) => drop(
-                        self.waiters
-                            .insert(op, Waiter::Request { reply, trace: None }),
-                    ),
-                    // Modern: in force from the next request on.
-                    Ok(None) => drop(reply.send(Ok(empty_result()))),
-                    Err(e) => drop(reply.send(Err(e.into()))),
-                }
-            }
             Command::Respond { id, result } => {
-                let answered = match &result {
-                    Ok(value) => self.session.respond(&id, Ok(value)),
-                    Err(error) => self.session.respond(&id, Err::<&Value, _>(error.clone())),
-                };
-                if let Err(e) = answered {
+                if let Err(e) = self
+                    .session
+                    .respond(&id, result.as_ref().map_err(Clone::clone))
+                {
                     tracing::warn!(error = %e, %id, "could not answer the server's request");
                 }
             }
@@ -219,13 +165,16 @@ impl Driver {
         }
     }
 
-    /// The caller stopped waiting for a call.
+    /// The caller stopped waiting for call `call` (rare: looked for, not indexed). Its
+    /// `Completed(Cancelled)` finds a receiver that is gone.
     pub(super) fn cancel(&mut self, call: u64) {
-        if let Some(op) = self.call_ops.remove(&call) {
-            // The Completed(Cancelled) event that follows finds no one waiting.
-            if let Some(id) = self.session.cancel(op, Some("the caller stopped waiting")) {
-                self.transport.cancel(&id);
-            }
+        let op = self.waiters.iter().find_map(|(op, waiter)| {
+            matches!(waiter, Waiter::Call { call: c, .. } if *c == call).then_some(*op)
+        });
+        if let Some(id) =
+            op.and_then(|op| self.session.cancel(op, Some("the caller stopped waiting")))
+        {
+            self.transport.cancel(&id);
         }
     }
 }

@@ -98,40 +98,25 @@ impl Driver {
                     // The connection is over (with a policy, the next call makes a new one).
                     self.refused = Some(self.end_with(error));
                 }
-                Event::Completed { op, result } => match self.waiters.remove(&op) {
-                    Some(Waiter::Call { call, reply, .. }) => {
-                        self.call_ops.remove(&call);
-                        let _ = reply.send(result.map_err(|e| self.describe(e)));
-                    }
-                    Some(Waiter::Request { reply, .. }) => {
+                // A walk ends as `ToolsListed`, everything else as `Completed`.
+                Event::Completed { op, result } => {
+                    if let Some(Waiter::Call { reply, .. } | Waiter::Request(reply)) =
+                        self.waiters.remove(&op)
+                    {
                         drop(reply.send(result.map_err(|e| self.describe(e))));
                     }
-                    // Walks end as `ToolsListed`, never as `Completed`.
-                    Some(waiter @ Waiter::List(_)) => drop(self.waiters.insert(op, waiter)),
-                    None => {}
-                },
-                Event::ToolsRefreshed(result) => match result {
-                    Ok(outcome) => {
-                        tracing::debug!(
-                            generation = outcome.commit.generation,
-                            "tool list refreshed"
-                        );
-                        announce(&self.changes, &outcome.commit);
-                    }
-                    Err(e) => tracing::debug!(error = %e, "tool list refresh failed"),
-                },
+                }
                 Event::ToolsListed { op, result } => {
                     if let Ok(outcome) = &result {
                         announce(&self.changes, &outcome.commit);
                     }
-                    match self.waiters.remove(&op) {
-                        Some(Waiter::List(reply)) => {
-                            drop(reply.send(result.map_err(|e| self.describe(e))));
-                        }
-                        // Only walks end as `ToolsListed`.
-                        Some(other) => drop(self.waiters.insert(op, other)),
-                        None => {}
+                    if let Some(Waiter::List(reply)) = self.waiters.remove(&op) {
+                        drop(reply.send(result.map_err(|e| self.describe(e))));
                     }
+                }
+                Event::ToolsRefreshed(Ok(outcome)) => announce(&self.changes, &outcome.commit),
+                Event::ToolsRefreshed(Err(e)) => {
+                    tracing::debug!(error = %e, "tool list refresh failed");
                 }
                 Event::ServerRequest {
                     id,
@@ -174,10 +159,14 @@ impl Driver {
         }
     }
 
-    /// A failed operation, for its caller. One held until a handshake that never came
+    /// A failed operation, for its caller. One the connection's death ended says the
+    /// transport's cause; one held until a handshake that never came
     /// finished says what the transport saw of the server instead (a child still installing
     /// itself, or waiting on the network).
     fn describe(&self, error: RequestError) -> Error {
+        if let RequestError::Lost { may_have_run } = error {
+            return self.lost(may_have_run);
+        }
         if let RequestError::Unnegotiated(_) = error
             && !self.ever_ready
             && let Some(peer) = self.transport.peer_state()

@@ -4,13 +4,15 @@
 //! the session at once (the session holds what comes before it is ready), sends what the
 //! session emits exactly as emitted, feeds what the transport receives back in, fires the
 //! session's timer, and hands each finished operation to its waiter. The loop: drain events →
-//! flush messages → `select!` over commands, `transport.recv()` and the next deadline.
+//! flush messages → `select!` over commands, `transport.recv()` and one timer (the session's
+//! next deadline, or the next reconnect).
 //!
 //! When the transport dies, the driver either ends (no connector, or no
 //! [`ReconnectPolicy`]) or, after the policy's backoff, starts the session's successor over
-//! a new transport from the connector: what the session says may go again it carries
-//! (under the same ids), the rest fails with
-//! [`ConnectionError::Lost`](crate::ConnectionError::Lost). A death during the
+//! a new transport from the connector: what the session says may go again it holds for the
+//! successor (under the same ids), the rest fails with
+//! [`ConnectionError::Lost`](crate::ConnectionError::Lost); meanwhile the spent session
+//! holds what is asked. A death during the
 //! `server/discover` probe restarts at once in the legacy era, policy or not. A legacy
 //! session the server no longer knows ([`Event::SessionGone`]) is followed by a new session
 //! over the same transport, on the same terms.
@@ -25,8 +27,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use toolwire_cache::{Commit, ListOutcome, ToolCache};
 use toolwire_session::{
-    CacheMode, CallRequest, Event, Interrupted, OpId, ProtocolMode, RequestError, Session,
-    SessionConfig, SessionError, Succession,
+    CacheMode, CallRequest, Event, OpId, ProtocolMode, RequestError, Session, SessionConfig,
+    SessionError, Succession,
 };
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
@@ -85,18 +87,6 @@ impl Link {
     }
 }
 
-/// Why one connection's loop ended.
-enum Ended {
-    /// `Client::close` or `disconnect`: answered once the transport is closed.
-    Close(oneshot::Sender<()>),
-    /// Every client handle is gone.
-    Dropped,
-    /// The transport died.
-    Died,
-    /// Negotiation failed (said as `ConnectionState::Failed`): the connection is over.
-    Refused(Error),
-}
-
 /// The task that owns the session and the transport.
 pub(crate) struct Driver {
     session: Session,
@@ -108,8 +98,6 @@ pub(crate) struct Driver {
     started: bool,
     /// Every operation someone waits for.
     waiters: FastMap<OpId, Waiter>,
-    /// The caller's call id → the session's operation (a dropped call future names its call).
-    call_ops: FastMap<u64, OpId>,
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
@@ -117,8 +105,6 @@ pub(crate) struct Driver {
     ever_ready: bool,
     /// The transport's count of credential repairs under way (woken by its changes).
     authorizing: Option<watch::Receiver<u32>>,
-    /// Since when the transport has been authorizing, while it is.
-    paused_since: Option<Instant>,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
@@ -130,6 +116,8 @@ pub(crate) struct Driver {
     renew: bool,
     /// Negotiation failed on this connection: the loop ends with it.
     refused: Option<Error>,
+    /// The transport died: when the next one is made (after the reconnect policy's backoff).
+    retry_at: Option<Instant>,
 }
 
 impl Driver {
@@ -146,12 +134,10 @@ impl Driver {
             epoch: link.current.load(Ordering::SeqCst),
             started: false,
             waiters: FastMap::default(),
-            call_ops: FastMap::default(),
             handler,
             own_commands,
             ever_ready: false,
             authorizing: transport.authorizing().map(|a| a.subscribe()),
-            paused_since: None,
             last_transport_error: None,
             changes,
             backoff: link.reconnect.clone().map(Reconnects::new),
@@ -160,6 +146,7 @@ impl Driver {
             transport,
             renew: false,
             refused: None,
+            retry_at: None,
         }
     }
 
@@ -184,7 +171,6 @@ impl Driver {
 
     /// Fails everything waiting.
     fn fail_all(&mut self, error: &Error) {
-        self.call_ops.clear();
         for (_, waiter) in self.waiters.drain() {
             waiter.fail(error.clone());
         }
@@ -204,25 +190,7 @@ impl Driver {
     }
 
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        let error = loop {
-            match self.run_connection(&mut commands).await {
-                Ended::Close(reply) => {
-                    self.shutdown(Error::Closed).await;
-                    let _ = reply.send(());
-                    break Error::Closed;
-                }
-                Ended::Dropped => return self.shutdown(Error::Closed).await,
-                Ended::Refused(error) => {
-                    self.shutdown(error.clone()).await;
-                    break error;
-                }
-                Ended::Died => {
-                    if let Err(error) = self.recover(&mut commands).await {
-                        break error;
-                    }
-                }
-            }
-        };
+        let error = self.pump(&mut commands).await;
         // Commands that arrived as it ended: nobody will issue them.
         commands.close();
         while let Ok(command) = commands.try_recv() {
@@ -230,30 +198,37 @@ impl Driver {
         }
     }
 
-    /// Runs one connection until it ends.
-    async fn run_connection(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Ended {
-        // One timer for the session's deadlines (its keep-alive and what it holds among
-        // them), moved when the next one changes (not a new timer per turn of the loop).
+    /// Runs the connection and those after it until the driver ends; the error whoever still
+    /// waits gets.
+    async fn pump(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Error {
+        // One timer for the session's deadlines and the next reconnect, moved when the next
+        // one changes (not a new timer per turn of the loop).
         let mut timer = std::pin::pin!(tokio::time::sleep_until(tokio::time::Instant::now()));
         let mut armed: Option<Instant> = None;
         loop {
             self.handle_events();
             if let Some(error) = self.refused.take() {
-                return Ended::Refused(error);
+                self.shutdown(error.clone()).await;
+                return error;
             }
             if std::mem::take(&mut self.renew) {
                 self.renew_session();
             }
             if !self.flush().await {
-                return Ended::Died;
+                if let Err(error) = self.recover().await {
+                    return error;
+                }
+                continue;
             }
             self.handle_events();
-            self.note_authorizing(Instant::now());
             // Deadlines wait for an authorization, whose end wakes the loop.
+            self.note_authorizing();
             let wake = self
                 .session
                 .poll_timeout()
-                .filter(|_| self.paused_since.is_none());
+                .into_iter()
+                .chain(self.retry_at)
+                .min();
             if wake != armed {
                 if let Some(at) = wake {
                     timer.as_mut().reset(at.into());
@@ -262,11 +237,18 @@ impl Driver {
             }
             tokio::select! {
                 command = commands.recv() => match command {
-                    None => return Ended::Dropped,
-                    Some(Command::Close { reply }) => return Ended::Close(reply),
+                    None => {
+                        self.shutdown(Error::Closed).await;
+                        return Error::Closed;
+                    }
+                    Some(Command::Close { reply }) => {
+                        self.shutdown(Error::Closed).await;
+                        let _ = reply.send(());
+                        return Error::Closed;
+                    }
                     Some(Command::Start { trace }) => {
+                        // (The client said `Connecting` as it sent this.)
                         if !std::mem::replace(&mut self.started, true) {
-                            self.publish(ConnectionState::Connecting);
                             // The handshake (and what the session sends on its own until
                             // the first command) carries the starting caller's context.
                             self.session.set_trace_context(trace);
@@ -275,33 +257,38 @@ impl Driver {
                     }
                     Some(command) => self.issue(command),
                 },
-                inbound = self.transport.recv() => {
-                    match inbound {
-                        Some(Ok(message)) => {
-                            self.note_identity();
-                            self.session.handle_inbound_on(&message.body, message.related.as_ref(), Instant::now());
-                        }
-                        Some(Err(TransportError::Request(failure))) => {
-                            tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
-                            self.session.handle_undelivered(failure, Instant::now());
-                        }
-                        Some(Err(e)) => {
-                            tracing::debug!(error = %e, "transport error");
-                            self.last_transport_error = Some(Arc::new(e));
-                        }
-                        None => return Ended::Died,
+                // A dead transport is not read while the next one waits.
+                inbound = self.transport.recv(), if self.retry_at.is_none() => match inbound {
+                    Some(Ok(message)) => {
+                        self.note_identity();
+                        self.session.handle_inbound_on(&message.body, message.related.as_ref(), Instant::now());
                     }
-                }
+                    Some(Err(TransportError::Request(failure))) => {
+                        tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
+                        self.session.handle_undelivered(failure, Instant::now());
+                    }
+                    Some(Err(e)) => {
+                        tracing::debug!(error = %e, "transport error");
+                        self.last_transport_error = Some(Arc::new(e));
+                    }
+                    None => {
+                        if let Err(error) = self.recover().await {
+                            return error;
+                        }
+                    }
+                },
                 // Noted at the top of the loop.
                 () = repaired(&mut self.authorizing) => {}
                 () = &mut timer, if armed.is_some() => {
                     // Re-armed next turn, for whatever deadline comes next.
                     armed = None;
                     let now = Instant::now();
-                    self.note_authorizing(now);
-                    if self.paused_since.is_some() {
-                        continue;
+                    if self.retry_at.is_some_and(|at| at <= now)
+                        && let Err(error) = self.reconnect()
+                    {
+                        return error;
                     }
+                    self.note_authorizing();
                     self.session.handle_timeout(now);
                 }
             }
@@ -309,26 +296,13 @@ impl Driver {
     }
 
     /// Follows the transport's authorizing: while a refusal is being repaired (a person may be
-    /// logging in for minutes), no deadline runs; when it ends, every deadline moves by the
-    /// time it took, so the probe still finds the right era and calls still get their time.
-    fn note_authorizing(&mut self, now: Instant) {
+    /// logging in for minutes), the session's deadlines wait ([`Session::pause`]).
+    fn note_authorizing(&mut self) {
         let authorizing = self
             .authorizing
             .as_mut()
             .is_some_and(|count| *count.borrow_and_update() > 0);
-        match (authorizing, self.paused_since) {
-            (true, None) => {
-                tracing::debug!("authorizing: deadlines wait");
-                self.paused_since = Some(now);
-            }
-            (false, Some(since)) => {
-                let by = now.saturating_duration_since(since);
-                tracing::debug!(?by, "authorized: deadlines move by the time it took");
-                self.paused_since = None;
-                self.session.postpone(by);
-            }
-            _ => {}
-        }
+        self.session.pause(authorizing, Instant::now());
     }
 
     /// Ends the driver: everything waiting fails with `error`, the transport closes. (Whoever

@@ -5,21 +5,14 @@
 use super::*;
 
 impl Driver {
-    /// The transport died: what was in flight is sent again or failed, then a new connection
-    /// is made (at once for the legacy fallback, else after the policy's backoff); the error
-    /// that ends the driver instead.
-    pub(super) async fn recover(
-        &mut self,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
-    ) -> Result<(), Error> {
+    /// The transport died: what was in flight is held for the next connection or failed,
+    /// and the next connection is due (at once for the legacy fallback, else after the
+    /// policy's backoff); the error that ends the driver instead.
+    pub(super) async fn recover(&mut self) -> Result<(), Error> {
         self.drain().await;
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the dead transport");
         }
-        let cause = self
-            .last_transport_error
-            .as_ref()
-            .map_or_else(|| "the transport closed".to_owned(), ToString::to_string);
         // Once per client; its later sessions are pinned to the legacy era (`Link::config`).
         let fallback = self.session.falls_back_on_death()
             && self.link.connector.is_some()
@@ -28,7 +21,12 @@ impl Driver {
             tracing::info!(
                 "the server ended during the server/discover probe; starting it again with initialize"
             );
-        } else if !self.ever_ready {
+            self.interrupt(self.backoff.is_some());
+            self.publish(ConnectionState::Connecting);
+            self.retry_at = Some(Instant::now());
+            return Ok(());
+        }
+        if !self.ever_ready {
             // Nothing was established, so there is no connection to heal: a server that exits
             // at start would only exit again, and its own last words say why now.
             let peer = self.transport.peer_state();
@@ -37,48 +35,57 @@ impl Driver {
             let error =
                 Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
             return Err(self.end_with(error));
-        } else if self.backoff.is_none() || self.link.connector.is_none() {
-            self.interrupt(false);
+        }
+        let heals = self.backoff.is_some() && self.link.connector.is_some();
+        self.interrupt(heals);
+        if !heals {
             return Err(self.give_up());
-        } else {
-            tracing::warn!(cause, "the connection to the MCP server died; reconnecting");
         }
-        self.interrupt(self.backoff.is_some());
-        if fallback {
-            self.publish(ConnectionState::Connecting);
-        }
-        let mut first = fallback;
-        loop {
-            if !first {
-                let Some((attempt, delay)) = self.backoff.as_mut().and_then(Reconnects::next)
-                else {
-                    tracing::warn!(cause, "giving up reconnecting to the MCP server");
-                    return Err(self.give_up());
-                };
-                self.publish(ConnectionState::Reconnecting { attempt });
-                tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
-                if !self.wait(delay, commands).await {
-                    return Err(Error::Closed);
-                }
+        tracing::warn!(cause = %self.cause(), "the connection to the MCP server died; reconnecting");
+        self.backoff_next()
+    }
+
+    /// What the transport last said went wrong.
+    fn cause(&self) -> String {
+        self.last_transport_error
+            .as_ref()
+            .map_or_else(|| "the transport closed".to_owned(), ToString::to_string)
+    }
+
+    /// Makes the next connection due after the policy's next delay (meanwhile the spent
+    /// session holds what is asked); the error that ends the driver once the policy gives up.
+    fn backoff_next(&mut self) -> Result<(), Error> {
+        let Some((attempt, delay)) = self.backoff.as_mut().and_then(Reconnects::next) else {
+            tracing::warn!(cause = %self.cause(), "giving up reconnecting to the MCP server");
+            return Err(self.give_up());
+        };
+        self.publish(ConnectionState::Reconnecting { attempt });
+        tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
+        self.retry_at = Some(toolwire_session::later(Instant::now(), delay));
+        Ok(())
+    }
+
+    /// The next connection is due: a new transport from the connector, and the session's
+    /// successor over it; when the connector fails, the next attempt after the backoff.
+    pub(super) fn reconnect(&mut self) -> Result<(), Error> {
+        self.retry_at = None;
+        let Some(connector) = self.link.connector.clone() else {
+            return Err(self.give_up());
+        };
+        match connector() {
+            Ok(transport) => {
+                self.identity = transport.authorization_context();
+                self.authorizing = transport.authorizing().map(|a| a.subscribe());
+                self.link.transport.send_replace(Some(transport.clone()));
+                self.transport = transport;
+                self.last_transport_error = None;
+                self.next_session(Succession::Reconnect);
+                Ok(())
             }
-            first = false;
-            let Some(connector) = self.link.connector.clone() else {
-                return Err(self.give_up());
-            };
-            match connector() {
-                Ok(transport) => {
-                    self.identity = transport.authorization_context();
-                    self.authorizing = transport.authorizing().map(|a| a.subscribe());
-                    self.link.transport.send_replace(Some(transport.clone()));
-                    self.transport = transport;
-                    self.last_transport_error = None;
-                    self.next_session(Succession::Reconnect);
-                    return Ok(());
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not start a new connection");
-                    self.last_transport_error = Some(Arc::new(e));
-                }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start a new connection");
+                self.last_transport_error = Some(Arc::new(e));
+                self.backoff_next()
             }
         }
     }
@@ -142,79 +149,12 @@ impl Driver {
     }
 
     /// The operations under way on a dead connection, as the session decides
-    /// ([`Session::interrupt`]): when `reconnecting`, what may go again the session carries
-    /// to the next one (under the same ids, each call and request with its caller's trace
-    /// context); every other one fails, saying whether it may have run.
+    /// ([`Session::lose_connection`]): when `reconnecting`, what may go again the session
+    /// holds for the next one; every other one fails, saying whether it may have run.
     pub(super) fn interrupt(&mut self, reconnecting: bool) {
         let unread = self.transport.unread();
-        let interrupted = self.session.interrupt(&unread, Instant::now());
-        // Results the barrier held, handed over marked stale.
+        self.session
+            .lose_connection(&unread, reconnecting, Instant::now());
         self.handle_events();
-        for item in interrupted {
-            let trace = match self.waiters.get(&item.op()) {
-                Some(Waiter::Call { trace, .. } | Waiter::Request { trace, .. }) => trace.clone(),
-                _ => None,
-            };
-            let lost = if reconnecting {
-                match self.session.carry(item, trace) {
-                    Ok(()) => continue,
-                    Err(lost) => lost,
-                }
-            } else {
-                item
-            };
-            let may_have_run = match lost {
-                Interrupted::Replay { may_have_run, .. }
-                | Interrupted::Reissue { may_have_run, .. }
-                | Interrupted::Lost { may_have_run, .. } => may_have_run,
-                Interrupted::Relist { .. } => false,
-            };
-            if let Some(waiter) = self.waiters.remove(&lost.op()) {
-                if let Waiter::Call { call, .. } = &waiter {
-                    self.call_ops.remove(call);
-                }
-                waiter.fail(self.lost(may_have_run));
-            }
-        }
-    }
-
-    /// Waits out a reconnect delay while taking commands (the spent session holds them for
-    /// the next) and failing what its callers stop waiting for; `false` if the client closed
-    /// meanwhile.
-    pub(super) async fn wait(
-        &mut self,
-        delay: Duration,
-        commands: &mut mpsc::UnboundedReceiver<Command>,
-    ) -> bool {
-        let until = tokio::time::Instant::now() + delay;
-        loop {
-            let next = self
-                .session
-                .poll_timeout()
-                .map_or(until, |at| until.min(at.into()));
-            tokio::select! {
-                command = commands.recv() => match command {
-                    None => {
-                        self.shutdown(Error::Closed).await;
-                        return false;
-                    }
-                    Some(Command::Close { reply }) => {
-                        self.shutdown(Error::Closed).await;
-                        let _ = reply.send(());
-                        return false;
-                    }
-                    // The dead session's server requests cannot be answered any more.
-                    Some(Command::Start { .. } | Command::Respond { .. }) => {}
-                    Some(command) => self.issue(command),
-                },
-                () = tokio::time::sleep_until(next) => {
-                    self.session.handle_timeout(Instant::now());
-                    self.handle_events();
-                    if tokio::time::Instant::now() >= until {
-                        return true;
-                    }
-                }
-            }
-        }
     }
 }
