@@ -105,8 +105,6 @@ enum PendingKind {
         pages: usize,
         cursors: HashSet<String>,
         clock: WalkClock,
-        /// The trace context of the walk's first page: its later pages carry it too.
-        trace: Option<TraceContext>,
     },
     /// A legacy `logging/setLevel`: the caller's (`op`), or one sent to a new session.
     LogLevel {
@@ -448,6 +446,19 @@ impl Session {
         self.trace = trace;
     }
 
+    /// Runs `f` with `trace` as the context the requests it queues carry (an operation's
+    /// own, asked earlier), then puts back the one in force.
+    pub(super) fn traced<T>(
+        &mut self,
+        trace: Option<TraceContext>,
+        f: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let ambient = std::mem::replace(&mut self.trace, trace);
+        let out = f(self);
+        self.trace = ambient;
+        out
+    }
+
     /// Changes the log level asked of the server from the next request on (the
     /// `2026-07-28` envelope; in the legacy era `logging/setLevel` says it, see
     /// [`SessionConfig::log_level`]).
@@ -531,7 +542,8 @@ impl Session {
         if let Some(trace) = &trace {
             headers.extend(toolwire_headers::trace_headers(trace));
         }
-        // Kept for sending it again on another connection (`Sent` has it only over HTTP).
+        // Kept for a walk's later pages and for sending it again on another connection
+        // (`Sent` has it only over HTTP).
         let trace = trace.or_else(|| self.trace.clone());
         self.upkeep.traffic(now);
         let hard_deadline = crate::later(now, self.config.max_request_time.max(timeout));

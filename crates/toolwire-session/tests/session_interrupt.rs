@@ -129,6 +129,21 @@ fn safe_and_unread_requests_go_again_and_the_rest_are_lost_in_the_order_sent() {
     assert!(p.events().is_empty());
 }
 
+/// Whether `events` end operation `op` as lost, and if so whether it may have run.
+fn lost_in(events: &[Event], op: OpId) -> Option<bool> {
+    events.iter().find_map(|e| match e {
+        Event::Completed {
+            op: o,
+            result: Err(RequestError::Lost { may_have_run }),
+        }
+        | Event::ToolsListed {
+            op: o,
+            result: Err(RequestError::Lost { may_have_run }),
+        } if *o == op => Some(*may_have_run),
+        _ => None,
+    })
+}
+
 #[test]
 fn without_a_next_connection_each_operation_fails_as_lost_saying_whether_the_server_read_it() {
     let mut p = listed();
@@ -141,19 +156,7 @@ fn without_a_next_connection_each_operation_fails_as_lost_saying_whether_the_ser
     p.session
         .lose_connection(&[id_of(&never_read)], false, p.at(8));
     let events = p.events();
-    let lost = |op: OpId| {
-        events.iter().find_map(|e| match e {
-            Event::Completed {
-                op: o,
-                result: Err(RequestError::Lost { may_have_run }),
-            }
-            | Event::ToolsListed {
-                op: o,
-                result: Err(RequestError::Lost { may_have_run }),
-            } if *o == op => Some(*may_have_run),
-            _ => None,
-        })
-    };
+    let lost = |op| lost_in(&events, op);
     assert_eq!(
         lost(read),
         Some(true),
@@ -163,6 +166,29 @@ fn without_a_next_connection_each_operation_fails_as_lost_saying_whether_the_ser
     assert_eq!(lost(walk), Some(false), "a walk ends as listed: {events:?}");
     assert!(!p.session.is_ready());
     assert_eq!(p.session.poll_timeout(), None, "nothing is held");
+}
+
+#[test]
+fn a_request_queued_and_never_sent_is_lost_as_never_read_and_a_spent_session_sends_nothing() {
+    let mut p = listed();
+    let sent = start_call(&mut p, "write", json!({"n": 1}), CallOptions::default());
+    p.sent();
+    // Queued, never handed to the transport.
+    let queued = start_call(&mut p, "write", json!({"n": 2}), CallOptions::default());
+    p.session.lose_connection(&[], false, p.at(8));
+    let events = p.events();
+    let may_have_run = |op| lost_in(&events, op);
+    assert_eq!(may_have_run(sent), Some(true), "{events:?}");
+    assert_eq!(may_have_run(queued), Some(false), "{events:?}");
+    assert!(
+        p.session.poll_transmit().is_none(),
+        "nothing queued is left"
+    );
+    // A handler's late answer to the dead connection's server request goes nowhere.
+    p.session
+        .respond(&toolwire_types::RequestId::Number(7), Ok(&json!({})))
+        .unwrap();
+    assert!(p.session.poll_transmit().is_none());
 }
 
 #[test]

@@ -151,20 +151,17 @@ impl Session {
     /// Negotiation ended: everything held goes out, in the order asked, each with its own
     /// trace context.
     pub(super) fn release_held(&mut self, now: Instant) {
-        let saved = self.trace.take();
         for held in std::mem::take(&mut self.held.0) {
-            self.trace = held.trace;
             let lists = held.ask.lists();
-            let issued = match held.ask {
-                Ask::Call(call) => self.issue_call(held.op, call, true, now),
-                Ask::List(mode) => self.list_tools_as(held.op, mode, now),
-                Ask::Request(again) => (again.0)(self, held.op, now),
-            };
+            let issued = self.traced(held.trace, |s| match held.ask {
+                Ask::Call(call) => s.issue_call(held.op, call, true, now),
+                Ask::List(mode) => s.list_tools_as(held.op, mode, now),
+                Ask::Request(again) => (again.0)(s, held.op, now),
+            });
             if let Err(e) = issued {
                 self.fail_op(held.op, lists, e);
             }
         }
-        self.trace = saved;
     }
 
     /// Fails the held operations whose callers stopped waiting by `now`.

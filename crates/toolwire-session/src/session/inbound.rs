@@ -372,12 +372,11 @@ impl Session {
                 pages,
                 cursors,
                 clock,
-                trace,
             } => {
                 // The walk's later pages carry its first page's trace context.
-                let ambient = std::mem::replace(&mut self.trace, trace);
-                self.page_answered(op, listing, (pages, cursors, clock), payload, now);
-                self.trace = ambient;
+                self.traced(pending.trace, |s| {
+                    s.page_answered(op, listing, (pages, cursors, clock), payload, now);
+                });
             }
             PendingKind::LogLevel { op, level } => self.level_answered(
                 op,

@@ -154,7 +154,7 @@ impl Session {
                 (PendingKind::ListPage { .. }, Some(op)) if self.refresh.is_current(op) => {
                     continue;
                 }
-                (PendingKind::ListPage { trace, .. }, Some(op)) => Interrupted::Relist {
+                (PendingKind::ListPage { .. }, Some(op)) => Interrupted::Relist {
                     op,
                     deadline: p.deadline,
                     trace,

@@ -22,7 +22,8 @@ pub(super) struct Pending {
     pub(super) progress_token: Option<RequestId>,
     /// Whether sending it again can do no harm (its `RetryClass`).
     pub(super) retry_safe: bool,
-    /// The trace context it carries, for when it goes again on another connection.
+    /// The trace context it carries: a walk's later pages carry it too, and so does the
+    /// request when it goes again on another connection.
     pub(super) trace: Option<TraceContext>,
 }
 

@@ -200,9 +200,7 @@ impl Session {
                 continue;
             }
             tracing::info!(tool = %r.call.name, "retrying the call with headers from the fresh tool list");
-            let saved = std::mem::replace(&mut self.trace, r.trace);
-            let issued = self.issue_call(r.op, r.call, false, now);
-            self.trace = saved;
+            let issued = self.traced(r.trace, |s| s.issue_call(r.op, r.call, false, now));
             if let Err(e) = issued {
                 self.events.push_back(Event::Completed {
                     op: r.op,

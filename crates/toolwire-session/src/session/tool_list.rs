@@ -105,7 +105,6 @@ impl Session {
             pages,
             cursors,
             clock,
-            trace: self.trace.clone(),
         };
         let timeout = self.config.request_timeout;
         self.queue_request(

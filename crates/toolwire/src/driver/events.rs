@@ -114,7 +114,11 @@ impl Driver {
                         drop(reply.send(result.map_err(|e| self.describe(e))));
                     }
                 }
-                Event::ToolsRefreshed(Ok(outcome)) => announce(&self.changes, &outcome.commit),
+                Event::ToolsRefreshed(Ok(outcome)) => {
+                    let generation = outcome.commit.generation;
+                    tracing::debug!(generation, "tool list refreshed");
+                    announce(&self.changes, &outcome.commit);
+                }
                 Event::ToolsRefreshed(Err(e)) => {
                     tracing::debug!(error = %e, "tool list refresh failed");
                 }
