@@ -142,6 +142,33 @@ fn wait_for_port(port: u16, what: &str, log: &Path) -> Result<(), String> {
     Err(format!("{what} did not listen on {port}:\n{log}"))
 }
 
+/// Waits until a gateway on `port` says it is ready (`/readyz` answers 200: every upstream it
+/// needs tried), as a load balancer's readiness check would before sending it traffic.
+fn wait_ready(port: u16, what: &str, log: &Path) -> Result<(), String> {
+    wait_for_port(port, what, log)?;
+    let ready = || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            stream,
+            "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        answer.starts_with("HTTP/1.1 200").then_some(())
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if ready().is_some() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    Err(format!("{what} on {port} was not ready in 30 s:\n{log}"))
+}
+
 /// Runs a command to its end (killed after [`RUN_LIMIT`]): (success, stdout, stderr).
 fn run_limited(command: &mut Command) -> (bool, String, String) {
     let child = command
@@ -598,6 +625,13 @@ fn push(
     let (ok, detail) = outcome.unwrap_or_else(|e| (false, e));
     let mark = if ok { "ok" } else { "FAILED" };
     eprintln!("  {mark:6} {peer} {via} {check}: {}", one_line(&detail));
+    if !ok {
+        // The cause of a failure is often at its end (a Python traceback's last line): the
+        // whole of it, indented, beside the one-line summary.
+        for line in detail.lines() {
+            eprintln!("           | {line}");
+        }
+    }
     rows.push(Row {
         peer,
         via,
@@ -1520,7 +1554,10 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
     );
 }
 
-pub(crate) fn run(root: &Path) -> Result<(), String> {
+pub(crate) fn run(root: &Path, only: Option<&str>) -> Result<(), String> {
+    // A developer's run of some groups (`cargo xtask interop gateway,fleet`): the same checks,
+    // no table written.
+    let wanted = |group: &str| only.is_none_or(|only| only.split(',').any(|g| g == group));
     let peers = install(root)?;
     let target = crate::release_bins(root, &["toolwire", "toolwire-interop-client"])?;
     let bin = target.join("toolwire");
@@ -1529,159 +1566,169 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let mut rows = Vec::new();
     let cwd = root;
 
-    let py = PYTHON.label;
-    seen_checks(
-        &mut rows,
-        &bin,
-        &PYTHON,
-        "HTTP, SSE answers",
-        &Target::Url(&running.py),
-        cwd,
-        true,
-    );
-    push(
-        &mut rows,
-        py,
-        "HTTP, SSE answers",
-        "the server rejects a lying Mcp-Param-Region (negative control)",
-        oracle_check(&running.py),
-    );
-    let outcome = cli(
-        &bin,
-        &Target::Url(&running.py_json),
-        "2025-11-25",
-        &["info"],
-        cwd,
-    )
-    .and_then(|info| {
-        let r = cli(
+    if wanted("peers") {
+        let py = PYTHON.label;
+        seen_checks(
+            &mut rows,
+            &bin,
+            &PYTHON,
+            "HTTP, SSE answers",
+            &Target::Url(&running.py),
+            cwd,
+            true,
+        );
+        push(
+            &mut rows,
+            py,
+            "HTTP, SSE answers",
+            "the server rejects a lying Mcp-Param-Region (negative control)",
+            oracle_check(&running.py),
+        );
+        let outcome = cli(
             &bin,
             &Target::Url(&running.py_json),
             "2025-11-25",
-            &["tools", "call", "add", "a=2", "b=3"],
+            &["info"],
             cwd,
-        )?;
-        Ok((
-            info["sessionId"].is_string() && r["structuredContent"]["result"] == 5,
-            format!("session {}; {}", info["sessionId"], r),
-        ))
-    });
-    push(
-        &mut rows,
-        py,
-        "HTTP, JSON answers",
-        "2025-11-25 session and tools/call",
-        outcome,
-    );
-    let py_stdio = format!(
-        "{} {} stdio",
-        peers.python.display(),
-        root.join("xtask/interop/py_server.py").display()
-    );
-    seen_checks(
-        &mut rows,
-        &bin,
-        &PYTHON,
-        "stdio",
-        &Target::Stdio(py_stdio),
-        cwd,
-        false,
-    );
-
-    let ts = TYPESCRIPT.label;
-    seen_checks(
-        &mut rows,
-        &bin,
-        &TYPESCRIPT,
-        "HTTP",
-        &Target::Url(&running.ts),
-        cwd,
-        true,
-    );
-    push(
-        &mut rows,
-        ts,
-        "HTTP",
-        "the server rejects a lying Mcp-Param-Region (negative control)",
-        oracle_check(&running.ts),
-    );
-    let ts_stdio = Target::Stdio(format!(
-        "node {} stdio",
-        peers.cache.join("tsv2/ts_server.mjs").display()
-    ));
-    let outcome = cli(
-        &bin,
-        &ts_stdio,
-        "2026-07-28",
-        &["tools", "call", "where", "region=x y"],
-        cwd,
-    )
-    .map(|r| (first_text(&r) == "region=x y", r.to_string()));
-    push(&mut rows, ts, "stdio", "2026-07-28 tools/call", outcome);
-
-    let everything = "server-everything 2026.8.31";
-    client_checks(
-        &mut rows,
-        &client,
-        everything,
-        "HTTP",
-        &["everything", "--url", &running.everything],
-        &peers.path,
-    );
-    let everything_js = peers
-        .cache
-        .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    client_checks(
-        &mut rows,
-        &client,
-        everything,
-        "stdio",
-        &[
-            "everything",
-            "--stdio",
-            "node",
-            &everything_js.display().to_string(),
+        )
+        .and_then(|info| {
+            let r = cli(
+                &bin,
+                &Target::Url(&running.py_json),
+                "2025-11-25",
+                &["tools", "call", "add", "a=2", "b=3"],
+                cwd,
+            )?;
+            Ok((
+                info["sessionId"].is_string() && r["structuredContent"]["result"] == 5,
+                format!("session {}; {}", info["sessionId"], r),
+            ))
+        });
+        push(
+            &mut rows,
+            py,
+            "HTTP, JSON answers",
+            "2025-11-25 session and tools/call",
+            outcome,
+        );
+        let py_stdio = format!(
+            "{} {} stdio",
+            peers.python.display(),
+            root.join("xtask/interop/py_server.py").display()
+        );
+        seen_checks(
+            &mut rows,
+            &bin,
+            &PYTHON,
             "stdio",
-        ],
-        &peers.path,
-    );
-    client_checks(
-        &mut rows,
-        &client,
-        PYTHON.label,
-        "HTTP",
-        &["logs", "--url", &running.py],
-        &peers.path,
-    );
+            &Target::Stdio(py_stdio),
+            cwd,
+            false,
+        );
 
-    let outcome = host_check(&bin, &running.py, &everything_js, &peers);
-    push(
-        &mut rows,
-        "Python mcp + server-everything",
-        "mcpServers file",
-        "one config, two servers: listed as server__tool, each call routed",
-        outcome,
-    );
-    gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
-    gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
-    startup::startup_checks(&mut rows, &bin, &peers, root);
-    gateway_auth::gateway_auth_checks(&mut rows, &bin, &peers);
-    gateway_auth::ts_oauth_client_check(&mut rows, &bin, &peers);
+        let ts = TYPESCRIPT.label;
+        seen_checks(
+            &mut rows,
+            &bin,
+            &TYPESCRIPT,
+            "HTTP",
+            &Target::Url(&running.ts),
+            cwd,
+            true,
+        );
+        push(
+            &mut rows,
+            ts,
+            "HTTP",
+            "the server rejects a lying Mcp-Param-Region (negative control)",
+            oracle_check(&running.ts),
+        );
+        let ts_stdio = Target::Stdio(format!(
+            "node {} stdio",
+            peers.cache.join("tsv2/ts_server.mjs").display()
+        ));
+        let outcome = cli(
+            &bin,
+            &ts_stdio,
+            "2026-07-28",
+            &["tools", "call", "where", "region=x y"],
+            cwd,
+        )
+        .map(|r| (first_text(&r) == "region=x y", r.to_string()));
+        push(&mut rows, ts, "stdio", "2026-07-28 tools/call", outcome);
 
-    push(
-        &mut rows,
-        "ext-apps basic-vanillajs 2.0.3",
-        "stdio",
-        "MCP Apps: the tool's view listed, read as text/html;profile=mcp-app HTML",
-        apps_check(&bin, &peers, cwd),
-    );
+        let everything = "server-everything 2026.8.31";
+        client_checks(
+            &mut rows,
+            &client,
+            everything,
+            "HTTP",
+            &["everything", "--url", &running.everything],
+            &peers.path,
+        );
+        let everything_js = peers
+            .cache
+            .join("everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        client_checks(
+            &mut rows,
+            &client,
+            everything,
+            "stdio",
+            &[
+                "everything",
+                "--stdio",
+                "node",
+                &everything_js.display().to_string(),
+                "stdio",
+            ],
+            &peers.path,
+        );
+        client_checks(
+            &mut rows,
+            &client,
+            PYTHON.label,
+            "HTTP",
+            &["logs", "--url", &running.py],
+            &peers.path,
+        );
 
-    nginx_checks(&mut rows, &bin, &running, cwd);
-    legacy_sse_checks(&mut rows, &bin, &running, &peers);
-    proxy_checks(&mut rows, &bin, &running, cwd);
-    oauth_checks(&mut rows, &bin, &running, &peers);
-    py_oauth_checks(&mut rows, &bin, &running, &peers);
-    proxy_oauth_checks(&mut rows, &bin, &running, &peers);
+        let outcome = host_check(&bin, &running.py, &everything_js, &peers);
+        push(
+            &mut rows,
+            "Python mcp + server-everything",
+            "mcpServers file",
+            "one config, two servers: listed as server__tool, each call routed",
+            outcome,
+        );
+    }
+    if wanted("gateway") {
+        gateway::gateway_checks(&mut rows, &bin, &running, &peers, root);
+    }
+    if wanted("fleet") {
+        gateway::fleet_checks(&mut rows, &bin, &running, &peers, root);
+    }
+    if wanted("startup") {
+        startup::startup_checks(&mut rows, &bin, &peers, root);
+    }
+    if wanted("rest") {
+        gateway_auth::gateway_auth_checks(&mut rows, &bin, &peers);
+        gateway_auth::ts_oauth_client_check(&mut rows, &bin, &peers);
+
+        push(
+            &mut rows,
+            "ext-apps basic-vanillajs 2.0.3",
+            "stdio",
+            "MCP Apps: the tool's view listed, read as text/html;profile=mcp-app HTML",
+            apps_check(&bin, &peers, cwd),
+        );
+
+        nginx_checks(&mut rows, &bin, &running, cwd);
+        legacy_sse_checks(&mut rows, &bin, &running, &peers);
+        proxy_checks(&mut rows, &bin, &running, cwd);
+        oauth_checks(&mut rows, &bin, &running, &peers);
+        py_oauth_checks(&mut rows, &bin, &running, &peers);
+        proxy_oauth_checks(&mut rows, &bin, &running, &peers);
+    }
     drop(running);
 
     let table = table(&rows);
@@ -1694,8 +1741,10 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
          arrived, server-everything's tools quote what the client's sampling and elicitation \
          handlers answered, and nginx's access log shows which backend each call reached.\n\n{table}"
     );
-    std::fs::write(root.join("docs/interop.md"), doc)
-        .map_err(|e| format!("docs/interop.md: {e}"))?;
+    if only.is_none() {
+        std::fs::write(root.join("docs/interop.md"), doc)
+            .map_err(|e| format!("docs/interop.md: {e}"))?;
+    }
     let failed = rows.iter().filter(|r| !r.ok).count();
     eprintln!(
         "interop: {}/{} checks passed",

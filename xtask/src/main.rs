@@ -27,7 +27,9 @@
 //! - `wasm`: the sans-IO core (types, wire, headers, cache, session) checked for
 //!   `wasm32-unknown-unknown`.
 //! - `interop`: the CLI and library against real servers (Python `mcp`, the TypeScript SDK v2,
-//!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]).
+//!   server-everything) and an nginx routing on `Mcp-Param-Region` (see [`interop`]);
+//!   `interop GROUP,…` runs some groups (`peers`, `gateway`, `fleet`, `startup`, `rest`) and
+//!   leaves `docs/interop.md` alone.
 //! - `soak`: a gateway fleet (three replicas behind nginx, per-user logins in Redis) under
 //!   20,000 calls while a replica is killed every 20 s, Redis once, and a stdio upstream exits
 //!   every 500 calls, proved to lose nothing and run nothing twice; writes `docs/soak.md` (`--short`, CI's: 4,000 calls). See
@@ -63,7 +65,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(&root),
         Some("tidy") => tidy::run(&root),
         Some("conformance") => conformance::run(&root),
-        Some("interop") => interop::run(&root),
+        Some("interop") => interop::run(&root, args.get(1).map(String::as_str)),
         Some("deploy") => deploy::check(&root),
         Some("package") => package(&root),
         Some("image") => image::check(&root),
@@ -74,7 +76,7 @@ fn main() -> ExitCode {
         Some("soak") => interop::soak::run(&root, args.iter().any(|a| a == "--short")),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|tidy|deploy|package|image|conformance|interop|windows|wasm|soak [--short]|bench [--quick]|catalog>"
+                "usage: cargo xtask <ci|tidy|deploy|package|image|conformance|interop [GROUP,…]|windows|wasm|soak [--short]|bench [--quick]|catalog>"
             );
             return ExitCode::from(2);
         }
@@ -106,6 +108,19 @@ pub(crate) fn release_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String
     Ok(std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), PathBuf::from)
         .join("release"))
+}
+
+/// Announces and times one of the gate's own steps (`cargo xtask NAME`), as [`execute`] does a
+/// command's.
+fn step(name: &str, body: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    eprintln!("\n==> cargo xtask {name}");
+    let started = Instant::now();
+    let result = body();
+    eprintln!(
+        "    (cargo xtask {name}: {:.1}s)",
+        started.elapsed().as_secs_f64()
+    );
+    result
 }
 
 /// Runs a command in the workspace root and fails with its name when it fails.
@@ -280,18 +295,12 @@ fn ci(root: &Path) -> Result<(), String> {
     fuzz_smoke(root)?;
     deny(root)?;
     package(root)?;
-    eprintln!("\n==> cargo xtask tidy");
-    tidy::run(root)?;
-    eprintln!("\n==> cargo xtask deploy");
-    deploy::check(root)?;
-    eprintln!("\n==> cargo xtask image");
-    image::check(root)?;
-    eprintln!("\n==> cargo xtask conformance");
-    conformance::run(root)?;
-    eprintln!("\n==> cargo xtask interop");
-    interop::run(root)?;
-    eprintln!("\n==> cargo xtask soak --short");
-    interop::soak::run(root, true)?;
+    step("tidy", || tidy::run(root))?;
+    step("deploy", || deploy::check(root))?;
+    step("image", || image::check(root))?;
+    step("conformance", || conformance::run(root))?;
+    step("interop", || interop::run(root, None))?;
+    step("soak --short", || interop::soak::run(root, true))?;
     eprintln!("\nci: all checks passed");
     // The plain closing line CI reads, from nextest's own summary.
     println!(

@@ -555,7 +555,7 @@ fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, St
                 .env("TOOLWIRE_TRUST", "1"),
             &log,
         )?;
-        wait_for_port(port, "a gateway replica", &log)?;
+        wait_ready(port, "a gateway replica", &log)?;
         replicas.push(port);
     }
     let url = start_fleet_nginx(&mut processes, &peers.nginx, &dir, nginx_port, &replicas)?;
