@@ -266,6 +266,12 @@ pub struct CallOptions {
     /// ([`RequestError::CallCredentials`](crate::RequestError::CallCredentials) otherwise); a
     /// refusal of them is reported, never answered with the transport's own login.
     pub authorization: Option<toolwire_headers::Header>,
+    /// The caller answers the server's requests about this call itself (legacy era:
+    /// elicitation, sampling, roots): those that come on its response stream, and, over a
+    /// transport that cannot say which call a request is about, any while it is the only
+    /// such call in flight. [`Event::ServerRequest`](crate::Event::ServerRequest) names it
+    /// for them; the rest name none (the client's own handler answers).
+    pub answers_requests: bool,
 }
 
 impl CallOptions {

@@ -91,9 +91,10 @@ pub enum Event {
         id: toolwire_types::RequestId,
         /// The request.
         request: toolwire_types::ServerRequest,
-        /// The operation whose response stream carried it (a server asks about a call on
-        /// that call's stream); `None` when the transport cannot say (stdio, the standalone
-        /// stream).
+        /// The call whose caller answers it ([`CallOptions::answers_requests`](crate::CallOptions::answers_requests)):
+        /// the one whose response stream carried it (a server asks about a call on that
+        /// call's stream), or, when the transport cannot say (stdio, the standalone stream),
+        /// the only such call in flight; `None`: the client's own handler answers.
         related: Option<OpId>,
     },
     /// Bytes from the server that are not JSON-RPC.

@@ -92,6 +92,20 @@ impl PendingTable {
             .any(|p| matches!(p.kind, PendingKind::ToolCall { op: o, .. } if o == op))
     }
 
+    /// Whether operation `op` is a `tools/call` in flight whose caller answers the server's
+    /// requests about it ([`crate::CallOptions::answers_requests`]).
+    pub(super) fn answers_requests(&self, op: OpId) -> bool {
+        self.answering_requests().any(|o| o == op)
+    }
+
+    /// The `tools/call`s in flight whose callers answer the server's requests about them.
+    pub(super) fn answering_requests(&self) -> impl Iterator<Item = OpId> + '_ {
+        self.requests.values().filter_map(|p| match &p.kind {
+            PendingKind::ToolCall { op, call, .. } if call.options.answers_requests => Some(*op),
+            _ => None,
+        })
+    }
+
     /// Whether request `id` is in flight.
     pub(super) fn contains(&self, id: &RequestId) -> bool {
         self.requests.contains_key(id)

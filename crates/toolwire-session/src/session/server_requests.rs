@@ -5,14 +5,15 @@
 //! decode, a capability the client never declared, a client without a handler
 //! ([`SessionConfig::max_server_requests`](crate::SessionConfig::max_server_requests) 0), and
 //! one request past that many in flight are refused with the JSON-RPC error the spec
-//! names; the rest reach the caller as [`Event::ServerRequest`], decoded, and count as in
-//! flight until [`Session::respond`] answers them.
+//! names; the rest reach the caller as [`Event::ServerRequest`], decoded, naming the call
+//! whose caller answers it (`Session::answered_by`), and count as in flight until
+//! [`Session::respond`] answers them.
 
 use toolwire_types::error::code;
 use toolwire_types::{ErrorObject, Request, RequestId, ServerRequest};
 
 use super::Session;
-use crate::Event;
+use crate::{Event, OpId};
 
 impl Session {
     pub(super) fn server_request(&mut self, request: Request) {
@@ -70,9 +71,24 @@ impl Session {
                 self.events.push_back(Event::ServerRequest {
                     id,
                     request: decoded,
-                    related: self.arrived_on,
+                    related: self.answered_by(),
                 });
             }
+        }
+    }
+
+    /// The call whose caller answers a server request arriving now
+    /// ([`CallOptions::answers_requests`](crate::CallOptions::answers_requests)): the one
+    /// whose response stream carried it, if its caller answers; when the transport cannot say
+    /// where it came from, the only such call in flight; else none.
+    fn answered_by(&self) -> Option<OpId> {
+        if let Some(op) = self.arrived_on {
+            return self.pending.answers_requests(op).then_some(op);
+        }
+        let mut answering = self.pending.answering_requests();
+        match (answering.next(), answering.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
         }
     }
 
@@ -173,35 +189,69 @@ mod tests {
     }
 
     #[test]
-    fn a_request_on_a_calls_stream_names_that_call_and_one_on_no_known_stream_names_none() {
+    fn a_request_names_the_answering_call_whose_stream_carried_it_or_the_only_one_in_flight() {
         let capabilities: ClientCapabilities =
             serde_json::from_value(json!({"elicitation": {}})).unwrap_or_default();
         let mut s = legacy(|mut config| {
-            config.max_server_requests = 4;
+            config.max_server_requests = 8;
             config.with_capabilities(capabilities)
         });
         negotiate(&mut s, json!({"tools": {}}), Instant::now());
         while s.poll_event().is_some() {}
-        let call = crate::CallRequest::new("book", None, crate::CallOptions::default());
-        let op = s.call(Box::new(call), Instant::now()).unwrap();
-        let call_id: RequestId = serde_json::from_value(sent(&mut s)["id"].clone()).unwrap();
-        let body = |id: u64| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": elicit()})
-                .to_string()
+        let call = |s: &mut Session, name: &str, answers_requests: bool| {
+            let options = crate::CallOptions {
+                answers_requests,
+                ..crate::CallOptions::default()
+            };
+            let call = crate::CallRequest::new(name, None, options);
+            let op = s.call(Box::new(call), Instant::now()).unwrap();
+            let id: RequestId = serde_json::from_value(sent(s)["id"].clone()).unwrap();
+            (op, id)
         };
-        for (id, stream, expected) in [
-            (7, Some(call_id.clone()), Some(op)),
-            (8, Some(RequestId::Number(999)), None),
-            (9, None, None),
-        ] {
-            s.handle_inbound_on(body(id).as_bytes(), stream.as_ref(), Instant::now());
+        let (book, book_id) = call(&mut s, "book", true);
+        let (_, plain_id) = call(&mut s, "plain", false);
+        let mut asked = 0;
+        let mut ask_on = |s: &mut Session, stream: Option<&RequestId>| {
+            asked += 1;
+            let body = json!({"jsonrpc": "2.0", "id": asked, "method": "elicitation/create", "params": elicit()});
+            s.handle_inbound_on(body.to_string().as_bytes(), stream, Instant::now());
             match s.poll_event() {
-                Some(Event::ServerRequest { related, .. }) => {
-                    assert_eq!(related, expected, "request {id} on {stream:?}")
-                }
-                other => panic!("request {id}: {other:?}"),
+                Some(Event::ServerRequest { related, .. }) => related,
+                other => panic!("request {asked}: {other:?}"),
             }
-        }
+        };
+        assert_eq!(
+            ask_on(&mut s, Some(&book_id)),
+            Some(book),
+            "on its own stream"
+        );
+        assert_eq!(
+            ask_on(&mut s, Some(&plain_id)),
+            None,
+            "on the stream of a call whose caller does not answer: the client's handler"
+        );
+        assert_eq!(
+            ask_on(&mut s, None),
+            Some(book),
+            "from nowhere known: the only answering call in flight"
+        );
+        assert_eq!(
+            ask_on(&mut s, Some(&RequestId::Number(999))),
+            Some(book),
+            "on a stream the session does not know: the same"
+        );
+        let (other, _) = call(&mut s, "other", true);
+        assert_ne!(other, book);
+        assert_eq!(
+            ask_on(&mut s, None),
+            None,
+            "two answering calls in flight: neither is guessed"
+        );
+        assert_eq!(
+            ask_on(&mut s, Some(&book_id)),
+            Some(book),
+            "its stream still says"
+        );
     }
 
     #[test]

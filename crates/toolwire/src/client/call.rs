@@ -376,6 +376,7 @@ impl Client {
                 let (reply, answer) = oneshot::channel();
                 let mut request = Box::new(CallRequest::new(name, arguments, options));
                 request.input = input.map(|input| *input);
+                request.options.answers_requests = hooks.requests.is_some();
                 let command = Command::Call {
                     call,
                     hooks,

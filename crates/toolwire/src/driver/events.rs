@@ -7,45 +7,24 @@ use super::*;
 impl Driver {
     /// Hands a server request the session let through to its handler, on a task of its own;
     /// its answer comes back as a `Respond` command. (The session refused the rest itself:
-    /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`], or with no handler.)
-    ///
-    /// The handler is the call's own ([`crate::CallHooks::on_server_request`]) when the
-    /// request came on that call's response stream, or, when the transport cannot say where
-    /// it came from, when that call is the only one in flight with a handler; else the
-    /// client's.
+    /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`], or with no client
+    /// handler.) The handler is the call's own ([`crate::CallHooks::on_server_request`])
+    /// when the session names the call it is about (`related`), else the client's.
     pub(super) fn serve(&mut self, id: RequestId, request: ServerRequest, related: Option<OpId>) {
-        let per_call = |waiter: &Waiter| match waiter {
-            Waiter::Call {
+        let own = match related.and_then(|op| self.waiters.get(&op)) {
+            Some(Waiter::Call {
                 hooks:
                     CallHooks {
                         requests: Some(handler),
                         ..
                     },
                 ..
-            } => Some(handler.clone()),
+            }) => Some(handler.clone()),
             _ => None,
         };
-        let own = match related {
-            Some(op) => self.waiters.get(&op).and_then(per_call),
-            None => {
-                let mut with_handlers = self.waiters.values().filter_map(per_call);
-                match (with_handlers.next(), with_handlers.next()) {
-                    (Some(only), None) => Some(only),
-                    _ => None,
-                }
-            }
-        };
+        // A client without a handler never gets here: its session refuses every request
+        // (`max_server_requests` 0, `Client::new`).
         let Some(handler) = own.or_else(|| self.handler.clone()) else {
-            let error = ErrorObject::new(
-                toolwire_types::error::code::METHOD_NOT_FOUND,
-                format!(
-                    "Method not found: no handler for {} in this client",
-                    request.method()
-                ),
-            );
-            if let Err(e) = self.session.respond(&id, Err::<&(), _>(error)) {
-                tracing::warn!(error = %e, "could not answer {}", request.method());
-            }
             return;
         };
         let commands = self.own_commands.clone();
