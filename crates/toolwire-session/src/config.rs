@@ -270,7 +270,8 @@ pub struct CallOptions {
     /// elicitation, sampling, roots): those that come on its response stream, and, over a
     /// transport that cannot say which call a request is about, any while it is the only
     /// such call in flight. [`Event::ServerRequest`](crate::Event::ServerRequest) names it
-    /// for them; the rest name none (the client's own handler answers).
+    /// for them; the rest name none (the client's own handler answers). `toolwire::Client`
+    /// sets it from the call's hooks (`CallHooks::on_server_request`).
     pub answers_requests: bool,
 }
 
