@@ -1557,6 +1557,13 @@ fn oauth_checks(rows: &mut Vec<Row>, bin: &Path, running: &Running, peers: &Peer
 pub(crate) fn run(root: &Path, only: Option<&str>) -> Result<(), String> {
     // A developer's run of some groups (`cargo xtask interop gateway,fleet`): the same checks,
     // no table written.
+    const GROUPS: [&str; 5] = ["peers", "gateway", "fleet", "startup", "rest"];
+    if let Some(unknown) = only.and_then(|only| only.split(',').find(|g| !GROUPS.contains(g))) {
+        return Err(format!(
+            "no interop group `{unknown}`: the groups are {}",
+            GROUPS.join(", ")
+        ));
+    }
     let wanted = |group: &str| only.is_none_or(|only| only.split(',').any(|g| g == group));
     let peers = install(root)?;
     let target = crate::release_bins(root, &["toolwire", "toolwire-interop-client"])?;
