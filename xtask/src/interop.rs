@@ -129,24 +129,32 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free port: {e}"))
 }
 
-/// Waits until something accepts connections on `port`.
-fn wait_for_port(port: u16, what: &str, log: &Path) -> Result<(), String> {
+/// Polls `ready` every 100 ms for up to 30 s; the log at `log` in the error if it never is.
+fn wait_until(ready: impl Fn() -> bool, failure: &str, log: &Path) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if ready() {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     let log = std::fs::read_to_string(log).unwrap_or_default();
-    Err(format!("{what} did not listen on {port}:\n{log}"))
+    Err(format!("{failure}:\n{log}"))
+}
+
+/// Waits until something accepts connections on `port`.
+fn wait_for_port(port: u16, what: &str, log: &Path) -> Result<(), String> {
+    wait_until(
+        || TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        &format!("{what} did not listen on {port}"),
+        log,
+    )
 }
 
 /// Waits until a gateway on `port` says it is ready (`/readyz` answers 200: every upstream it
 /// needs tried), as a load balancer's readiness check would before sending it traffic.
 fn wait_ready(port: u16, what: &str, log: &Path) -> Result<(), String> {
-    wait_for_port(port, what, log)?;
-    let ready = || {
+    let ready = || -> Option<()> {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
         write!(
@@ -158,15 +166,11 @@ fn wait_ready(port: u16, what: &str, log: &Path) -> Result<(), String> {
         stream.read_to_string(&mut answer).ok()?;
         answer.starts_with("HTTP/1.1 200").then_some(())
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if ready().is_some() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let log = std::fs::read_to_string(log).unwrap_or_default();
-    Err(format!("{what} on {port} was not ready in 30 s:\n{log}"))
+    wait_until(
+        || ready().is_some(),
+        &format!("{what} on {port} was not ready in 30 s"),
+        log,
+    )
 }
 
 /// Runs a command to its end (killed after [`RUN_LIMIT`]): (success, stdout, stderr).
