@@ -82,6 +82,7 @@ mod error;
 mod notices;
 mod output;
 mod reconnect;
+mod recovery;
 mod skills;
 mod tasks;
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Connections that heal: the [`ReconnectPolicy`] a client is given, the [`ConnectionState`]
-//! it shows, and the [`Backoff`] between attempts.
+//! Connections that heal: the [`ReconnectPolicy`] a client is given and the
+//! [`ConnectionState`] it shows (what follows a death, and the delays between attempts, are
+//! `recovery.rs`'s).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,90 +87,5 @@ impl ConnectionState {
     /// Whether calls go out at once.
     pub fn is_ready(&self) -> bool {
         matches!(self, Self::Ready(_))
-    }
-}
-
-/// The delays between attempts: the shared [`Backoff`](toolwire_transport::Backoff) from the
-/// policy's minimum to its maximum, with jitter, as many as the policy allows. Reset by a
-/// connection that gets ready.
-#[derive(Debug)]
-pub(crate) struct Reconnects {
-    policy: ReconnectPolicy,
-    delays: toolwire_transport::Delays,
-}
-
-impl Reconnects {
-    pub(crate) fn new(policy: ReconnectPolicy) -> Self {
-        let delays = Self::delays(&policy);
-        Self { policy, delays }
-    }
-
-    fn delays(policy: &ReconnectPolicy) -> toolwire_transport::Delays {
-        toolwire_transport::Backoff {
-            min: policy.min_delay,
-            max: policy.max_delay,
-            attempts: Some(policy.max_attempts),
-            jitter: true,
-        }
-        .delays()
-    }
-
-    /// The next attempt's number and the delay before it; `None` once the policy's attempts
-    /// ran out.
-    pub(crate) fn next(&mut self) -> Option<(u32, Duration)> {
-        let delay = self.delays.next()?;
-        Some((self.delays.attempt(), delay))
-    }
-
-    /// A connection got ready: the next death starts from the first delay again.
-    pub(crate) fn reset(&mut self) {
-        self.delays = Self::delays(&self.policy);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn policy(max_attempts: u32) -> ReconnectPolicy {
-        ReconnectPolicy::new(
-            max_attempts,
-            Duration::from_millis(100),
-            Duration::from_millis(800),
-        )
-    }
-
-    #[test]
-    fn delays_grow_within_the_policy_bounds_and_attempts_run_out() {
-        let mut backoff = Reconnects::new(policy(6));
-        let mut seen = Vec::new();
-        while let Some((attempt, delay)) = backoff.next() {
-            seen.push((attempt, delay));
-        }
-        let attempts: Vec<u32> = seen.iter().map(|(a, _)| *a).collect();
-        assert_eq!(attempts, [1, 2, 3, 4, 5, 6]);
-        for (attempt, delay) in &seen {
-            // Jitter adds up to the delay itself: [d, 2d), d = min · 2^(n-1) capped at max.
-            let base = (100u64 << (attempt - 1)).min(800);
-            let delay = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-            assert!(
-                (base..2 * base).contains(&delay),
-                "attempt {attempt}: {delay} ms"
-            );
-        }
-        assert_eq!(backoff.next(), None, "the seventh attempt is refused");
-    }
-
-    #[test]
-    fn a_ready_connection_resets_the_count_and_the_delay() {
-        let mut backoff = Reconnects::new(policy(3));
-        for _ in 0..3 {
-            assert!(backoff.next().is_some());
-        }
-        assert_eq!(backoff.next(), None);
-        backoff.reset();
-        let (attempt, delay) = backoff.next().unwrap_or_default();
-        assert_eq!(attempt, 1);
-        assert!(delay < Duration::from_millis(200), "{delay:?}");
     }
 }

@@ -57,10 +57,7 @@ impl Driver {
         while let Some(event) = self.session.poll_event() {
             match event {
                 Event::Ready(n) => {
-                    self.ever_ready = true;
-                    if let Some(backoff) = &mut self.backoff {
-                        backoff.reset();
-                    }
+                    self.recovery.ready();
                     tracing::debug!(version = %n.version, "connection ready");
                     // Legacy: the session reports ready once the level asked is in force.
                     self.publish(ConnectionState::Ready(Arc::new(*n)));
@@ -151,7 +148,7 @@ impl Driver {
             return self.lost(may_have_run);
         }
         if let RequestError::Unnegotiated(_) = error
-            && !self.ever_ready
+            && !self.recovery.ever_ready()
             && let Some(peer) = self.transport.peer_state()
         {
             return Error::Connection(crate::ConnectionError::Unanswered {

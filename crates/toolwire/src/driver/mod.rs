@@ -7,13 +7,13 @@
 //! flush messages → `select!` over commands, `transport.recv()` and one timer (the session's
 //! next deadline, or the next reconnect).
 //!
-//! When the transport dies, the driver either ends (no connector, or no
-//! [`ReconnectPolicy`]) or, after the policy's backoff, starts the session's successor over
-//! a new transport from the connector: what the session says may go again it holds for the
-//! successor (under the same ids), the rest fails with
+//! When the transport dies, [`Recovery`] decides what follows: the end (no connector, no
+//! [`ReconnectPolicy`], or no handshake ever finished), the legacy era at once (a death
+//! during the `server/discover` probe, policy or not), or the session's successor over a new
+//! transport from the connector after the policy's backoff. What the session says may go
+//! again it holds for the successor (under the same ids), the rest fails with
 //! [`ConnectionError::Lost`](crate::ConnectionError::Lost); meanwhile the spent session
-//! holds what is asked. A death during the
-//! `server/discover` probe restarts at once in the legacy era, policy or not. A legacy
+//! holds what is asked. A legacy
 //! session the server no longer knows ([`Event::SessionGone`]) is followed by a new session
 //! over the same transport, on the same terms.
 
@@ -33,7 +33,8 @@ use toolwire_session::{
 use toolwire_transport::{Transport, TransportError};
 use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
 
-use crate::reconnect::{ConnectionState, ReconnectPolicy, Reconnects};
+use crate::reconnect::{ConnectionState, ReconnectPolicy};
+use crate::recovery::{AfterDeath, Recovery};
 use crate::{CallHooks, Connector, Error, ServerRequestHandler};
 
 mod command;
@@ -101,23 +102,20 @@ pub(crate) struct Driver {
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
-    /// A handshake finished at least once on this client (errors before that describe the server).
-    ever_ready: bool,
     /// The transport's count of credential repairs under way (woken by its changes).
     authorizing: Option<watch::Receiver<u32>>,
     last_transport_error: Option<Arc<TransportError>>,
     /// Where cache changes are announced.
     changes: broadcast::Sender<Commit>,
     link: Link,
-    backoff: Option<Reconnects>,
+    /// What follows a death: the fallback, the end, or the next connection and when.
+    recovery: Recovery,
     /// The transport's authorization context as last seen.
     identity: u64,
     /// The server no longer knows the legacy session: open a new one over the transport.
     renew: bool,
     /// Negotiation failed on this connection: the loop ends with it.
     refused: Option<Error>,
-    /// The transport died: when the next one is made (after the reconnect policy's backoff).
-    retry_at: Option<Instant>,
 }
 
 impl Driver {
@@ -136,17 +134,19 @@ impl Driver {
             waiters: FastMap::default(),
             handler,
             own_commands,
-            ever_ready: false,
             authorizing: transport.authorizing().map(|a| a.subscribe()),
             last_transport_error: None,
             changes,
-            backoff: link.reconnect.clone().map(Reconnects::new),
+            recovery: Recovery::new(
+                link.reconnect.clone(),
+                link.connector.is_some(),
+                link.legacy_only.clone(),
+            ),
             link,
             identity: transport.authorization_context(),
             transport,
             renew: false,
             refused: None,
-            retry_at: None,
         }
     }
 
@@ -227,7 +227,7 @@ impl Driver {
                 .session
                 .poll_timeout()
                 .into_iter()
-                .chain(self.retry_at)
+                .chain(self.recovery.deadline())
                 .min();
             if wake != armed {
                 if let Some(at) = wake {
@@ -258,7 +258,7 @@ impl Driver {
                     Some(command) => self.issue(command),
                 },
                 // A dead transport is not read while the next one waits.
-                inbound = self.transport.recv(), if self.retry_at.is_none() => match inbound {
+                inbound = self.transport.recv(), if self.recovery.deadline().is_none() => match inbound {
                     Some(Ok(message)) => {
                         self.note_identity();
                         self.session.handle_inbound_on(&message.body, message.related.as_ref(), Instant::now());
@@ -283,7 +283,7 @@ impl Driver {
                     // Re-armed next turn, for whatever deadline comes next.
                     armed = None;
                     let now = Instant::now();
-                    if self.retry_at.is_some_and(|at| at <= now)
+                    if self.recovery.due(now)
                         && let Err(error) = self.reconnect()
                     {
                         return error;

@@ -6,43 +6,41 @@ use super::*;
 
 impl Driver {
     /// The transport died: what was in flight is held for the next connection or failed,
-    /// and the next connection is due (at once for the legacy fallback, else after the
-    /// policy's backoff); the error that ends the driver instead.
+    /// and the next connection is due, as [`Recovery`] decides; the error that ends the
+    /// driver instead.
     pub(super) async fn recover(&mut self) -> Result<(), Error> {
         self.drain().await;
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the dead transport");
         }
-        // Once per client; its later sessions are pinned to the legacy era (`Link::config`).
-        let fallback = self.session.falls_back_on_death()
-            && self.link.connector.is_some()
-            && !self.link.legacy_only.swap(true, Ordering::SeqCst);
-        if fallback {
-            tracing::info!(
-                "the server ended during the server/discover probe; starting it again with initialize"
-            );
-            self.interrupt(self.backoff.is_some());
-            self.publish(ConnectionState::Connecting);
-            self.retry_at = Some(Instant::now());
-            return Ok(());
+        let after = (self.recovery).died(self.session.falls_back_on_death(), Instant::now());
+        self.interrupt(after.holds());
+        match after {
+            AfterDeath::Fallback { .. } => {
+                tracing::info!(
+                    "the server ended during the server/discover probe; starting it again with initialize"
+                );
+                self.publish(ConnectionState::Connecting);
+                Ok(())
+            }
+            AfterDeath::EndedBeforeHandshake => {
+                // The server's own last words say why, when it has them.
+                let peer = self.transport.peer_state();
+                let cause = self.last_transport_error.clone().filter(|_| peer.is_none());
+                let error =
+                    Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
+                Err(self.end_with(error))
+            }
+            AfterDeath::Reconnect { attempt } => {
+                tracing::warn!(cause = %self.cause(), "the connection to the MCP server died; reconnecting");
+                self.reconnecting(attempt);
+                Ok(())
+            }
+            AfterDeath::GiveUp => {
+                tracing::warn!(cause = %self.cause(), "the connection to the MCP server ended");
+                Err(self.give_up())
+            }
         }
-        if !self.ever_ready {
-            // Nothing was established, so there is no connection to heal: a server that exits
-            // at start would only exit again, and its own last words say why now.
-            let peer = self.transport.peer_state();
-            let cause = self.last_transport_error.clone().filter(|_| peer.is_none());
-            self.interrupt(false);
-            let error =
-                Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
-            return Err(self.end_with(error));
-        }
-        let heals = self.backoff.is_some() && self.link.connector.is_some();
-        self.interrupt(heals);
-        if !heals {
-            return Err(self.give_up());
-        }
-        tracing::warn!(cause = %self.cause(), "the connection to the MCP server died; reconnecting");
-        self.backoff_next()
     }
 
     /// What the transport last said went wrong.
@@ -52,23 +50,15 @@ impl Driver {
             .map_or_else(|| "the transport closed".to_owned(), ToString::to_string)
     }
 
-    /// Makes the next connection due after the policy's next delay (meanwhile the spent
-    /// session holds what is asked); the error that ends the driver once the policy gives up.
-    fn backoff_next(&mut self) -> Result<(), Error> {
-        let Some((attempt, delay)) = self.backoff.as_mut().and_then(Reconnects::next) else {
-            tracing::warn!(cause = %self.cause(), "giving up reconnecting to the MCP server");
-            return Err(self.give_up());
-        };
+    /// Attempt `attempt` waits for its delay (meanwhile the spent session holds what is asked).
+    fn reconnecting(&self, attempt: u32) {
         self.publish(ConnectionState::Reconnecting { attempt });
-        tracing::info!(attempt, ?delay, "reconnecting to the MCP server");
-        self.retry_at = Some(toolwire_session::later(Instant::now(), delay));
-        Ok(())
+        tracing::info!(attempt, "reconnecting to the MCP server");
     }
 
     /// The next connection is due: a new transport from the connector, and the session's
     /// successor over it; when the connector fails, the next attempt after the backoff.
     pub(super) fn reconnect(&mut self) -> Result<(), Error> {
-        self.retry_at = None;
         let Some(connector) = self.link.connector.clone() else {
             return Err(self.give_up());
         };
@@ -85,7 +75,16 @@ impl Driver {
             Err(e) => {
                 tracing::warn!(error = %e, "could not start a new connection");
                 self.last_transport_error = Some(Arc::new(e));
-                self.backoff_next()
+                match self.recovery.connect_failed(Instant::now()) {
+                    Some(attempt) => {
+                        self.reconnecting(attempt);
+                        Ok(())
+                    }
+                    None => {
+                        tracing::warn!(cause = %self.cause(), "giving up reconnecting to the MCP server");
+                        Err(self.give_up())
+                    }
+                }
             }
         }
     }
