@@ -20,7 +20,7 @@ use toolwire_types::{Prompt, ProtocolVersion, Resource, ResourceTemplate, Server
 
 use crate::config::ClientConfig;
 use crate::driver::{Command, Driver, Link, announce};
-use crate::notices::{Notice, Notifications};
+use crate::notices::Notifications;
 use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
 use crate::{CallHooks, CallOptions, ClientBuilder, Connector, Error};
@@ -51,27 +51,18 @@ enum Connection {
 
 struct Inner {
     connection: std::sync::Mutex<Connection>,
-    connector: Option<Connector>,
     config: ClientConfig,
     cache: Arc<ToolCache>,
     next_call: AtomicU64,
     /// `None` when validation is off.
     validators: Option<OutputValidators>,
     runtime: tokio::runtime::Handle,
-    /// Set once a server died during the probe: later connections go straight to `initialize`.
-    legacy_only: Arc<std::sync::atomic::AtomicBool>,
     /// Every change of the tool cache made through this client.
     changes: broadcast::Sender<Commit>,
-    /// Where the connection is: the one state every driver of the client publishes to, while
-    /// it is the current one (`current`, moved on whenever the connection is replaced).
-    state: watch::Sender<ConnectionState>,
-    current: Arc<AtomicU64>,
-    /// The transport in use, whichever driver runs it.
-    transport: watch::Sender<Option<Arc<dyn Transport>>>,
-    /// Every notification from the server, to each subscriber.
-    notices: broadcast::Sender<Arc<Notice>>,
-    /// Whether the server's announcements can reach the client, whichever driver runs it.
-    listening: watch::Sender<bool>,
+    /// What every driver of the client shares: the connector, the legacy pin, and where the
+    /// current one publishes the connection's state, its transport, notifications and
+    /// whether it listens.
+    link: Link,
     /// The search index of the current tool snapshot ([`Client::search_tools`]).
     search: toolwire_search::IndexCache<String>,
     /// The MCP Apps views read for the current tool snapshot ([`Client::app`]).
@@ -158,21 +149,27 @@ impl Client {
             .validate_structured_output
             .then(OutputValidators::default);
         let notification_buffer = config.notification_buffer;
+        let link = Link {
+            session: config.session.clone(),
+            cache: cache.clone(),
+            connector,
+            reconnect: config.reconnect.clone(),
+            legacy_only: Arc::default(),
+            connection: watch::channel(ConnectionState::Idle).0,
+            current: Arc::default(),
+            transport: watch::channel(None).0,
+            notices: broadcast::channel(notification_buffer).0,
+            listening: watch::channel(false).0,
+        };
         let inner = Arc::new(Inner {
             connection: std::sync::Mutex::new(Connection::Idle),
-            connector,
             config,
             cache,
             next_call: AtomicU64::new(0),
             validators,
             runtime,
-            legacy_only: Arc::default(),
             changes: broadcast::channel(64).0,
-            state: watch::channel(ConnectionState::Idle).0,
-            current: Arc::default(),
-            transport: watch::channel(None).0,
-            notices: broadcast::channel(notification_buffer).0,
-            listening: watch::channel(false).0,
+            link,
             search: toolwire_search::IndexCache::default(),
             apps: crate::apps::AppCache::default(),
         });
@@ -191,7 +188,7 @@ impl Client {
 
     /// What the current connection negotiated, if it has (no waiting, no connecting).
     pub fn negotiated(&self) -> Option<Arc<Negotiated>> {
-        match &*self.inner.state.borrow() {
+        match &*self.inner.link.connection.borrow() {
             ConnectionState::Ready(n) => Some(n.clone()),
             _ => None,
         }
@@ -248,7 +245,7 @@ impl Client {
     /// changes, `elicitation/complete`, anything else verbatim), across reconnects. Each
     /// subscriber has its own bounded buffer (see `ClientBuilder::notification_buffer`).
     pub fn notifications(&self) -> Notifications {
-        Notifications::new(self.inner.notices.subscribe())
+        Notifications::new(self.inner.link.notices.subscribe())
     }
 
     /// Asks the server for log messages at `level` and above, from now on and on every later
@@ -283,7 +280,7 @@ impl Client {
     /// A command could not reach the driver: the connection ended just before. Why, if it
     /// says.
     fn unsent(&self) -> Error {
-        match &*self.inner.state.borrow() {
+        match &*self.inner.link.connection.borrow() {
             ConnectionState::Failed { reason } => reason.clone(),
             _ => Error::Closed,
         }
@@ -291,7 +288,7 @@ impl Client {
 
     /// Where the connection is now.
     pub fn connection_state(&self) -> ConnectionState {
-        self.inner.state.borrow().clone()
+        self.inner.link.connection.borrow().clone()
     }
 
     /// The `Mcp-Session-Id` the server assigned to the connection in use (legacy Streamable
@@ -299,6 +296,7 @@ impl Client {
     /// HTTP+SSE, and in the stateless 2026-07-28 era.
     pub fn mcp_session_id(&self) -> Option<String> {
         self.inner
+            .link
             .transport
             .borrow()
             .as_ref()
@@ -310,6 +308,7 @@ impl Client {
     /// connection.
     pub fn carries_headers(&self) -> bool {
         self.inner
+            .link
             .transport
             .borrow()
             .as_ref()
@@ -319,7 +318,7 @@ impl Client {
     /// The connection's state as it changes (connecting, ready, reconnecting with the
     /// attempt, failed with the reason).
     pub fn watch_connection(&self) -> watch::Receiver<ConnectionState> {
-        self.inner.state.subscribe()
+        self.inner.link.connection.subscribe()
     }
 
     /// The current connection's command channel, connecting if idle (or, with a reconnect
@@ -329,11 +328,11 @@ impl Client {
         // Ended: its driver is gone, or says so (it does before it fails its waiters).
         let ended = matches!(&*connection, Connection::Running { commands }
             if commands.is_closed()
-                || matches!(*self.inner.state.borrow(), ConnectionState::Failed { .. }));
+                || matches!(*self.inner.link.connection.borrow(), ConnectionState::Failed { .. }));
         if matches!(*connection, Connection::Idle)
             || (ended && self.inner.config.reconnect.is_some())
         {
-            let connector = self.inner.connector.as_ref().ok_or(Error::Closed)?;
+            let connector = self.inner.link.connector.as_ref().ok_or(Error::Closed)?;
             let transport = connector()
                 .map_err(|e| Error::Connection(crate::ConnectionError::Transport(Arc::new(e))))?;
             *connection = self.inner.start(transport);
@@ -347,7 +346,7 @@ impl Client {
     /// Negotiates (once per connection, shared by every caller) and returns what was agreed;
     /// while the client reconnects, waits for the new connection.
     pub async fn ready(&self) -> Result<Arc<Negotiated>, Error> {
-        let mut rx = self.inner.state.subscribe();
+        let mut rx = self.inner.link.connection.subscribe();
         // The handshake's requests belong to the caller's span.
         self.start(&toolwire_telemetry::current())?;
         loop {
@@ -372,7 +371,7 @@ impl Client {
     /// Streamable HTTP the transport opens the GET stream beside it). An
     /// [`Error::Timeout`] after the request timeout when the stream is never acknowledged.
     pub async fn listening(&self) -> Result<(), Error> {
-        let mut listening = self.inner.listening.subscribe();
+        let mut listening = self.inner.link.listening.subscribe();
         self.ready().await?;
         let timeout = self.inner.config.session.request_timeout;
         match tokio::time::timeout(timeout, listening.wait_for(|l| *l)).await {
@@ -387,7 +386,7 @@ impl Client {
     /// carries `trace`, the context of the request that needs it.
     fn start(&self, trace: &Option<TraceContext>) -> Result<mpsc::UnboundedSender<Command>, Error> {
         let commands = self.connection()?;
-        let state = self.inner.state.borrow().clone();
+        let state = self.inner.link.connection.borrow().clone();
         match state {
             ConnectionState::Idle => {
                 let trace = trace.clone();
@@ -395,7 +394,7 @@ impl Client {
                     .send(Command::Start { trace })
                     .map_err(|_| self.unsent())?;
                 // Said here too, so that a `ready` started now waits for this negotiation.
-                self.inner.state.send_if_modified(|s| {
+                self.inner.link.connection.send_if_modified(|s| {
                     let idle = matches!(s, ConnectionState::Idle);
                     if idle {
                         *s = ConnectionState::Connecting;
@@ -608,7 +607,7 @@ impl Client {
     /// the next call connects again through the connector (a new child process, a new
     /// negotiation). Without a connector this is [`Client::close`].
     pub async fn disconnect(&self) {
-        let next = if self.inner.connector.is_some() {
+        let next = if self.inner.link.connector.is_some() {
             Connection::Idle
         } else {
             Connection::Closed
@@ -622,7 +621,7 @@ impl Client {
         // Unless another caller connected meanwhile.
         let connection = self.inner.lock();
         if !matches!(*connection, Connection::Running { .. }) {
-            self.inner.state.send_replace(state);
+            self.inner.link.connection.send_replace(state);
         }
         let listing = self.inner.cache.begin_listing();
         self.inner.cache.commit_listing(listing);
@@ -633,7 +632,10 @@ impl Client {
     pub async fn close(&self) {
         let previous = self.inner.replace(Connection::Closed);
         close_connection(previous).await;
-        self.inner.state.send_replace(ConnectionState::Closed);
+        self.inner
+            .link
+            .connection
+            .send_replace(ConnectionState::Closed);
     }
 }
 
@@ -737,7 +739,7 @@ impl Inner {
     /// Replaces the connection; the driver of the one before is no longer heard.
     fn replace(&self, next: Connection) -> Connection {
         let mut connection = self.lock();
-        self.current.fetch_add(1, Ordering::SeqCst);
+        self.link.move_on();
         std::mem::replace(&mut *connection, next)
     }
 
@@ -745,24 +747,11 @@ impl Inner {
     /// called with the connection locked, to be put in its place), not started yet.
     fn start(&self, transport: Arc<dyn Transport>) -> Connection {
         // The driver before it, if any, is no longer heard.
-        self.state.send_modify(|state| {
-            self.current.fetch_add(1, Ordering::SeqCst);
-            *state = ConnectionState::Idle;
-        });
-        let link = Link {
-            session: self.config.session.clone(),
-            cache: self.cache.clone(),
-            connector: self.connector.clone(),
-            reconnect: self.config.reconnect.clone(),
-            legacy_only: self.legacy_only.clone(),
-            connection: self.state.clone(),
-            current: self.current.clone(),
-            transport: self.transport.clone(),
-            notices: self.notices.clone(),
-            listening: self.listening.clone(),
-        };
+        self.link.move_on();
+        self.link.connection.send_replace(ConnectionState::Idle);
+        let link = self.link.clone();
         let session = link.session(transport.carries_headers());
-        self.transport.send_replace(Some(transport.clone()));
+        link.transport.send_replace(Some(transport.clone()));
         let (commands, rx) = mpsc::unbounded_channel();
         let driver = Driver::new(
             session,

@@ -47,10 +47,8 @@ impl Driver {
 
     pub(super) fn handle_events(&mut self) {
         self.dispatch_events();
-        let listening = self.session.is_listening();
         self.link
-            .listening
-            .send_if_modified(|l| std::mem::replace(l, listening) != listening);
+            .publish_listening(self.epoch, self.session.is_listening());
     }
 
     fn dispatch_events(&mut self) {

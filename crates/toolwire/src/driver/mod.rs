@@ -58,7 +58,7 @@ pub(crate) struct Link {
     /// Set once a server died during the probe: later sessions go straight to `initialize`.
     pub(crate) legacy_only: Arc<AtomicBool>,
     /// Where the connection's state is published (shared by every driver of a client), and
-    /// which driver may publish there ([`Driver::publish`]).
+    /// which driver may publish there and in `transport` and `listening` ([`Link::if_current`]).
     pub(crate) connection: watch::Sender<ConnectionState>,
     pub(crate) current: Arc<AtomicU64>,
     /// The transport in use (shared by every driver of a client), for what the client asks
@@ -85,6 +85,50 @@ impl Link {
     /// The first session over a transport.
     pub(crate) fn session(&self, carries_headers: bool) -> Session {
         Session::new(self.config(), self.cache.clone(), carries_headers)
+    }
+
+    /// The client moves on to another driver (a new connection, a disconnect): the one
+    /// before is no longer heard. Under the state's lock, like every publication.
+    pub(crate) fn move_on(&self) {
+        self.connection.send_if_modified(|_| {
+            self.current.fetch_add(1, Ordering::SeqCst);
+            false
+        });
+    }
+
+    /// Runs `update` on the connection's state while driver `epoch` is the client's current
+    /// one, under the state's lock, which the client holds as it moves on: nothing a driver
+    /// left behind publishes lands after that. `update` says whether the state changed.
+    fn if_current(&self, epoch: u64, update: impl FnOnce(&mut ConnectionState) -> bool) {
+        self.connection.send_if_modified(|state| {
+            self.current.load(Ordering::SeqCst) == epoch && update(state)
+        });
+    }
+
+    /// Publishes the connection's state from driver `epoch`.
+    fn publish(&self, epoch: u64, state: ConnectionState) {
+        self.if_current(epoch, |now| {
+            *now = state;
+            true
+        });
+    }
+
+    /// Publishes whether the server's announcements can reach the client, from driver `epoch`.
+    fn publish_listening(&self, epoch: u64, listening: bool) {
+        if *self.listening.borrow() != listening {
+            self.if_current(epoch, |_| {
+                self.listening.send_replace(listening);
+                false
+            });
+        }
+    }
+
+    /// Publishes the transport in use, from driver `epoch`.
+    fn publish_transport(&self, epoch: u64, transport: Arc<dyn Transport>) {
+        self.if_current(epoch, |_| {
+            self.transport.send_replace(Some(transport));
+            false
+        });
     }
 }
 
@@ -318,13 +362,7 @@ impl Driver {
     /// Publishes the connection's state, while this driver is still the client's: one that
     /// the client left behind (a disconnect, a new connection) is no longer heard.
     fn publish(&self, state: ConnectionState) {
-        self.link.connection.send_if_modified(|now| {
-            let current = self.link.current.load(Ordering::SeqCst) == self.epoch;
-            if current {
-                *now = state;
-            }
-            current
-        });
+        self.link.publish(self.epoch, state);
     }
 }
 

@@ -66,7 +66,7 @@ impl Driver {
             Ok(transport) => {
                 self.identity = transport.authorization_context();
                 self.authorizing = transport.authorizing().map(|a| a.subscribe());
-                self.link.transport.send_replace(Some(transport.clone()));
+                self.link.publish_transport(self.epoch, transport.clone());
                 self.transport = transport;
                 self.last_transport_error = None;
                 self.next_session(Succession::Reconnect);
