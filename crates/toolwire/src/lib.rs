@@ -79,6 +79,7 @@ mod client;
 mod config;
 mod driver;
 mod error;
+mod link;
 mod notices;
 mod output;
 mod reconnect;

@@ -19,7 +19,8 @@ use toolwire_types::{
 use toolwire_types::{Prompt, ProtocolVersion, Resource, ResourceTemplate, ServerCapabilities};
 
 use crate::config::ClientConfig;
-use crate::driver::{Command, Driver, Link, announce};
+use crate::driver::{Command, Driver, announce};
+use crate::link::Link;
 use crate::notices::Notifications;
 use crate::output::OutputValidators;
 use crate::reconnect::ConnectionState;
@@ -149,18 +150,13 @@ impl Client {
             .validate_structured_output
             .then(OutputValidators::default);
         let notification_buffer = config.notification_buffer;
-        let link = Link {
-            session: config.session.clone(),
-            cache: cache.clone(),
+        let link = Link::new(
+            config.session.clone(),
+            cache.clone(),
             connector,
-            reconnect: config.reconnect.clone(),
-            legacy_only: Arc::default(),
-            connection: watch::channel(ConnectionState::Idle).0,
-            current: Arc::default(),
-            transport: watch::channel(None).0,
-            notices: broadcast::channel(notification_buffer).0,
-            listening: watch::channel(false).0,
-        };
+            config.reconnect.clone(),
+            notification_buffer,
+        );
         let inner = Arc::new(Inner {
             connection: std::sync::Mutex::new(Connection::Idle),
             config,

@@ -19,23 +19,22 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use toolwire_cache::{Commit, ListOutcome, ToolCache};
+use toolwire_cache::{Commit, ListOutcome};
 use toolwire_session::{
-    CacheMode, CallRequest, Event, OpId, ProtocolMode, RequestError, Session, SessionConfig,
-    SessionError, Succession,
+    CacheMode, CallRequest, Event, OpId, RequestError, Session, SessionError, Succession,
 };
 use toolwire_transport::{Transport, TransportError};
-use toolwire_types::{ErrorObject, ProtocolVersion, RequestId, ServerRequest, TraceContext};
+use toolwire_types::{ErrorObject, RequestId, ServerRequest, TraceContext};
 
-use crate::reconnect::{ConnectionState, ReconnectPolicy};
+use crate::link::Link;
+use crate::reconnect::ConnectionState;
 use crate::recovery::{AfterDeath, Recovery};
-use crate::{CallHooks, Connector, Error, ServerRequestHandler};
+use crate::{CallHooks, Error, ServerRequestHandler};
 
 mod command;
 mod events;
@@ -45,92 +44,6 @@ mod tests;
 
 pub(crate) use command::{Command, announce};
 use command::{FastMap, Waiter, fail_command};
-
-/// How a driver makes its sessions and, with a connector, new transports.
-#[derive(Clone)]
-pub(crate) struct Link {
-    pub(crate) session: SessionConfig,
-    pub(crate) cache: Arc<ToolCache>,
-    /// Absent: a transport given once; when it dies, the driver ends.
-    pub(crate) connector: Option<Connector>,
-    /// Absent: no reconnecting after a death (the legacy fallback still restarts once).
-    pub(crate) reconnect: Option<ReconnectPolicy>,
-    /// Set once a server died during the probe: later sessions go straight to `initialize`.
-    pub(crate) legacy_only: Arc<AtomicBool>,
-    /// Where the connection's state is published (shared by every driver of a client), and
-    /// which driver may publish there and in `transport` and `listening` ([`Link::if_current`]).
-    pub(crate) connection: watch::Sender<ConnectionState>,
-    pub(crate) current: Arc<AtomicU64>,
-    /// The transport in use (shared by every driver of a client), for what the client asks
-    /// of it directly ([`crate::Client::mcp_session_id`]).
-    pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
-    /// Where the server's notifications go (shared by every driver of a client).
-    pub(crate) notices: broadcast::Sender<Arc<crate::Notice>>,
-    /// Whether the server's announcements can reach the client now
-    /// ([`toolwire_session::Session::is_listening`]; shared by every driver of a client).
-    pub(crate) listening: watch::Sender<bool>,
-}
-
-impl Link {
-    /// The configuration of a new session (pinned to the legacy era once a server died
-    /// during the probe).
-    fn config(&self) -> SessionConfig {
-        let config = self.session.clone();
-        if self.legacy_only.load(Ordering::SeqCst) {
-            return config.with_mode(ProtocolMode::Pinned(ProtocolVersion::LATEST_LEGACY));
-        }
-        config
-    }
-
-    /// The first session over a transport.
-    pub(crate) fn session(&self, carries_headers: bool) -> Session {
-        Session::new(self.config(), self.cache.clone(), carries_headers)
-    }
-
-    /// The client moves on to another driver (a new connection, a disconnect): the one
-    /// before is no longer heard. Under the state's lock, like every publication.
-    pub(crate) fn move_on(&self) {
-        self.connection.send_if_modified(|_| {
-            self.current.fetch_add(1, Ordering::SeqCst);
-            false
-        });
-    }
-
-    /// Runs `update` on the connection's state while driver `epoch` is the client's current
-    /// one, under the state's lock, which the client holds as it moves on: nothing a driver
-    /// left behind publishes lands after that. `update` says whether the state changed.
-    fn if_current(&self, epoch: u64, update: impl FnOnce(&mut ConnectionState) -> bool) {
-        self.connection.send_if_modified(|state| {
-            self.current.load(Ordering::SeqCst) == epoch && update(state)
-        });
-    }
-
-    /// Publishes the connection's state from driver `epoch`.
-    fn publish(&self, epoch: u64, state: ConnectionState) {
-        self.if_current(epoch, |now| {
-            *now = state;
-            true
-        });
-    }
-
-    /// Publishes whether the server's announcements can reach the client, from driver `epoch`.
-    fn publish_listening(&self, epoch: u64, listening: bool) {
-        if *self.listening.borrow() != listening {
-            self.if_current(epoch, |_| {
-                self.listening.send_replace(listening);
-                false
-            });
-        }
-    }
-
-    /// Publishes the transport in use, from driver `epoch`.
-    fn publish_transport(&self, epoch: u64, transport: Arc<dyn Transport>) {
-        self.if_current(epoch, |_| {
-            self.transport.send_replace(Some(transport));
-            false
-        });
-    }
-}
 
 /// The task that owns the session and the transport.
 pub(crate) struct Driver {
@@ -173,7 +86,7 @@ impl Driver {
     ) -> Self {
         Self {
             session,
-            epoch: link.current.load(Ordering::SeqCst),
+            epoch: link.epoch(),
             started: false,
             waiters: FastMap::default(),
             handler,

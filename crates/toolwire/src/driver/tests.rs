@@ -1,13 +1,8 @@
 //! The driver against the in-memory peer, on a paused clock.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::json;
-use tokio::sync::{broadcast, watch};
-use toolwire_cache::ToolCache;
-use toolwire_session::SessionConfig;
-use toolwire_transport::Transport;
 
 use crate::Client;
 use crate::test_peer::{Peer, methods};
@@ -252,50 +247,4 @@ async fn a_call_future_stays_small() {
         hooks_size <= 3072,
         "a call_tool_with_hooks future is {hooks_size} bytes"
     );
-}
-
-/// A driver the client has left behind (a disconnect, a new connection) may still run for a
-/// moment, even reconnect: none of what it publishes reaches the client, neither the state,
-/// nor whether it listens, nor its transport; the current driver's does.
-#[tokio::test]
-async fn a_driver_the_client_left_behind_publishes_nothing() {
-    use toolwire_types::Implementation;
-
-    use super::{ConnectionState, Link};
-
-    let link = Link {
-        session: SessionConfig::new(Implementation::new("left-behind", "0")),
-        cache: Arc::new(ToolCache::new(toolwire_cache::CacheConfig::default())),
-        connector: None,
-        reconnect: None,
-        legacy_only: Arc::default(),
-        connection: watch::channel(ConnectionState::Idle).0,
-        current: Arc::default(),
-        transport: watch::channel(None).0,
-        notices: broadcast::channel(1).0,
-        listening: watch::channel(false).0,
-    };
-    let left_behind = link.current.load(Ordering::SeqCst);
-    link.move_on();
-    let current = link.current.load(Ordering::SeqCst);
-    assert_ne!(left_behind, current);
-
-    let (peer, _) = Peer::new(|_, _| json!({}));
-    let transport: Arc<dyn Transport> = Arc::new(peer);
-    link.publish(left_behind, ConnectionState::Connecting);
-    link.publish_listening(left_behind, true);
-    link.publish_transport(left_behind, transport.clone());
-    assert!(matches!(*link.connection.borrow(), ConnectionState::Idle));
-    assert!(!*link.listening.borrow());
-    assert!(link.transport.borrow().is_none());
-
-    link.publish(current, ConnectionState::Connecting);
-    link.publish_listening(current, true);
-    link.publish_transport(current, transport);
-    assert!(matches!(
-        *link.connection.borrow(),
-        ConnectionState::Connecting
-    ));
-    assert!(*link.listening.borrow());
-    assert!(link.transport.borrow().is_some());
 }
