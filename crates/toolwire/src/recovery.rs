@@ -1,8 +1,8 @@
 //! What a client does when its connection dies, decided without I/O: fall back to the legacy
 //! era at once (a server that died during the `server/discover` probe), end (nothing was ever
 //! established, or nothing can heal it), or reconnect after the [`ReconnectPolicy`]'s next
-//! delay ([`Reconnects`]). The driver reports the deaths, the failed reconnects and the handshakes that finish,
-//! and acts on the answers.
+//! delay ([`Reconnects`]). The driver reports the deaths, the failed reconnects and the
+//! handshakes that finish, and acts on the answers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
