@@ -13,7 +13,9 @@ impl Driver {
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the dead transport");
         }
-        let after = (self.recovery).died(self.session.falls_back_on_death(), Instant::now());
+        let after = self
+            .recovery
+            .died(self.session.falls_back_on_death(), Instant::now());
         self.interrupt(after.holds());
         match after {
             AfterDeath::Fallback { .. } => {
