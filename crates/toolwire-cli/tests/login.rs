@@ -59,6 +59,25 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// What the server received, one line per request (HTTP method, path, JSON-RPC method and
+/// id, whether it carried credentials): for a failure's message.
+fn received(peer: &toolwire_test_support::http::HttpPeer) -> String {
+    peer.requests()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {:?} {:?} authorized={}",
+                r.method,
+                r.path,
+                r.rpc_method(),
+                r.rpc_id(),
+                !r.header("authorization").is_empty()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_credentials_and_without_a_terminal_the_cli_names_the_login_command() {
     let (peer, state) = protected_server(|_| {}).await;
@@ -268,7 +287,12 @@ async fn a_config_entry_logs_in_with_its_oauth_settings_and_later_commands_use_t
         assert_eq!(s.authorizations, 1);
     }
 
-    assert!(one.status.success(), "{}", text(&one.stderr));
+    assert!(
+        one.status.success(),
+        "{}\nthe server received:\n{}",
+        text(&one.stderr),
+        received(&peer)
+    );
     let tools: Value = serde_json::from_slice(&one.stdout).unwrap();
     assert!(!tools["tools"].as_array().unwrap().is_empty());
 
