@@ -4,7 +4,7 @@
 //!    (`$TOOLWIRE_PEERS`, else `~/.cache/toolwire-peers`): node 22 from the npm registry (the
 //!    suite needs it; the machine's node is 20), `@modelcontextprotocol/conformance` 0.1.16
 //!    and 0.2.0-alpha.12. Nothing is downloaded from anywhere but the registry.
-//! 2. Builds `toolwire-conformance-client` and `toolwire` (release).
+//! 2. Builds `toolwire-conformance-client` and `toolwire` (dev profile: [`crate::gate_bins`]).
 //! 3. Runs the client scenarios of both versions against the client (the auth ones against
 //!    both spec versions), and the server scenarios Toolwire's reference server is meant to
 //!    pass against `toolwire serve --http --task-fixtures` (the fixture tools the suite's
@@ -519,7 +519,7 @@ fn table(outcomes: &[Outcome]) -> String {
 pub(crate) fn run(root: &Path) -> Result<(), String> {
     let cache = cache_dir();
     let path = install(&cache)?;
-    let target = crate::release_bins(root, &["toolwire-conformance-client", "toolwire"])?;
+    let target = crate::gate_bins(root, &["toolwire-conformance-client", "toolwire"])?;
     let client = target.join("toolwire-conformance-client");
     let client_arg = client.display().to_string();
     let mut outcomes = Vec::new();

@@ -1570,7 +1570,7 @@ pub(crate) fn run(root: &Path, only: Option<&str>) -> Result<(), String> {
     }
     let wanted = |group: &str| only.is_none_or(|only| only.split(',').any(|g| g == group));
     let peers = install(root)?;
-    let target = crate::release_bins(root, &["toolwire", "toolwire-interop-client"])?;
+    let target = crate::gate_bins(root, &["toolwire", "toolwire-interop-client"])?;
     let bin = target.join("toolwire");
     let client = target.join("toolwire-interop-client");
     let running = start(root, &peers)?;

@@ -100,14 +100,32 @@ fn workspace_root() -> PathBuf {
 
 /// Builds `bins` (release, locked) and returns the folder they are in.
 pub(crate) fn release_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String> {
-    let mut args = vec!["build", "--release", "--locked"];
+    build_bins(root, bins, true)
+}
+
+/// Builds `bins` in the dev profile (locked) and returns the folder they are in: what the
+/// conformance suite, interop and the soak run. By then the gate has built every workspace
+/// crate and dependency in this profile for its tests, so these binaries cost about a minute
+/// and a half here, where a release build of them took eleven to twelve (most of it again
+/// for dependencies). Nothing these steps check depends on speed, and the dev profile keeps
+/// overflow checks and debug assertions on while real peers drive the code. The binary users
+/// get is checked by `cargo xtask image` (the `dist` profile).
+pub(crate) fn gate_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String> {
+    build_bins(root, bins, false)
+}
+
+fn build_bins(root: &Path, bins: &[&str], release: bool) -> Result<PathBuf, String> {
+    let mut args = vec!["build", "--locked"];
+    if release {
+        args.push("--release");
+    }
     for bin in bins {
         args.extend(["--bin", bin]);
     }
     run(root, "cargo", &args, &[])?;
     Ok(std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), PathBuf::from)
-        .join("release"))
+        .join(if release { "release" } else { "debug" }))
 }
 
 /// Announces and times one of the gate's own steps (`cargo xtask NAME`), as [`execute`] does a
