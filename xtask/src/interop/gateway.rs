@@ -434,7 +434,8 @@ pub(super) fn fleet_checks(
 
 /// A Python client calls 40 times, 100 ms apart, in one legacy session while replica 1 is
 /// killed (SIGKILL) once it has answered one of them: every call succeeds but those nginx had
-/// already sent to the killed replica (logged there with a 5xx).
+/// already sent to the killed replica (logged there with a 5xx, or, when the answer's head had
+/// gone on, with a 200 and an error-log line saying the replica's answer was cut).
 fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool, String), String> {
     const CALLS: usize = 40;
     let child = Command::new(&peers.python)
@@ -476,8 +477,10 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
     let calls = printed["calls"].as_array().cloned().unwrap_or_default();
     let failed = calls.iter().filter(|c| c.get("error").is_some()).count();
     let log = std::fs::read_to_string(fleet.dir.join("access.log")).unwrap_or_default();
-    // Requests nginx had sent to the killed replica and got no answer for.
-    let cut = log
+    // Requests nginx had sent to the killed replica and got no whole answer for: those it
+    // answered 5xx (cut before the answer's head), and those cut after the head had gone on
+    // with a 200 (an SSE answer under way), which only nginx's error log tells apart.
+    let cut_before_head = log
         .lines()
         .filter(|line| {
             let fields: Vec<&str> = line.split('|').collect();
@@ -485,6 +488,9 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
                 if upstream.ends_with(&format!(":{killed}")) && status.starts_with('5'))
         })
         .count();
+    let errors = std::fs::read_to_string(fleet.dir.join("error.log")).unwrap_or_default();
+    let cut_in_body = cut_in_body(&errors, killed);
+    let cut = cut_before_head + cut_in_body;
     // Requests it answered before it died, and those nginx found it dead for and sent on.
     let served = log
         .lines()
@@ -502,10 +508,25 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
     Ok((
         ok,
         format!(
-            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut} were cut there",
+            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it",
             calls.len() - failed
         ),
     ))
+}
+
+/// How many answers from the replica on `port` nginx's error log says were cut after their
+/// head (nginx had logged them with the replica's status, a 200).
+fn cut_in_body(error_log: &str, port: u16) -> usize {
+    let upstream = format!("upstream: \"http://127.0.0.1:{port}/");
+    error_log
+        .lines()
+        .filter(|line| {
+            // An error: an answer the client stopped reading is an `[info]` line.
+            line.contains(" [error] ")
+                && line.contains("while reading upstream,")
+                && line.contains(&upstream)
+        })
+        .count()
 }
 
 /// The fleet: three replicas and nginx; stopped when dropped.
@@ -521,7 +542,9 @@ struct Fleet {
 fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, String> {
     let dir = peers.cache.join("nginx-fleet");
     std::fs::create_dir_all(dir.join("tmp")).map_err(|e| e.to_string())?;
+    // Each fleet's logs are its own: the checks read them.
     let _ = std::fs::remove_file(dir.join("access.log"));
+    let _ = std::fs::remove_file(dir.join("error.log"));
     let key_file = session_key_file(&dir)?;
     let everything_js = peers
         .cache
@@ -565,4 +588,23 @@ fn start_fleet(bin: &Path, running: &Running, peers: &Peers) -> Result<Fleet, St
         dir,
         replicas,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_in_body;
+
+    /// Lines as Debian's nginx wrote them when a replica was killed: one answer cut after its
+    /// head (counted); a refused connection, another replica's cut and a stream the client
+    /// closed (not).
+    #[test]
+    fn only_answers_of_that_replica_cut_after_their_head_count() {
+        let log = r#"2026/11/30 09:58:01 [error] 4871#4871: *8 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637"
+2026/11/30 09:58:05 [error] 4871#4871: *45 connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637"
+2026/11/30 09:58:06 [error] 4871#4871: *9 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:33957/mcp", host: "127.0.0.1:41637"
+2026/11/30 09:58:06 [info] 4871#4871: *5 epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while reading upstream, client: 127.0.0.1, server: , request: "GET /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637""#;
+        assert_eq!(cut_in_body(log, 40885), 1);
+        assert_eq!(cut_in_body(log, 33957), 1);
+        assert_eq!(cut_in_body(log, 37915), 0);
+    }
 }
