@@ -89,6 +89,11 @@ async fn a_legacy_http_server_is_reached_through_the_fallback_with_a_session() {
         "{err}"
     );
     client.close().await;
+    assert_eq!(
+        client.mcp_session_id(),
+        None,
+        "a closed client names no session"
+    );
 
     let methods: Vec<(String, String)> = peer
         .requests()

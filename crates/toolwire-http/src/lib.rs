@@ -549,8 +549,8 @@ impl Inner {
         .await
     }
 
-    /// Closes the transport: requests and streams end, a legacy session is deleted, `recv`
-    /// ends once what was received is read.
+    /// Closes the transport: requests and streams end, a legacy session is deleted (and no
+    /// longer named by `mcp_session_id`), `recv` ends once what was received is read.
     async fn close(&self) -> Result<(), TransportError> {
         {
             let mut state = lock(&self.state);
@@ -561,6 +561,7 @@ impl Inner {
         }
         self.abandon();
         self.delete_session().await;
+        lock(&self.state).end_session();
         self.end_mailbox();
         Ok(())
     }

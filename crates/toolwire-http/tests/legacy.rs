@@ -161,6 +161,7 @@ async fn a_lost_legacy_session_fails_its_requests_as_gone_until_a_new_one_opens(
         .collect();
     assert_eq!(deletes.len(), 1);
     assert_eq!(deletes[0].header("mcp-session-id"), "s6");
+    assert_eq!(t.session_id(), None, "a closed transport names no session");
     assert!(matches!(
         t.send(request(9, "ping", RetryClass::Safe)).await,
         Err(TransportError::Closed)
