@@ -104,12 +104,12 @@ pub(crate) fn release_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String
 }
 
 /// Builds `bins` in the dev profile (locked) and returns the folder they are in: what the
-/// conformance suite, interop and the soak run. By then the gate has built every workspace
-/// crate and dependency in this profile for its tests, so these binaries cost about a minute
-/// and a half here, where a release build of them took eleven to twelve (most of it again
-/// for dependencies). Nothing these steps check depends on speed, and the dev profile keeps
-/// overflow checks and debug assertions on while real peers drive the code. The binary users
-/// get is checked by `cargo xtask image` (the `dist` profile).
+/// conformance suite, interop and the short soak run. By then the gate has built every
+/// workspace crate and dependency in this profile for its tests, so these binaries cost about
+/// a minute and a half here, where a release build of them took eleven to twelve (most of it
+/// again for dependencies). Nothing these steps check depends on speed, and the dev profile
+/// keeps overflow checks and debug assertions on while real peers drive the code. The binary
+/// users get is checked by `cargo xtask image` (the `dist` profile).
 pub(crate) fn gate_bins(root: &Path, bins: &[&str]) -> Result<PathBuf, String> {
     build_bins(root, bins, false)
 }
