@@ -11,7 +11,7 @@ mod gateway_common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gateway_common::{LOOPBACK, exchange_all, raw};
+use gateway_common::{LOOPBACK, event_ids, exchange_all, post_request, raw, raw_text};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -248,26 +248,33 @@ async fn answers_kept_for_resumption_stay_within_their_byte_bound() {
     let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
     let sid = session_of(&head).unwrap();
     let text = "y".repeat(20 * 1024);
+    // Each answer's priming event: where a client whose stream broke resumes from.
+    let mut primed = Vec::new();
     for n in 0..10 {
         let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": text}}});
-        let (status, _, answer) = post(addr, &[("mcp-session-id", &sid)], &call).await;
+        let request = post_request(addr, &[("mcp-session-id", &sid)], &call);
+        let (status, _, body) = raw_text(addr, request.as_bytes()).await;
         assert_eq!(status, 200);
-        assert_eq!(answer.last().unwrap()["result"]["content"][0]["text"], text);
+        assert!(body.contains(&text));
+        primed.push(event_ids(&body).into_iter().next().unwrap());
     }
-    // Replays after each stream's priming event (stream 1 was the initialize's answer, so
-    // the calls' are 2 to 11): the first calls' answers are gone (past 64 KiB), the last
-    // one's kept.
-    let replay = |stream: usize| {
+    let replay = |last: &str| {
         format!(
-            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nlast-event-id: {stream}:0\r\nconnection: close\r\n\r\n"
+            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nlast-event-id: {last}\r\nconnection: close\r\n\r\n"
         )
     };
-    let (_, _, first) = raw(addr, replay(2).as_bytes()).await;
-    let (_, _, last) = raw(addr, replay(11).as_bytes()).await;
-    assert!(first.is_empty(), "the oldest answer is no longer kept");
-    assert_eq!(last.len(), 1, "the newest is");
+    // The first calls' answers are gone (past 64 KiB): the call is told so, not sent an empty
+    // stream to come back to. The last one's is kept.
+    let (_, _, first) = raw(addr, replay(&primed[0]).as_bytes()).await;
+    let (_, _, last) = raw(addr, replay(&primed[9]).as_bytes()).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0]["id"], 10);
+    let message = first[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no longer kept"), "{message}");
+    assert_eq!(last.len(), 1, "the newest is kept");
     assert_eq!(last[0]["id"], 19);
+    assert_eq!(last[0]["result"]["content"][0]["text"], text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

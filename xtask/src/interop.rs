@@ -89,7 +89,10 @@ impl Processes {
 impl Drop for Processes {
     fn drop(&mut self) {
         for child in &mut self.0 {
-            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            // One already reaped (killed by a check) is skipped: its pid may be another's now.
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill").arg(child.id().to_string()).status();
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         for child in &mut self.0 {

@@ -134,7 +134,9 @@ impl<S: Service + Edge> Front<S> {
                 let cut = !modern && self.core.service.cut_answer_stream();
                 tokio::spawn(async move {
                     // Closed however the task ends (a refusal, a client gone, its answer).
-                    let opened = session.as_ref().map(|sid| Opened::new(front.clone(), sid));
+                    let opened = session
+                        .as_ref()
+                        .map(|sid| Opened::new(front.clone(), sid, &id));
                     let stream = opened.as_ref().map(|o| o.stream);
                     let mut sent_ok = true;
                     let handling = core.handle(
@@ -291,8 +293,11 @@ struct Opened<S: Service + Edge> {
 }
 
 impl<S: Service + Edge> Opened<S> {
-    fn new(front: Arc<Front<S>>, sid: &str) -> Self {
-        let stream = front.sessions.open_stream(sid);
+    /// The stream of `sid` that answers the request `id`.
+    fn new(front: Arc<Front<S>>, sid: &str, id: &Value) -> Self {
+        let stream = front
+            .sessions
+            .open_stream(sid, crate::cursor::Carries::Answer(id));
         Self {
             front,
             sid: sid.to_owned(),

@@ -24,9 +24,10 @@ use toolwire_headers::{
 use crate::Repair;
 
 use crate::core::{Core, Interest, Keyed, error, request_version};
+use crate::cursor::{Carries, Cursor};
 use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
-use crate::sessions::Sessions;
+use crate::sessions::{Resume, Sessions};
 use crate::{Caller, Change, Edge, Eras, Service};
 
 /// A response's body: whole (a JSON answer, a page; no channel or task for a body known at
@@ -500,29 +501,44 @@ impl<S: Service + Edge> Front<S> {
         if self.owner(&sid) != Some(owner) {
             return empty(StatusCode::NOT_FOUND);
         }
-        let (mut tx, response) = sse_response();
+        // What a resumed GET stream sent after the client's last event, sent first.
+        let mut replay = Vec::new();
         if let Some(last) = header(parts, "last-event-id") {
-            // Replay what the stream of that event sent (or would have) after it.
-            let cursor = last
-                .split_once(':')
-                .and_then(|(s, q)| Some((s.parse::<u64>().ok()?, q.parse::<u64>().ok()?)));
-            let replay = match cursor {
-                Some((stream, seq)) => self.sessions.replay(&sid, stream, seq),
-                None => Vec::new(),
+            // An id this server never wrote resumes nothing: said at once, rather than with
+            // an empty stream the client would come back to again and again.
+            let Some(cursor) = Cursor::parse(last) else {
+                return empty(StatusCode::BAD_REQUEST);
             };
-            tokio::spawn(async move {
-                for (id, data) in replay {
-                    if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
-                        return;
+            replay = match self.sessions.resume(&sid, &cursor) {
+                Resume::Replay(replay) => replay,
+                // A new GET stream instead, below.
+                Resume::Listen => Vec::new(),
+                Resume::Lost { id, elsewhere } => return lost_answer(id.as_ref(), elsewhere),
+            };
+            if cursor.answer.is_some() {
+                // An answer's stream: what it sent since, and the end (the client comes back
+                // for the rest of one still under way).
+                let (mut tx, response) = sse_response();
+                tokio::spawn(async move {
+                    for (id, data) in replay {
+                        if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
+                            return;
+                        }
                     }
-                }
-            });
-            return response;
+                });
+                return response;
+            }
         }
+        let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
         let front = self.clone();
         tokio::spawn(async move {
-            let stream = front.sessions.open_stream(&sid);
+            for (id, data) in replay {
+                if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
+                    return;
+                }
+            }
+            let stream = front.sessions.open_stream(&sid, Carries::Listen);
             let quiet = front.core.options.limits.sse_keep_alive;
             forward_changes(tx, changes, quiet, |change| {
                 // The session was deleted: end its stream.
@@ -557,4 +573,29 @@ impl<S: Service + Edge> Front<S> {
             None => empty(StatusCode::BAD_REQUEST),
         }
     }
+}
+
+/// The answer to a resumed stream that no longer has one here ([`Resume::Lost`]): the
+/// request it answers, when its id is known, gets an error saying why, on a stream that ends
+/// there; without an id, `410 Gone`.
+fn lost_answer(id: Option<&Value>, elsewhere: bool) -> Response<Body> {
+    let Some(id) = id else {
+        return empty(StatusCode::GONE);
+    };
+    let message = if elsewhere {
+        "this answer's stream was written by another server process (one that ended, or a replica this request does not reach): it cannot be resumed here, and the request may have run"
+    } else {
+        "the request ran, but its answer is no longer kept for resumption"
+    };
+    let answer = error(
+        id,
+        toolwire_types::error::code::INTERNAL_ERROR,
+        message,
+        None,
+    );
+    let (mut tx, response) = sse_response();
+    tokio::spawn(async move {
+        let _ = tx.send_data(sse(None, &answer)).await;
+    });
+    response
 }

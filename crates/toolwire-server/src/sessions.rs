@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use serde_json::Value;
 
 use crate::core::{Keyed, lock};
+use crate::cursor::{Carries, Cursor, StreamTag};
 use crate::{Limits, SessionKeys};
 
 /// Events kept per session for resumption, at most (and at most
@@ -28,10 +30,10 @@ struct Session {
     last_used: Instant,
     /// Its streams open now (the GET stream, SSE answers): a session with one never idles.
     open: usize,
-    /// The next sequence number of each stream still open.
-    seqs: HashMap<u64, u64>,
-    /// (stream, sequence, event data) for `Last-Event-ID` replays, oldest first.
-    events: VecDeque<(u64, u64, Bytes)>,
+    /// Each stream still open: its next sequence number and its event ids' tag.
+    streams: HashMap<u64, (u64, StreamTag)>,
+    /// Events kept for `Last-Event-ID` replays, oldest first.
+    events: VecDeque<Kept>,
     /// The bytes of `events`.
     event_bytes: usize,
 }
@@ -43,7 +45,7 @@ impl Session {
             next_stream: 0,
             last_used: Instant::now(),
             open: 0,
-            seqs: HashMap::new(),
+            streams: HashMap::new(),
             events: VecDeque::new(),
             event_bytes: 0,
         }
@@ -53,6 +55,31 @@ impl Session {
     fn expired(&self, now: Instant, limit: Duration) -> bool {
         self.open == 0 && now.saturating_duration_since(self.last_used) > limit
     }
+}
+
+/// An event kept for replay.
+struct Kept {
+    stream: u64,
+    seq: u64,
+    /// Its event id, as sent.
+    id: String,
+    data: Bytes,
+}
+
+/// What a `Last-Event-ID` resumes ([`Sessions::resume`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Resume {
+    /// A stream this process wrote: what it sent after the client's last event and still
+    /// keeps (each event's id and data). The stream may still be under way.
+    Replay(Vec<(String, Bytes)>),
+    /// A GET stream no longer to be had here (another process's, or ended with nothing
+    /// after the client's last event): a new one opens instead.
+    Listen,
+    /// An answer no longer to be had here: the request it answers (when its id was carried)
+    /// gets an error saying so. `elsewhere`: another process wrote it (one that ended, or a
+    /// replica this request did not reach), so the request may have run; else this process
+    /// ran it and no longer keeps its answer.
+    Lost { id: Option<Value>, elsewhere: bool },
 }
 
 /// A live session found by [`Sessions::owner`].
@@ -78,6 +105,8 @@ pub(crate) struct Sessions {
     limits: Limits,
     /// Ids are sealed with these keys: any replica's may be taken up here.
     keys: Option<SessionKeys>,
+    /// This process's mark on its streams' event ids ([`crate::cursor`]).
+    process: u64,
 }
 
 impl Sessions {
@@ -89,6 +118,7 @@ impl Sessions {
             event_bytes: AtomicUsize::new(0),
             limits,
             keys,
+            process: crate::cursor::process_tag(),
         }
     }
 
@@ -240,14 +270,15 @@ impl Sessions {
 
     /// A new stream of `sid` (its GET stream, an SSE answer): its number, from 1 (0 for a
     /// session no longer held).
-    pub(crate) fn open_stream(&self, sid: &str) -> u64 {
+    pub(crate) fn open_stream(&self, sid: &str, carries: Carries<'_>) -> u64 {
         let mut table = lock(&self.table);
         let Some(s) = table.get_mut(sid) else {
             return 0;
         };
         s.next_stream += 1;
         s.open += 1;
-        s.seqs.insert(s.next_stream, 0);
+        let tag = StreamTag::new(self.process, s.next_stream, carries);
+        s.streams.insert(s.next_stream, (0, tag));
         s.next_stream
     }
 
@@ -255,60 +286,92 @@ impl Sessions {
     /// it is open.
     pub(crate) fn close_stream(&self, sid: &str, stream: u64) {
         if let Some(s) = lock(&self.table).get_mut(sid)
-            && s.seqs.remove(&stream).is_some()
+            && s.streams.remove(&stream).is_some()
         {
             s.open = s.open.saturating_sub(1);
             s.last_used = Instant::now();
         }
     }
 
-    /// Logs an event of `stream` and returns its id (`stream:sequence`). Kept for replay as
+    /// Logs an event of `stream` and returns its id ([`crate::cursor`]). Kept for replay as
     /// far as [`Limits::events_per_session`] and [`Limits::events_total`] allow: the session's
     /// oldest events go first; one that does not fit is sent, not kept.
     pub(crate) fn log(&self, sid: &str, stream: u64, data: Bytes) -> String {
         let limits = &self.limits;
         let mut table = lock(&self.table);
         let Some(s) = table.get_mut(sid) else {
-            return format!("{stream}:0");
+            return self.nowhere(stream);
         };
-        let seq = s.seqs.entry(stream).or_insert(0);
-        let this = *seq;
-        *seq += 1;
+        let Some((next, tag)) = s.streams.get_mut(&stream) else {
+            return self.nowhere(stream);
+        };
+        let seq = *next;
+        *next += 1;
+        let id = tag.event(seq);
         let size = data.len();
         let total = self.event_bytes.load(Ordering::Relaxed);
         if size <= limits.events_per_session && total + size <= limits.events_total {
-            s.events.push_back((stream, this, data));
+            s.events.push_back(Kept {
+                stream,
+                seq,
+                id: id.clone(),
+                data,
+            });
             s.event_bytes += size;
             self.event_bytes.fetch_add(size, Ordering::Relaxed);
             while s.events.len() > EVENT_LOG || s.event_bytes > limits.events_per_session {
-                let Some((_, _, old)) = s.events.pop_front() else {
+                let Some(old) = s.events.pop_front() else {
                     break;
                 };
-                s.event_bytes -= old.len();
-                self.event_bytes.fetch_sub(old.len(), Ordering::Relaxed);
+                s.event_bytes -= old.data.len();
+                self.event_bytes
+                    .fetch_sub(old.data.len(), Ordering::Relaxed);
             }
         }
-        format!("{stream}:{this}")
+        id
     }
 
-    /// What the stream `stream` of `sid` sent (or would have) after its event `seq`, still
-    /// kept: each event's id and data.
-    pub(crate) fn replay(&self, sid: &str, stream: u64, seq: u64) -> Vec<(String, Bytes)> {
-        lock(&self.table)
-            .get(sid)
-            .map(|s| {
-                s.events
-                    .iter()
-                    .filter(|e| e.0 == stream && e.1 > seq && !e.2.is_empty())
-                    .map(|e| (format!("{}:{}", e.0, e.1), e.2.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// The id of an event of a stream not open here: one that resumes nothing.
+    fn nowhere(&self, stream: u64) -> String {
+        StreamTag::new(self.process, stream, Carries::Listen).event(0)
+    }
+
+    /// What `cursor` (a `Last-Event-ID` of `sid`) resumes here: what its stream sent after it,
+    /// when this process wrote that stream and still has something of it to send; else a new
+    /// GET stream, or an answer lost ([`Resume`]).
+    pub(crate) fn resume(&self, sid: &str, cursor: &Cursor) -> Resume {
+        let lost = |elsewhere| match &cursor.answer {
+            None => Resume::Listen,
+            Some(id) => Resume::Lost {
+                id: id.clone(),
+                elsewhere,
+            },
+        };
+        if cursor.process != self.process {
+            return lost(true);
+        }
+        let table = lock(&self.table);
+        let Some(s) = table.get(sid) else {
+            return lost(false);
+        };
+        let replay: Vec<(String, Bytes)> = s
+            .events
+            .iter()
+            .filter(|e| e.stream == cursor.stream && e.seq > cursor.seq && !e.data.is_empty())
+            .map(|e| (e.id.clone(), e.data.clone()))
+            .collect();
+        // A stream still under way sends the rest later: the client comes back for it.
+        if replay.is_empty() && !s.streams.contains_key(&cursor.stream) {
+            return lost(false);
+        }
+        Resume::Replay(replay)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn limits(edit: impl FnOnce(&mut Limits)) -> Limits {
@@ -346,7 +409,7 @@ mod tests {
         );
         let mut ended = Vec::new();
         sessions.hold("s", [1; 16]);
-        let stream = sessions.open_stream("s");
+        let stream = sessions.open_stream("s", Carries::Listen);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(
             sessions.owner("s", &mut ended).map(|f| f.owner),
@@ -362,6 +425,14 @@ mod tests {
         assert_eq!(ended, ["s"]);
     }
 
+    /// The events after `seq` of the stream whose id is `id`, as [`Sessions::resume`] replays.
+    fn after(sessions: &Sessions, sid: &str, id: &str) -> Vec<(String, Bytes)> {
+        match sessions.resume(sid, &Cursor::parse(id).unwrap()) {
+            Resume::Replay(events) => events,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn events_are_kept_within_the_bytes_of_a_session_and_of_all() {
         let sessions = Sessions::new(
@@ -373,22 +444,98 @@ mod tests {
         );
         sessions.hold("a", [1; 16]);
         sessions.hold("b", [2; 16]);
-        let (a, b) = (sessions.open_stream("a"), sessions.open_stream("b"));
-        for n in 0..3 {
-            assert_eq!(
-                sessions.log("a", a, Bytes::from(vec![b'x'; 40])),
-                format!("{a}:{n}")
-            );
+        let (a, b) = (
+            sessions.open_stream("a", Carries::Listen),
+            sessions.open_stream("b", Carries::Listen),
+        );
+        let primed = (
+            sessions.log("a", a, Bytes::new()),
+            sessions.log("b", b, Bytes::new()),
+        );
+        for _ in 0..3 {
+            sessions.log("a", a, Bytes::from(vec![b'x'; 40]));
         }
         // 120 bytes logged, 80 kept: the oldest went.
-        assert_eq!(sessions.replay("a", a, 0).len(), 2);
+        assert_eq!(after(&sessions, "a", &primed.0).len(), 2);
         // b may keep 70 more in all: its 80-byte event is sent, not kept; a 60-byte one is.
         sessions.log("b", b, Bytes::from(vec![b'y'; 80]));
-        assert!(sessions.replay("b", b, 0).is_empty());
+        assert!(after(&sessions, "b", &primed.1).is_empty());
         sessions.log("b", b, Bytes::from(vec![b'y'; 60]));
-        assert_eq!(sessions.replay("b", b, 0).len(), 1);
+        assert_eq!(after(&sessions, "b", &primed.1).len(), 1);
         // Ending a gives its bytes back.
         assert!(sessions.end("a"));
         assert_eq!(sessions.event_bytes.load(Ordering::Relaxed), 60);
+    }
+
+    #[test]
+    fn a_stream_replays_only_its_own_events_after_the_clients_last() {
+        let sessions = Sessions::new(Limits::default(), None);
+        sessions.hold("s", [1; 16]);
+        let (one, two) = (
+            sessions.open_stream("s", Carries::Answer(&json!(1))),
+            sessions.open_stream("s", Carries::Answer(&json!(2))),
+        );
+        let first = sessions.log("s", one, Bytes::from_static(b"one-a"));
+        sessions.log("s", two, Bytes::from_static(b"two-a"));
+        let second = sessions.log("s", one, Bytes::from_static(b"one-b"));
+        assert_eq!(
+            after(&sessions, "s", &first),
+            [(second, Bytes::from_static(b"one-b"))]
+        );
+    }
+
+    #[test]
+    fn another_processs_answer_is_lost_and_its_get_stream_opens_anew() {
+        // Two replicas: each writes its own process tag into its event ids.
+        let (here, there) = (
+            Sessions::new(Limits::default(), None),
+            Sessions::new(Limits::default(), None),
+        );
+        for sessions in [&here, &there] {
+            sessions.hold("s", [1; 16]);
+        }
+        let answer = there.open_stream("s", Carries::Answer(&json!("call-7")));
+        let listen = there.open_stream("s", Carries::Listen);
+        let answer = there.log("s", answer, Bytes::new());
+        let listen = there.log("s", listen, Bytes::from_static(b"note"));
+        // `here` has streams with the same numbers: none of theirs is replayed.
+        let same = here.open_stream("s", Carries::Listen);
+        here.log("s", same, Bytes::from_static(b"not theirs"));
+        assert_eq!(
+            here.resume("s", &Cursor::parse(&answer).unwrap()),
+            Resume::Lost {
+                id: Some(json!("call-7")),
+                elsewhere: true
+            }
+        );
+        assert_eq!(
+            here.resume("s", &Cursor::parse(&listen).unwrap()),
+            Resume::Listen
+        );
+    }
+
+    #[test]
+    fn an_ended_answer_no_longer_kept_is_lost_and_one_under_way_replays() {
+        let sessions = Sessions::new(
+            limits(|l| {
+                l.events_per_session = 10;
+            }),
+            None,
+        );
+        sessions.hold("s", [1; 16]);
+        let stream = sessions.open_stream("s", Carries::Answer(&json!(5)));
+        let primed = sessions.log("s", stream, Bytes::new());
+        // Under way, nothing yet after the priming event: the client is to come back.
+        assert_eq!(after(&sessions, "s", &primed), []);
+        // Its answer is past the session's bound: sent, not kept; then the stream ends.
+        sessions.log("s", stream, Bytes::from(vec![b'z'; 20]));
+        sessions.close_stream("s", stream);
+        assert_eq!(
+            sessions.resume("s", &Cursor::parse(&primed).unwrap()),
+            Resume::Lost {
+                id: Some(json!(5)),
+                elsewhere: false
+            }
+        );
     }
 }

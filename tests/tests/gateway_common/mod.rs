@@ -209,6 +209,11 @@ pub(crate) async fn exchange_all(
     headers: &[(&str, &str)],
     body: &Value,
 ) -> (u16, String, Vec<Value>) {
+    raw(addr, post_request(addr, headers, body).as_bytes()).await
+}
+
+/// The raw HTTP/1.1 POST [`exchange_all`] sends.
+pub(crate) fn post_request(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> String {
     let body = body.to_string();
     let mut request = format!(
         "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -219,12 +224,25 @@ pub(crate) async fn exchange_all(
     }
     request.push_str("\r\n");
     request.push_str(&body);
-    raw(addr, request.as_bytes()).await
+    request
 }
 
 /// `request` written to `addr` as it is: the status, the head, and every JSON message of the
 /// answer's body (the JSON body, or each SSE event's data, between chunk sizes).
 pub(crate) async fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<Value>) {
+    let (status, head, rest) = raw_text(addr, request).await;
+    let messages = rest
+        .lines()
+        .filter_map(|line| {
+            serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
+        })
+        .filter(Value::is_object)
+        .collect();
+    (status, head, messages)
+}
+
+/// `request` written to `addr` as it is: the status, the head and the body as they came.
+pub(crate) async fn raw_text(addr: SocketAddr, request: &[u8]) -> (u16, String, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.write_all(request).await.unwrap();
     let mut response = String::new();
@@ -237,14 +255,15 @@ pub(crate) async fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<V
     .unwrap();
     let status = response[9..12].parse().unwrap();
     let (head, rest) = response.split_once("\r\n\r\n").unwrap();
-    let messages = rest
-        .lines()
-        .filter_map(|line| {
-            serde_json::from_str::<Value>(line.strip_prefix("data: ").unwrap_or(line)).ok()
-        })
-        .filter(Value::is_object)
-        .collect();
-    (status, head.to_owned(), messages)
+    (status, head.to_owned(), rest.to_owned())
+}
+
+/// The id of every SSE event in `body`, in order.
+pub(crate) fn event_ids(body: &str) -> Vec<String> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("id: "))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// One raw GET of `path` (HTTP/1.0: the body arrives whole, not chunked): the status and the

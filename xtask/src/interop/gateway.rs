@@ -475,6 +475,16 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
         )
     })?;
     let calls = printed["calls"].as_array().cloned().unwrap_or_default();
+    // The client's session itself failed (the SDK raised out of its own tasks): named, and
+    // the calls it did not make count as lost.
+    let crash = printed["crash"].as_array().map(|leaves| {
+        let leaves: Vec<&str> = leaves.iter().filter_map(Value::as_str).collect();
+        format!(
+            "; the client's session failed after {} calls: {}",
+            calls.len(),
+            leaves.join(" | ")
+        )
+    });
     let failed = calls.iter().filter(|c| c.get("error").is_some()).count();
     let log = std::fs::read_to_string(fleet.dir.join("access.log")).unwrap_or_default();
     // Requests nginx had sent to the killed replica and got no whole answer for: those it
@@ -508,8 +518,9 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
     Ok((
         ok,
         format!(
-            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it",
-            calls.len() - failed
+            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it{}",
+            calls.len() - failed,
+            crash.unwrap_or_default()
         ),
     ))
 }
@@ -524,6 +535,8 @@ fn cut_in_body(error_log: &str, port: u16) -> usize {
             // An error: an answer the client stopped reading is an `[info]` line.
             line.contains(" [error] ")
                 && line.contains("while reading upstream,")
+                // A call; a cut GET is the session's stream, which the client reopens.
+                && line.contains("request: \"POST ")
                 && line.contains(&upstream)
         })
         .count()
@@ -595,13 +608,14 @@ mod tests {
     use super::cut_in_body;
 
     /// Lines as Debian's nginx wrote them when a replica was killed: one answer cut after its
-    /// head (counted); a refused connection, another replica's cut and a stream the client
-    /// closed (not).
+    /// head (counted); a refused connection, another replica's cut, the session's GET stream
+    /// cut and a stream the client closed (not).
     #[test]
     fn only_answers_of_that_replica_cut_after_their_head_count() {
         let log = r#"2026/11/30 09:58:01 [error] 4871#4871: *8 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637"
 2026/11/30 09:58:05 [error] 4871#4871: *45 connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637"
 2026/11/30 09:58:06 [error] 4871#4871: *9 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, server: , request: "POST /mcp HTTP/1.1", upstream: "http://127.0.0.1:33957/mcp", host: "127.0.0.1:41637"
+2026/11/30 09:58:06 [error] 4871#4871: *6 upstream prematurely closed connection while reading upstream, client: 127.0.0.1, server: , request: "GET /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637"
 2026/11/30 09:58:06 [info] 4871#4871: *5 epoll_wait() reported that client prematurely closed connection, so upstream connection is closed too while reading upstream, client: 127.0.0.1, server: , request: "GET /mcp HTTP/1.1", upstream: "http://127.0.0.1:40885/mcp", host: "127.0.0.1:41637""#;
         assert_eq!(cut_in_body(log, 40885), 1);
         assert_eq!(cut_in_body(log, 33957), 1);

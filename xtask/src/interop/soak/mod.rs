@@ -182,7 +182,10 @@ impl Drop for Fleet {
         let _ = self.redis.kill();
         let _ = self.redis.wait();
         for child in &mut self.replicas {
-            let _ = Command::new("kill").arg(child.id().to_string()).status();
+            // One already reaped (killed by a fault) is skipped: its pid may be another's now.
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill").arg(child.id().to_string()).status();
+            }
         }
         for child in &mut self.replicas {
             let deadline = Instant::now() + Duration::from_secs(5);
