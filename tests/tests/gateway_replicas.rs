@@ -93,7 +93,7 @@ async fn resume(addr: std::net::SocketAddr, sid: &str, last: &str) -> (u16, Vec<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_answer_resumed_at_another_replica_is_reported_lost_and_its_own_replica_replays_it() {
+async fn a_replica_refuses_to_resume_another_replicas_answer_and_its_own_replays_it() {
     let new = reference(Eras::Modern, Framing::Json).await;
     let key = [9u8; 32];
     let (a_gw, a) = replica(&new.url(), &[key]).await;
@@ -125,9 +125,9 @@ async fn an_answer_resumed_at_another_replica_is_reported_lost_and_its_own_repli
     assert_eq!(replayed[0]["id"], "call-7");
     assert_eq!(replayed[0]["result"]["content"][0]["text"], "on A");
 
-    // B holds the session but not A's streams: the call is told its answer is lost there
-    // (an empty stream would have the client come back for ever), and B's own stream of
-    // the same number is not replayed in its place.
+    // B holds the session but not A's streams, and has streams of the same numbers: it
+    // replays none of its own in their place, and refuses (503) for the client or the
+    // balancer to try the next replica (an empty stream had the client come back for ever).
     let on_b = json!({"jsonrpc": "2.0", "id": "call-7", "method": "tools/call", "params": {
         "name": "new__echo", "arguments": {"text": "on B"}}});
     for _ in 0..2 {
@@ -137,13 +137,14 @@ async fn an_answer_resumed_at_another_replica_is_reported_lost_and_its_own_repli
             "on B"
         );
     }
-    let (status, lost) = resume(b.addr(), &sid, &primed).await;
-    assert_eq!(status, 200);
-    assert_eq!(lost.len(), 1, "{lost:?}");
-    assert_eq!(lost[0]["id"], "call-7");
-    assert!(lost[0].get("result").is_none(), "{lost:?}");
-    let message = lost[0]["error"]["message"].as_str().unwrap();
-    assert!(message.contains("may have run"), "{message}");
+    let (status, refused) = resume(b.addr(), &sid, &primed).await;
+    assert_eq!(status, 503);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].get("result").is_none(), "{refused:?}");
+    let message = refused[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("another server process"), "{message}");
+    // A, asked again, still replays it.
+    assert_eq!(resume(a.addr(), &sid, &primed).await.1, replayed);
 
     // An id no replica wrote resumes nothing, at once.
     assert_eq!(resume(b.addr(), &sid, "2:0").await.0, 400);

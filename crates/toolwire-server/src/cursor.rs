@@ -9,9 +9,9 @@
 //! the request's id as JSON in unpadded base64url (left out, with its dash, when its JSON is
 //! longer than [`MAX_ID`]). Replicas behind one load balancer hold a session's streams each
 //! in its own memory: the process tag keeps one replica's stream 3 from being read as
-//! another's stream 3 (the spec forbids replaying another stream's messages), and the kind
-//! and id let a replica that cannot replay say so to whoever waits
-//! ([`crate::sessions::Resume`]).
+//! another's stream 3 (the spec forbids replaying another stream's messages); the kind and
+//! the id say what a replica that cannot replay answers instead ([`crate::sessions::Resume`]):
+//! a new GET stream, a refusal another replica may not give, or an error to the request.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -513,7 +513,8 @@ impl<S: Service + Edge> Front<S> {
                 Resume::Replay(replay) => replay,
                 // A new GET stream instead, below.
                 Resume::Listen => Vec::new(),
-                Resume::Lost { id, elsewhere } => return lost_answer(id.as_ref(), elsewhere),
+                Resume::Elsewhere => return elsewhere(),
+                Resume::Lost { id } => return lost_answer(id.as_ref()),
             };
             if cursor.answer.is_some() {
                 // An answer's stream: what it sent since, and the end (the client comes back
@@ -575,22 +576,32 @@ impl<S: Service + Edge> Front<S> {
     }
 }
 
-/// The answer to a resumed stream that no longer has one here ([`Resume::Lost`]): the
-/// request it answers, when its id is known, gets an error saying why, on a stream that ends
-/// there; without an id, `410 Gone`.
-fn lost_answer(id: Option<&Value>, elsewhere: bool) -> Response<Body> {
+/// A resumed answer another process wrote ([`Resume::Elsewhere`]): `503`, which clients take
+/// as one failed attempt, and which a balancer told so (nginx: `proxy_next_upstream error
+/// timeout http_503`) retries at the next replica, until the one that wrote it replays it.
+fn elsewhere() -> Response<Body> {
+    json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &error(
+            &Value::Null,
+            toolwire_types::error::code::INTERNAL_ERROR,
+            "the stream this Last-Event-ID names was written by another server process: the replica that runs the request replays it, if it is still there",
+            None,
+        ),
+    )
+}
+
+/// A resumed answer this process no longer keeps ([`Resume::Lost`]): the request it answers,
+/// when its id is known, gets an error saying so, on a stream that ends there; without an id,
+/// `410 Gone`.
+fn lost_answer(id: Option<&Value>) -> Response<Body> {
     let Some(id) = id else {
         return empty(StatusCode::GONE);
-    };
-    let message = if elsewhere {
-        "this answer's stream was written by another server process (one that ended, or a replica this request does not reach): it cannot be resumed here, and the request may have run"
-    } else {
-        "the request ran, but its answer is no longer kept for resumption"
     };
     let answer = error(
         id,
         toolwire_types::error::code::INTERNAL_ERROR,
-        message,
+        "the request ran, but its answer is no longer kept for resumption",
         None,
     );
     let (mut tx, response) = sse_response();

@@ -9,8 +9,8 @@
 //!   ([`Framing`]); legacy sessions (`Mcp-Session-Id`: 400 without, 404 unknown, DELETE), the
 //!   GET stream for changes, SSE event ids with resumption (`Last-Event-ID` replays what a
 //!   stream sent, or would have, after that event; a replica that did not write the stream
-//!   opens a new GET stream, or tells the request its answer is lost); modern listen
-//!   streams; SEP-2243 headers
+//!   opens a new GET stream, or refuses an answer's with `503` for the next replica to
+//!   replay); modern listen streams; SEP-2243 headers
 //!   checked against the body with `toolwire-headers` (HTTP 400 with `-32020` on a mismatch).
 //! - **HTTP+SSE** (2024-11-05, with [`Options::sse`]): the stream at `{path}/sse` with its
 //!   `endpoint` event, messages POSTed to `{path}/messages?session_id=…`.

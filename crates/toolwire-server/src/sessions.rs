@@ -75,11 +75,13 @@ pub(crate) enum Resume {
     /// A GET stream no longer to be had here (another process's, or ended with nothing
     /// after the client's last event): a new one opens instead.
     Listen,
-    /// An answer no longer to be had here: the request it answers (when its id was carried)
-    /// gets an error saying so. `elsewhere`: another process wrote it (one that ended, or a
-    /// replica this request did not reach), so the request may have run; else this process
-    /// ran it and no longer keeps its answer.
-    Lost { id: Option<Value>, elsewhere: bool },
+    /// An answer another process wrote: a replica behind the same balancer, which may still
+    /// have it, or one that ended. Refused here so that the client (or the balancer) tries
+    /// again elsewhere, as often as it tries.
+    Elsewhere,
+    /// An answer this process no longer keeps (its stream ended, its events past their
+    /// bound): the request it answers, when its id was carried, gets an error saying so.
+    Lost { id: Option<Value> },
 }
 
 /// A live session found by [`Sessions::owner`].
@@ -338,21 +340,21 @@ impl Sessions {
 
     /// What `cursor` (a `Last-Event-ID` of `sid`) resumes here: what its stream sent after it,
     /// when this process wrote that stream and still has something of it to send; else a new
-    /// GET stream, or an answer lost ([`Resume`]).
+    /// GET stream, another process's answer, or an answer lost ([`Resume`]).
     pub(crate) fn resume(&self, sid: &str, cursor: &Cursor) -> Resume {
-        let lost = |elsewhere| match &cursor.answer {
+        let lost = || match &cursor.answer {
             None => Resume::Listen,
-            Some(id) => Resume::Lost {
-                id: id.clone(),
-                elsewhere,
-            },
+            Some(id) => Resume::Lost { id: id.clone() },
         };
         if cursor.process != self.process {
-            return lost(true);
+            return match cursor.answer {
+                None => Resume::Listen,
+                Some(_) => Resume::Elsewhere,
+            };
         }
         let table = lock(&self.table);
         let Some(s) = table.get(sid) else {
-            return lost(false);
+            return lost();
         };
         let replay: Vec<(String, Bytes)> = s
             .events
@@ -362,7 +364,7 @@ impl Sessions {
             .collect();
         // A stream still under way sends the rest later: the client comes back for it.
         if replay.is_empty() && !s.streams.contains_key(&cursor.stream) {
-            return lost(false);
+            return lost();
         }
         Resume::Replay(replay)
     }
@@ -485,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn another_processs_answer_is_lost_and_its_get_stream_opens_anew() {
+    fn another_processs_answer_is_refused_and_its_get_stream_opens_anew() {
         // Two replicas: each writes its own process tag into its event ids.
         let (here, there) = (
             Sessions::new(Limits::default(), None),
@@ -503,10 +505,7 @@ mod tests {
         here.log("s", same, Bytes::from_static(b"not theirs"));
         assert_eq!(
             here.resume("s", &Cursor::parse(&answer).unwrap()),
-            Resume::Lost {
-                id: Some(json!("call-7")),
-                elsewhere: true
-            }
+            Resume::Elsewhere
         );
         assert_eq!(
             here.resume("s", &Cursor::parse(&listen).unwrap()),
@@ -532,10 +531,7 @@ mod tests {
         sessions.close_stream("s", stream);
         assert_eq!(
             sessions.resume("s", &Cursor::parse(&primed).unwrap()),
-            Resume::Lost {
-                id: Some(json!(5)),
-                elsewhere: false
-            }
+            Resume::Lost { id: Some(json!(5)) }
         );
     }
 }

@@ -288,8 +288,10 @@ pub(super) fn gateway_checks(
 
 /// nginx in front of a gateway fleet: round-robin, no affinity, a keep-alive pool, each
 /// request logged with its session id, the replica it reached and the status. Every path
-/// goes to the fleet: the endpoint, its metadata, the sign-in pages. A replica that refused a
-/// connection is tried again at the next request (`max_fails=0`), as a restarted pod is.
+/// goes to the fleet: the endpoint, its metadata, the sign-in pages; under `/cut/`, with a
+/// read timeout of one second. A replica that refused a connection is tried again at the
+/// next request (`max_fails=0`), as a restarted pod is; a 503 (a replica that cannot resume
+/// a stream) is tried at the next replica, as a GET may be.
 fn fleet_conf(port: u16, replicas: &[u16]) -> String {
     let servers: String = replicas
         .iter()
@@ -311,6 +313,18 @@ http {{
             proxy_set_header Host $http_host;
             proxy_buffering off;
             proxy_read_timeout 1h;
+            proxy_next_upstream error timeout http_503;
+        }}
+        # The same fleet behind a balancer that gives up on an answer quiet for a second.
+        location /cut/ {{
+            rewrite ^/cut(/.*)$ $1 break;
+            proxy_pass http://fleet;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_read_timeout 1s;
+            proxy_next_upstream error timeout http_503;
         }}
     }}
 }}
@@ -421,6 +435,31 @@ pub(super) fn fleet_checks(
         "Python, TypeScript and CLI clients keep their sessions across replicas",
         outcome,
     );
+    // One fleet for both: the second kills a replica.
+    let mut fleet = start_fleet(bin, running, peers);
+    let outcome = fleet
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|fleet| answers_cut_by_the_balancer(fleet, peers, root));
+    push(
+        rows,
+        FLEET,
+        "quiet answers cut by the balancer (1 s read timeout)",
+        "each call resumed with Last-Event-ID: a replica that did not run it answers 503, nginx tries the next, the one that ran it replays the answer",
+        outcome,
+    );
+    let outcome = fleet
+        .as_mut()
+        .map_err(|e| e.clone())
+        .and_then(|fleet| quiet_answers_replica_killed(fleet, peers, root));
+    drop(fleet);
+    push(
+        rows,
+        FLEET,
+        "the replica of a quiet answer killed",
+        "the call fails within seconds (every replica refuses to resume it), the session's next call is answered",
+        outcome,
+    );
     let outcome = start_fleet(bin, running, peers)
         .and_then(|mut fleet| replica_killed(&mut fleet, peers, root));
     push(
@@ -521,6 +560,164 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
             "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it{}",
             calls.len() - failed,
             crash.unwrap_or_default()
+        ),
+    ))
+}
+
+/// `py_client.py` calling `tool` with `arguments` `calls` times, 100 ms apart, in one legacy
+/// session at `url`, under way.
+struct PyRun {
+    pid: u32,
+    done: std::sync::mpsc::Receiver<std::io::Result<std::process::Output>>,
+}
+
+impl PyRun {
+    fn start(
+        peers: &Peers,
+        root: &Path,
+        url: &str,
+        tool: &str,
+        arguments: &str,
+        calls: usize,
+    ) -> Result<Self, String> {
+        let child = Command::new(&peers.python)
+            .arg(root.join("xtask/interop/py_client.py"))
+            .args([url, "legacy", tool, arguments, &calls.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("py_client.py: {e}"))?;
+        let pid = child.id();
+        let (tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(tx.send(child.wait_with_output())));
+        Ok(Self { pid, done })
+    }
+
+    /// What it printed, once it ended within `deadline` (killed, and an error, if not).
+    fn printed(self, deadline: std::time::Duration) -> Result<Value, String> {
+        let Ok(output) = self.done.recv_timeout(deadline) else {
+            let _ = Command::new("kill").arg(self.pid.to_string()).status();
+            return Err(format!(
+                "py_client.py had not ended after {deadline:?}: a resumed call waits for ever"
+            ));
+        };
+        let output = output.map_err(|e| e.to_string())?;
+        let printed: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
+            format!(
+                "py_client.py printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })?;
+        match printed.get("crash") {
+            Some(crash) => Err(format!("the client's session failed: {crash}")),
+            None => Ok(printed),
+        }
+    }
+}
+
+/// The answers to POSTs through `/cut/` that nginx's error log says it gave up on, quiet for
+/// its read timeout: the port of the replica each came from.
+fn quiet_cuts(fleet: &Fleet) -> Vec<u16> {
+    let errors = std::fs::read_to_string(fleet.dir.join("error.log")).unwrap_or_default();
+    errors
+        .lines()
+        .filter(|line| {
+            line.contains("upstream timed out")
+                && line.contains("while reading upstream,")
+                && line.contains("request: \"POST /cut/mcp ")
+        })
+        .filter_map(|line| {
+            let (_, rest) = line.split_once("upstream: \"http://127.0.0.1:")?;
+            rest.split(['/', '"']).next()?.parse().ok()
+        })
+        .collect()
+}
+
+/// Whether a call `py_client.py` reported was answered by `ref__slow`.
+fn slow_answered(call: &Value) -> bool {
+    call["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("done after"))
+}
+
+/// A Python client calls `ref__slow` (2.5 s without a word) 3 times in one legacy session
+/// through `/cut/`, where nginx gives up on an answer quiet for a second: each answer's stream
+/// is cut after its priming event, and the SDK resumes it with `Last-Event-ID`. A replica
+/// that did not run the call answers 503, on which nginx tries the next
+/// (`proxy_next_upstream ... http_503`), until the one that ran it replays the answer: every
+/// call is answered, and nginx's error log shows each cut.
+fn answers_cut_by_the_balancer(
+    fleet: &Fleet,
+    peers: &Peers,
+    root: &Path,
+) -> Result<(bool, String), String> {
+    const CALLS: usize = 3;
+    let url = fleet.url.replacen("/mcp", "/cut/mcp", 1);
+    let run = PyRun::start(
+        peers,
+        root,
+        &url,
+        "ref__slow",
+        r#"{"steps": 1, "delay_ms": 2500}"#,
+        CALLS,
+    )?;
+    let printed = run.printed(std::time::Duration::from_secs(90))?;
+    let calls = printed["calls"].as_array().cloned().unwrap_or_default();
+    let answered = calls.iter().filter(|c| slow_answered(c)).count();
+    let cut = quiet_cuts(fleet).len();
+    Ok((
+        answered == CALLS && cut >= CALLS,
+        format!("{answered} of {CALLS} answered; nginx cut {cut} quiet answers; calls {calls:?}"),
+    ))
+}
+
+/// Then, on the same fleet, a call of 4 s through `/cut/`: once nginx has cut its quiet answer,
+/// the replica running it is killed (SIGKILL). Its resumption finds no replica that has it:
+/// the call fails within seconds (an empty replay once had the SDK reconnect until its
+/// session crashed, some 8 minutes later), and the session's next call is answered.
+fn quiet_answers_replica_killed(
+    fleet: &mut Fleet,
+    peers: &Peers,
+    root: &Path,
+) -> Result<(bool, String), String> {
+    let url = fleet.url.replacen("/mcp", "/cut/mcp", 1);
+    let before = quiet_cuts(fleet).len();
+    let run = PyRun::start(
+        peers,
+        root,
+        &url,
+        "ref__slow",
+        r#"{"steps": 1, "delay_ms": 4000}"#,
+        2,
+    )?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let owner = loop {
+        if let Some(port) = quiet_cuts(fleet).get(before) {
+            break *port;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("nginx cut no quiet answer within 30 s".to_owned());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let replica = fleet
+        .replicas
+        .iter()
+        .position(|p| *p == owner)
+        .ok_or_else(|| format!("the cut answer came from {owner}, no replica"))?;
+    // The reference server is process 0, the replicas 1 to 3.
+    fleet.processes.kill(replica + 1)?;
+    let printed = run.printed(std::time::Duration::from_secs(90))?;
+    let calls = printed["calls"].as_array().cloned().unwrap_or_default();
+    let ok = calls.len() == 2
+        && calls[0]["error"].as_str().is_some_and(|e| !e.is_empty())
+        && slow_answered(&calls[1]);
+    Ok((
+        ok,
+        format!(
+            "replica {} killed once nginx cut its quiet answer; calls {calls:?}",
+            replica + 1
         ),
     ))
 }
