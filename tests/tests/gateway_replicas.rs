@@ -1,6 +1,7 @@
 //! Gateway replicas behind one load balancer, with no affinity: a legacy session begun on one
 //! goes on at any replica holding the key, a stream resumed at a replica that did not write
-//! it is told what it can have, and each replica counts its own sessions.
+//! it is told what it can have (and at the one that did, gets what it sent, and sends), and
+//! each replica counts its own sessions.
 
 #![allow(
     clippy::unwrap_used,
@@ -152,6 +153,56 @@ async fn a_replica_refuses_to_resume_another_replicas_answer_and_its_own_replays
     for gateway in [a_gw, b_gw] {
         gateway.host().shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_resumed_while_its_call_runs_comes_down_the_resumed_stream() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let new = reference(Eras::Modern, Framing::Json).await;
+    let (gateway, a) = replica(&new.url(), &[[5u8; 32]]).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (_, sid, _) = exchange(a.addr(), &[], &initialize).await;
+    let sid = sid.expect("a session id");
+    let with = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    // The call's own connection goes once its priming event came, the call still running.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "new__slow", "arguments": {"steps": 1, "delay_ms": 800}}});
+    let mut connection = tokio::net::TcpStream::connect(a.addr()).await.unwrap();
+    connection
+        .write_all(post_request(a.addr(), &with, &call).as_bytes())
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let primed = loop {
+        let mut buf = [0u8; 4096];
+        let n = connection.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the stream ended before its priming event");
+        seen.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&seen);
+        if let Some(id) = event_ids(&text).into_iter().next()
+            && text.contains("retry:")
+        {
+            break id;
+        }
+    };
+    drop(connection);
+
+    // Resumed while it runs: the stream stays open and brings the answer when it comes
+    // (ended at once, it would have the client come back again and again).
+    let (status, resumed) = resume(a.addr(), &sid, &primed).await;
+    assert_eq!(status, 200);
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(resumed[0]["id"], 3);
+    assert_eq!(
+        resumed[0]["result"]["content"][0]["text"],
+        "done after 1 steps"
+    );
+    gateway.host().shutdown().await;
 }
 
 /// The value of the series `line` starts with in a `/metrics` page, if it is there.

@@ -509,32 +509,22 @@ impl<S: Service + Edge> Front<S> {
             let Some(cursor) = Cursor::parse(last) else {
                 return empty(StatusCode::BAD_REQUEST);
             };
-            replay = match self.sessions.resume(&sid, &cursor) {
-                Resume::Replay(replay) => replay,
+            match self.sessions.resume(&sid, &cursor) {
+                Resume::Replay if cursor.answer.is_some() => {
+                    return self.follow(sid, cursor.stream, cursor.seq);
+                }
+                Resume::Replay => replay = self.sessions.after(&sid, cursor.stream, cursor.seq),
                 // A new GET stream instead, below.
-                Resume::Listen => Vec::new(),
+                Resume::Listen => {}
                 Resume::Elsewhere => return elsewhere(),
                 Resume::Lost { id } => return lost_answer(id.as_ref()),
-            };
-            if cursor.answer.is_some() {
-                // An answer's stream: what it sent since, and the end (the client comes back
-                // for the rest of one still under way).
-                let (mut tx, response) = sse_response();
-                tokio::spawn(async move {
-                    for (id, data) in replay {
-                        if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-                return response;
             }
         }
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
         let front = self.clone();
         tokio::spawn(async move {
-            for (id, data) in replay {
+            for (_, id, data) in replay {
                 if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
                     return;
                 }
@@ -556,6 +546,45 @@ impl<S: Service + Edge> Front<S> {
             })
             .await;
             front.sessions.close_stream(&sid, stream);
+        });
+        response
+    }
+
+    /// An answer's stream of `sid` resumed after its event `seq`: what it sent since, then
+    /// what it sends until it ends (its answer), as it comes; a comment every
+    /// `sse_keep_alive` finds out whether the client is still there.
+    fn follow(self: &Arc<Self>, sid: String, stream: u64, mut seq: u64) -> Response<Body> {
+        let (mut tx, response) = sse_response();
+        let front = self.clone();
+        tokio::spawn(async move {
+            let quiet = front.core.options.limits.sse_keep_alive;
+            loop {
+                // Taken before the read: an event logged after it wakes the wait below.
+                let logged = front.sessions.logged(&sid, stream);
+                let woken = logged.as_ref().map(|l| l.notified());
+                tokio::pin!(woken);
+                if let Some(woken) = woken.as_mut().as_pin_mut() {
+                    woken.enable();
+                }
+                for (at, id, data) in front.sessions.after(&sid, stream, seq) {
+                    if tx.send_data(sse_text(Some(&id), &data)).await.is_err() {
+                        return;
+                    }
+                    seq = at;
+                }
+                // Ended: everything it kept was sent.
+                let Some(woken) = woken.as_pin_mut() else {
+                    return;
+                };
+                tokio::select! {
+                    () = woken => {}
+                    () = tokio::time::sleep(quiet) => {
+                        if tx.send_data(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
         });
         response
     }

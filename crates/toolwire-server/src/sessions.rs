@@ -5,12 +5,13 @@
 //! the protocol layer and the service ([`crate::core::Core::forget`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
+use tokio::sync::Notify;
 
 use crate::core::{Keyed, lock};
 use crate::cursor::{Carries, Cursor, StreamTag};
@@ -30,8 +31,8 @@ struct Session {
     last_used: Instant,
     /// Its streams open now (the GET stream, SSE answers): a session with one never idles.
     open: usize,
-    /// Each stream still open: its next sequence number and its event ids' tag.
-    streams: HashMap<u64, (u64, StreamTag)>,
+    /// Each stream still open.
+    streams: HashMap<u64, Open>,
     /// Events kept for `Last-Event-ID` replays, oldest first.
     events: VecDeque<Kept>,
     /// The bytes of `events`.
@@ -57,6 +58,15 @@ impl Session {
     }
 }
 
+/// A stream of a session, open here.
+struct Open {
+    /// Its next sequence number.
+    next: u64,
+    tag: StreamTag,
+    /// Woken at each event logged and at its end: a resumption follows it live.
+    logged: Arc<Notify>,
+}
+
 /// An event kept for replay.
 struct Kept {
     stream: u64,
@@ -69,9 +79,9 @@ struct Kept {
 /// What a `Last-Event-ID` resumes ([`Sessions::resume`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Resume {
-    /// A stream this process wrote: what it sent after the client's last event and still
-    /// keeps (each event's id and data). The stream may still be under way.
-    Replay(Vec<(String, Bytes)>),
+    /// A stream this process wrote, with something after the client's last event still kept,
+    /// or still under way: [`Sessions::after`] reads it, [`Sessions::logged`] follows it.
+    Replay,
     /// A GET stream no longer to be had here (another process's, or ended with nothing
     /// after the client's last event): a new one opens instead.
     Listen,
@@ -279,8 +289,12 @@ impl Sessions {
         };
         s.next_stream += 1;
         s.open += 1;
-        let tag = StreamTag::new(self.process, s.next_stream, carries);
-        s.streams.insert(s.next_stream, (0, tag));
+        let open = Open {
+            next: 0,
+            tag: StreamTag::new(self.process, s.next_stream, carries),
+            logged: Arc::new(Notify::new()),
+        };
+        s.streams.insert(s.next_stream, open);
         s.next_stream
     }
 
@@ -288,8 +302,9 @@ impl Sessions {
     /// it is open.
     pub(crate) fn close_stream(&self, sid: &str, stream: u64) {
         if let Some(s) = lock(&self.table).get_mut(sid)
-            && s.streams.remove(&stream).is_some()
+            && let Some(open) = s.streams.remove(&stream)
         {
+            open.logged.notify_waiters();
             s.open = s.open.saturating_sub(1);
             s.last_used = Instant::now();
         }
@@ -304,12 +319,13 @@ impl Sessions {
         let Some(s) = table.get_mut(sid) else {
             return self.nowhere(stream);
         };
-        let Some((next, tag)) = s.streams.get_mut(&stream) else {
+        let Some(open) = s.streams.get_mut(&stream) else {
             return self.nowhere(stream);
         };
-        let seq = *next;
-        *next += 1;
-        let id = tag.event(seq);
+        let seq = open.next;
+        open.next += 1;
+        let id = open.tag.event(seq);
+        let logged = open.logged.clone();
         let size = data.len();
         let total = self.event_bytes.load(Ordering::Relaxed);
         if size <= limits.events_per_session && total + size <= limits.events_total {
@@ -330,6 +346,8 @@ impl Sessions {
                     .fetch_sub(old.data.len(), Ordering::Relaxed);
             }
         }
+        drop(table);
+        logged.notify_waiters();
         id
     }
 
@@ -338,35 +356,49 @@ impl Sessions {
         StreamTag::new(self.process, stream, Carries::Listen).event(0)
     }
 
-    /// What `cursor` (a `Last-Event-ID` of `sid`) resumes here: what its stream sent after it,
-    /// when this process wrote that stream and still has something of it to send; else a new
-    /// GET stream, another process's answer, or an answer lost ([`Resume`]).
+    /// What `cursor` (a `Last-Event-ID` of `sid`) resumes here: the stream, when this process
+    /// wrote it and still has something of it to send; else a new GET stream, another
+    /// process's answer, or an answer lost ([`Resume`]).
     pub(crate) fn resume(&self, sid: &str, cursor: &Cursor) -> Resume {
-        let lost = || match &cursor.answer {
-            None => Resume::Listen,
-            Some(id) => Resume::Lost { id: id.clone() },
-        };
         if cursor.process != self.process {
             return match cursor.answer {
                 None => Resume::Listen,
                 Some(_) => Resume::Elsewhere,
             };
         }
-        let table = lock(&self.table);
-        let Some(s) = table.get(sid) else {
-            return lost();
-        };
-        let replay: Vec<(String, Bytes)> = s
-            .events
-            .iter()
-            .filter(|e| e.stream == cursor.stream && e.seq > cursor.seq && !e.data.is_empty())
-            .map(|e| (e.id.clone(), e.data.clone()))
-            .collect();
-        // A stream still under way sends the rest later: the client comes back for it.
-        if replay.is_empty() && !s.streams.contains_key(&cursor.stream) {
-            return lost();
+        if self.logged(sid, cursor.stream).is_some()
+            || !self.after(sid, cursor.stream, cursor.seq).is_empty()
+        {
+            return Resume::Replay;
         }
-        Resume::Replay(replay)
+        match &cursor.answer {
+            None => Resume::Listen,
+            Some(id) => Resume::Lost { id: id.clone() },
+        }
+    }
+
+    /// What stream `stream` of `sid` sent after its event `seq` and still keeps: each event's
+    /// sequence number, id and data.
+    pub(crate) fn after(&self, sid: &str, stream: u64, seq: u64) -> Vec<(u64, String, Bytes)> {
+        lock(&self.table)
+            .get(sid)
+            .map(|s| {
+                s.events
+                    .iter()
+                    .filter(|e| e.stream == stream && e.seq > seq && !e.data.is_empty())
+                    .map(|e| (e.seq, e.id.clone(), e.data.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// While stream `stream` of `sid` is open: what wakes at its next event, or its end.
+    pub(crate) fn logged(&self, sid: &str, stream: u64) -> Option<Arc<Notify>> {
+        lock(&self.table)
+            .get(sid)?
+            .streams
+            .get(&stream)
+            .map(|open| open.logged.clone())
     }
 }
 
@@ -427,10 +459,15 @@ mod tests {
         assert_eq!(ended, ["s"]);
     }
 
-    /// The events after `seq` of the stream whose id is `id`, as [`Sessions::resume`] replays.
+    /// The events after the one whose id is `id`, as a resumption from it replays them.
     fn after(sessions: &Sessions, sid: &str, id: &str) -> Vec<(String, Bytes)> {
-        match sessions.resume(sid, &Cursor::parse(id).unwrap()) {
-            Resume::Replay(events) => events,
+        let cursor = Cursor::parse(id).unwrap();
+        match sessions.resume(sid, &cursor) {
+            Resume::Replay => sessions
+                .after(sid, cursor.stream, cursor.seq)
+                .into_iter()
+                .map(|(_, id, data)| (id, data))
+                .collect(),
             other => panic!("{other:?}"),
         }
     }
