@@ -83,6 +83,15 @@ async fn a_legacy_session_started_on_one_replica_goes_on_at_any_replica_with_the
     }
 }
 
+/// A legacy session begun at `addr` (2025-06-18): its id.
+async fn legacy_session(addr: std::net::SocketAddr) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (_, sid, _) = exchange(addr, &[], &initialize).await;
+    sid.expect("a session id")
+}
+
 /// A raw GET of `sid`'s stream from `addr`, resuming after `last`: the status and the
 /// messages of a stream that ends.
 async fn resume(addr: std::net::SocketAddr, sid: &str, last: &str) -> (u16, Vec<Value>) {
@@ -99,11 +108,7 @@ async fn a_replica_refuses_to_resume_another_replicas_answer_and_its_own_replays
     let key = [9u8; 32];
     let (a_gw, a) = replica(&new.url(), &[key]).await;
     let (b_gw, b) = replica(&new.url(), &[key]).await;
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    let (_, sid, _) = exchange(a.addr(), &[], &initialize).await;
-    let sid = sid.expect("a session id");
+    let sid = legacy_session(a.addr()).await;
     let with = [
         ("mcp-session-id", sid.as_str()),
         ("mcp-protocol-version", "2025-06-18"),
@@ -160,11 +165,7 @@ async fn an_answer_resumed_while_its_call_runs_comes_down_the_resumed_stream() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let new = reference(Eras::Modern, Framing::Json).await;
     let (gateway, a) = replica(&new.url(), &[[5u8; 32]]).await;
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}});
-    let (_, sid, _) = exchange(a.addr(), &[], &initialize).await;
-    let sid = sid.expect("a session id");
+    let sid = legacy_session(a.addr()).await;
     let with = [
         ("mcp-session-id", sid.as_str()),
         ("mcp-protocol-version", "2025-06-18"),
