@@ -88,20 +88,26 @@ impl Processes {
 
 impl Drop for Processes {
     fn drop(&mut self) {
-        for child in &mut self.0 {
-            // One already reaped (killed by a check) is skipped: its pid may be another's now.
-            if matches!(child.try_wait(), Ok(None)) {
-                let _ = Command::new("kill").arg(child.id().to_string()).status();
-            }
+        stop(&mut self.0);
+    }
+}
+
+/// Stops `children`: SIGTERM to each, up to 5 s in all for them to exit, then SIGKILL to
+/// those still there, each reaped. One already reaped (killed by a check or a fault) gets no
+/// signal: its pid may be another process's by now.
+fn stop(children: &mut [std::process::Child]) {
+    for child in children.iter_mut() {
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill").arg(child.id().to_string()).status();
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        for child in &mut self.0 {
-            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for child in children {
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 

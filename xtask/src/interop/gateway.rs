@@ -477,20 +477,14 @@ pub(super) fn fleet_checks(
 /// gone on, with a 200 and an error-log line saying the replica's answer was cut).
 fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool, String), String> {
     const CALLS: usize = 40;
-    let child = Command::new(&peers.python)
-        .arg(root.join("xtask/interop/py_client.py"))
-        .args([
-            &fleet.url,
-            "legacy",
-            "ref__echo",
-            r#"{"text": "fleet"}"#,
-            &CALLS.to_string(),
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("py_client.py: {e}"))?;
+    let run = PyRun::start(
+        peers,
+        root,
+        &fleet.url,
+        "ref__echo",
+        r#"{"text": "fleet"}"#,
+        CALLS,
+    )?;
     let killed = fleet.replicas[0];
     let at_killed = format!("127.0.0.1:{killed}");
     // Killed once it has answered a call (not at a fixed time: a client slow to start, on a
@@ -506,24 +500,8 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     fleet.processes.kill(1)?;
-    let output = child.wait_with_output().map_err(|e| e.to_string())?;
-    let printed: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
-        format!(
-            "py_client.py printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })?;
+    let printed = run.printed(std::time::Duration::from_secs(120))?;
     let calls = printed["calls"].as_array().cloned().unwrap_or_default();
-    // The client's session itself failed (the SDK raised out of its own tasks): named, and
-    // the calls it did not make count as lost.
-    let crash = printed["crash"].as_array().map(|leaves| {
-        let leaves: Vec<&str> = leaves.iter().filter_map(Value::as_str).collect();
-        format!(
-            "; the client's session failed after {} calls: {}",
-            calls.len(),
-            leaves.join(" | ")
-        )
-    });
     let failed = calls.iter().filter(|c| c.get("error").is_some()).count();
     let log = std::fs::read_to_string(fleet.dir.join("access.log")).unwrap_or_default();
     // Requests nginx had sent to the killed replica and got no whole answer for: those it
@@ -557,9 +535,8 @@ fn replica_killed(fleet: &mut Fleet, peers: &Peers, root: &Path) -> Result<(bool
     Ok((
         ok,
         format!(
-            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it{}",
+            "{} of {CALLS} calls answered, {failed} failed; the killed replica answered {served} requests before, {moved} went on to another, {cut_before_head} were cut there before their answer's head and {cut_in_body} after it",
             calls.len() - failed,
-            crash.unwrap_or_default()
         ),
     ))
 }
@@ -594,12 +571,14 @@ impl PyRun {
         Ok(Self { pid, done })
     }
 
-    /// What it printed, once it ended within `deadline` (killed, and an error, if not).
+    /// What it printed, once it ended within `deadline` (killed, and an error, if not); an
+    /// error too when the client's session itself failed (the SDK raised out of its own
+    /// tasks), naming how many calls it made and the innermost exceptions.
     fn printed(self, deadline: std::time::Duration) -> Result<Value, String> {
         let Ok(output) = self.done.recv_timeout(deadline) else {
             let _ = Command::new("kill").arg(self.pid.to_string()).status();
             return Err(format!(
-                "py_client.py had not ended after {deadline:?}: a resumed call waits for ever"
+                "py_client.py had not ended after {deadline:?}: a call waits for ever"
             ));
         };
         let output = output.map_err(|e| e.to_string())?;
@@ -609,8 +588,16 @@ impl PyRun {
                 String::from_utf8_lossy(&output.stderr)
             )
         })?;
-        match printed.get("crash") {
-            Some(crash) => Err(format!("the client's session failed: {crash}")),
+        match printed["crash"].as_array() {
+            Some(leaves) => Err(format!(
+                "the client's session failed after {} calls: {}",
+                printed["calls"].as_array().map_or(0, Vec::len),
+                leaves
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            )),
             None => Ok(printed),
         }
     }
@@ -620,17 +607,9 @@ impl PyRun {
 /// its read timeout: the port of the replica each came from.
 fn quiet_cuts(fleet: &Fleet) -> Vec<u16> {
     let errors = std::fs::read_to_string(fleet.dir.join("error.log")).unwrap_or_default();
-    errors
-        .lines()
-        .filter(|line| {
-            line.contains("upstream timed out")
-                && line.contains("while reading upstream,")
-                && line.contains("request: \"POST /cut/mcp ")
-        })
-        .filter_map(|line| {
-            let (_, rest) = line.split_once("upstream: \"http://127.0.0.1:")?;
-            rest.split(['/', '"']).next()?.parse().ok()
-        })
+    answers_cut_mid_way(&errors)
+        .filter(|(line, path, _)| line.contains("upstream timed out") && *path == "/cut/mcp")
+        .map(|(_, _, port)| port)
         .collect()
 }
 
@@ -725,18 +704,26 @@ fn quiet_answers_replica_killed(
 /// How many answers from the replica on `port` nginx's error log says were cut after their
 /// head (nginx had logged them with the replica's status, a 200).
 fn cut_in_body(error_log: &str, port: u16) -> usize {
-    let upstream = format!("upstream: \"http://127.0.0.1:{port}/");
-    error_log
-        .lines()
-        .filter(|line| {
-            // An error: an answer the client stopped reading is an `[info]` line.
-            line.contains(" [error] ")
-                && line.contains("while reading upstream,")
-                // A call; a cut GET is the session's stream, which the client reopens.
-                && line.contains("request: \"POST ")
-                && line.contains(&upstream)
-        })
+    answers_cut_mid_way(error_log)
+        // An error: an answer the client stopped reading is an `[info]` line.
+        .filter(|(line, _, from)| line.contains(" [error] ") && *from == port)
         .count()
+}
+
+/// The lines of nginx's error log about an answer to a POST (a call; a cut GET is the
+/// session's stream, which the client reopens) that nginx stopped reading from a replica
+/// mid-way: each line, the request's path and the replica's port.
+fn answers_cut_mid_way(error_log: &str) -> impl Iterator<Item = (&str, &str, u16)> {
+    error_log.lines().filter_map(|line| {
+        if !line.contains("while reading upstream,") {
+            return None;
+        }
+        let (_, request) = line.split_once("request: \"POST ")?;
+        let path = request.split(' ').next()?;
+        let (_, upstream) = line.split_once("upstream: \"http://127.0.0.1:")?;
+        let port = upstream.split(['/', '"']).next()?.parse().ok()?;
+        Some((line, path, port))
+    })
 }
 
 /// The fleet: three replicas and nginx; stopped when dropped.

@@ -181,20 +181,7 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         let _ = self.redis.kill();
         let _ = self.redis.wait();
-        for child in &mut self.replicas {
-            // One already reaped (killed by a fault) is skipped: its pid may be another's now.
-            if matches!(child.try_wait(), Ok(None)) {
-                let _ = Command::new("kill").arg(child.id().to_string()).status();
-            }
-        }
-        for child in &mut self.replicas {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        stop(&mut self.replicas);
     }
 }
 
