@@ -151,6 +151,13 @@ async fn a_replica_refuses_to_resume_another_replicas_answer_and_its_own_replays
     assert!(message.contains("another server process"), "{message}");
     // A, asked again, still replays it.
     assert_eq!(resume(a.addr(), &sid, &primed).await.1, replayed);
+    // Another session presenting that id at A reads nothing of the first one's stream.
+    let other = legacy_session(a.addr()).await;
+    let (_, foreign) = resume(a.addr(), &other, &primed).await;
+    assert!(
+        foreign.iter().all(|m| m.get("result").is_none()),
+        "{foreign:?}"
+    );
 
     // An id no replica wrote resumes nothing, at once.
     assert_eq!(resume(b.addr(), &sid, "2:0").await.0, 400);
