@@ -304,6 +304,16 @@ impl Session {
         }
     }
 
+    /// [`Session::start`] with `trace` as the context its requests carry (and what the session
+    /// sends on its own until another is set); once started, this does nothing, the context in
+    /// force included.
+    pub fn start_traced(&mut self, trace: Option<TraceContext>, now: Instant) {
+        if self.negotiation.is_created() {
+            self.trace = trace;
+            self.start(now);
+        }
+    }
+
     /// The next message to send, exactly as the transport takes it.
     pub fn poll_transmit(&mut self) -> Option<Outbound> {
         self.transmits.pop_front()

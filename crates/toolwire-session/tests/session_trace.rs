@@ -48,6 +48,29 @@ fn discover_and_initialize_carry_the_trace_context_set_before_start() {
     assert_eq!(traceparent(&initialize), Some(PARENT));
 }
 
+/// A second start (another caller's `Start`, after the first) neither negotiates again nor
+/// takes over the context the handshake carries.
+#[test]
+fn a_traced_start_after_the_first_changes_neither_the_handshake_nor_its_context() {
+    let mut legacy = Peer::new(ProtocolMode::Pinned(ProtocolVersion::V2025_11_25), false);
+    legacy.session.start_traced(trace(PARENT), legacy.at(0));
+    let (initialize, _) = legacy.sent();
+    assert_eq!(traceparent(&initialize), Some(PARENT));
+    legacy.session.start_traced(trace(OTHER), legacy.at(0));
+    legacy.nothing_sent();
+    // Held until ready, then sent with the context in force when it was asked.
+    legacy
+        .session
+        .call_tool("a", None, CallOptions::default(), legacy.at(1))
+        .unwrap();
+    legacy.reply(&initialize, init_result("2025-11-25"), 2);
+    let (initialized, _) = legacy.sent();
+    assert_eq!(initialized["method"], "notifications/initialized");
+    let (call, _) = legacy.sent();
+    assert_eq!(call["method"], "tools/call");
+    assert_eq!(traceparent(&call), Some(PARENT), "{call}");
+}
+
 #[test]
 fn calls_and_listings_carry_the_context_in_force_and_none_once_it_is_cleared() {
     for mut p in [Peer::ready_modern(false), Peer::ready_legacy(false)] {

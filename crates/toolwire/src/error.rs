@@ -281,6 +281,17 @@ impl Error {
         }
     }
 
+    /// A failed negotiation; one the server never answered says what the transport saw of it
+    /// (`peer`: a child still running, silent on stdout, its last stderr lines).
+    pub(crate) fn handshake(e: SessionError, peer: Option<String>) -> Self {
+        match (e, peer) {
+            (SessionError::Timeout { method }, Some(peer)) => {
+                ConnectionError::Unanswered { method, peer }.into()
+            }
+            (e, _) => Self::negotiation(Arc::new(e)),
+        }
+    }
+
     /// A failed negotiation, or the authorization failure that caused it.
     pub(crate) fn negotiation(e: Arc<SessionError>) -> Self {
         match authorization(&*e) {

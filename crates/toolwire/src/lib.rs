@@ -76,6 +76,7 @@ pub use toolwire_search as search;
 /// export for applications that enable `toolwire-telemetry`'s `otlp` feature.
 pub use toolwire_telemetry as telemetry;
 mod client;
+mod command;
 mod config;
 mod driver;
 mod error;
@@ -88,6 +89,7 @@ mod skills;
 mod tasks;
 #[cfg(test)]
 mod test_peer;
+mod waiters;
 
 pub use client::{Called, Client, RawResult, TOOLS_STALE_META, ToolMatch, tools_may_be_stale};
 pub use config::{

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::{broadcast, watch};
-use toolwire_cache::ToolCache;
+use toolwire_cache::{Commit, ToolCache};
 use toolwire_session::{ProtocolMode, Session, SessionConfig};
 use toolwire_transport::Transport;
-use toolwire_types::ProtocolVersion;
+use toolwire_types::{Notification, ProtocolVersion};
 
 use crate::Connector;
 use crate::reconnect::{ConnectionState, ReconnectPolicy};
+use crate::recovery::Recovery;
 
 /// What every driver of a client shares: how it makes its sessions and, with a connector,
 /// new transports, and where it publishes what the client reads.
@@ -36,6 +37,8 @@ pub(crate) struct Link {
     pub(crate) transport: watch::Sender<Option<Arc<dyn Transport>>>,
     /// Where the server's notifications go (shared by every driver of a client).
     pub(crate) notices: broadcast::Sender<Arc<crate::Notice>>,
+    /// Every change of the tool cache made through the client or its drivers.
+    pub(crate) changes: broadcast::Sender<Commit>,
     /// Whether the server's announcements can reach the client now
     /// ([`toolwire_session::Session::is_listening`]; shared by every driver of a client).
     pub(crate) listening: watch::Sender<bool>,
@@ -60,6 +63,7 @@ impl Link {
             current: Arc::default(),
             transport: watch::channel(None).0,
             notices: broadcast::channel(notification_buffer).0,
+            changes: broadcast::channel(64).0,
             listening: watch::channel(false).0,
         }
     }
@@ -77,6 +81,16 @@ impl Link {
     /// The first session over a transport.
     pub(crate) fn session(&self, carries_headers: bool) -> Session {
         Session::new(self.config(), self.cache.clone(), carries_headers)
+    }
+
+    /// What a new driver does when its transport dies: the client's policy, with its
+    /// connector, and the client-wide legacy pin.
+    pub(crate) fn recovery(&self) -> Recovery {
+        Recovery::new(
+            self.reconnect.clone(),
+            self.connector.is_some(),
+            self.legacy_only.clone(),
+        )
     }
 
     /// The driver that publishes now (a new driver is the current one from its start).
@@ -117,6 +131,23 @@ impl Link {
                 self.listening.send_replace(listening);
                 false
             });
+        }
+    }
+
+    /// A notification for whoever listens ([`crate::Client::notifications`]), from any driver.
+    pub(crate) fn notice(&self, n: Notification) {
+        tracing::debug!(method = %n.method, "notification");
+        // Decoded only for someone who listens.
+        if self.notices.receiver_count() > 0 {
+            let _ = self.notices.send(Arc::new(crate::Notice::new(n)));
+        }
+    }
+
+    /// Tells subscribers of a commit that changed something.
+    pub(crate) fn announce(&self, commit: &Commit) {
+        if !commit.diff.is_empty() {
+            // No subscriber is not an error.
+            let _ = self.changes.send(commit.clone());
         }
     }
 

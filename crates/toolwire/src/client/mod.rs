@@ -18,8 +18,9 @@ use toolwire_types::{
 };
 use toolwire_types::{Prompt, ProtocolVersion, Resource, ResourceTemplate, ServerCapabilities};
 
+use crate::command::Command;
 use crate::config::ClientConfig;
-use crate::driver::{Command, Driver, announce};
+use crate::driver::Driver;
 use crate::link::Link;
 use crate::notices::Notifications;
 use crate::output::OutputValidators;
@@ -50,6 +51,10 @@ enum Connection {
     Closed,
 }
 
+/// How many server requests (elicitation, sampling, roots) the handler may work on at once
+/// (`SessionConfig::max_server_requests` with a handler; without one, 0).
+pub(crate) const MAX_SERVER_REQUESTS: usize = 64;
+
 struct Inner {
     connection: std::sync::Mutex<Connection>,
     config: ClientConfig,
@@ -58,8 +63,6 @@ struct Inner {
     /// `None` when validation is off.
     validators: Option<OutputValidators>,
     runtime: tokio::runtime::Handle,
-    /// Every change of the tool cache made through this client.
-    changes: broadcast::Sender<Commit>,
     /// What every driver of the client shares: the connector, the legacy pin, and where the
     /// current one publishes the connection's state, its transport, notifications and
     /// whether it listens.
@@ -121,7 +124,7 @@ impl Client {
         let mut config = config;
         // The session refuses what no handler could answer, and past the cap what it could.
         config.session.max_server_requests = if config.handler.is_some() {
-            crate::driver::MAX_SERVER_REQUESTS
+            MAX_SERVER_REQUESTS
         } else {
             0
         };
@@ -164,7 +167,6 @@ impl Client {
             next_call: AtomicU64::new(0),
             validators,
             runtime,
-            changes: broadcast::channel(64).0,
             link,
             search: toolwire_search::IndexCache::default(),
             apps: crate::apps::AppCache::default(),
@@ -566,7 +568,7 @@ impl Client {
             .cache
             .add_known_tools(tools)
             .map_err(|e| Error::Usage(crate::UsageError::KnownTools(Arc::new(e))))?;
-        announce(&self.inner.changes, &commit);
+        self.inner.link.announce(&commit);
         Ok(commit)
     }
 
@@ -574,7 +576,7 @@ impl Client {
     /// changes, known tools), each with its generation and diff. A receiver that falls more
     /// than 64 changes behind gets `Lagged` and can read [`Client::tools`].
     pub fn subscribe_tools(&self) -> broadcast::Receiver<Commit> {
-        self.inner.changes.subscribe()
+        self.inner.link.changes.subscribe()
     }
 
     /// Removes the known status of these tools.
@@ -587,14 +589,14 @@ impl Client {
             .cache
             .remove_known_tools(names)
             .map_err(|e| Error::Usage(crate::UsageError::KnownTools(Arc::new(e))))?;
-        announce(&self.inner.changes, &commit);
+        self.inner.link.announce(&commit);
         Ok(commit)
     }
 
     /// Removes the known status of every tool.
     pub fn clear_known_tools(&self) -> Commit {
         let commit = self.inner.cache.clear_known_tools();
-        announce(&self.inner.changes, &commit);
+        self.inner.link.announce(&commit);
         commit
     }
 
@@ -754,7 +756,6 @@ impl Inner {
             transport,
             self.config.handler.clone(),
             commands.downgrade(),
-            self.changes.clone(),
             link,
         );
         self.runtime.spawn(driver.run(rx));

@@ -7,43 +7,31 @@
 //! flush messages → `select!` over commands, `transport.recv()` and one timer (the session's
 //! next deadline, or the next reconnect).
 //!
-//! When the transport dies, [`Recovery`] decides what follows: the end (no connector, no
-//! [`ReconnectPolicy`], or no handshake ever finished), the legacy era at once (a death
-//! during the `server/discover` probe, policy or not), or the session's successor over a new
-//! transport from the connector after the policy's backoff. What the session says may go
-//! again it holds for the successor (under the same ids), the rest fails with
-//! [`ConnectionError::Lost`](crate::ConnectionError::Lost); meanwhile the spent session
-//! holds what is asked. A legacy
-//! session the server no longer knows ([`Event::SessionGone`]) is followed by a new session
-//! over the same transport, on the same terms.
+//! When the transport dies, [`Recovery`] decides what follows (`recover.rs`); a legacy session
+//! the server no longer knows ([`Event::SessionGone`]) is followed by a new one over the same
+//! transport, on the same terms.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use toolwire_cache::{Commit, ListOutcome};
-use toolwire_session::{
-    CacheMode, CallRequest, Event, OpId, RequestError, Session, SessionError, Succession,
-};
-use toolwire_transport::{Transport, TransportError};
-use toolwire_types::{ErrorObject, RequestId, ServerRequest, TraceContext};
+use tokio::sync::{mpsc, watch};
+use toolwire_session::{Event, OpId, RequestError, Session, Succession};
+use toolwire_transport::{Inbound, Transport, TransportError};
+use toolwire_types::{RequestId, ServerRequest};
 
+use crate::command::Command;
 use crate::link::Link;
 use crate::reconnect::ConnectionState;
 use crate::recovery::{AfterDeath, Recovery};
-use crate::{CallHooks, Error, ServerRequestHandler};
+use crate::waiters::Waiters;
+use crate::{Error, ServerRequestHandler};
 
-mod command;
 mod events;
+mod issue;
 mod recover;
 #[cfg(test)]
 mod tests;
-
-pub(crate) use command::{Command, announce};
-use command::{FastMap, Waiter, fail_command};
 
 /// The task that owns the session and the transport.
 pub(crate) struct Driver {
@@ -52,18 +40,14 @@ pub(crate) struct Driver {
     /// Which of the client's drivers this is: it publishes the connection's state only while
     /// the client has not moved on to another (`Link::current`).
     epoch: u64,
-    /// `Command::Start` came: negotiation is under way.
-    started: bool,
     /// Every operation someone waits for.
-    waiters: FastMap<OpId, Waiter>,
+    waiters: Waiters,
     handler: Option<ServerRequestHandler>,
     /// To post handler answers back to this driver without keeping the channel open.
     own_commands: mpsc::WeakUnboundedSender<Command>,
     /// The transport's count of credential repairs under way (woken by its changes).
     authorizing: Option<watch::Receiver<u32>>,
     last_transport_error: Option<Arc<TransportError>>,
-    /// Where cache changes are announced.
-    changes: broadcast::Sender<Commit>,
     link: Link,
     /// What follows a death: the fallback, the end, or the next connection and when.
     recovery: Recovery,
@@ -81,24 +65,17 @@ impl Driver {
         transport: Arc<dyn Transport>,
         handler: Option<ServerRequestHandler>,
         own_commands: mpsc::WeakUnboundedSender<Command>,
-        changes: broadcast::Sender<Commit>,
         link: Link,
     ) -> Self {
         Self {
             session,
             epoch: link.epoch(),
-            started: false,
-            waiters: FastMap::default(),
+            waiters: Waiters::default(),
             handler,
             own_commands,
             authorizing: transport.authorizing().map(|a| a.subscribe()),
             last_transport_error: None,
-            changes,
-            recovery: Recovery::new(
-                link.reconnect.clone(),
-                link.connector.is_some(),
-                link.legacy_only.clone(),
-            ),
+            recovery: link.recovery(),
             link,
             identity: transport.authorization_context(),
             transport,
@@ -118,19 +95,32 @@ impl Driver {
         }
     }
 
+    /// Feeds what the transport received to the session.
+    fn receive(&mut self, item: Result<Inbound, TransportError>) {
+        match item {
+            Ok(message) => {
+                self.note_identity();
+                let related = message.related.as_ref();
+                self.session
+                    .handle_inbound_on(&message.body, related, Instant::now());
+            }
+            Err(TransportError::Request(failure)) => {
+                tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
+                self.session.handle_undelivered(failure, Instant::now());
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "transport error");
+                self.last_transport_error = Some(Arc::new(e));
+            }
+        }
+    }
+
     /// Why the connection ended, for whoever still waits.
     fn lost(&self, may_have_run: bool) -> Error {
         Error::Connection(crate::ConnectionError::Lost {
             may_have_run,
             cause: self.last_transport_error.clone(),
         })
-    }
-
-    /// Fails everything waiting.
-    fn fail_all(&mut self, error: &Error) {
-        for (_, waiter) in self.waiters.drain() {
-            waiter.fail(error.clone());
-        }
     }
 
     /// Sends everything the session queued; `false` if the transport failed.
@@ -151,7 +141,7 @@ impl Driver {
         // Commands that arrived as it ended: nobody will issue them.
         commands.close();
         while let Ok(command) = commands.try_recv() {
-            fail_command(command, error.clone());
+            command.fail(error.clone());
         }
     }
 
@@ -194,40 +184,22 @@ impl Driver {
             }
             tokio::select! {
                 command = commands.recv() => match command {
-                    None => {
+                    None | Some(Command::Close { .. }) => {
                         self.shutdown(Error::Closed).await;
-                        return Error::Closed;
-                    }
-                    Some(Command::Close { reply }) => {
-                        self.shutdown(Error::Closed).await;
-                        let _ = reply.send(());
-                        return Error::Closed;
-                    }
-                    Some(Command::Start { trace }) => {
-                        // (The client said `Connecting` as it sent this.)
-                        if !std::mem::replace(&mut self.started, true) {
-                            // The handshake (and what the session sends on its own until
-                            // the first command) carries the starting caller's context.
-                            self.session.set_trace_context(trace);
-                            self.session.start(Instant::now());
+                        // Whoever closed hears it once the transport is closed.
+                        if let Some(close) = command {
+                            close.fail(Error::Closed);
                         }
+                        return Error::Closed;
                     }
+                    // (The client said `Connecting` as it sent this.) The handshake carries
+                    // the starting caller's context.
+                    Some(Command::Start { trace }) => self.session.start_traced(trace, Instant::now()),
                     Some(command) => self.issue(command),
                 },
                 // A dead transport is not read while the next one waits.
                 inbound = self.transport.recv(), if self.recovery.deadline().is_none() => match inbound {
-                    Some(Ok(message)) => {
-                        self.note_identity();
-                        self.session.handle_inbound_on(&message.body, message.related.as_ref(), Instant::now());
-                    }
-                    Some(Err(TransportError::Request(failure))) => {
-                        tracing::debug!(id = %failure.id, error = %failure.cause, "request got no answer");
-                        self.session.handle_undelivered(failure, Instant::now());
-                    }
-                    Some(Err(e)) => {
-                        tracing::debug!(error = %e, "transport error");
-                        self.last_transport_error = Some(Arc::new(e));
-                    }
+                    Some(item) => self.receive(item),
                     None => {
                         if let Err(error) = self.recover().await {
                             return error;
@@ -266,7 +238,7 @@ impl Driver {
     /// ended it says what the state is now: the client after a close, the driver itself
     /// after a failure.)
     async fn shutdown(&mut self, error: Error) {
-        self.fail_all(&error);
+        self.waiters.fail_all(&error);
         if let Err(e) = self.transport.close().await {
             tracing::debug!(error = %e, "closing the transport");
         }
@@ -289,7 +261,3 @@ async fn repaired(count: &mut Option<watch::Receiver<u32>>) {
     }
     std::future::pending().await
 }
-
-/// How many server requests (elicitation, sampling, roots) the handler may work on at once
-/// (`SessionConfig::max_server_requests` with a handler; without one, 0).
-pub(crate) const MAX_SERVER_REQUESTS: usize = 64;

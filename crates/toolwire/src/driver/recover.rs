@@ -29,9 +29,8 @@ impl Driver {
                 // The server's own last words say why, when it has them.
                 let peer = self.transport.peer_state();
                 let cause = self.last_transport_error.clone().filter(|_| peer.is_none());
-                let error =
-                    Error::Connection(crate::ConnectionError::EndedBeforeHandshake { peer, cause });
-                Err(self.end_with(error))
+                let ended = crate::ConnectionError::EndedBeforeHandshake { peer, cause };
+                Err(self.end_with(ended.into()))
             }
             AfterDeath::Reconnect { attempt } => {
                 tracing::warn!(cause = %self.cause(), "the connection to the MCP server died; reconnecting");
@@ -118,13 +117,7 @@ impl Driver {
         let transport = self.transport.clone();
         let drain = async {
             while let Some(item) = transport.recv().await {
-                match item {
-                    Ok(message) => self.session.handle_inbound(&message.body, Instant::now()),
-                    Err(TransportError::Request(failure)) => {
-                        self.session.handle_undelivered(failure, Instant::now());
-                    }
-                    Err(e) => self.last_transport_error = Some(Arc::new(e)),
-                }
+                self.receive(item);
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(3), drain).await;
@@ -145,7 +138,7 @@ impl Driver {
         self.publish(ConnectionState::Failed {
             reason: error.clone(),
         });
-        self.fail_all(&error);
+        self.waiters.fail_all(&error);
         error
     }
 

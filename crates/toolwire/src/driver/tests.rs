@@ -73,7 +73,7 @@ async fn server_requests_past_the_cap_are_refused_at_once_and_the_rest_answered(
         .connect(peer)
         .unwrap();
     client.ready().await.unwrap();
-    let total = super::MAX_SERVER_REQUESTS + 16;
+    let total = crate::client::MAX_SERVER_REQUESTS + 16;
     for i in 0..total {
         let request = json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "elicitation/create",
             "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}});
@@ -97,7 +97,7 @@ async fn server_requests_past_the_cap_are_refused_at_once_and_the_rest_answered(
             "only the excess is answered while the handler works"
         );
         for (k, answer) in refused.iter().enumerate() {
-            assert_eq!(answer["id"], 1000 + super::MAX_SERVER_REQUESTS + k);
+            assert_eq!(answer["id"], 1000 + crate::client::MAX_SERVER_REQUESTS + k);
             assert_eq!(answer["error"]["code"], -32603);
         }
     }
@@ -110,7 +110,7 @@ async fn server_requests_past_the_cap_are_refused_at_once_and_the_rest_answered(
         .count();
     assert_eq!(
         declined,
-        super::MAX_SERVER_REQUESTS,
+        crate::client::MAX_SERVER_REQUESTS,
         "those within the cap were served"
     );
     client.close().await;
