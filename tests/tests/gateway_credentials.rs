@@ -342,39 +342,6 @@ async fn a_caller_signs_in_to_a_per_user_upstream_through_a_url_elicitation_and_
     );
 }
 
-/// A legacy session's GET stream, as raw bytes read as they come.
-struct Stream(tokio::net::TcpStream, String);
-
-impl Stream {
-    async fn open(addr: std::net::SocketAddr, token: &str, sid: &str) -> Self {
-        use tokio::io::AsyncWriteExt;
-        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!(
-            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nauthorization: Bearer {token}\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-06-18\r\n\r\n"
-        );
-        tcp.write_all(request.as_bytes()).await.unwrap();
-        let mut stream = Self(tcp, String::new());
-        stream.until("200 OK").await;
-        stream
-    }
-
-    /// Reads until `needle` has come (within 10 s); everything read so far.
-    async fn until(&mut self, needle: &str) -> &str {
-        use tokio::io::AsyncReadExt;
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !self.1.contains(needle) {
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout_at(deadline, self.0.read(&mut chunk))
-                .await
-                .unwrap_or_else(|_| panic!("never came: {needle}; got {}", self.1))
-                .unwrap();
-            assert!(n > 0, "the stream ended before {needle}: {}", self.1);
-            self.1.push_str(&String::from_utf8_lossy(&chunk[..n]));
-        }
-        &self.1
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
     let PerUser {
@@ -395,7 +362,7 @@ async fn a_finished_sign_in_is_announced_to_the_callers_own_sessions_only() {
             exchange(front.addr(), &[("authorization", &auth)], &initialize).await;
         assert_eq!(status, 200);
         let sid = sid.unwrap();
-        let stream = Stream::open(front.addr(), &token, &sid).await;
+        let stream = GetStream::open(front.addr(), &sid, &[("authorization", &auth)]).await;
         sessions.push((token, sid, stream));
     }
 

@@ -1,7 +1,8 @@
 //! Gateway replicas behind one load balancer, with no affinity: a legacy session begun on one
 //! goes on at any replica holding the key, a stream resumed at a replica that did not write
-//! it is told what it can have (and at the one that did, gets what it sent, and sends), and
-//! each replica counts its own sessions.
+//! it is told what it can have (and at the one that did, gets what it sent, and sends), a
+//! session's messages go on its newest GET stream only, and each replica counts its own
+//! sessions.
 
 #![allow(
     clippy::unwrap_used,
@@ -288,4 +289,37 @@ async fn metrics_count_each_replicas_legacy_sessions_and_requests_by_method() {
     for gateway in [a_gw, b_gw] {
         gateway.host().shutdown().await;
     }
+}
+
+/// Each message of a legacy session goes on one of its GET streams (the spec forbids sending
+/// one on several): the newest open one. A client that resumes its stream while the old
+/// connection still lingers here (a balancer cut it on the client's side) reads the new one;
+/// the old one hears nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_messages_go_on_its_newest_get_stream_and_not_on_the_one_it_resumed() {
+    let upstream = reference(Eras::Modern, Framing::Json).await;
+    let (gateway, front) = replica(&upstream.url(), &[[5u8; 32]]).await;
+    let sid = legacy_session(front.addr()).await;
+    let change = |name: &str| {
+        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
+        let tool = toolwire::Tool::new(name, schema);
+        gateway.host().add_known_tools("new", [tool]).unwrap();
+    };
+    const CHANGED: &str = "notifications/tools/list_changed";
+    let mut old = GetStream::open(front.addr(), &sid, &[]).await;
+    change("first");
+    let last = event_ids(old.until(CHANGED).await)
+        .pop()
+        .expect("an event id");
+    // The client resumes after the event it read, on a new connection; the old one is open.
+    let mut new = GetStream::open(front.addr(), &sid, &[("last-event-id", &last)]).await;
+    change("second");
+    new.until(CHANGED).await;
+    let heard = old.during(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        heard.matches(CHANGED).count(),
+        1,
+        "the old stream heard it too: {heard}"
+    );
+    gateway.host().shutdown().await;
 }

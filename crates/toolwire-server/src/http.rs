@@ -532,9 +532,12 @@ impl<S: Service + Edge> Front<S> {
             let stream = front.sessions.open_stream(&sid, Carries::Listen);
             let quiet = front.core.options.limits.sse_keep_alive;
             forward_changes(tx, changes, quiet, |change| {
-                // The session was deleted: end its stream.
-                if !front.sessions.holds(&sid) {
-                    return ControlFlow::Break(());
+                match front.sessions.listener(&sid) {
+                    // The session was deleted: end its stream.
+                    None => return ControlFlow::Break(()),
+                    // A newer GET stream of the session carries it.
+                    Some(listener) if listener != stream => return ControlFlow::Continue(None),
+                    Some(_) => {}
                 }
                 let listener = crate::Listener::new(caller.as_deref(), &sid);
                 let Some(note) = front.core.legacy_notification(change, &listener) else {

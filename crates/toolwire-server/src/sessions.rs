@@ -60,6 +60,8 @@ impl Session {
 
 /// A stream of a session, open here.
 struct Open {
+    /// It is a GET stream: it carries what is not an answer.
+    listens: bool,
     /// Its next sequence number.
     next: u64,
     tag: StreamTag,
@@ -183,11 +185,6 @@ impl Sessions {
         true
     }
 
-    /// Whether `sid` is held here.
-    pub(crate) fn holds(&self, sid: &str) -> bool {
-        lock(&self.table).contains_key(sid)
-    }
-
     /// Whether a new session of `owner` may be held: expired sessions end first (at most once
     /// a [`SWEEP_EVERY`]); past [`Limits::sessions_per_caller`], that caller's longest-idle
     /// session ends; past [`Limits::max_sessions`], no. The sessions that ended go into
@@ -290,12 +287,23 @@ impl Sessions {
         s.next_stream += 1;
         s.open += 1;
         let open = Open {
+            listens: matches!(carries, Carries::Listen),
             next: 0,
             tag: StreamTag::new(self.process, s.next_stream, carries),
             logged: Arc::new(Notify::new()),
         };
         s.streams.insert(s.next_stream, open);
         s.next_stream
+    }
+
+    /// Which GET stream of `sid` carries its next message: the newest still open (each
+    /// message goes on one stream only, and a client that opens another, or resumes one that
+    /// a balancer cut, reads the new one); 0 for none. `None`: the session is not held here.
+    pub(crate) fn listener(&self, sid: &str) -> Option<u64> {
+        let table = lock(&self.table);
+        let streams = &table.get(sid)?.streams;
+        let open = streams.iter().filter(|(_, open)| open.listens);
+        Some(open.map(|(stream, _)| *stream).max().unwrap_or(0))
     }
 
     /// The stream `stream` of `sid` ended: the session idles from now on, if nothing else of
@@ -429,7 +437,8 @@ mod tests {
         assert!(sessions.used("a1"));
         assert!(sessions.room_for(alice, &mut ended));
         assert_eq!(ended, ["a2"]);
-        assert!(sessions.holds("a1") && sessions.holds("b1") && !sessions.holds("a2"));
+        let holds = |sid| sessions.listener(sid).is_some();
+        assert!(holds("a1") && holds("b1") && !holds("a2"));
     }
 
     #[test]
@@ -504,6 +513,23 @@ mod tests {
         // Ending a gives its bytes back.
         assert!(sessions.end("a"));
         assert_eq!(sessions.event_bytes.load(Ordering::Relaxed), 60);
+    }
+
+    #[test]
+    fn the_newest_open_get_stream_carries_the_sessions_messages_and_an_older_one_takes_over() {
+        let sessions = Sessions::new(Limits::default(), None);
+        sessions.hold("s", [1; 16]);
+        assert_eq!(sessions.listener("s"), Some(0));
+        let old = sessions.open_stream("s", Carries::Listen);
+        let new = sessions.open_stream("s", Carries::Listen);
+        // An answer's stream, newer still, carries only its answer.
+        sessions.open_stream("s", Carries::Answer(&json!(1)));
+        assert_eq!(sessions.listener("s"), Some(new));
+        sessions.close_stream("s", new);
+        assert_eq!(sessions.listener("s"), Some(old));
+        sessions.close_stream("s", old);
+        assert_eq!(sessions.listener("s"), Some(0));
+        assert_eq!(sessions.listener("another"), None);
     }
 
     #[test]

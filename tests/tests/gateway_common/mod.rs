@@ -384,3 +384,54 @@ pub(crate) async fn browse_sign_in(
         status,
     }
 }
+
+/// A legacy session's GET stream (2025-06-18), as raw text read as it comes.
+pub(crate) struct GetStream(tokio::net::TcpStream, pub(crate) String);
+
+impl GetStream {
+    /// Opens `sid`'s GET stream at `addr`, with `headers` besides the session's, and reads
+    /// its `200 OK`.
+    pub(crate) async fn open(addr: SocketAddr, sid: &str, headers: &[(&str, &str)]) -> Self {
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let extra: String = headers
+            .iter()
+            .map(|(n, v)| format!("{n}: {v}\r\n"))
+            .collect();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-06-18\r\n{extra}\r\n"
+        );
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut stream = Self(tcp, String::new());
+        stream.until("200 OK").await;
+        stream
+    }
+
+    /// Reads until `needle` has come (within 10 s); everything read so far.
+    pub(crate) async fn until(&mut self, needle: &str) -> &str {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !self.1.contains(needle) {
+            let read = tokio::time::timeout_at(deadline, self.read()).await;
+            let n = read.unwrap_or_else(|_| panic!("never came: {needle}; got {}", self.1));
+            assert!(n > 0, "the stream ended before {needle}: {}", self.1);
+        }
+        &self.1
+    }
+
+    /// Reads what comes for `wait`; everything read so far.
+    pub(crate) async fn during(&mut self, wait: Duration) -> &str {
+        let deadline = tokio::time::Instant::now() + wait;
+        while let Ok(n) = tokio::time::timeout_at(deadline, self.read()).await {
+            if n == 0 {
+                break;
+            }
+        }
+        &self.1
+    }
+
+    async fn read(&mut self) -> usize {
+        let mut chunk = [0u8; 4096];
+        let n = self.0.read(&mut chunk).await.unwrap();
+        self.1.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        n
+    }
+}
