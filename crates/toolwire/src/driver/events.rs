@@ -7,7 +7,8 @@ use super::*;
 impl Driver {
     /// Hands a server request the session let through to its handler, on a task of its own;
     /// its answer comes back as a `Respond` command. (The session refused the rest itself:
-    /// unknown, undecodable, undeclared, past [`MAX_SERVER_REQUESTS`](crate::client::MAX_SERVER_REQUESTS), or with no client
+    /// unknown, undecodable, undeclared, past
+    /// [`MAX_SERVER_REQUESTS`](crate::client::MAX_SERVER_REQUESTS), or with no client
     /// handler.) The handler is the call's own ([`crate::CallHooks::on_server_request`])
     /// when the session names the call it is about (`related`), else the client's.
     pub(super) fn serve(&mut self, id: RequestId, request: ServerRequest, related: Option<OpId>) {
