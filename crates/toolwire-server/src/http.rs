@@ -536,7 +536,7 @@ impl<S: Service + Edge> Front<S> {
                     // The session was deleted: end its stream.
                     None => return ControlFlow::Break(()),
                     // A newer GET stream of the session carries it.
-                    Some(listener) if listener != stream => return ControlFlow::Continue(None),
+                    Some(newest) if newest != stream => return ControlFlow::Continue(None),
                     Some(_) => {}
                 }
                 let listener = crate::Listener::new(caller.as_deref(), &sid);
