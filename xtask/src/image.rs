@@ -19,9 +19,10 @@ use std::process::Command;
 use crate::{ensure_target, interop, run, run_for_stdout};
 
 const TARGET: &str = "x86_64-unknown-linux-musl";
-/// The distribution binary's ceiling: 22 MiB. The aim is 20 MB; docs/benchmarks.md has
-/// where the size goes.
-const MAX_SIZE: u64 = 22 * 1024 * 1024;
+/// The static binary's ceiling: 21 MiB, 0.6 MiB above its size. The glibc `dist` binary's
+/// target is 20 MiB; this one carries musl's libc and mimalloc besides. docs/benchmarks.md
+/// has where the size goes.
+const MAX_SIZE: u64 = 21 * 1024 * 1024;
 const TAG: &str = "localhost/toolwire:xtask";
 
 pub(crate) fn check(root: &Path) -> Result<(), String> {
