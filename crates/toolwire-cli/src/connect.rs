@@ -407,7 +407,9 @@ pub(crate) async fn every_server(
         if matches!(cli.command, Command::Servers) {
             for s in &servers {
                 let detail = match (s["protocolVersion"].as_str(), s["tools"].as_u64()) {
-                    (Some(era), Some(n)) => format!("  {era}  {n} tools"),
+                    (Some(era), Some(n)) => {
+                        format!("  {era}  {n} tool{}", if n == 1 { "" } else { "s" })
+                    }
                     _ => String::new(),
                 };
                 say!(

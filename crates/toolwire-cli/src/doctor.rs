@@ -251,7 +251,8 @@ async fn servers(
         let name = entry.name.clone();
         findings.push(match host.state(&entry.name) {
             Some(ServerState::Ready { version, tools }) => {
-                Finding::ok(name, format!("ready: {version}, {tools} tools"))
+                let s = if tools == 1 { "" } else { "s" };
+                Finding::ok(name, format!("ready: {version}, {tools} tool{s}"))
             }
             Some(ServerState::Disabled) => Finding::ok(name, "disabled"),
             Some(ServerState::NeedsLogin { reason }) => Finding::problem(

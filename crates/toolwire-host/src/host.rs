@@ -599,15 +599,22 @@ impl Host {
     }
 }
 
+/// "1 tool", "2 tools".
+fn tool_count(n: usize) -> String {
+    format!("{n} tool{}", if n == 1 { "" } else { "s" })
+}
+
 fn describe(state: &ServerState) -> String {
     match state {
         ServerState::Disabled => "disabled".into(),
         ServerState::Starting => "starting".into(),
-        ServerState::Ready { version, tools } => format!("ready, {version}, {tools} tools"),
+        ServerState::Ready { version, tools } => {
+            format!("ready, {version}, {}", tool_count(*tools))
+        }
         ServerState::Reconnecting { attempt } => format!("reconnecting (attempt {attempt})"),
         ServerState::Failed { reason } => format!("failed: {reason}"),
         ServerState::NeedsLogin { reason } => format!("needs a login: {reason}"),
-        ServerState::Idle { tools } => format!("stopped while idle, {tools} tools"),
+        ServerState::Idle { tools } => format!("stopped while idle, {}", tool_count(*tools)),
     }
 }
 
@@ -670,4 +677,23 @@ fn check(config: &ServersConfig, separator: &str) -> Result<(), HostError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_state_counts_one_tool_in_the_singular_and_others_in_the_plural() {
+        let ready = |tools| ServerState::Ready {
+            version: ProtocolVersion::V2025_11_25,
+            tools,
+        };
+        assert_eq!(describe(&ready(1)), "ready, 2025-11-25, 1 tool");
+        assert_eq!(describe(&ready(0)), "ready, 2025-11-25, 0 tools");
+        assert_eq!(
+            describe(&ServerState::Idle { tools: 14 }),
+            "stopped while idle, 14 tools"
+        );
+    }
 }
