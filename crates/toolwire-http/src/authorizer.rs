@@ -52,8 +52,10 @@ pub trait Authorizer: Send + Sync + fmt::Debug + 'static {
     /// A count that changes when the credentials may stand for someone else (a new
     /// authorization, a logout), not when they are refreshed or stepped up. The transport
     /// adds it to its [`authorization_context`](toolwire_transport::Transport::authorization_context),
-    /// so the client drops the answers it kept that a server did not mark `cacheScope: public`.
-    /// The default, 0, never changes.
+    /// so the client drops the answers it kept that a server did not mark `cacheScope: public`,
+    /// and a legacy session opened as the identity before ends (servers bind sessions to who
+    /// opened them): its next request fails as [`HttpError::SessionExpired`], unsent, and the
+    /// session above opens a new one. The default, 0, never changes.
     fn identity(&self) -> u64 {
         0
     }

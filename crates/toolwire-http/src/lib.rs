@@ -51,11 +51,11 @@
 //! - **Credentials through one step** (`Inner::authorize`, before every POST, GET and
 //!   DELETE), from one of two places: credentials given whole
 //!   ([`HttpTransportBuilder::credentials`]: a [`StaticAuthorization`], a bearer token or an
-//!   `Authorization` value of any scheme, which its holder may change later: a new identity,
-//!   which ends a legacy session as a 404 would), or an [`Authorizer`]
-//!   ([`HttpTransportBuilder::authorizer`]), which is also asked about every 401/403 with the
-//!   parsed `WWW-Authenticate` challenges. Credentials never appear in `Debug`, logs or
-//!   errors.
+//!   `Authorization` value of any scheme, which its holder may change later), or an
+//!   [`Authorizer`] ([`HttpTransportBuilder::authorizer`]), which is also asked about every
+//!   401/403 with the parsed `WWW-Authenticate` challenges. A new identity (new credentials
+//!   given whole, a new authorization, a logout; not a refresh or a step-up) ends a legacy
+//!   session as a 404 would. Credentials never appear in `Debug`, logs or errors.
 //! - **Hooks** (on-sending, on-received with a bounded body snippet), a configurable
 //!   `User-Agent`, and a `tracing` span per request.
 //! - **Limits**: message size (JSON body or SSE event), SSE line length, connect and read
@@ -206,8 +206,8 @@ struct State {
     /// The server no longer knows the session, or the identity changed: requests fail as
     /// [`HttpError::SessionExpired`] until one opens a new session.
     session_ended: bool,
-    /// The identity of the credentials given whole when the session opened
-    /// ([`StaticAuthorization::identity`]): once they change, the session is over.
+    /// The identity the credentials stood for when the session opened
+    /// ([`Authorizer::identity`]): once it changes, the session is over.
     opened_as: u64,
     listener: Option<AbortHandle>,
     /// Where a 308 moved the endpoint (same origin); every request goes there from then on.

@@ -188,15 +188,14 @@ impl Inner {
     }
 
     /// Whether requests of the legacy session must be held back: the server ended it, or
-    /// the credentials given whole changed since it opened (servers bind a session to who
-    /// opened it; the session above opens a new one with the new credentials).
+    /// the credentials may stand for someone else since it opened ([`Auth::identity`]: new
+    /// credentials given whole, a new OAuth authorization or a logout; not a refresh or a
+    /// step-up). Servers bind a session to who opened it; the session above opens a new one
+    /// with the new credentials.
     pub(crate) fn session_over(&self) -> bool {
         let mut state = lock(&self.state);
-        if let Auth::Static(own) = &self.auth
-            && state.session_id.is_some()
-            && state.opened_as != own.identity()
-        {
-            tracing::debug!("the credentials changed: the legacy session ends with the old ones");
+        if state.session_id.is_some() && state.opened_as != self.auth.identity() {
+            tracing::debug!("a new identity: the legacy session ends with the old one");
             state.end_session();
         }
         state.session_ended
@@ -336,8 +335,8 @@ impl Inner {
             } else {
                 self.authorize(&mut req, method).await?
             };
-            if opens && let Auth::Static(given) = &self.auth {
-                lock(&self.state).opened_as = given.identity();
+            if opens {
+                lock(&self.state).opened_as = self.auth.identity();
             }
             let uri = (matches!(self.auth, Auth::Custom(_)) && !own).then(|| req.uri().clone());
             if let Some(hook) = &self.config.on_sending {

@@ -32,6 +32,8 @@ struct Counting {
     refusals: AtomicU32,
     /// Refusals answered with a new generation.
     repairs: AtomicU32,
+    /// Who the credentials stand for ([`Authorizer::identity`]).
+    identity: AtomicU64,
     /// Say "resend" without repairing.
     stubborn: bool,
     /// Fail instead.
@@ -86,6 +88,10 @@ impl Authorizer for Counting {
             }
             Ok(Resend::Yes)
         })
+    }
+
+    fn identity(&self) -> u64 {
+        self.identity.load(Ordering::SeqCst)
     }
 }
 
@@ -253,4 +259,58 @@ async fn an_authorizer_failure_fails_the_request_with_its_error_as_the_source() 
     };
     assert!(source.downcast_ref::<GivesUp>().is_some());
     assert_eq!(peer.requests().len(), 1, "not resent");
+}
+
+/// Servers bind a legacy session to who opened it. New credentials for the same identity (a
+/// refresh) keep the session; a new identity (another login, a logout) ends it before anything
+/// goes with the old session's id, and the next session opens without it.
+#[tokio::test]
+async fn a_refresh_keeps_the_legacy_session_and_a_new_identity_ends_it_unsent() {
+    let peer = HttpPeer::start(accepting_from(0)).await;
+    let auth = Arc::new(Counting::default());
+    let t = HttpTransport::builder(peer.url())
+        .authorizer(auth.clone())
+        .get_stream(false)
+        .build()
+        .unwrap();
+    t.send(request(1, "initialize")).await.unwrap();
+    next(&t).await.unwrap();
+    assert_eq!(t.session_id().as_deref(), Some("s1"));
+    let context = t.authorization_context();
+
+    auth.generation.fetch_add(1, Ordering::SeqCst);
+    t.send(request(2, "tools/list")).await.unwrap();
+    next(&t).await.unwrap();
+    let refreshed = peer.requests().last().cloned().unwrap();
+    assert_eq!(refreshed.header("authorization"), "Bearer t1");
+    assert_eq!(
+        refreshed.header("mcp-session-id"),
+        "s1",
+        "a refresh keeps the session"
+    );
+    assert_eq!(t.authorization_context(), context, "and the identity");
+
+    auth.identity.fetch_add(1, Ordering::SeqCst);
+    assert_ne!(t.authorization_context(), context);
+    let sent = peer.requests().len();
+    t.send(request(3, "tools/list")).await.unwrap();
+    match next(&t).await {
+        Err(TransportError::Request(f)) => assert!(f.session_gone, "{f:?}"),
+        other => panic!("expected the session gone, got {other:?}"),
+    }
+    assert_eq!(
+        peer.requests().len(),
+        sent,
+        "held back, not sent as the old session"
+    );
+
+    t.send(request(4, "initialize")).await.unwrap();
+    next(&t).await.unwrap();
+    let opened = peer.requests().last().cloned().unwrap();
+    assert_eq!(opened.rpc_method().as_deref(), Some("initialize"));
+    assert_eq!(
+        opened.header("mcp-session-id"),
+        "",
+        "the next session opens afresh"
+    );
 }
