@@ -11,7 +11,7 @@ mod gateway_common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gateway_common::{LOOPBACK, event_ids, exchange_all, post_request, raw, raw_text};
+use gateway_common::{GetStream, LOOPBACK, event_ids, exchange_all, post_request, raw, raw_text};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -216,6 +216,42 @@ async fn a_caller_opening_session_after_session_keeps_only_its_newest_share() {
     }
     // The six oldest were pushed out (404, as an expired session is); the newest four serve.
     assert_eq!(live, [404, 404, 404, 404, 404, 404, 200, 200, 200, 200]);
+}
+
+/// The last chunk of a chunked answer: the stream's end.
+const ENDED: &str = "\r\n0\r\n\r\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_streams_past_their_bound_end_the_sessions_oldest_only() {
+    let server = serve(|l| l.get_streams_per_session = 2).await;
+    let addr = server.addr();
+    let mut sids = Vec::new();
+    for _ in 0..2 {
+        let (_, head, _) = post(addr, &[], &initialize(json!({}))).await;
+        sids.push(session_of(&head).unwrap());
+    }
+    let (sid, other) = (&sids[0], &sids[1]);
+    let mut others = GetStream::open(addr, other, &[]).await;
+    let mut first = GetStream::open(addr, sid, &[]).await;
+    let mut second = GetStream::open(addr, sid, &[]).await;
+    let quiet = Duration::from_millis(300);
+    assert!(
+        !first.during(quiet).await.contains(ENDED),
+        "two are within the bound"
+    );
+    let mut third = GetStream::open(addr, sid, &[]).await;
+    first.until(ENDED).await;
+    assert!(
+        !second.during(quiet).await.contains(ENDED),
+        "only the oldest ends"
+    );
+    assert!(!third.during(quiet).await.contains(ENDED));
+    assert!(
+        !others.during(quiet).await.contains(ENDED),
+        "another session's goes on"
+    );
+    let (status, _, _) = post(addr, &[("mcp-session-id", sid)], &ping()).await;
+    assert_eq!(status, 200, "the session itself goes on");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,7 +24,7 @@ use toolwire_headers::{
 use crate::Repair;
 
 use crate::core::{Core, Interest, Keyed, error, request_version};
-use crate::cursor::{Carries, Cursor};
+use crate::cursor::Cursor;
 use crate::respond::{denied, json_bytes, json_response, sse, sse_text};
 pub(crate) use crate::respond::{empty, sse_response, with_body};
 use crate::sessions::{Resume, Sessions};
@@ -529,9 +529,9 @@ impl<S: Service + Edge> Front<S> {
                     return;
                 }
             }
-            let stream = front.sessions.open_stream(&sid, Carries::Listen);
+            let (stream, ended) = front.sessions.open_get_stream(&sid);
             let quiet = front.core.options.limits.sse_keep_alive;
-            forward_changes(tx, changes, quiet, |change| {
+            let forward = forward_changes(tx, changes, quiet, |change| {
                 match front.sessions.listener(&sid) {
                     // The session was deleted: end its stream.
                     None => return ControlFlow::Break(()),
@@ -546,8 +546,12 @@ impl<S: Service + Edge> Front<S> {
                 let json = Bytes::from(json_bytes(&note));
                 let id = front.sessions.log(&sid, stream, json.clone());
                 ControlFlow::Continue(Some(sse_text(Some(&id), &json)))
-            })
-            .await;
+            });
+            // A newer GET stream past the cap, or the session's end, ends this one now.
+            tokio::select! {
+                () = forward => {}
+                _ = ended => {}
+            }
             front.sessions.close_stream(&sid, stream);
         });
         response

@@ -165,6 +165,10 @@ pub struct Limits {
     /// Live legacy sessions per caller (principal, or every unauthenticated client together):
     /// a new one past it ends that caller's longest-idle session: 64.
     pub sessions_per_caller: usize,
+    /// GET streams open at once per legacy session: a new one past it ends the session's
+    /// oldest (the newest carries the session's messages, an older one only keep-alives, so
+    /// one caller cannot hold connections with streams that never time out): 4.
+    pub get_streams_per_session: usize,
     /// Live legacy sessions in all: past it (once expired ones are gone) `initialize` is
     /// answered 503 with `Retry-After`: 10,000.
     pub max_sessions: usize,
@@ -194,6 +198,7 @@ impl Default for Limits {
             max_connections: 4096,
             session_idle: Duration::from_secs(30 * 60),
             sessions_per_caller: 64,
+            get_streams_per_session: 4,
             max_sessions: 10_000,
             events_per_session: 1024 * 1024,
             events_total: 256 * 1024 * 1024,

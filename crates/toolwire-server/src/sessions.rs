@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot};
 
 use crate::core::{Keyed, lock};
 use crate::cursor::{Carries, Cursor, StreamTag};
@@ -67,7 +67,13 @@ struct Open {
     tag: StreamTag,
     /// Woken at each event logged and at its end: a resumption follows it live.
     logged: Arc<Notify>,
+    /// A GET stream's: dropped with this entry, which ends the stream (its [`Ended`]).
+    _ends: Option<oneshot::Sender<()>>,
 }
+
+/// Resolves when a GET stream's entry is gone while the stream still runs: a newer one took
+/// its place past [`Limits::get_streams_per_session`], or its session ended.
+pub(crate) type Ended = oneshot::Receiver<()>;
 
 /// An event kept for replay.
 struct Kept {
@@ -280,10 +286,40 @@ impl Sessions {
     /// A new stream of `sid` (its GET stream, an SSE answer): its number, from 1 (0 for a
     /// session no longer held).
     pub(crate) fn open_stream(&self, sid: &str, carries: Carries<'_>) -> u64 {
+        self.open(sid, carries, None)
+    }
+
+    /// A new GET stream of `sid` ([`Self::open_stream`]) and what ends it early. Past
+    /// [`Limits::get_streams_per_session`] GET streams, the session's oldest is closed here
+    /// first: the newest carries the session's messages, so an older one sends only
+    /// keep-alives, and a client that keeps opening them would otherwise hold a connection
+    /// for each for as long as it liked.
+    pub(crate) fn open_get_stream(&self, sid: &str) -> (u64, Ended) {
+        let (ends, ended) = oneshot::channel();
+        (self.open(sid, Carries::Listen, Some(ends)), ended)
+    }
+
+    /// Opens a stream of `sid`; a GET stream (`ends`) first closes the oldest past the cap.
+    fn open(&self, sid: &str, carries: Carries<'_>, ends: Option<oneshot::Sender<()>>) -> u64 {
         let mut table = lock(&self.table);
         let Some(s) = table.get_mut(sid) else {
             return 0;
         };
+        if ends.is_some() {
+            let cap = self.limits.get_streams_per_session.max(1);
+            loop {
+                let listening = s.streams.iter().filter(|(_, open)| open.listens);
+                let (count, oldest) =
+                    listening.fold((0, u64::MAX), |(n, old), (id, _)| (n + 1, old.min(*id)));
+                if count < cap {
+                    break;
+                }
+                if let Some(open) = s.streams.remove(&oldest) {
+                    open.logged.notify_waiters();
+                    s.open = s.open.saturating_sub(1);
+                }
+            }
+        }
         s.next_stream += 1;
         s.open += 1;
         let open = Open {
@@ -291,6 +327,7 @@ impl Sessions {
             next: 0,
             tag: StreamTag::new(self.process, s.next_stream, carries),
             logged: Arc::new(Notify::new()),
+            _ends: ends,
         };
         s.streams.insert(s.next_stream, open);
         s.next_stream
@@ -530,6 +567,60 @@ mod tests {
         sessions.close_stream("s", old);
         assert_eq!(sessions.listener("s"), Some(0));
         assert_eq!(sessions.listener("another"), None);
+    }
+
+    #[test]
+    fn a_get_stream_past_the_cap_ends_the_sessions_oldest_and_the_sessions_end_ends_the_rest() {
+        let sessions = Sessions::new(limits(|l| l.get_streams_per_session = 2), None);
+        sessions.hold("s", [1; 16]);
+        sessions.hold("t", [1; 16]);
+        let (first, mut first_ended) = sessions.open_get_stream("s");
+        let (second, mut second_ended) = sessions.open_get_stream("s");
+        // Another session's streams and an answer's stream count for nothing here.
+        let (_, mut other_ended) = sessions.open_get_stream("t");
+        sessions.open_stream("s", Carries::Answer(&json!(1)));
+        assert!(
+            first_ended.try_recv().is_err(),
+            "two GET streams are within the cap"
+        );
+        let (third, mut third_ended) = sessions.open_get_stream("s");
+        assert!(
+            matches!(
+                first_ended.try_recv(),
+                Err(oneshot::error::TryRecvError::Closed)
+            ),
+            "the oldest GET stream is ended"
+        );
+        assert!(second_ended.try_recv().is_err(), "the others go on");
+        assert!(other_ended.try_recv().is_err());
+        assert_eq!(sessions.listener("s"), Some(third));
+        sessions.close_stream("s", third);
+        assert_eq!(sessions.listener("s"), Some(second), "not the ended one");
+        // Its task closing the ended stream changes nothing: the session has two open still
+        // (the second GET stream and the answer's).
+        let open = |sessions: &Sessions| lock(&sessions.table).get("s").map(|s| s.open);
+        assert_eq!(open(&sessions), Some(2));
+        sessions.close_stream("s", first);
+        assert_eq!(open(&sessions), Some(2));
+        assert!(sessions.end("s"));
+        assert!(
+            matches!(
+                second_ended.try_recv(),
+                Err(oneshot::error::TryRecvError::Closed)
+            ),
+            "a session's end ends its GET streams"
+        );
+        assert!(
+            matches!(
+                third_ended.try_recv(),
+                Err(oneshot::error::TryRecvError::Closed)
+            ),
+            "the closed third one's entry is gone too"
+        );
+        assert!(
+            other_ended.try_recv().is_err(),
+            "another session's stream goes on"
+        );
     }
 
     #[test]

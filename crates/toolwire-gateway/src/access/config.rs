@@ -143,6 +143,9 @@ pub struct LimitsConfig {
     /// Live legacy sessions per caller.
     #[serde(default)]
     pub sessions_per_caller: Option<usize>,
+    /// GET streams open at once per legacy session.
+    #[serde(default)]
+    pub get_streams_per_session: Option<usize>,
     /// Live legacy sessions in all.
     #[serde(default)]
     pub max_sessions: Option<usize>,
@@ -184,6 +187,9 @@ impl LimitsConfig {
         }
         if let Some(v) = self.sessions_per_caller {
             limits.sessions_per_caller = v;
+        }
+        if let Some(v) = self.get_streams_per_session {
+            limits.get_streams_per_session = v;
         }
         if let Some(v) = self.max_sessions {
             limits.max_sessions = v;
