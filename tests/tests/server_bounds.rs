@@ -254,6 +254,80 @@ async fn get_streams_past_their_bound_end_the_sessions_oldest_only() {
     assert_eq!(status, 200, "the session itself goes on");
 }
 
+/// A 2026-07-28 `subscriptions/listen` request, whole.
+fn listen_request(addr: SocketAddr) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: subscriptions/listen\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// A [`listen_request`] on a connection of its own: the connection, and the answer's head and
+/// what came of its body so far.
+async fn listen(addr: SocketAddr) -> (TcpStream, String) {
+    let request = listen_request(addr);
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut got = String::new();
+    while !got.contains("\r\n\r\n") {
+        let mut chunk = [0u8; 4096];
+        let read = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk));
+        let n = read.await.expect("an answer's head in time").unwrap();
+        assert!(n > 0, "closed before its head: {got}");
+        got.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    (tcp, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_streams_past_their_bound_are_refused_until_one_ends() {
+    let server = serve(|l| {
+        l.listens_per_caller = 2;
+        l.sse_keep_alive = Duration::from_millis(100);
+    })
+    .await;
+    let addr = server.addr();
+    let (first, head) = listen(addr).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (_second, head) = listen(addr).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (_, refused) = listen(addr).await;
+    assert!(refused.starts_with("HTTP/1.1 429"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 5"),
+        "{refused}"
+    );
+    // The body says why, as a JSON-RPC error for the listen's id.
+    let (_, _, answers) = raw(addr, listen_request(addr).as_bytes()).await;
+    assert_eq!(answers[0]["id"], 1, "{answers:?}");
+    assert!(
+        answers[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 listen streams"),
+        "{answers:?}"
+    );
+    // The client of the first goes away: once the server finds out (its next keep-alive),
+    // the place is given back.
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, head) = listen(addr).await;
+        if head.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never given back: {head}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_expires_and_answers_404() {
     let server = serve(|l| l.session_idle = Duration::from_millis(300)).await;

@@ -57,6 +57,8 @@ pub(crate) struct Front<S> {
     pub(crate) nowhere: mpsc::UnboundedSender<Value>,
     /// The era repairs logged already, per caller.
     repairs: crate::repair::Repairs,
+    /// The `subscriptions/listen` streams open, per caller.
+    listens: crate::listens::Listens,
 }
 
 /// The HTTP response that carries `page`.
@@ -119,6 +121,7 @@ impl<S: Service + Edge> Front<S> {
             sse_sessions: std::sync::Mutex::new(HashMap::default()),
             nowhere: mpsc::unbounded_channel().0,
             repairs: crate::repair::Repairs::default(),
+            listens: crate::listens::Listens::default(),
         })
     }
 
@@ -456,10 +459,19 @@ impl<S: Service + Edge> Front<S> {
         interest: Interest,
         caller: Option<Arc<Caller>>,
     ) -> Response<Body> {
+        let owner = Caller::tag(caller.as_deref());
+        let Some(slot) = self.listens.hold(owner, &self.core.options.limits) else {
+            return crate::respond::too_many_listens(
+                &id,
+                self.core.options.limits.listens_per_caller,
+            );
+        };
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();
         let core = self.core.clone();
         tokio::spawn(async move {
+            // Its place is given back when the stream ends.
+            let _slot = slot;
             let who = caller.as_deref();
             let watched = core.service.watch(interest.resources(), true, who).await;
             let interest = interest.narrowed(watched);

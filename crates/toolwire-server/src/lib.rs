@@ -49,6 +49,7 @@ mod guard;
 mod http;
 mod incoming;
 mod limits;
+mod listens;
 mod repair;
 mod respond;
 mod service;
@@ -169,6 +170,10 @@ pub struct Limits {
     /// oldest (the newest carries the session's messages, an older one only keep-alives, so
     /// one caller cannot hold connections with streams that never time out): 4.
     pub get_streams_per_session: usize,
+    /// `subscriptions/listen` streams open at once per caller (principal, or every
+    /// unauthenticated client together) over HTTP: past it, a new one is refused (429 with
+    /// `Retry-After` and a JSON-RPC error) until one ends: 64.
+    pub listens_per_caller: usize,
     /// Live legacy sessions in all: past it (once expired ones are gone) `initialize` is
     /// answered 503 with `Retry-After`: 10,000.
     pub max_sessions: usize,
@@ -199,6 +204,7 @@ impl Default for Limits {
             session_idle: Duration::from_secs(30 * 60),
             sessions_per_caller: 64,
             get_streams_per_session: 4,
+            listens_per_caller: 64,
             max_sessions: 10_000,
             events_per_session: 1024 * 1024,
             events_total: 256 * 1024 * 1024,

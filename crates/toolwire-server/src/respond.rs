@@ -146,21 +146,30 @@ pub(crate) fn denied(denial: &Denial) -> Response<Body> {
 /// (a client retries it; a balancer sends the retry to a replica that serves), and a JSON-RPC
 /// error that says why.
 pub(crate) fn draining(id: &Value) -> Response<Body> {
-    let refusal = crate::core::error(
-        id,
-        SHUTTING_DOWN,
-        "the server is shutting down: retry the request (another replica may serve it)",
-        None,
-    );
-    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &refusal);
+    let why = "the server is shutting down: retry the request (another replica may serve it)";
+    retry_later(id, StatusCode::SERVICE_UNAVAILABLE, "1", why)
+}
+
+/// The answer to a `subscriptions/listen` past the caller's bound of `cap` open at once: 429
+/// with `Retry-After: 5` (a client that ended one, or waits, gets in) and a JSON-RPC error
+/// that says why.
+pub(crate) fn too_many_listens(id: &Value, cap: usize) -> Response<Body> {
+    let why = format!("this caller has {cap} listen streams open, the most it may: end one first");
+    retry_later(id, StatusCode::TOO_MANY_REQUESTS, "5", &why)
+}
+
+/// `status` with `Retry-After: secs` and a JSON-RPC error for `id` saying `why`.
+fn retry_later(id: &Value, status: StatusCode, secs: &'static str, why: &str) -> Response<Body> {
+    let refusal = crate::core::error(id, SHUTTING_DOWN, why, None);
+    let mut response = json_response(status, &refusal);
     response
         .headers_mut()
-        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static(secs));
     response
 }
 
-/// The JSON-RPC code of [`draining`]'s refusal: one of the range JSON-RPC leaves to servers
-/// (none of the spec's codes says "unavailable, retry").
+/// The JSON-RPC code of [`draining`]'s and [`too_many_listens`]' refusals: one of the range
+/// JSON-RPC leaves to servers (none of the spec's codes says "unavailable, retry").
 pub(crate) const SHUTTING_DOWN: i64 = -32000;
 
 pub(crate) fn json_response(status: StatusCode, value: &Value) -> Response<Body> {

@@ -146,6 +146,9 @@ pub struct LimitsConfig {
     /// GET streams open at once per legacy session.
     #[serde(default)]
     pub get_streams_per_session: Option<usize>,
+    /// `subscriptions/listen` streams open at once per caller.
+    #[serde(default)]
+    pub listens_per_caller: Option<usize>,
     /// Live legacy sessions in all.
     #[serde(default)]
     pub max_sessions: Option<usize>,
@@ -190,6 +193,9 @@ impl LimitsConfig {
         }
         if let Some(v) = self.get_streams_per_session {
             limits.get_streams_per_session = v;
+        }
+        if let Some(v) = self.listens_per_caller {
+            limits.listens_per_caller = v;
         }
         if let Some(v) = self.max_sessions {
             limits.max_sessions = v;
