@@ -269,7 +269,28 @@ fn listen_request(addr: SocketAddr) -> String {
 /// A [`listen_request`] on a connection of its own: the connection, and the answer's head and
 /// what came of its body so far.
 async fn listen(addr: SocketAddr) -> (TcpStream, String) {
-    let request = listen_request(addr);
+    opened(addr, &listen_request(addr)).await
+}
+
+/// Sends `request` again and again until it is answered 200 (a place given back), within 10 s.
+async fn admitted_within_10s(addr: SocketAddr, request: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, head) = opened(addr, request).await;
+        if head.starts_with("HTTP/1.1 200") {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never given back: {head}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `request` on a connection of its own: the connection, and the answer's head and what came
+/// of its body so far.
+async fn opened(addr: SocketAddr, request: &str) -> (TcpStream, String) {
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     tcp.write_all(request.as_bytes()).await.unwrap();
     let mut got = String::new();
@@ -314,18 +335,42 @@ async fn listen_streams_past_their_bound_are_refused_until_one_ends() {
     // The client of the first goes away: once the server finds out (its next keep-alive),
     // the place is given back.
     drop(first);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, head) = listen(addr).await;
-        if head.starts_with("HTTP/1.1 200") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never given back: {head}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    admitted_within_10s(addr, &listen_request(addr)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_of_the_2024_11_05_transport_past_the_callers_sessions_are_refused_until_one_ends()
+{
+    let mut o = toolwire_refserver::Options::default();
+    o.server.sse = true;
+    o.server.limits.sessions_per_caller = 2;
+    o.server.limits.sse_keep_alive = Duration::from_millis(100);
+    let server = toolwire_refserver::serve_http(LOOPBACK, o).await.unwrap();
+    let addr = server.addr();
+    let request = format!(
+        "GET /mcp/sse HTTP/1.1\r\nhost: {addr}\r\naccept: text/event-stream\r\nconnection: close\r\n\r\n"
+    );
+    let (first, head) = opened(addr, &request).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (mut second, head) = opened(addr, &request).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (_, refused) = opened(addr, &request).await;
+    assert!(refused.starts_with("HTTP/1.1 429"), "{refused}");
+    assert!(
+        refused.to_ascii_lowercase().contains("retry-after: 5"),
+        "{refused}"
+    );
+    // A quiet stream hears a comment now and then: that is how a client gone is found out.
+    let mut heard = String::new();
+    while !heard.contains(": keep-alive") {
+        let mut chunk = [0u8; 1024];
+        let read = tokio::time::timeout(Duration::from_secs(5), second.read(&mut chunk));
+        let n = read.await.expect("a keep-alive in time").unwrap();
+        assert!(n > 0, "the stream ended: {heard}");
+        heard.push_str(&String::from_utf8_lossy(&chunk[..n]));
     }
+    drop(first);
+    admitted_within_10s(addr, &request).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,7 +58,9 @@ pub(crate) struct Front<S> {
     /// The era repairs logged already, per caller.
     repairs: crate::repair::Repairs,
     /// The `subscriptions/listen` streams open, per caller.
-    listens: crate::listens::Listens,
+    listens: crate::slots::Slots,
+    /// The 2024-11-05 transport's streams open, per caller.
+    pub(crate) sse_streams: crate::slots::Slots,
 }
 
 /// The HTTP response that carries `page`.
@@ -121,7 +123,8 @@ impl<S: Service + Edge> Front<S> {
             sse_sessions: std::sync::Mutex::new(HashMap::default()),
             nowhere: mpsc::unbounded_channel().0,
             repairs: crate::repair::Repairs::default(),
-            listens: crate::listens::Listens::default(),
+            listens: crate::slots::Slots::default(),
+            sse_streams: crate::slots::Slots::default(),
         })
     }
 
@@ -460,11 +463,9 @@ impl<S: Service + Edge> Front<S> {
         caller: Option<Arc<Caller>>,
     ) -> Response<Body> {
         let owner = Caller::tag(caller.as_deref());
-        let Some(slot) = self.listens.hold(owner, &self.core.options.limits) else {
-            return crate::respond::too_many_listens(
-                &id,
-                self.core.options.limits.listens_per_caller,
-            );
+        let cap = self.core.options.limits.listens_per_caller;
+        let Some(slot) = self.listens.hold(owner, cap) else {
+            return crate::respond::too_many_listens(&id, cap);
         };
         let (mut tx, response) = sse_response();
         let changes = self.core.subscribe();

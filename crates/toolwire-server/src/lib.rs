@@ -49,12 +49,12 @@ mod guard;
 mod http;
 mod incoming;
 mod limits;
-mod listens;
 mod repair;
 mod respond;
 mod service;
 mod session_id;
 mod sessions;
+mod slots;
 mod sse;
 mod stdio;
 mod streamed;
@@ -164,7 +164,8 @@ pub struct Limits {
     /// afterwards, as the transport says of an expired session): 30 min.
     pub session_idle: Duration,
     /// Live legacy sessions per caller (principal, or every unauthenticated client together):
-    /// a new one past it ends that caller's longest-idle session: 64.
+    /// a new one past it ends that caller's longest-idle session: 64. As many 2024-11-05
+    /// streams ([`Options::sse`]) per caller, past which a new one is refused (429).
     pub sessions_per_caller: usize,
     /// GET streams open at once per legacy session: a new one past it ends the session's
     /// oldest (the newest carries the session's messages, an older one only keep-alives, so

@@ -19,12 +19,25 @@ use crate::respond::{sse_endpoint, sse_message};
 use crate::{Caller, Change};
 
 impl<S: crate::Service + crate::Edge> Front<S> {
-    /// `GET …/sse`: a new session and its stream.
+    /// `GET …/sse`: a new session and its stream; 429 with `Retry-After` when the caller holds
+    /// [`crate::Limits::sessions_per_caller`] of them already. A quiet stream gets a comment
+    /// every [`crate::Limits::sse_keep_alive`], which finds out a client gone.
     pub(crate) fn sse_stream(
         self: &Arc<Self>,
         base: &str,
         caller: Option<Arc<Caller>>,
     ) -> Response {
+        let limits = &self.core.options.limits;
+        let owner = Caller::tag(caller.as_deref());
+        let Some(slot) = self.sse_streams.hold(owner, limits.sessions_per_caller) else {
+            let mut refused = empty(StatusCode::TOO_MANY_REQUESTS);
+            refused.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("5"),
+            );
+            return refused;
+        };
+        let quiet = limits.sse_keep_alive;
         let id = crate::session_id::random();
         let (messages, mut outgoing) = mpsc::unbounded_channel::<Value>();
         lock(&self.sse_sessions).insert(id.clone(), (messages, caller.clone()));
@@ -35,6 +48,8 @@ impl<S: crate::Service + crate::Edge> Front<S> {
         // The scope its messages are handled in (`sse_post`).
         let scope = format!("sse:{id}");
         tokio::spawn(async move {
+            // Its place is given back when the stream ends.
+            let _slot = slot;
             if tx.send_data(endpoint).await.is_ok() {
                 loop {
                     let event = tokio::select! {
@@ -54,6 +69,7 @@ impl<S: crate::Service + crate::Edge> Front<S> {
                                 None => continue,
                             }
                         }
+                        () = tokio::time::sleep(quiet) => Bytes::from_static(b": keep-alive\n\n"),
                     };
                     if tx.send_data(event).await.is_err() {
                         break;
