@@ -85,10 +85,7 @@ impl<S: Service + Edge> Front<S> {
                 );
             }
             if !self.room_for(owner) {
-                let mut r = empty(StatusCode::SERVICE_UNAVAILABLE);
-                r.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("30"));
-                return r;
+                return crate::respond::retry_after(StatusCode::SERVICE_UNAVAILABLE, "30");
             }
             let minted = match &options.session_keys {
                 Some(keys) => keys.seal(std::time::SystemTime::now(), owner),

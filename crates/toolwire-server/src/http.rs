@@ -177,7 +177,7 @@ impl<S: Service + Edge> Front<S> {
         };
         let owner = Caller::tag(caller.as_deref());
         if sse_get {
-            return self.sse_stream(base, caller);
+            return self.sse_stream(base, caller, owner);
         }
         if sse_post {
             return self

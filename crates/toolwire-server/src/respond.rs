@@ -72,6 +72,15 @@ pub(crate) fn empty(status: StatusCode) -> Response<Body> {
     in_map(HeaderMap::new(), status, None)
 }
 
+/// `status` with no body and `Retry-After: secs`.
+pub(crate) fn retry_after(status: StatusCode, secs: &'static str) -> Response<Body> {
+    let mut response = empty(status);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static(secs));
+    response
+}
+
 pub(crate) fn with_body(
     status: StatusCode,
     content_type: &'static str,

@@ -52,6 +52,16 @@ impl Session {
         }
     }
 
+    /// Its stream `stream` ended (or was ended here): whoever follows it is woken, and the
+    /// session idles from now on if nothing else of it is open.
+    fn close(&mut self, stream: u64) {
+        if let Some(open) = self.streams.remove(&stream) {
+            open.logged.notify_waiters();
+            self.open = self.open.saturating_sub(1);
+            self.last_used = Instant::now();
+        }
+    }
+
     /// Whether it has been idle longer than `limit` at `now`.
     fn expired(&self, now: Instant, limit: Duration) -> bool {
         self.open == 0 && now.saturating_duration_since(self.last_used) > limit
@@ -314,10 +324,7 @@ impl Sessions {
                 if count < cap {
                     break;
                 }
-                if let Some(open) = s.streams.remove(&oldest) {
-                    open.logged.notify_waiters();
-                    s.open = s.open.saturating_sub(1);
-                }
+                s.close(oldest);
             }
         }
         s.next_stream += 1;
@@ -346,12 +353,8 @@ impl Sessions {
     /// The stream `stream` of `sid` ended: the session idles from now on, if nothing else of
     /// it is open.
     pub(crate) fn close_stream(&self, sid: &str, stream: u64) {
-        if let Some(s) = lock(&self.table).get_mut(sid)
-            && let Some(open) = s.streams.remove(&stream)
-        {
-            open.logged.notify_waiters();
-            s.open = s.open.saturating_sub(1);
-            s.last_used = Instant::now();
+        if let Some(s) = lock(&self.table).get_mut(sid) {
+            s.close(stream);
         }
     }
 

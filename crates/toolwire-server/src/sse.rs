@@ -26,16 +26,11 @@ impl<S: crate::Service + crate::Edge> Front<S> {
         self: &Arc<Self>,
         base: &str,
         caller: Option<Arc<Caller>>,
+        owner: [u8; 16],
     ) -> Response {
         let limits = &self.core.options.limits;
-        let owner = Caller::tag(caller.as_deref());
         let Some(slot) = self.sse_streams.hold(owner, limits.sessions_per_caller) else {
-            let mut refused = empty(StatusCode::TOO_MANY_REQUESTS);
-            refused.headers_mut().insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static("5"),
-            );
-            return refused;
+            return crate::respond::retry_after(StatusCode::TOO_MANY_REQUESTS, "5");
         };
         let quiet = limits.sse_keep_alive;
         let id = crate::session_id::random();
